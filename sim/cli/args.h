@@ -1,0 +1,39 @@
+/* args.h: strict parsing of command-line values.  Each parser, on bad input, records one line
+ * naming the option and the rule (fl_last_error) and returns FL_EINVAL; the CLI prints it and
+ * exits with status 2. */
+#ifndef FL_CLI_ARGS_H
+#define FL_CLI_ARGS_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+/* A decimal integer in [min, max]: no sign games, no trailing characters, no fractions, no
+ * exponent, no overflow.  opt is the option's name for the message ("--N"). */
+fl_status fl_parse_i64(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* An unsigned 64-bit seed (decimal). */
+fl_status fl_parse_u64(const char *opt, const char *s, uint64_t *out);
+
+/* A walker over argv of the form  --name value | --name=value | --flag.
+ * fl_args_next returns 1 and sets *name (without the dashes' text kept: "--N") and *value (NULL
+ * for a flag with no '=') for each option, 0 at the end, and -1 (with fl_last_error set) on an
+ * argument that is not an option. */
+typedef struct {
+    int argc, i;
+    char **argv;
+    char buf[64];
+} fl_args;
+
+void fl_args_init(fl_args *a, int argc, char **argv);
+int fl_args_next(fl_args *a, const char **name, const char **inline_value);
+
+/* The value of the option just returned: its inline "=value", else the next argument.
+ * FL_EINVAL ("--N: needs a value") when there is none. */
+fl_status fl_args_value(fl_args *a, const char *name, const char *inline_value, const char **out);
+
+/* Exit status the CLI uses for a library status: 2 for bad input (EINVAL, ECAPACITY,
+ * EOVERFLOW), 1 for anything else. */
+int fl_exit_code(fl_status s);
+
+#endif

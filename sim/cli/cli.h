@@ -1,0 +1,13 @@
+/* cli.h: the flashlab subcommands.  Each takes the arguments after its name and returns the
+ * process exit status: 0 success, 2 bad input (one line on stderr), 1 internal failure. */
+#ifndef FL_CLI_H
+#define FL_CLI_H
+
+int fl_cmd_count(int argc, char **argv); /* flashlab count */
+int fl_cmd_run(int argc, char **argv);   /* flashlab run   */
+int fl_cmd_example(int argc, char **argv);
+
+/* Prints "flashlab: <last error>" on stderr and returns fl_exit_code(s). */
+int fl_cli_error(int s);
+
+#endif

@@ -1,0 +1,123 @@
+/* cmd_count.c: `flashlab count` (count-only machine) and `flashlab run` (compute mode, checked
+ * against the reference).  Both run each requested schedule through fl_run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "emit.h"
+#include "run.h"
+
+static const char *usage =
+    "usage: flashlab %s [options]\n"
+    "%s"
+    "  --algo LIST   standard, flash1, flash2, a comma list, or all   [all]\n"
+    "  --N N         sequence length (queries = keys)                 [1024]\n"
+    "  --d D         head dimension                                   [64]\n"
+    "  --M M         SRAM capacity in elements                        [98304 = A100 192 KiB, fp16]\n"
+    "  --Br B        query block rows (default: the schedule's rule, docs/model.md §3)\n"
+    "  --Bc B        key/value block rows (default: the schedule's rule)\n"
+    "  --seed S      seed of the random inputs (run)                  [1]\n"
+    "  --format F    table, csv or json                               [table]\n"
+    "  --explain     show how the blocks were chosen (the paper's sizes, their footprint)\n"
+    "  --max-events E  refuse runs with more tile events than E (0: no limit) [1e10]\n"
+    "  --help        this text\n";
+
+typedef struct {
+    int algos[FL_NALGO], nalgos;
+    fl_problem p;
+    fl_format fmt;
+    int explain;
+} opts;
+
+static fl_status parse_algos(const char *s, opts *o)
+{
+    char buf[256];
+    o->nalgos = 0;
+    if (strcmp(s, "all") == 0) {
+        for (int a = 0; a < FL_NALGO; a++) o->algos[o->nalgos++] = a;
+        return FL_OK;
+    }
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        fl_algo a;
+        FL_TRY(fl_algo_parse(tok, &a));
+        for (int k = 0; k < o->nalgos; k++)
+            if (o->algos[k] == (int)a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", tok);
+        o->algos[o->nalgos++] = a;
+    }
+    if (!o->nalgos) return fl_fail(FL_EINVAL, "--algo: needs at least one schedule");
+    return FL_OK;
+}
+
+/* Parses the shared options; returns -1 after printing help, else a status. */
+static int parse(int argc, char **argv, opts *o, const char *cmd, const char *blurb)
+{
+    const int64_t big = INT64_MAX / 4;
+    fl_args a;
+    const char *name, *iv, *v;
+    int k;
+    memset(o, 0, sizeof *o);
+    o->p = fl_problem_default();
+    o->fmt = FL_FMT_TABLE;
+    FL_TRY(parse_algos("all", o));
+    fl_args_init(&a, argc, argv);
+    while ((k = fl_args_next(&a, &name, &iv)) == 1) {
+        if (strcmp(name, "--help") == 0) {
+            printf(usage, cmd, blurb);
+            return -1;
+        }
+        if (strcmp(name, "--explain") == 0) {
+            o->explain = 1;
+            continue;
+        }
+        FL_TRY(fl_args_value(&a, name, iv, &v));
+        if (strcmp(name, "--algo") == 0) FL_TRY(parse_algos(v, o));
+        else if (strcmp(name, "--N") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.N));
+        else if (strcmp(name, "--d") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.d));
+        else if (strcmp(name, "--M") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.M));
+        else if (strcmp(name, "--Br") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Br));
+        else if (strcmp(name, "--Bc") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Bc));
+        else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
+        else if (strcmp(name, "--max-events") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->p.max_events));
+        else if (strcmp(name, "--format") == 0) FL_TRY(fl_format_parse(v, &o->fmt));
+        else return fl_fail(FL_EINVAL, "%s: unknown option for %s (see flashlab %s --help)", name, cmd, cmd);
+    }
+    return k < 0 ? FL_EINVAL : FL_OK;
+}
+
+/* Runs every requested schedule first, so that an error prints nothing but its one line. */
+static int count_or_run(int argc, char **argv, fl_mode mode, const char *cmd, const char *blurb)
+{
+    opts o;
+    fl_result res[FL_NALGO];
+    int s = parse(argc, argv, &o, cmd, blurb);
+    if (s < 0) return 0;
+    if (s) return fl_cli_error(s);
+    for (int i = 0; i < o.nalgos; i++) {
+        fl_problem p = o.p;
+        p.algo = (fl_algo)o.algos[i];
+        if ((s = fl_run(&p, mode, NULL, NULL, &res[i]))) return fl_cli_error(s);
+    }
+    if (o.explain)
+        for (int i = 0; i < o.nalgos; i++) fl_emit_explain(o.fmt == FL_FMT_TABLE ? stdout : stderr, &res[i]);
+    fl_emitter e;
+    fl_emit_begin(&e, stdout, o.fmt, mode == FL_COMPUTE);
+    for (int i = 0; i < o.nalgos; i++) fl_emit_row(&e, &res[i]);
+    fl_emit_end(&e);
+    return 0;
+}
+
+int fl_cmd_count(int argc, char **argv)
+{
+    return count_or_run(argc, argv, FL_COUNT, "count",
+                        "Counts the HBM reads and writes (elements) each schedule makes on the\n"
+                        "count-only machine, beside the closed form of docs/model.md.\n");
+}
+
+int fl_cmd_run(int argc, char **argv)
+{
+    return count_or_run(argc, argv, FL_COMPUTE, "run",
+                        "Runs each schedule with real values (double) on random inputs and checks\n"
+                        "its output against the exact reference (max_abs_err, rel_err).\n");
+}

@@ -1,0 +1,24 @@
+/* examples.h: the worked examples from the seed documents, reproduced and checked.
+ *
+ * Each example prints its walk-through to `out` and returns 1 when every number it checks
+ * agrees (PASS), 0 otherwise.  `flashlab example NAME` runs one; `flashlab example list` lists
+ * them; the report prints their PASS/FAIL lines.
+ */
+#ifndef FL_EXAMPLES_H
+#define FL_EXAMPLES_H
+
+#include <stdio.h>
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(FILE *out);
+} fl_example;
+
+/* All examples, in listing order; *n receives their number. */
+const fl_example *fl_examples(int *n);
+
+/* The example called name, or NULL. */
+const fl_example *fl_example_find(const char *name);
+
+#endif

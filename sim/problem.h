@@ -1,0 +1,75 @@
+/* problem.h: what a run is asked to do (schedule, N, d, M, block sizes), the schedules'
+ * block-size rules and SRAM footprints, and their exact closed-form counts.
+ *
+ * The formulas here are the ones in docs/model.md; each function names the equation it
+ * implements.  They are never the source of a reported count: fl_run (run.h) executes the
+ * schedule on the machine, and the tests assert that these formulas equal what it counted.
+ */
+#ifndef FL_PROBLEM_H
+#define FL_PROBLEM_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+typedef enum {
+    FL_ALGO_STANDARD = 0, /* FlashAttention paper, Algorithm 0: S and P in HBM */
+    FL_ALGO_FLASH1 = 1,   /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
+    FL_ALGO_FLASH2 = 2,   /* FlashAttention-2 forward: query-owned loop */
+    FL_NALGO = 3
+} fl_algo;
+
+/* The schedule's name ("standard", "flash1", "flash2"), or NULL for an unknown value. */
+const char *fl_algo_name(fl_algo a);
+
+/* Parses a schedule name; FL_EINVAL (message names --algo and the choices) if unknown. */
+fl_status fl_algo_parse(const char *name, fl_algo *out);
+
+typedef struct {
+    fl_algo algo;
+    int64_t N;          /* sequence length (queries = keys) */
+    int64_t d;          /* head dimension */
+    int64_t M;          /* SRAM capacity in elements */
+    int64_t Br, Bc;     /* block sizes; 0 = the schedule's default rule */
+    uint64_t seed;      /* inputs of a compute run */
+    int elem_bytes;     /* bytes per element of Q, K, V, O, S, P (2 = fp16); statistics are 4 */
+    int64_t max_events; /* refuse runs with more tile events than this; 0 = no limit */
+} fl_problem;
+
+/* A problem with the defaults: flash2, N = 1024, d = 64, M = 98304 (A100: 192 KiB in fp16),
+ * default blocks, seed 1, fp16 sizes, at most 1e10 tile events. */
+fl_problem fl_problem_default(void);
+
+/* Checks N, d, M >= 1 and elem_bytes in {2, 4, 8}; FL_EINVAL naming the option otherwise. */
+fl_status fl_problem_check(const fl_problem *p);
+
+typedef struct {
+    int64_t Br, Bc;      /* rows of a Q (and O, S) tile; rows of a K/V tile */
+    int64_t Bd;          /* standard only: the chunk of d one tile holds (= d for flash1/2) */
+    int64_t footprint;   /* SRAM elements the schedule's tile buffers take (docs/model.md) */
+    int overridden;      /* Br or Bc came from the caller */
+    /* flash1 only: the paper's rule Bc = ceil(M/4d), Br = min(Bc, d) and what it would need */
+    int64_t paper_Br, paper_Bc, paper_footprint;
+} fl_blocks;
+
+/* SRAM footprint of a schedule's tile buffers for blocks (Br, Bc, Bd) at head dimension d.
+ * docs/model.md eqs. (F0) standard, (F1) flash1, (F2) flash2.  Returns -1 on overflow. */
+int64_t fl_footprint(fl_algo a, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+
+/* Chooses the blocks for p: the schedule's default rule (docs/model.md §3), with p->Br / p->Bc
+ * overriding it where nonzero.  FL_ECAPACITY, naming M and what the smallest tile needs, when
+ * nothing fits; FL_EINVAL naming --Br/--Bc when an override does not fit in M. */
+fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b);
+
+/* Exact counts a schedule makes (elements), as closed forms of (N, d, M, Br, Bc, Bd). */
+typedef struct {
+    int64_t reads, writes, total;
+    int64_t events;    /* tile loads + stores */
+    int64_t sram_peak; /* largest SRAM use */
+} fl_counts;
+
+/* The closed forms of docs/model.md §4: (C0) standard, (C1) flash1, (C2) flash2.
+ * FL_EOVERFLOW (naming --N and --d) if a count does not fit in 64 bits. */
+fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
+
+#endif

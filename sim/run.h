@@ -1,0 +1,46 @@
+/* run.h: run one schedule on the machine and report what it moved.
+ *
+ * fl_run is the one entry point the CLI, the tests, the notebooks (through the shared library)
+ * and the GPU harness use to get model counts.  It validates the problem, chooses blocks,
+ * computes the closed form (refusing sizes whose counts overflow 64 bits), builds a machine of
+ * capacity M, adds Q, K, V, O, executes the schedule and copies the counters out.  In FL_COMPUTE
+ * mode the inputs are random (uniform in [-1, 1), from p->seed) and the output O is compared
+ * with reference/ (and flash2's logsumexp L with the reference's).
+ */
+#ifndef FL_RUN_H
+#define FL_RUN_H
+
+#include "machine.h"
+#include "problem.h"
+
+typedef struct {
+    char name[FL_NAME_LEN];
+    int64_t reads, writes;
+    int elem_bytes;
+} fl_tensor_counts;
+
+typedef struct {
+    fl_problem p;
+    fl_blocks b;
+    int ntensors;
+    fl_tensor_counts t[FL_MAX_TENSORS]; /* per HBM tensor, in the order they were added */
+    int64_t reads, writes, total;       /* elements, as counted by the machine */
+    int64_t bytes;                      /* sum over tensors of (reads + writes) * elem_bytes */
+    int64_t sram_peak, events;
+    fl_counts closed;                   /* the closed form for the same problem and blocks */
+    int computed;                       /* FL_COMPUTE: the errors below are set */
+    double max_abs_err, rel_err;        /* O against the reference */
+    double lse_rel_err;                 /* flash2's L against the reference (NAN otherwise) */
+} fl_result;
+
+/* Largest number of values a compute run may hold in its HBM tensors (2^27 doubles = 1 GiB). */
+#define FL_COMPUTE_MAX_VALUES (INT64_C(1) << 27)
+
+/* Runs p in the given mode.  trace (may be NULL) receives every tile event.  On FL_OK *r holds
+ * the result; otherwise fl_last_error() says which input broke which rule and *r is unspecified.
+ * FL_EINVAL also when the run would exceed p->max_events tile events, or a compute run would
+ * hold more than FL_COMPUTE_MAX_VALUES values. */
+fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
+                 fl_result *r);
+
+#endif

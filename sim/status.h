@@ -1,0 +1,55 @@
+/* status.h: status codes, the last error message, and checked 64-bit arithmetic.
+ *
+ * Every fallible function in libflashlab returns an fl_status.  FL_OK is 0; any other value
+ * is an error whose one-line explanation (naming the input and the rule it broke) can be read
+ * with fl_last_error() on the same thread until the next error replaces it.  The CLI prints that
+ * line and exits with status 2.
+ */
+#ifndef FL_STATUS_H
+#define FL_STATUS_H
+
+#include <stdint.h>
+
+typedef enum {
+    FL_OK = 0,
+    FL_EINVAL = 1,    /* an argument breaks a documented rule */
+    FL_ECAPACITY = 2, /* a schedule asked for more SRAM than M */
+    FL_EOVERFLOW = 3, /* a size or count does not fit in 64-bit arithmetic */
+    FL_ENOMEM = 4,    /* the host could not allocate memory */
+    FL_EIO = 5,       /* a file could not be written */
+    FL_EBOUNDS = 6    /* a tile lies outside its tensor or buffer (a schedule bug) */
+} fl_status;
+
+/* Records msg (printf-style) as this thread's last error and returns code.  Use through
+ * fl_fail(code, fmt, ...) so every error site reads as one line. */
+fl_status fl_fail(fl_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The message of this thread's most recent error ("" if none).  Valid until the next error. */
+const char *fl_last_error(void);
+
+/* A short name for a status code ("capacity exceeded", ...).  Never NULL. */
+const char *fl_strerror(fl_status code);
+
+/* Checked arithmetic on non-negative int64 values: *out = a*b (or a+b), FL_EOVERFLOW if the
+ * exact result does not fit.  Sizes in flashlab are int64_t elements; every count that could
+ * overflow goes through these. */
+int fl_mul_ok(int64_t a, int64_t b, int64_t *out);
+int fl_add_ok(int64_t a, int64_t b, int64_t *out);
+
+/* ceil(a / b) for a >= 0, b > 0. */
+static inline int64_t fl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t fl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t fl_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Propagate a non-OK status from a call. */
+#define FL_TRY(expr)                      \
+    do {                                  \
+        fl_status fl_try_s_ = (expr);     \
+        if (fl_try_s_ != FL_OK) return fl_try_s_; \
+    } while (0)
+
+#endif
