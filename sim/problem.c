@@ -25,7 +25,20 @@ fl_status fl_algo_parse(const char *name, fl_algo *out)
 
 fl_problem fl_problem_default(void)
 {
-    fl_problem p = {FL_ALGO_FLASH2, 1024, 64, 98304, 0, 0, 1, 2, 10000000000LL};
+    fl_problem p = {0};
+    p.algo = FL_ALGO_FLASH2;
+    p.N = 1024;
+    p.d = 64;
+    p.M = 98304;
+    p.seed = 1;
+    p.elem_bytes = 2;
+    p.max_events = 10000000000LL;
+    p.Nk = 0;
+    p.causal = FL_CAUSAL_NONE;
+    p.window_left = p.window_right = -1;
+    p.batch = p.heads = 1;
+    p.kv_heads = 0;
+    p.pass = FL_PASS_FWD;
     return p;
 }
 
@@ -40,6 +53,13 @@ fl_status fl_problem_check(const fl_problem *p)
     if (p->elem_bytes != 2 && p->elem_bytes != 4 && p->elem_bytes != 8)
         return fl_fail(FL_EINVAL, "--dtype: element size must be 2, 4 or 8 bytes");
     if (p->max_events < 0) return fl_fail(FL_EINVAL, "--max-events: must be >= 0 (0 = no limit)");
+    /* Variants not implemented yet are refused, never ignored. */
+    if (p->Nk != 0 && p->Nk != p->N) return fl_fail(FL_EINVAL, "--Nk: unequal query and key lengths are not implemented yet");
+    if (p->causal != FL_CAUSAL_NONE) return fl_fail(FL_EINVAL, "--causal: masks are not implemented yet");
+    if (p->window_left != -1 || p->window_right != -1) return fl_fail(FL_EINVAL, "--window: windows are not implemented yet");
+    if (p->batch != 1 || p->heads != 1 || (p->kv_heads != 0 && p->kv_heads != 1))
+        return fl_fail(FL_EINVAL, "--batch/--heads/--kv-heads: several heads are not implemented yet");
+    if (p->pass != FL_PASS_FWD) return fl_fail(FL_EINVAL, "--pass: only the forward pass is implemented yet");
     return FL_OK;
 }
 

@@ -25,19 +25,39 @@ const char *fl_algo_name(fl_algo a);
 /* Parses a schedule name; FL_EINVAL (message names --algo and the choices) if unknown. */
 fl_status fl_algo_parse(const char *name, fl_algo *out);
 
+/* Which corner a causal mask is aligned to when Nq != Nk (the seeds: FlashAttention >= 2.1 is
+ * bottom-right; PyTorch SDPA's is_causal is top-left).  docs/model.md §masks. */
+typedef enum { FL_CAUSAL_NONE = 0, FL_CAUSAL_TOP_LEFT = 1, FL_CAUSAL_BOTTOM_RIGHT = 2 } fl_causal;
+
+/* Which passes a run executes. */
+typedef enum { FL_PASS_FWD = 1, FL_PASS_BWD = 2, FL_PASS_FWD_BWD = 3 } fl_pass;
+
 typedef struct {
     fl_algo algo;
-    int64_t N;          /* sequence length (queries = keys) */
+    int64_t N;          /* sequence length of the queries (and of the keys unless Nk is set) */
     int64_t d;          /* head dimension */
     int64_t M;          /* SRAM capacity in elements */
     int64_t Br, Bc;     /* block sizes; 0 = the schedule's default rule */
     uint64_t seed;      /* inputs of a compute run */
     int elem_bytes;     /* bytes per element of Q, K, V, O, S, P (2 = fp16); statistics are 4 */
     int64_t max_events; /* refuse runs with more tile events than this; 0 = no limit */
+    /* Variants (issue 4).  The defaults below mean plain self-attention, one head, forward.
+     * A schedule that does not implement a non-default value must reject it in
+     * fl_problem_check with a message naming the option, never ignore it. */
+    int64_t Nk;                  /* keys; 0 = N */
+    fl_causal causal;            /* FL_CAUSAL_NONE */
+    int64_t window_left;         /* FA2 window: query i sees keys [i + Nk - Nq - L, i + Nk - Nq + R]; */
+    int64_t window_right;        /*   -1 = unbounded (the default, both) */
+    int64_t batch;               /* 1 */
+    int64_t heads;               /* query heads, 1 */
+    int64_t kv_heads;            /* 0 = heads (MHA); 1 = MQA; else GQA, must divide heads */
+    fl_pass pass;                /* FL_PASS_FWD */
 } fl_problem;
 
 /* A problem with the defaults: flash2, N = 1024, d = 64, M = 98304 (A100: 192 KiB in fp16),
- * default blocks, seed 1, fp16 sizes, at most 1e10 tile events. */
+ * default blocks, seed 1, fp16 sizes, at most 1e10 tile events, and the variant fields at their
+ * defaults (Nk = N, no mask, no window, one head, forward).  Always start from this: fields
+ * added later then keep their defaults. */
 fl_problem fl_problem_default(void);
 
 /* Checks N, d, M >= 1 and elem_bytes in {2, 4, 8}; FL_EINVAL naming the option otherwise. */
