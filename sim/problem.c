@@ -39,6 +39,16 @@ fl_problem fl_problem_default(void)
     p.batch = p.heads = 1;
     p.kv_heads = 0;
     p.pass = FL_PASS_FWD;
+    /* issue 4 items 5-7 (sim/problem_ext.h) */
+    p.page_size = 0;
+    p.pool_pages = 0;
+    p.page_seed = 0;
+    p.block_table = NULL;
+    p.block_table_len = 0;
+    p.splits = 1;
+    p.pad_value = 0.0;
+    p.density = 1.0;
+    p.mask_seed = 1;
     return p;
 }
 

@@ -16,7 +16,13 @@ typedef enum {
     FL_ALGO_STANDARD = 0, /* FlashAttention paper, Algorithm 0: S and P in HBM */
     FL_ALGO_FLASH1 = 1,   /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
     FL_ALGO_FLASH2 = 2,   /* FlashAttention-2 forward: query-owned loop */
-    FL_NALGO = 3
+    /* issue 4, items 5-7 (sim/problem_ext.h) */
+    FL_ALGO_DECODE = 3,         /* flash-decoding: split-KV over a (paged) KV cache */
+    FL_ALGO_BLOCKSPARSE = 4,    /* block-sparse FlashAttention (paper, Algorithm 5 / Prop. 4) */
+    FL_ALGO_MEMEFF = 5,         /* Rabe-Staats memory-efficient chunked attention */
+    FL_ALGO_SOFTMAX_SAFE = 6,   /* softmax alone, safe: 3 passes (Milakov-Gimelshein Alg. 2) */
+    FL_ALGO_SOFTMAX_ONLINE = 7, /* softmax alone, online normalizer: 2 passes (Alg. 3) */
+    FL_NALGO = 8
 } fl_algo;
 
 /* The schedule's name ("standard", "flash1", "flash2"), or NULL for an unknown value. */
@@ -52,6 +58,19 @@ typedef struct {
     int64_t heads;               /* query heads, 1 */
     int64_t kv_heads;            /* 0 = heads (MHA); 1 = MQA; else GQA, must divide heads */
     fl_pass pass;                /* FL_PASS_FWD */
+    /* ---- Variants of issue 4 items 5-7: decode, block-sparse, memory-efficient, softmax
+     * (sim/problem_ext.h states the rules; defaults in fl_problem_default, checks in
+     * fl_problem_check).  Rabe-Staats' query and key chunk sizes are Br and Bc. ---- */
+    int64_t page_size;           /* decode: rows per KV-cache page; 0 = contiguous cache */
+    int64_t pool_pages;          /* decode: physical pages in the pool; 0 = twice the pages used */
+    uint64_t page_seed;          /* decode: 0 = identity block table, else a random placement */
+    const int64_t *block_table;  /* decode: explicit table (caller-owned), NULL = page_seed's */
+    int64_t block_table_len;     /*   entries; must equal ceil(Nk / page_size) */
+    int64_t splits;              /* decode: split-KV splits (flash-decoding); 1 */
+    double pad_value;            /* decode, compute: rows beyond Nk in the last page; 0 */
+    double density;              /* block-sparse: probability s that a block is kept, (0, 1]; 1 */
+    uint64_t mask_seed;          /* block-sparse: seed of the block mask; 1 */
+    /* ---- end of issue 4 items 5-7 ---- */
 } fl_problem;
 
 /* A problem with the defaults: flash2, N = 1024, d = 64, M = 98304 (A100: 192 KiB in fp16),
