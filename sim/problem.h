@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "../reference/masks.h"
 #include "status.h"
 
 typedef enum {
@@ -31,9 +32,8 @@ const char *fl_algo_name(fl_algo a);
 /* Parses a schedule name; FL_EINVAL (message names --algo and the choices) if unknown. */
 fl_status fl_algo_parse(const char *name, fl_algo *out);
 
-/* Which corner a causal mask is aligned to when Nq != Nk (the seeds: FlashAttention >= 2.1 is
- * bottom-right; PyTorch SDPA's is_causal is top-left).  docs/model.md §masks. */
-typedef enum { FL_CAUSAL_NONE = 0, FL_CAUSAL_TOP_LEFT = 1, FL_CAUSAL_BOTTOM_RIGHT = 2 } fl_causal;
+/* fl_causal (the corner a causal mask is aligned to) lives with the mask rules in
+ * reference/masks.h.  docs/model.md §masks. */
 
 /* Which passes a run executes. */
 typedef enum { FL_PASS_FWD = 1, FL_PASS_BWD = 2, FL_PASS_FWD_BWD = 3 } fl_pass;
