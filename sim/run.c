@@ -50,6 +50,30 @@ static void compare(fl_machine *m, const fl_problem *p, fl_qkvo io, fl_result *r
     }
 }
 
+void fl_result_collect(fl_machine *m, const fl_problem *p, const fl_blocks *b,
+                       const fl_counts *cf, fl_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->p = *p;
+    r->b = *b;
+    r->closed = *cf;
+    r->ntensors = fl_tensor_count(m);
+    for (int t = 0; t < r->ntensors; t++) {
+        const fl_tensor *T = fl_tensor_get(m, t);
+        memcpy(r->t[t].name, T->name, sizeof T->name);
+        r->t[t].reads = T->reads;
+        r->t[t].writes = T->writes;
+        r->t[t].elem_bytes = T->elem_bytes;
+        r->bytes += (T->reads + T->writes) * T->elem_bytes;
+    }
+    r->reads = fl_machine_reads(m);
+    r->writes = fl_machine_writes(m);
+    r->total = r->reads + r->writes;
+    r->sram_peak = fl_machine_sram_peak(m);
+    r->events = fl_machine_events(m);
+    r->max_abs_err = r->rel_err = r->lse_rel_err = NAN;
+}
+
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                  fl_result *r)
 {
@@ -85,24 +109,7 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
     }
     if ((s = fl_schedule_for(p->algo)(m, p, &b, io))) goto done;
 
-    memset(r, 0, sizeof *r);
-    r->p = *p;
-    r->b = b;
-    r->closed = cf;
-    r->ntensors = fl_tensor_count(m);
-    for (int t = 0; t < r->ntensors; t++) {
-        const fl_tensor *T = fl_tensor_get(m, t);
-        memcpy(r->t[t].name, T->name, sizeof T->name);
-        r->t[t].reads = T->reads;
-        r->t[t].writes = T->writes;
-        r->t[t].elem_bytes = T->elem_bytes;
-        r->bytes += (T->reads + T->writes) * T->elem_bytes;
-    }
-    r->reads = fl_machine_reads(m);
-    r->writes = fl_machine_writes(m);
-    r->total = r->reads + r->writes;
-    r->sram_peak = fl_machine_sram_peak(m);
-    r->events = fl_machine_events(m);
+    fl_result_collect(m, p, &b, &cf, r);
     r->lse_rel_err = NAN;
     r->max_abs_err = r->rel_err = NAN;
     if (mode == FL_COMPUTE) {

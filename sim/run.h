@@ -43,4 +43,9 @@ typedef struct {
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                  fl_result *r);
 
+/* Fills *r from the machine after a schedule ran: problem, blocks, closed form cf, per-tensor
+ * and total counts, peak SRAM, events; the error fields NaN (the caller sets them). */
+void fl_result_collect(fl_machine *m, const fl_problem *p, const fl_blocks *b,
+                       const fl_counts *cf, fl_result *r);
+
 #endif
