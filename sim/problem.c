@@ -2,10 +2,13 @@
  * Equation labels refer to docs/model.md. */
 #include "problem.h"
 
+#include "problem_ext.h"
+
 #include <math.h>
 #include <string.h>
 
-static const char *const algo_names[FL_NALGO] = {"standard", "flash1", "flash2"};
+static const char *const algo_names[FL_NALGO] = {"standard", "flash1", "flash2", "decode",
+    "blocksparse", "memeff", "softmax-safe", "softmax-online"};
 
 const char *fl_algo_name(fl_algo a)
 {
@@ -19,7 +22,8 @@ fl_status fl_algo_parse(const char *name, fl_algo *out)
             *out = (fl_algo)a;
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "--algo: unknown schedule '%s' (choose standard, flash1 or flash2)",
+    return fl_fail(FL_EINVAL, "--algo: unknown schedule '%s' (choose standard, flash1, flash2, decode, blocksparse, "
+                   "memeff, softmax-safe or softmax-online)",
                    name ? name : "");
 }
 
@@ -63,6 +67,8 @@ fl_status fl_problem_check(const fl_problem *p)
     if (p->elem_bytes != 2 && p->elem_bytes != 4 && p->elem_bytes != 8)
         return fl_fail(FL_EINVAL, "--dtype: element size must be 2, 4 or 8 bytes");
     if (p->max_events < 0) return fl_fail(FL_EINVAL, "--max-events: must be >= 0 (0 = no limit)");
+    FL_TRY(fl_ext_check(p)); /* issue 4 items 5-7: sim/problem_ext.c */
+    if (fl_algo_is_ext(p->algo)) return FL_OK;
     /* Variants not implemented yet are refused, never ignored. */
     if (p->Nk != 0 && p->Nk != p->N) return fl_fail(FL_EINVAL, "--Nk: unequal query and key lengths are not implemented yet");
     if (p->causal != FL_CAUSAL_NONE) return fl_fail(FL_EINVAL, "--causal: masks are not implemented yet");
@@ -163,6 +169,7 @@ fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b)
 {
     FL_TRY(fl_problem_check(p));
     memset(b, 0, sizeof *b);
+    if (fl_algo_is_ext(p->algo)) return fl_ext_blocks(p, b); /* sim/problem_ext.c */
     b->Bd = p->d;
     switch (p->algo) {
     case FL_ALGO_FLASH1: {
@@ -231,6 +238,7 @@ fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *out
     const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
     const int64_t Nd = mul(&c, N, d), NN = mul(&c, N, N);
     fl_counts r = {0};
+    if (fl_algo_is_ext(p->algo)) return fl_ext_closed_form(p, b, out); /* sim/problem_ext.c */
     switch (p->algo) {
     case FL_ALGO_FLASH1:
         /* (C1) reads = 2Nd + Tc(2Nd + 2N); writes = (Nd + 2N) + Tc(Nd + 2N) */

@@ -28,6 +28,13 @@ fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_bloc
 fl_status fl_schedule_flash1(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
 fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
 
+/* issue 4 items 5-7 (contracts in their files: decode and softmax take other tensors) */
+fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_softmax_safe(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_softmax_online(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+
 /* The schedule function for an algorithm (NULL if unknown). */
 fl_schedule_fn fl_schedule_for(fl_algo a);
 
