@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "examples.h"
 #include "problem_ext.h"
 
 static fl_problem decode_problem(int64_t Nq, int64_t Nk, int64_t d, int64_t M)
@@ -183,4 +184,13 @@ Test(decode, cli_count_and_run)
                               "--block-table 0,1,7 --pool-pages 4 2> /dev/null", FLASHLAB_CLI);
     const int st = system(cmd);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", cmd, st);
+}
+
+Test(decode, example_nan_padding_passes)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    const fl_example *e = fl_example_find("nan-padding");
+    cr_assert_not_null(e);
+    cr_expect_eq(e->run(devnull), 1, "flashlab example nan-padding fails");
+    fclose(devnull);
 }
