@@ -17,6 +17,8 @@ typedef enum {
     FL_ALGO_STANDARD = 0, /* FlashAttention paper, Algorithm 0: S and P in HBM */
     FL_ALGO_FLASH1 = 1,   /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
     FL_ALGO_FLASH2 = 2,   /* FlashAttention-2 forward: query-owned loop */
+    FL_NALGO_CORE = 3,    /* the schedules of docs/model.md §4: what `--algo all` runs and the
+                           * core tests sweep; the variants below have problems of their own */
     /* issue 4, items 5-7 (sim/problem_ext.h) */
     FL_ALGO_DECODE = 3,         /* flash-decoding: split-KV over a (paged) KV cache */
     FL_ALGO_BLOCKSPARSE = 4,    /* block-sparse FlashAttention (paper, Algorithm 5 / Prop. 4) */

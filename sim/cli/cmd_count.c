@@ -13,6 +13,8 @@ static const char *usage =
     "usage: flashlab %s [options]\n"
     "%s"
     "  --algo LIST   standard, flash1, flash2, a comma list, or all   [all]\n"
+    "                (all = those three; also decode, blocksparse, memeff, softmax-safe,\n"
+    "                softmax-online: docs/model.md §6)\n"
     "  --N N         sequence length (queries = keys)                 [1024]\n"
     "  --d D         head dimension                                   [64]\n"
     "  --M M         SRAM capacity in elements                        [98304 = A100 192 KiB, fp16]\n"
@@ -47,7 +49,7 @@ static fl_status parse_algos(const char *s, opts *o)
     char buf[256];
     o->nalgos = 0;
     if (strcmp(s, "all") == 0) {
-        for (int a = 0; a < FL_NALGO; a++) o->algos[o->nalgos++] = a;
+        for (int a = 0; a < FL_NALGO_CORE; a++) o->algos[o->nalgos++] = a;
         return FL_OK;
     }
     snprintf(buf, sizeof buf, "%s", s);
