@@ -13,3 +13,22 @@ Test(errors_regress, regress_example_without_name)
 {
     EXPECT_BAD("example: needs a name (try: flashlab example list)", "example");
 }
+
+/* fuzz_cli finding 2: empty items of --algo were skipped by strtok (",flash1" ran flash1), and a
+ * list longer than 255 characters was cut off silently. */
+Test(errors_regress, regress_algo_empty_item)
+{
+    EXPECT_BAD("--algo: 'standard,' has an empty item (a comma list such as flash1,flash2)",
+               "count", "--algo=standard,");
+    EXPECT_BAD("--algo: ',flash1' has an empty item (a comma list such as flash1,flash2)", "count", "--algo", ",flash1");
+    EXPECT_BAD("--algo: 'flash1,,flash2' has an empty item (a comma list such as flash1,flash2)",
+               "count", "--algo", "flash1,,flash2");
+    EXPECT_BAD("--algo: '' has an empty item (a comma list such as flash1,flash2)", "count", "--algo=");
+    char list[400];
+    memset(list, ',', 250);
+    strcpy(list + 250, "flash1XYZ"); /* cut at 255 this used to read ",,,...,flash1" */
+    EXPECT_BAD_NAMES("--algo", "count", "--algo", list);
+    memset(list, 'x', 300);
+    list[300] = 0;
+    EXPECT_BAD_NAMES("--algo: unknown schedule 'xxxx", "count", "--algo", list);
+}
