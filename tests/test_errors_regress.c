@@ -32,3 +32,10 @@ Test(errors_regress, regress_algo_empty_item)
     list[300] = 0;
     EXPECT_BAD_NAMES("--algo: unknown schedule 'xxxx", "count", "--algo", list);
 }
+
+/* fuzz_cli finding 3: a flag given a value ("--help=x", "--explain=yes") was accepted. */
+Test(errors_regress, regress_flag_with_value)
+{
+    EXPECT_BAD("--explain: is a flag and takes no value (got '=yes')", "count", "--explain=yes");
+    EXPECT_BAD("--help: is a flag and takes no value (got '=1')", "run", "--help=1");
+}

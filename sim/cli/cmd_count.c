@@ -73,6 +73,8 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
     FL_TRY(parse_algos("all", o));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
+        if ((strcmp(name, "--help") == 0 || strcmp(name, "--explain") == 0) && iv)
+            return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, iv);
         if (strcmp(name, "--help") == 0) {
             printf(usage, cmd, blurb);
             return -1;
