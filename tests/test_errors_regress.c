@@ -39,3 +39,47 @@ Test(errors_regress, regress_flag_with_value)
     EXPECT_BAD("--explain: is a flag and takes no value (got '=yes')", "count", "--explain=yes");
     EXPECT_BAD("--help: is a flag and takes no value (got '=1')", "run", "--help=1");
 }
+
+/* The library API side of the overflow findings: fl_cdiv and the block rules on sizes that the
+ * CLI cannot give (it stops at 2^61 - 1) but a program calling libflashlab can.  Under the
+ * sanitizer build (UBSan) the old code failed here with a signed overflow. */
+Test(errors_regress, regress_cdiv_no_overflow)
+{
+    cr_expect_eq(fl_cdiv(INT64_MAX, INT64_MAX), 1);
+    cr_expect_eq(fl_cdiv(INT64_MAX, 2), (INT64_MAX / 2) + 1);
+    cr_expect_eq(fl_cdiv(INT64_MAX - 1, INT64_MAX), 1);
+    cr_expect_eq(fl_cdiv(0, 7), 0);
+    cr_expect_eq(fl_cdiv(14, 7), 2);
+    cr_expect_eq(fl_cdiv(15, 7), 3);
+}
+
+Test(errors_regress, regress_block_rules_at_int64_max)
+{
+    fl_problem p = fl_problem_default();
+    fl_blocks b;
+    p.N = 1;
+    p.d = 1;
+    p.M = INT64_MAX;
+    p.algo = FL_ALGO_STANDARD; /* cube side t: 3(t+1)^2 <= M was computed in int64 */
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+    cr_expect(b.footprint >= 3 && b.footprint <= p.M);
+    p.algo = FL_ALGO_FLASH1; /* the paper's 4d overflowed */
+    p.d = INT64_MAX / 2;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY);
+    cr_expect(strstr(fl_last_error(), "--M: flash1 needs more than 9223372036854775807") != NULL, "%s",
+              fl_last_error());
+}
+
+/* fuzz_cli finding 4: flash1's paper block ceil(M/4d) computed M + 4d - 1, which overflowed
+ * (UBSan) for d near 2^61; and the footprint that overflowed was printed as "-1 elements". */
+Test(errors_regress, regress_paper_block_overflow)
+{
+    EXPECT_BAD("--M: flash1 needs more than 9223372036854775807 elements of SRAM for its smallest tiles "
+               "(Br = Bc = 1, d = 2305843009213693951); M = 2305843009213693951 is too small",
+               "count", "--algo", "flash1", "--N", "409651", "--d", "2305843009213693951",
+               "--M", "2305843009213693951");
+    EXPECT_BAD("--Br/--Bc: flash2 blocks Br = 2305843009213693951, Bc = 2305843009213693951 need more than "
+               "9223372036854775807 elements of SRAM (docs/model.md eq. F2), more than M = 2305843009213693951",
+               "count", "--algo", "flash2", "--Br", "2305843009213693951", "--Bc", "2305843009213693951",
+               "--M", "2305843009213693951");
+}
