@@ -83,3 +83,12 @@ Test(errors_regress, regress_paper_block_overflow)
                "count", "--algo", "flash2", "--Br", "2305843009213693951", "--Bc", "2305843009213693951",
                "--M", "2305843009213693951");
 }
+
+/* Found by hand while reading the fuzzers' coverage: the element counts fit, the bytes
+ * (elements x 2) did not, and hbm_bytes wrapped (signed overflow, UBSan). */
+Test(errors_regress, regress_bytes_overflow)
+{
+    EXPECT_BAD("--N/--d: the bytes flash2 moves at N = 1048576, d = 274877906944 would overflow 64-bit arithmetic",
+               "count", "--algo", "flash2", "--N", "1048576", "--d", "274877906944", "--M",
+               "2305843009213693951", "--Br", "131072", "--Bc", "131072", "--format", "csv");
+}
