@@ -28,7 +28,7 @@
 /* Splits data into at most FZ_MAX_ARGS newline-separated arguments, copied into buf (at least
  * size + 1 bytes).  NUL bytes end an argument early (C strings cannot hold them).  Returns the
  * number of arguments. */
-static int fz_split(const uint8_t *data, size_t size, char *buf, char **argv)
+static inline int fz_split(const uint8_t *data, size_t size, char *buf, char **argv)
 {
     int n = 0;
     memcpy(buf, data, size);
@@ -46,7 +46,7 @@ static int fz_split(const uint8_t *data, size_t size, char *buf, char **argv)
 
 /* Canonical check of a decimal integer: optional sign, at least one digit, digits only; value in
  * [min, max] computed exactly (saturating beyond 2^100).  The harnesses' independent oracle. */
-static int fz_int_ok(const char *s, __int128 min, __int128 max, __int128 *val)
+static inline int fz_int_ok(const char *s, __int128 min, __int128 max, __int128 *val)
 {
     const char *q = s;
     int neg = 0;
