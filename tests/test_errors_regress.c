@@ -3,8 +3,11 @@
  * binary (test_errors_util.h); library calls are made directly. */
 #include "test_errors_util.h"
 
+#include <math.h>
 #include <stdint.h>
 
+#include "attention_ref.h"
+#include "ops.h"
 #include "problem.h"
 #include "status.h"
 
@@ -91,4 +94,38 @@ Test(errors_regress, regress_bytes_overflow)
     EXPECT_BAD("--N/--d: the bytes flash2 moves at N = 1048576, d = 274877906944 would overflow 64-bit arithmetic",
                "count", "--algo", "flash2", "--N", "1048576", "--d", "274877906944", "--M",
                "2305843009213693951", "--Br", "131072", "--Bc", "131072", "--format", "csv");
+}
+
+/* fuzz_softmax finding: a NaN score was skipped like a masked one (the row maximum ignored it),
+ * so a row [NaN] gave 0 instead of NaN, and [1, NaN] tiled by 1 gave V_0 (the NaN tile was taken
+ * for an empty one) while the two-pass reference gave NaN.  The rule: NaN propagates. */
+Test(errors_regress, regress_nan_score_propagates)
+{
+    const double V[4] = {1.5, -2.25, 0.75, 3.125};
+    double out[2];
+    const double one_nan[1] = {NAN};
+    cr_expect_eq(fl_osm_tiled(one_nan, 1, V, 2, 1, out), FL_OK);
+    cr_expect(isnan(out[0]) && isnan(out[1]), "[NaN] -> %g %g", out[0], out[1]);
+    cr_expect(isnan(fl_ref_softmax_row(one_nan, 1, V, 2, out)), "reference logsumexp of [NaN]");
+    cr_expect(isnan(out[0]) && isnan(out[1]), "reference [NaN] -> %g %g", out[0], out[1]);
+    const double late_nan[2] = {1.0, NAN};
+    for (int tile = 1; tile <= 3; tile++) {
+        cr_expect_eq(fl_osm_tiled(late_nan, 2, V, 2, tile, out), FL_OK);
+        cr_expect(isnan(out[0]) && isnan(out[1]), "[1, NaN], tile %d -> %g %g", tile, out[0], out[1]);
+    }
+    const double nan_then_masked[2] = {NAN, -INFINITY};
+    cr_expect_eq(fl_osm_tiled(nan_then_masked, 2, V, 2, 1, out), FL_OK);
+    cr_expect(isnan(out[0]), "[NaN, -inf] -> %g", out[0]);
+    /* +inf is not a masked score either: exp(inf - inf) is NaN, in both */
+    const double pinf[2] = {INFINITY, 0.5};
+    cr_expect_eq(fl_osm_tiled(pinf, 2, V, 2, 1, out), FL_OK);
+    cr_expect(isnan(out[0]), "[+inf, 0.5] -> %g", out[0]);
+    cr_expect(isnan(fl_ref_softmax_row(pinf, 2, V, 2, out)) && isnan(out[0]), "reference [+inf, 0.5]");
+    /* what stays as it was: -inf is masked, an all-masked row gives zeros */
+    const double masked[2] = {-INFINITY, -INFINITY};
+    cr_expect_eq(fl_osm_tiled(masked, 2, V, 2, 1, out), FL_OK);
+    cr_expect(out[0] == 0.0 && out[1] == 0.0);
+    const double u[2] = {1.0, 2.0};
+    fl_osm_finish(NAN, u, 2, out);
+    cr_expect(isnan(out[0]) && isnan(out[1]), "finish with NaN l");
 }
