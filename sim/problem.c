@@ -115,7 +115,7 @@ static int64_t largest(int64_t hi, int (*ok)(int64_t, const fl_problem *), const
     int64_t lo = 0; /* ok(lo) holds (or lo = 0) */
     if (hi < 1) return 0;
     while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
+        int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2; /* ceil((lo + hi) / 2), no overflow */
         if (ok(mid, p)) lo = mid; else hi = mid - 1;
     }
     return lo;

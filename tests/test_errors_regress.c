@@ -129,3 +129,22 @@ Test(errors_regress, regress_nan_score_propagates)
     fl_osm_finish(NAN, u, 2, out);
     cr_expect(isnan(out[0]) && isnan(out[1]), "finish with NaN l");
 }
+
+/* Found by test_errors_api: the block rules' binary search computed hi - lo + 1, which
+ * overflowed for hi = INT64_MAX (N from the library API), so flash2 at M = INT64_MAX reported
+ * "M is too small" (and UBSan: signed overflow) instead of the overflow of its counts. */
+Test(errors_regress, regress_block_search_at_int64_max)
+{
+    fl_problem p = fl_problem_default();
+    fl_blocks b;
+    p.algo = FL_ALGO_FLASH2;
+    p.N = INT64_MAX;
+    p.d = 1;
+    p.M = INT64_MAX;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+    cr_expect(b.Br >= 1 && b.footprint <= p.M);
+    p.algo = FL_ALGO_FLASH1;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+    p.algo = FL_ALGO_STANDARD;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+}
