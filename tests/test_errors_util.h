@@ -22,7 +22,7 @@ typedef struct {
 } cli_result;
 
 /* Reads fd to EOF into a fresh buffer. */
-static char *slurp_fd(int fd)
+static inline char *slurp_fd(int fd)
 {
     char *buf = malloc(CLI_CAP + 1);
     size_t n = 0;
@@ -36,7 +36,7 @@ static char *slurp_fd(int fd)
 /* Runs FLASHLAB_CLI with the NULL-terminated arguments argv (argv[0] is ignored) in directory
  * cwd (NULL: the current one), environment env (NULL-terminated "K=V" entries added; NULL for
  * none).  stdout and stderr are captured through temporary files (no pipe deadlock). */
-static cli_result cli_run_in(const char *cwd, char *const env[], const char *const argv[])
+static inline cli_result cli_run_in(const char *cwd, char *const env[], const char *const argv[])
 {
     cli_result r = {0};
     char out_name[] = "/tmp/flerr_outXXXXXX", err_name[] = "/tmp/flerr_errXXXXXX";
@@ -64,7 +64,7 @@ static cli_result cli_run_in(const char *cwd, char *const env[], const char *con
     return r;
 }
 
-static void cli_free(cli_result *r)
+static inline void cli_free(cli_result *r)
 {
     free(r->out);
     free(r->err);
@@ -73,7 +73,7 @@ static void cli_free(cli_result *r)
 /* Asserts the catalogue's contract for a bad input: status 2, empty stdout, one stderr line
  * "flashlab: " + expect (the exact message) when expect is not NULL, else one line that
  * contains `names` (the option it must name). */
-static void expect_bad_r(const cli_result *r, const char *names, const char *expect,
+static inline void expect_bad_r(const cli_result *r, const char *names, const char *expect,
                          const char *what)
 {
     cr_expect_eq(r->status, 2, "%s: exit status %d, want 2 (stderr: %s)", what, r->status, r->err);
