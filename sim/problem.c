@@ -3,6 +3,7 @@
 #include "problem.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const algo_names[FL_NALGO] = {"standard", "flash1", "flash2"};
@@ -114,7 +115,7 @@ static int64_t largest(int64_t hi, int (*ok)(int64_t, const fl_problem *), const
     int64_t lo = 0; /* ok(lo) holds (or lo = 0) */
     if (hi < 1) return 0;
     while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
+        int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2; /* ceil((lo + hi) / 2), no overflow */
         if (ok(mid, p)) lo = mid; else hi = mid - 1;
     }
     return lo;
@@ -140,13 +141,23 @@ static int64_t standard_bd(const fl_problem *p, int64_t Br, int64_t Bc)
     return fl_min64(p->d, (p->M - area) / (Br + Bc));
 }
 
+/* A footprint for a message: its value, or "more than 2^63 - 1" when fl_footprint overflowed. */
+static const char *need_text(int64_t need, char *buf, size_t n)
+{
+    if (need < 0) snprintf(buf, n, "more than %lld", (long long)INT64_MAX);
+    else snprintf(buf, n, "%lld", (long long)need);
+    return buf;
+}
+
 static fl_status too_small(const fl_problem *p)
 {
+    char nb[48];
     int64_t need = fl_footprint(p->algo, p->d, 1, 1, p->algo == FL_ALGO_STANDARD ? 1 : p->d);
     return fl_fail(FL_ECAPACITY,
-                   "--M: %s needs at least %lld elements of SRAM for its smallest tiles "
+                   "--M: %s needs %s%s elements of SRAM for its smallest tiles "
                    "(Br = Bc = 1, d = %lld); M = %lld is too small",
-                   fl_algo_name(p->algo), (long long)need, (long long)p->d, (long long)p->M);
+                   fl_algo_name(p->algo), need < 0 ? "" : "at least ", need_text(need, nb, sizeof nb),
+                   (long long)p->d, (long long)p->M);
 }
 
 fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b)
@@ -157,7 +168,8 @@ fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b)
     switch (p->algo) {
     case FL_ALGO_FLASH1: {
         /* (B1) the paper: Bc = ceil(M/4d), Br = min(ceil(M/4d), d) */
-        b->paper_Bc = fl_cdiv(p->M, 4 * p->d);
+        int64_t d4; /* 4d > M (so ceil(M/4d) = 1) when 4d does not fit in 64 bits */
+        b->paper_Bc = fl_mul_ok(4, p->d, &d4) ? fl_cdiv(p->M, d4) : 1;
         b->paper_Br = fl_min64(b->paper_Bc, p->d);
         b->paper_footprint = fl_footprint(FL_ALGO_FLASH1, p->d, b->paper_Br, b->paper_Bc, p->d);
         /* shrink to the largest Bc <= min(paper Bc, N) whose buffers fit, same shape */
@@ -172,8 +184,9 @@ fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b)
         /* (B0) panels (Bd = d) when they give tiles at least as large as cubes of side
          * t = floor(sqrt(M/3)); else cubes (Br = Bc = Bd = t) */
         int64_t t = (int64_t)floor(sqrt((double)p->M / 3.0));
-        while ((t + 1) * (t + 1) * 3 <= p->M) t++;
-        while (t > 0 && t * t * 3 > p->M) t--;
+        const int64_t third = p->M / 3; /* 3t^2 <= M  <=>  t <= floor(M/3) / t: no overflow */
+        while (t + 1 <= third / (t + 1)) t++;
+        while (t > 0 && t > third / t) t--;
         int64_t panel = largest(fl_max64(p->N, t), ok_panel, p);
         if (panel >= t && panel > 0) {
             b->Br = b->Bc = fl_min64(panel, p->N);
@@ -194,12 +207,13 @@ fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b)
         if (p->Bc) b->Bc = p->Bc;
         if (p->algo == FL_ALGO_STANDARD) b->Bd = standard_bd(p, b->Br, b->Bc);
         if (b->Bd < 1 || !fits(p->algo, p->d, b->Br, b->Bc, b->Bd, p->M)) {
+            char nb[48];
             int64_t need = fl_footprint(p->algo, p->d, b->Br, b->Bc, p->algo == FL_ALGO_STANDARD ? 1 : p->d);
             return fl_fail(FL_EINVAL,
-                           "--Br/--Bc: %s blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
+                           "--Br/--Bc: %s blocks Br = %lld, Bc = %lld need %s elements of SRAM "
                            "(docs/model.md eq. %s), more than M = %lld",
                            fl_algo_name(p->algo), (long long)b->Br, (long long)b->Bc,
-                           (long long)need, p->algo == FL_ALGO_STANDARD ? "F0" :
+                           need_text(need, nb, sizeof nb), p->algo == FL_ALGO_STANDARD ? "F0" :
                            p->algo == FL_ALGO_FLASH1 ? "F1" : "F2", (long long)p->M);
         }
     }

@@ -96,7 +96,14 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
         r->t[t].reads = T->reads;
         r->t[t].writes = T->writes;
         r->t[t].elem_bytes = T->elem_bytes;
-        r->bytes += (T->reads + T->writes) * T->elem_bytes;
+        int64_t tb; /* bytes can overflow where the element counts do not */
+        if (!fl_add_ok(T->reads, T->writes, &tb) || !fl_mul_ok(tb, T->elem_bytes, &tb) ||
+            !fl_add_ok(r->bytes, tb, &r->bytes)) {
+            s = fl_fail(FL_EOVERFLOW,
+                        "--N/--d: the bytes %s moves at N = %lld, d = %lld would overflow 64-bit "
+                        "arithmetic", fl_algo_name(p->algo), (long long)p->N, (long long)p->d);
+            goto done;
+        }
     }
     r->reads = fl_machine_reads(m);
     r->writes = fl_machine_writes(m);

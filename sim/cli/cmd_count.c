@@ -30,23 +30,33 @@ typedef struct {
     int explain;
 } opts;
 
+/* A comma list of distinct schedule names, or "all".  Every item is checked as written: an
+ * empty item (",flash1", "flash1,") is an error, and no length is cut off. */
 static fl_status parse_algos(const char *s, opts *o)
 {
-    char buf[256];
     o->nalgos = 0;
     if (strcmp(s, "all") == 0) {
         for (int a = 0; a < FL_NALGO; a++) o->algos[o->nalgos++] = a;
         return FL_OK;
     }
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    for (const char *item = s;; item++) {
+        const size_t len = strcspn(item, ",");
+        char tok[32];
         fl_algo a;
+        if (len == 0)
+            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
+        if (len >= sizeof tok)
+            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose standard, flash1 or flash2)",
+                           (int)len, item);
+        memcpy(tok, item, len);
+        tok[len] = 0;
         FL_TRY(fl_algo_parse(tok, &a));
         for (int k = 0; k < o->nalgos; k++)
             if (o->algos[k] == (int)a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", tok);
         o->algos[o->nalgos++] = a;
+        item += len;
+        if (!*item) break;
     }
-    if (!o->nalgos) return fl_fail(FL_EINVAL, "--algo: needs at least one schedule");
     return FL_OK;
 }
 
@@ -63,6 +73,8 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
     FL_TRY(parse_algos("all", o));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
+        if ((strcmp(name, "--help") == 0 || strcmp(name, "--explain") == 0) && iv)
+            return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, iv);
         if (strcmp(name, "--help") == 0) {
             printf(usage, cmd, blurb);
             return -1;
