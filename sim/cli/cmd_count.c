@@ -6,6 +6,7 @@
 #include "args.h"
 #include "cli.h"
 #include "emit.h"
+#include "presets.h"
 #include "run.h"
 
 static const char *usage =
@@ -14,7 +15,9 @@ static const char *usage =
     "  --algo LIST   standard, flash1, flash2, a comma list, or all   [all]\n"
     "  --N N         sequence length (queries = keys)                 [1024]\n"
     "  --d D         head dimension                                   [64]\n"
-    "  --M M         SRAM capacity in elements                        [98304 = A100 192 KiB, fp16]\n"
+    "  --M M         SRAM capacity in elements (overrides --sram)     [98304 = A100 192 KiB, fp16]\n"
+    "  --sram GPU    M from a preset: a100, h100, h200, b200          [a100]\n"
+    "  --dtype T     fp16, bf16 or fp32: bytes per element; M from --sram [fp16]\n"
     "  --Br B        query block rows (default: the schedule's rule, docs/model.md §3)\n"
     "  --Bc B        key/value block rows (default: the schedule's rule)\n"
     "  --seed S      seed of the random inputs (run)                  [1]\n"
@@ -65,7 +68,8 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
 {
     const int64_t big = INT64_MAX / 4;
     fl_args a;
-    const char *name, *iv, *v;
+    const char *name, *iv, *v, *sram = NULL, *dtype = NULL;
+    int64_t M_given = 0;
     int k;
     memset(o, 0, sizeof *o);
     o->p = fl_problem_default();
@@ -87,7 +91,9 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         if (strcmp(name, "--algo") == 0) FL_TRY(parse_algos(v, o));
         else if (strcmp(name, "--N") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.N));
         else if (strcmp(name, "--d") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.d));
-        else if (strcmp(name, "--M") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.M));
+        else if (strcmp(name, "--M") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &M_given));
+        else if (strcmp(name, "--sram") == 0) sram = v;
+        else if (strcmp(name, "--dtype") == 0) dtype = v;
         else if (strcmp(name, "--Br") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Br));
         else if (strcmp(name, "--Bc") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Bc));
         else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
@@ -95,7 +101,8 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         else if (strcmp(name, "--format") == 0) FL_TRY(fl_format_parse(v, &o->fmt));
         else return fl_fail(FL_EINVAL, "%s: unknown option for %s (see flashlab %s --help)", name, cmd, cmd);
     }
-    return k < 0 ? FL_EINVAL : FL_OK;
+    if (k < 0) return FL_EINVAL;
+    return fl_presets_resolve(sram, dtype, M_given, &o->p.M, &o->p.elem_bytes); /* presets.h */
 }
 
 /* Runs every requested schedule first, so that an error prints nothing but its one line. */
