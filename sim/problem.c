@@ -191,6 +191,9 @@ static int ok_flash1(int64_t Bc, const rule *r)
     return fits(r, flash1_br(Bc, r->p->d, r->nq), Bc, r->p->d);
 }
 static int ok_square(int64_t B, const rule *r) { return fits(r, B, B, r->p->d); }
+/* flash2-gqa backward: the stacked query tile G*Br about as tall as the key tile is wide */
+static int64_t gqa_br(int64_t Bc, const rule *r) { return fl_max64(1, fl_min64(Bc / r->G, r->nq)); }
+static int ok_gqa_bwd(int64_t Bc, const rule *r) { return fits(r, gqa_br(Bc, r), Bc, r->p->d); }
 
 /* standard: with Br, Bc fixed, the largest chunk Bd <= d that fits (rule B0), 0 if none. */
 static int64_t standard_bd(const fl_problem *p, int64_t Br, int64_t Bc)
@@ -238,8 +241,15 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b)
         b->Br = flash1_br(b->Bc, p->d, r.nq);
         break;
     }
-    case FL_ALGO_FLASH2:
-    case FL_ALGO_FLASH2_GQA: /* (B2) square blocks Br = Bc, the largest (<= max(Nq, Nk)) that fit */
+    case FL_ALGO_FLASH2_GQA:
+        if (bwd) { /* (B2gb) Bc the largest with Br = max(1, floor(Bc/G)) fitting (F2b) */
+            b->Bc = largest(n, ok_gqa_bwd, &r);
+            b->Br = b->Bc ? gqa_br(b->Bc, &r) : 0;
+        } else { /* (B2g) square blocks, a query tile of G*Br stacked rows (F2g) */
+            b->Br = b->Bc = largest(n, ok_square, &r);
+        }
+        break;
+    case FL_ALGO_FLASH2: /* (B2) square blocks Br = Bc, the largest (<= max(Nq, Nk)) that fit */
         b->Br = b->Bc = largest(n, ok_square, &r);
         break;
     case FL_ALGO_STANDARD: {
