@@ -85,6 +85,8 @@ fl_status fl_ext_check(const fl_problem *p)
     if (p->batch != 1 || p->heads != 1 || (p->kv_heads != 0 && p->kv_heads != 1))
         return fl_fail(FL_EINVAL, "--batch/--heads/--kv-heads: %s runs one head", name);
     if (p->pass != FL_PASS_FWD) return fl_fail(FL_EINVAL, "--pass: %s is forward only", name);
+    if (p->cu_seqlens_q || p->cu_seqlens_k)
+        return fl_fail(FL_EINVAL, "--cu-seqlens-q/--cu-seqlens-k: %s runs one sequence", name);
     if (a == FL_ALGO_DECODE) return check_decode(p);
     if (p->causal != FL_CAUSAL_NONE || p->window_left != -1 || p->window_right != -1)
         return fl_fail(FL_EINVAL, "--causal/--window: %s takes no causal or window mask", name);
@@ -320,7 +322,11 @@ static fl_status closed_decode(const fl_problem *p, const fl_blocks *b, fl_count
     fl_decode_geometry(p, b, &g);
     const int64_t d = g.d;
     int64_t rd = 0, wr = 0, ev = 0;
-    for (int64_t r0 = 0; r0 < g.Nq; r0 += g.Br) {
+    int64_t work;
+    if (!fl_mul_ok(g.Tr, g.S, &work) || work > (INT64_C(1) << 32))
+        return fl_fail(FL_EINVAL, "--N/--splits: decode's closed form sums over %lld query blocks x %lld "
+                                  "splits, more than 2^32 terms (raise M or lower N)", (long long)g.Tr, (long long)g.S);
+    for (int64_t r0 = 0; r0 < g.Nq && !c.ovf; r0 += g.Br) {
         const int64_t br = fl_min64(g.Br, g.Nq - r0);
         int64_t t0, t1, A = 0;
         fl_decode_tiles(p, &g, r0, br, &t0, &t1);
@@ -359,7 +365,14 @@ static fl_status closed_blocksparse(const fl_problem *p, const fl_blocks *b, fl_
     ck c = {0};
     const int64_t N = p->N, d = p->d, Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
     const fl_bsmask mk = fl_bsmask_make(N, N, b->Br, b->Bc, p->density, p->mask_seed);
-    int64_t kept = 0, rows = 0;
+    int64_t kept = 0, rows = 0, blocks;
+    /* the dense count (s = 1, eq. (C2)) bounds this one: refuse sizes where it overflows, and
+     * masks too large to evaluate block by block */
+    add(&c, mul(&c, N, d), mul(&c, 2, mul(&c, mul(&c, N, d), Tr)));
+    if (c.ovf) return FL_EOVERFLOW;
+    if (!fl_mul_ok(Tr, Tc, &blocks) || blocks > (INT64_C(1) << 32))
+        return fl_fail(FL_EINVAL, "--N/--M: blocksparse evaluates its mask block by block; %lld x %lld "
+                                  "blocks is more than 2^32 (raise M or lower N)", (long long)Tr, (long long)Tc);
     for (int64_t i = 0; i < Tr; i++)
         for (int64_t j = 0; j < Tc; j++)
             if (fl_bsmask_block(&mk, i, j)) {
@@ -406,6 +419,7 @@ fl_status fl_ext_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts 
     }
     default: return fl_fail(FL_EINVAL, "--algo: not a schedule of problem_ext");
     }
+    if (s && s != FL_EOVERFLOW) return s;
     r.total = add(&c, r.reads, r.writes);
     if (s || c.ovf)
         return fl_fail(FL_EOVERFLOW, "--N/--Nk/--d: counts for N = %lld, Nk = %lld, d = %lld would "

@@ -16,9 +16,6 @@
 #include "problem.h"
 #include "run.h"
 
-/* Nonzero for the algorithms this module owns (decode, blocksparse, memeff, softmax-*). */
-int fl_algo_is_ext(fl_algo a);
-
 /* The number of keys: p->Nk, or p->N when Nk is 0. */
 int64_t fl_ext_Nk(const fl_problem *p);
 

@@ -12,6 +12,35 @@
 #include "problem_ext.h"
 #include "schedules.h"
 
+/* Fills *r from the machine after a schedule ran (one forward pass, no snapshots): problem,
+ * blocks, closed form, per-tensor and total counts, peak SRAM, events; errors NaN. */
+static void collect(fl_machine *m, const fl_problem *p, const fl_blocks *b, const fl_counts *cf,
+                    fl_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->p = *p;
+    r->b = *b;
+    r->closed = *cf;
+    r->segments = 1;
+    r->ntensors = fl_tensor_count(m);
+    for (int t = 0; t < r->ntensors; t++) {
+        const fl_tensor *T = fl_tensor_get(m, t);
+        memcpy(r->t[t].name, T->name, sizeof T->name);
+        r->t[t].reads = T->reads;
+        r->t[t].writes = T->writes;
+        r->t[t].elem_bytes = T->elem_bytes;
+        r->bytes += (T->reads + T->writes) * T->elem_bytes;
+    }
+    r->reads = fl_machine_reads(m);
+    r->writes = fl_machine_writes(m);
+    r->total = r->reads + r->writes;
+    r->fwd_total = r->total;
+    r->sram_peak = fl_machine_sram_peak(m);
+    r->events = fl_machine_events(m);
+    r->max_abs_err = r->rel_err = r->lse_rel_err = NAN;
+    r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = NAN;
+}
+
 static int keep_mask(int64_t i, int64_t j, const void *ctx) { return fl_mask_keep(ctx, i, j); }
 
 /* Values a compute run holds in HBM (inputs, outputs, partials, summaries). */
@@ -104,7 +133,7 @@ fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     fl_machine *m = fl_machine_alloc(p->M, mode, fl_algo_name(p->algo));
     if (!m) return FL_ENOMEM;
     fl_machine_set_trace(m, trace, trace_ctx);
-    fl_qkvo io = {-1, -1, -1, -1};
+    fl_qkvo io = {.Q = -1, .K = -1, .V = -1, .O = -1, .dO = -1, .dQ = -1, .dK = -1, .dV = -1};
     double *Q = NULL, *K = NULL, *V = NULL, *Oref = NULL, *Lref = NULL;
     const int64_t nout = softmax ? N * Nk : N * d;
     fl_status s = FL_OK;
@@ -145,7 +174,7 @@ fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     if (cmp) memcpy(fl_tensor_get(m, io.Q)->data, Q, (size_t)(softmax ? N * Nk : N * d) * sizeof(double));
     if ((s = fl_schedule_for(p->algo)(m, p, b, io))) goto done;
 
-    fl_result_collect(m, p, b, cf, r);
+    collect(m, p, b, cf, r);
     if (!cmp) goto done;
     /* the reference */
     const double scale = 1.0 / sqrt((double)d);

@@ -35,13 +35,6 @@
 #include "problem_ext.h"
 #include "schedules.h"
 
-static int tensor_id(fl_machine *m, const char *name)
-{
-    for (int t = 0; t < fl_tensor_count(m); t++)
-        if (strcmp(fl_tensor_get(m, t)->name, name) == 0) return t;
-    return -1;
-}
-
 /* Refuses a padding row (key position >= Nk) of the tile that is not finite. */
 static fl_status check_padding(const fl_decode_geom *g, const fl_buf *K, const fl_buf *V,
                                int64_t c0, int64_t rows, const int64_t *table)
@@ -143,7 +136,7 @@ fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl_blocks
     }
     int64_t *table = NULL;
     if (g.paged) {
-        if ((bt_t = tensor_id(m, "BT")) < 0)
+        if ((bt_t = fl_tensor_find(m, "BT")) < 0)
             return fl_fail(FL_EINVAL, "decode: a paged run needs the block table tensor BT");
         if (!(table = malloc((size_t)g.pages * sizeof *table)))
             return fl_fail(FL_ENOMEM, "decode: out of memory for the block table");
