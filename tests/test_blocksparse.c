@@ -5,6 +5,7 @@
 #include "ext_check.h"
 
 #include "blocksparse.h"
+#include "examples.h"
 
 static fl_problem bs_problem(int64_t N, int64_t d, int64_t M, double s, uint64_t seed)
 {
@@ -99,4 +100,13 @@ Test(blocksparse, bad_density_is_refused)
     p.density = 0.5;
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
     cr_expect(strstr(fl_last_error(), "blocksparse") != NULL, "%s", fl_last_error());
+}
+
+Test(blocksparse, example_blocksparse_density_passes)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    const fl_example *e = fl_example_find("blocksparse-density");
+    cr_assert_not_null(e);
+    cr_expect_eq(e->run(devnull), 1, "flashlab example blocksparse-density fails");
+    fclose(devnull);
 }

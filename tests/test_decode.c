@@ -194,3 +194,12 @@ Test(decode, example_nan_padding_passes)
     cr_expect_eq(e->run(devnull), 1, "flashlab example nan-padding fails");
     fclose(devnull);
 }
+
+Test(decode, example_decode_traffic_passes)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    const fl_example *e = fl_example_find("decode-traffic");
+    cr_assert_not_null(e);
+    cr_expect_eq(e->run(devnull), 1, "flashlab example decode-traffic fails");
+    fclose(devnull);
+}
