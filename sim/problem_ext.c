@@ -427,3 +427,44 @@ fl_status fl_ext_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts 
     *out = r;
     return FL_OK;
 }
+
+void fl_ext_explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    switch (p->algo) {
+    case FL_ALGO_DECODE: {
+        fl_decode_geom g;
+        fl_decode_geometry(p, b, &g);
+        fprintf(out, "  rule BD: Br = the largest B <= Nq with FD(B, B) <= M; Bc = the largest <= Nk%s with\n"
+                     "    FD = F2 + [paged] + [splits > 1](Br d + 2 Br) <= M (docs/model.md eq. FD)\n",
+                g.paged ? " dividing the page size" : "");
+        fprintf(out, "  rule SD: Nq = %lld queries over Nk = %lld keys; %lld split%s of %lld keys (asked %lld)",
+                (long long)g.Nq, (long long)g.Nk, (long long)g.S, g.S == 1 ? "" : "s", (long long)g.Ls,
+                (long long)p->splits);
+        if (g.paged)
+            fprintf(out, "; pages of %lld: %lld used of a pool of %lld, tiles loaded whole (%lld padding rows)",
+                    (long long)g.P, (long long)g.pages, (long long)g.pool, (long long)(g.Tc * g.Bc - g.Nk));
+        fputc('\n', out);
+        break;
+    }
+    case FL_ALGO_BLOCKSPARSE: {
+        const fl_bsmask mk = fl_bsmask_make(p->N, p->N, b->Br, b->Bc, p->density, p->mask_seed);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < mk.Tr; i++)
+            for (int64_t j = 0; j < mk.Tc; j++) kept += fl_bsmask_block(&mk, i, j);
+        fprintf(out, "  rule BS = B2 (flash2's square blocks); mask KS: each block kept with probability s = %g\n"
+                     "    (seed %llu): %lld of %lld blocks kept (%.4f)\n", p->density,
+                (unsigned long long)p->mask_seed, (long long)kept, (long long)(mk.Tr * mk.Tc),
+                (double)kept / (double)(mk.Tr * mk.Tc));
+        break;
+    }
+    case FL_ALGO_MEMEFF:
+        fprintf(out, "  rule BM: query chunks Br and key chunks Bc (Rabe-Staats' query_chunk_size,\n"
+                     "    key_chunk_size) = B2 unless --Br/--Bc; footprint max(F2, 2 Br d + 4 Br) (eq. FM)\n");
+        break;
+    default:
+        fprintf(out, "  rule BX: Bc = min(Nk, M - 2), Br = the most rows with Br Bc + 2 Br <= M (eq. FX);\n"
+                     "    %s: %d reads + 1 write per element (eq. CX)\n",
+                fl_algo_name(p->algo), p->algo == FL_ALGO_SOFTMAX_SAFE ? 3 : 2);
+        break;
+    }
+}

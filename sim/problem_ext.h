@@ -12,6 +12,7 @@
 #define FL_PROBLEM_EXT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "problem.h"
 #include "run.h"
@@ -33,6 +34,10 @@ fl_status fl_ext_blocks(const fl_problem *p, fl_blocks *b);
 
 /* The closed forms CD, CS, CM, CX (docs/model.md).  FL_EOVERFLOW if a count overflows. */
 fl_status fl_ext_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
+
+/* Prints the block rule of an ext algorithm and what it derived (decode: pages, splits; blocksparse:
+ * the kept blocks; memeff: chunks; softmax: passes) for `--explain`. */
+void fl_ext_explain(FILE *out, const fl_problem *p, const fl_blocks *b);
 
 /* ---- decode geometry, shared by the schedule, the closed form and the runner ---- */
 typedef struct {

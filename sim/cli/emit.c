@@ -1,5 +1,6 @@
 /* emit.c: results as a table, CSV or JSON (see emit.h). */
 #include "emit.h"
+#include "problem_ext.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -177,11 +178,14 @@ void fl_emit_explain(FILE *out, const fl_result *r)
                 p->N <= p->M ? "holds whole rows (N <= M): 1 read + 1 write per element"
                              : "cannot hold a row (N > M): 3 passes, 3 reads + 1 write per element");
         break;
-    default: break;
+    default:
+        if (fl_algo_is_ext(p->algo)) fl_ext_explain(out, p, b); /* sim/problem_ext.c */
+        break;
     }
     fprintf(out, "  chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s", b->overridden ? " (override)" : "",
             b->Br, b->Bc, p->algo == FL_ALGO_STANDARD ? ", Bd = " : "");
     if (p->algo == FL_ALGO_STANDARD) fprintf(out, "%" PRId64, b->Bd);
     fprintf(out, "; footprint %" PRId64 " of M = %" PRId64 " elements; Tr = %" PRId64 ", Tc = %" PRId64 "\n",
-            b->footprint, p->M, (p->N + b->Br - 1) / b->Br, (p->N + b->Bc - 1) / b->Bc);
+            b->footprint, p->M, (p->N + b->Br - 1) / b->Br,
+            (fl_algo_is_ext(p->algo) ? fl_ext_Nk(p) + b->Bc - 1 : p->N + b->Bc - 1) / b->Bc);
 }
