@@ -203,3 +203,34 @@ Test(decode, example_decode_traffic_passes)
     cr_expect_eq(e->run(devnull), 1, "flashlab example decode-traffic fails");
     fclose(devnull);
 }
+
+/* One decode step (all queries in one block, every tile kept): the headline of eq. (CD),
+ * written out here independently of sim/problem_ext.c:
+ *   reads  = S' Nq d + 2 d Nk' + pages + [S' > 1] S' Nq (d + 2)
+ *   writes = [S' > 1] S' Nq (d + 2) + Nq (d + 1)
+ * with Nk' = Nk (contiguous) or ceil(Nk / Bc) Bc (paged: whole tiles). */
+Test(decode, one_step_headline_formula)
+{
+    const int64_t Nks[] = {1, 100, 1000, 4097}, Ss[] = {1, 2, 5, 64}, Ps[] = {0, 16, 256};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 3; c++)
+                for (int64_t Nq = 1; Nq <= 4; Nq += 3) {
+                    fl_problem p = decode_problem(Nq, Nks[a], 32, 20000);
+                    p.splits = Ss[b];
+                    p.page_size = Ps[c];
+                    fl_result r;
+                    check_exact(&p, 0, &r);
+                    const int64_t d = 32, Nk = Nks[a], Bc = r.b.Bc, P = Ps[c];
+                    const int64_t U = P ? P : Bc, units = (Nk + U - 1) / U;
+                    const int64_t per = (units + (Ss[b] < units ? Ss[b] : units) - 1) / (Ss[b] < units ? Ss[b] : units);
+                    const int64_t S = (units + per - 1) / per;
+                    const int64_t Nkp = P ? (Nk + Bc - 1) / Bc * Bc : Nk, pages = P ? (Nk + P - 1) / P : 0;
+                    const int64_t part = S > 1 ? S * Nq * (d + 2) : 0;
+                    cr_assert_eq(r.b.Br, Nq);
+                    cr_expect_eq(r.reads, S * Nq * d + 2 * d * Nkp + pages + part,
+                                 "Nq %lld Nk %lld S %lld P %lld: reads %lld", (long long)Nq, (long long)Nk,
+                                 (long long)Ss[b], (long long)P, (long long)r.reads);
+                    cr_expect_eq(r.writes, part + Nq * (d + 1));
+                }
+}
