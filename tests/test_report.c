@@ -34,7 +34,7 @@ Test(report, prints_the_table_fits_examples_and_writes_every_figure, .timeout = 
     const char *a[] = {"report", "--out", out, NULL};
     cli_result *r = cli_run(a);
     cr_assert_eq(r->status, 0, "%s", r->err);
-    const char *want[] = {"standard", "flash1", "flash2", "40.3 GB", "4.4 GB", "FORWARD pass only",
+    const char *want[] = {"standard", "flash1", "flash2", "40.3 GB", "4.4 GB", "forward + backward",
                           "-1 within 1 SE: yes", "c N²d²/M", "Omega(Nd)", "PASS", out};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(r->out, want[i]), "report lacks '%s':\n%s", want[i], r->out);
