@@ -54,7 +54,7 @@ Test(errors_api, algo_names)
 {
     fl_algo a;
     cr_expect_eq(fl_algo_parse("flash4", &a), FL_EINVAL);
-    cr_expect_str_eq(fl_last_error(), "--algo: unknown schedule 'flash4' (choose standard, flash1 or flash2)");
+    cr_expect_str_eq(fl_last_error(), "--algo: unknown schedule 'flash4' (choose standard, flash1, flash2 or flash2-gqa)");
     cr_expect_eq(fl_algo_parse(NULL, &a), FL_EINVAL);
     cr_expect_eq(fl_algo_parse("", &a), FL_EINVAL);
     cr_expect_null(fl_algo_name((fl_algo)FL_NALGO));
@@ -79,7 +79,7 @@ Test(errors_api, capacity_and_overflow)
     p.algo = FL_ALGO_FLASH2;
     p.N = 1 << 22;
     expect_run_error(p, FL_COMPUTE, FL_EINVAL,
-                     "--N/--d: a compute run of flash2 at N = 4194304, d = 64 would hold more than "
+                     "--N/--d: a compute run of flash2 at N = 4194304, d = 64 (4194304 query rows over all heads) would hold more than "
                      "134217728 values in HBM; use count (no arithmetic) for sizes this large");
 }
 

@@ -64,8 +64,8 @@ Test(errors_cli, seed_and_max_events)
 
 Test(errors_cli, unknown_names)
 {
-    EXPECT_BAD("--algo: unknown schedule 'flash3' (choose standard, flash1 or flash2)", "count", "--algo", "flash3");
-    EXPECT_BAD("--algo: unknown schedule 'Flash1' (choose standard, flash1 or flash2)", "count", "--algo", "Flash1");
+    EXPECT_BAD("--algo: unknown schedule 'flash3' (choose standard, flash1, flash2 or flash2-gqa)", "count", "--algo", "flash3");
+    EXPECT_BAD("--algo: unknown schedule 'Flash1' (choose standard, flash1, flash2 or flash2-gqa)", "count", "--algo", "Flash1");
     EXPECT_BAD("--format: unknown format 'xml' (choose table, csv or json)", "count", "--format", "xml");
     EXPECT_BAD("--frobnicate: unknown option for count (see flashlab count --help)", "count", "--frobnicate", "3");
     EXPECT_BAD("--n: unknown option for run (see flashlab run --help)", "run", "--n", "3");
@@ -120,9 +120,9 @@ Test(errors_cli, counts_overflow_64_bits)
 
 Test(errors_cli, compute_run_too_large)
 {
-    EXPECT_BAD("--N/--d: a compute run of standard at N = 100000, d = 64 would hold more than 134217728 "
+    EXPECT_BAD("--N/--d: a compute run of standard at N = 100000, d = 64 (100000 query rows over all heads) would hold more than 134217728 "
                "values in HBM; use count (no arithmetic) for sizes this large", "run", "--N", "100000");
-    EXPECT_BAD("--N/--d: a compute run of flash2 at N = 4194304, d = 64 would hold more than 134217728 "
+    EXPECT_BAD("--N/--d: a compute run of flash2 at N = 4194304, d = 64 (4194304 query rows over all heads) would hold more than 134217728 "
                "values in HBM; use count (no arithmetic) for sizes this large",
                "run", "--algo", "flash2", "--N", "4194304");
 }
