@@ -148,3 +148,16 @@ Test(errors_regress, regress_block_search_at_int64_max)
     p.algo = FL_ALGO_STANDARD;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
 }
+
+/* Found by review: an output path that cannot be written (FL_EIO) exited with status 1, not the
+ * catalogue's 2.  (`flashlab report` also printed its whole table before failing: see below.) */
+Test(errors_regress, regress_unwritable_output_is_status_2)
+{
+    EXPECT_BAD("/proc/self/x.csv: cannot create a file there (No such file or directory)",
+               "sweep", "--N", "64", "--output", "/proc/self/x.csv");
+    static char *fake_gnuplot[] = {"FLASHLAB_GNUPLOT=true", NULL}; /* passes the gnuplot check */
+    const char *const plot[] = {"flashlab", "plot", "--out", "/proc/no-such-dir", NULL};
+    cli_result r = cli_run_in(NULL, fake_gnuplot, plot);
+    expect_bad_r(&r, NULL, "--out: cannot create directory /proc/no-such-dir (No such file or directory)", "plot");
+    cli_free(&r);
+}
