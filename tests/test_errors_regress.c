@@ -161,3 +161,14 @@ Test(errors_regress, regress_unwritable_output_is_status_2)
     expect_bad_r(&r, NULL, "--out: cannot create directory /proc/no-such-dir (No such file or directory)", "plot");
     cli_free(&r);
 }
+
+/* Found by review: `flashlab report --out DIR` with DIR unwritable printed the whole report on
+ * stdout (a minute of sweeps) and only then failed: the directory is now checked first. */
+Test(errors_regress, regress_report_checks_out_dir_first)
+{
+    static char *fake_gnuplot[] = {"FLASHLAB_GNUPLOT=true", NULL};
+    const char *const report[] = {"flashlab", "report", "--out", "/proc/self", NULL};
+    cli_result r = cli_run_in(NULL, fake_gnuplot, report);
+    expect_bad_r(&r, NULL, "--out: cannot write in /proc/self (No such file or directory)", "report");
+    cli_free(&r);
+}
