@@ -172,3 +172,12 @@ Test(errors_regress, regress_report_checks_out_dir_first)
     expect_bad_r(&r, NULL, "--out: cannot write in /proc/self (No such file or directory)", "report");
     cli_free(&r);
 }
+
+/* Found by review: a sweep grid of 4096 x 4096 x ... values was accepted and would run for days
+ * (10^8 and more configurations); grids beyond FL_SWEEP_MAX_CONFIGS are refused at once. */
+Test(errors_regress, regress_sweep_grid_too_large)
+{
+    EXPECT_BAD("--algo/--N/--d/--M/--Br/--Bc: the grid of 3 x 4096 x 4096 x 1 x 1 x 1 values has more than "
+               "10000000 configurations; split the sweep",
+               "sweep", "--algo", "standard,flash1,flash2", "--N", "1:4096:+1", "--d", "1:4096:+1");
+}
