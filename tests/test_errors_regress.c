@@ -181,3 +181,13 @@ Test(errors_regress, regress_sweep_grid_too_large)
                "10000000 configurations; split the sweep",
                "sweep", "--algo", "standard,flash1,flash2", "--N", "1:4096:+1", "--d", "1:4096:+1");
 }
+
+/* fuzz_list finding: a value holding a newline was quoted into the message, which then spanned
+ * two lines; control characters are now shown as '?'. */
+Test(errors_regress, regress_message_is_one_line)
+{
+    EXPECT_BAD("--N: '12?3' is not an integer (whole numbers only, no '?')", "count", "--N", "12\n3");
+    EXPECT_BAD("--algo: unknown schedule 'flash1?' (choose standard, flash1, flash2 or flash2-gqa)",
+               "count", "--algo", "flash1\r");
+    EXPECT_BAD_NAMES("--N", "sweep", "--N", "64,\n128");
+}
