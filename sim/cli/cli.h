@@ -6,6 +6,7 @@
 int fl_cmd_count(int argc, char **argv); /* flashlab count */
 int fl_cmd_run(int argc, char **argv);   /* flashlab run   */
 int fl_cmd_example(int argc, char **argv);
+int fl_cmd_trace(int argc, char **argv);   /* flashlab trace (cmd_trace.c) */
 
 /* Prints "flashlab: <last error>" on stderr and returns fl_exit_code(s). */
 int fl_cli_error(int s);

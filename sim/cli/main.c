@@ -13,6 +13,7 @@ static const struct {
     {"count", fl_cmd_count, "count HBM reads/writes of the schedules (count-only machine)"},
     {"run", fl_cmd_run, "run the schedules on real values and check them against the reference"},
     {"example", fl_cmd_example, "reproduce the seeds' worked examples (list, two-tile, ...)"},
+    {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
 };
 
 int fl_cli_error(int s)
