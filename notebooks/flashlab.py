@@ -428,7 +428,8 @@ def trace(algo="all", N=64, d=8, M=384, **opts):
 
 def check(cid, problems):
     """Prints one line the runner reads: 'CHECK cid: PASS' when problems is empty, else
-    'CHECK cid: FAIL' followed by what is wrong, one line per problem."""
+    'CHECK cid: FAIL' followed by what is wrong, one line per problem.  Returns None (so a
+    notebook cell ending in a check shows only the printed lines)."""
     if isinstance(problems, str):
         problems = [problems]
     problems = [p for p in problems if p]
@@ -438,7 +439,6 @@ def check(cid, problems):
         print(f"CHECK {cid}: FAIL")
         for p in problems:
             print("  - " + p)
-    return not problems
 
 
 def close(a, b, rel=1e-9):
