@@ -1,6 +1,6 @@
 /* test_trace_cli.c: `flashlab trace` as a user meets it (exit status, one-line errors, nothing
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
  * half-written) and the figure scripts that read its CSV (figures/trace_*.gp). */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
