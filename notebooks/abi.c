@@ -22,7 +22,7 @@ int main(void)
     FIELD(fl_problem, elem_bytes); FIELD(fl_problem, max_events); FIELD(fl_problem, Nk);
     FIELD(fl_problem, causal); FIELD(fl_problem, window_left); FIELD(fl_problem, window_right);
     FIELD(fl_problem, batch); FIELD(fl_problem, heads); FIELD(fl_problem, kv_heads);
-    FIELD(fl_problem, pass);
+    FIELD(fl_problem, pass); FIELD(fl_problem, cu_seqlens_q); FIELD(fl_problem, cu_seqlens_k);
     END();
     BEGIN(fl_blocks);
     FIELD(fl_blocks, Br); FIELD(fl_blocks, Bc); FIELD(fl_blocks, Bd); FIELD(fl_blocks, footprint);
@@ -38,11 +38,14 @@ int main(void)
     FIELD(fl_tensor_counts, elem_bytes);
     END();
     BEGIN(fl_result);
-    FIELD(fl_result, p); FIELD(fl_result, b); FIELD(fl_result, ntensors); FIELD(fl_result, t);
+    FIELD(fl_result, p); FIELD(fl_result, b); FIELD(fl_result, b_bwd); FIELD(fl_result, ntensors);
+    FIELD(fl_result, t);
     FIELD(fl_result, reads); FIELD(fl_result, writes); FIELD(fl_result, total);
     FIELD(fl_result, bytes); FIELD(fl_result, sram_peak); FIELD(fl_result, events);
-    FIELD(fl_result, closed); FIELD(fl_result, computed); FIELD(fl_result, max_abs_err);
-    FIELD(fl_result, rel_err); FIELD(fl_result, lse_rel_err);
+    FIELD(fl_result, closed); FIELD(fl_result, fwd_total); FIELD(fl_result, bwd_total);
+    FIELD(fl_result, segments); FIELD(fl_result, computed); FIELD(fl_result, max_abs_err);
+    FIELD(fl_result, rel_err); FIELD(fl_result, lse_rel_err); FIELD(fl_result, dq_rel_err);
+    FIELD(fl_result, dk_rel_err); FIELD(fl_result, dv_rel_err);
     END();
     BEGIN(fl_event);
     FIELD(fl_event, kind); FIELD(fl_event, tensor); FIELD(fl_event, buf); FIELD(fl_event, r0);

@@ -57,7 +57,6 @@ _lib = C.CDLL(str(LIB_PATH))
 
 NAME_LEN = 16
 MAX_TENSORS = 16
-ALGOS = ("standard", "flash1", "flash2")
 COUNT, COMPUTE = 0, 1
 CAUSAL = {"none": 0, "top-left": 1, "bottom-right": 2}
 EVENT_KINDS = ("load", "store", "alloc", "free")
@@ -71,7 +70,8 @@ class Problem(C.Structure):
                 ("elem_bytes", C.c_int), ("max_events", C.c_int64),
                 ("Nk", C.c_int64), ("causal", C.c_int), ("window_left", C.c_int64),
                 ("window_right", C.c_int64), ("batch", C.c_int64), ("heads", C.c_int64),
-                ("kv_heads", C.c_int64), ("pass_", C.c_int)]
+                ("kv_heads", C.c_int64), ("pass_", C.c_int),
+                ("cu_seqlens_q", C.POINTER(C.c_int64)), ("cu_seqlens_k", C.POINTER(C.c_int64))]
 
 
 class Blocks(C.Structure):
@@ -91,12 +91,14 @@ class TensorCounts(C.Structure):
 
 
 class Result(C.Structure):
-    _fields_ = [("p", Problem), ("b", Blocks), ("ntensors", C.c_int),
+    _fields_ = [("p", Problem), ("b", Blocks), ("b_bwd", Blocks), ("ntensors", C.c_int),
                 ("t", TensorCounts * MAX_TENSORS), ("reads", C.c_int64), ("writes", C.c_int64),
                 ("total", C.c_int64), ("bytes", C.c_int64), ("sram_peak", C.c_int64),
-                ("events", C.c_int64), ("closed", Counts), ("computed", C.c_int),
+                ("events", C.c_int64), ("closed", Counts), ("fwd_total", C.c_int64),
+                ("bwd_total", C.c_int64), ("segments", C.c_int64), ("computed", C.c_int),
                 ("max_abs_err", C.c_double), ("rel_err", C.c_double),
-                ("lse_rel_err", C.c_double)]
+                ("lse_rel_err", C.c_double), ("dq_rel_err", C.c_double),
+                ("dk_rel_err", C.c_double), ("dv_rel_err", C.c_double)]
 
 
 class Event(C.Structure):
@@ -129,6 +131,18 @@ def _sig(name, res, *args):
 
 
 _sig("fl_last_error", C.c_char_p)
+_sig("fl_algo_name", C.c_char_p, C.c_int)
+
+
+def _algo_names():
+    names = []
+    while _lib.fl_algo_name(len(names)) is not None:
+        names.append(_lib.fl_algo_name(len(names)).decode())
+    return tuple(names)
+
+
+ALGOS = _algo_names()   # the schedules the library knows, in fl_algo order
+CLASSIC = ("standard", "flash1", "flash2")
 _sig("fl_problem_default", Problem)
 _sig("fl_run", C.c_int, _P(Problem), C.c_int, TRACE_FN, C.c_void_p, _P(Result))
 _sig("fl_blocks_choose", C.c_int, _P(Problem), _P(Blocks))
@@ -406,7 +420,7 @@ def cli(*args, check=True):
     return p.stdout
 
 
-def trace(algo="all", N=64, d=8, M=384, **opts):
+def trace(algo="classic", N=64, d=8, M=384, **opts):
     """The events of `flashlab trace` as a list of dicts (numbers as ints).  opts: Br, Bc,
     max_events, compute=True."""
     args = ["trace", "--algo", algo, "--N", N, "--d", d, "--M", M]

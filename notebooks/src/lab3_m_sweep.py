@@ -21,7 +21,7 @@ N, d = 4096, 64
 Ms = [512 * 2 ** k for k in range(12)]            # 512 ... 1048576 elements
 sweep = {}                                        # (algo, M) -> the machine's result
 for M in Ms:
-    for algo in fl.ALGOS:
+    for algo in fl.CLASSIC:
         sweep[algo, M] = fl.run(algo, N=N, d=d, M=M)
 law = lambda M: N * N * d * d / M
 print(f"N = {N}, d = {d}, Nd = {N * d}; ratio = total / (N^2 d^2 / M)")
@@ -43,7 +43,7 @@ def plot_sweep(fits=None):
     tmp = pathlib.Path(tempfile.mkdtemp())
     with open(tmp / "sweep.dat", "w") as f:
         for M in Ms:
-            f.write(f"{M} " + " ".join(str(sweep[a, M].total) for a in fl.ALGOS) + "\n")
+            f.write(f"{M} " + " ".join(str(sweep[a, M].total) for a in fl.CLASSIC) + "\n")
     colour = {"flash1": "#1f77b4", "flash2": "#2ca02c"}   # style.gp's schedule colours
     fit_lines = "".join(f", c{i} * {N * N * d * d} / x ls 4 lc rgb '{colour[a]}' title 'fit {c:.2f} N²d²/M ({a})'"
                         for i, (a, c) in enumerate((fits or {}).items(), 1))

@@ -16,7 +16,7 @@ static const char *usage =
     "Writes every tile event of a run (load, store, alloc, free: tensor, buffer, tile, SRAM use,\n"
     "counters so far) as CSV or JSON lines.  Columns: docs/labs/lab2.md.  Meant for small runs:\n"
     "the defaults give flash1 and flash2 8 x 8 tiles.\n"
-    "  --algo LIST   standard, flash1, flash2, a comma list, or all   [all]\n"
+    "  --algo LIST   a schedule, a comma list, classic (standard,flash1,flash2) or all [classic]\n"
     "  --N N         sequence length                                  [64]\n"
     "  --d D         head dimension                                   [8]\n"
     "  --M M         SRAM capacity in elements                        [384]\n"
@@ -44,6 +44,7 @@ static fl_status parse_algos(const char *s, opts *o)
         for (int a = 0; a < FL_NALGO; a++) o->algos[o->nalgos++] = (fl_algo)a;
         return FL_OK;
     }
+    if (strcmp(s, "classic") == 0) s = "standard,flash1,flash2";
     snprintf(buf, sizeof buf, "%s", s);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         fl_algo a;
@@ -70,7 +71,7 @@ static int parse(int argc, char **argv, opts *o)
     o->p.M = 384;
     o->p.max_events = 100000;
     o->fmt = FL_TRACE_CSV;
-    FL_TRY(parse_algos("all", o));
+    FL_TRY(parse_algos("classic", o));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
