@@ -7,6 +7,7 @@
 #include "machine.h"
 #include "problem.h"
 #include "run.h"
+#include "masks.h"
 
 static int first;
 #define BEGIN(T) (printf("%s\"%s\": {\"sizeof\": %zu", first++ ? ", " : "", #T, sizeof(T)))
@@ -60,6 +61,11 @@ int main(void)
     BEGIN(fl_buf);
     FIELD(fl_buf, name); FIELD(fl_buf, rows); FIELD(fl_buf, cols); FIELD(fl_buf, x);
     FIELD(fl_buf, live);
+    END();
+    BEGIN(fl_mask);
+    FIELD(fl_mask, Nq); FIELD(fl_mask, Nk); FIELD(fl_mask, causal); FIELD(fl_mask, left);
+    FIELD(fl_mask, right); FIELD(fl_mask, has_a); FIELD(fl_mask, has_b); FIELD(fl_mask, a);
+    FIELD(fl_mask, b);
     END();
     puts("}");
     return 0;

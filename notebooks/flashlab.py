@@ -59,6 +59,7 @@ NAME_LEN = 16
 MAX_TENSORS = 16
 COUNT, COMPUTE = 0, 1
 CAUSAL = {"none": 0, "top-left": 1, "bottom-right": 2}
+PASSES = {"fwd": 1, "bwd": 2, "fwd+bwd": 3}
 EVENT_KINDS = ("load", "store", "alloc", "free")
 STATUS = {0: "ok", 1: "invalid argument", 2: "capacity exceeded", 3: "overflow",
           4: "out of memory", 5: "i/o error", 6: "out of bounds"}
@@ -118,6 +119,12 @@ class BufStruct(C.Structure):
                 ("x", C.POINTER(C.c_double)), ("live", C.c_int)]
 
 
+class MaskStruct(C.Structure):
+    _fields_ = [("Nq", C.c_int64), ("Nk", C.c_int64), ("causal", C.c_int), ("left", C.c_int64),
+                ("right", C.c_int64), ("has_a", C.c_int), ("has_b", C.c_int), ("a", C.c_int64),
+                ("b", C.c_int64)]
+
+
 TRACE_FN = C.CFUNCTYPE(None, C.POINTER(Event), C.c_void_p)
 _P = C.POINTER
 _D = _P(C.c_double)
@@ -163,6 +170,12 @@ _sig("fl_osm_step", C.c_double, _D, _D, _D, C.c_int64, _D, C.c_int64, _D, C.c_in
 _sig("fl_osm_finish", None, C.c_double, _D, C.c_int64, _D)
 _sig("fl_osm_tiled", C.c_int, _D, C.c_int64, _D, C.c_int64, C.c_int64, _D)
 _sig("fl_ref_softmax_row", C.c_double, _D, C.c_int64, _D, C.c_int64, _D)
+_sig("fl_mask_init", C.c_int, _P(MaskStruct), C.c_int64, C.c_int64, C.c_int, C.c_int64, C.c_int64)
+_sig("fl_mask_keep", C.c_int, _P(MaskStruct), C.c_int64, C.c_int64)
+_sig("fl_mask_tile", C.c_int, _P(MaskStruct), C.c_int64, C.c_int64, C.c_int64, C.c_int64)
+_sig("fl_kv_head", C.c_int64, C.c_int64, C.c_int64, C.c_int64)
+_sig("fl_heads_check", C.c_int, C.c_int64, C.c_int64)
+_sig("fl_cu_seqlens_check", C.c_int, C.c_char_p, _P(C.c_int64), C.c_int64, C.c_int64, C.c_int64)
 
 
 class FlashlabError(RuntimeError):
@@ -190,13 +203,21 @@ def _doubles(xs):
 def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, **variants):
     """An fl_problem from fl_problem_default() with the given fields.  Variant fields (Nk,
     causal='none'|'top-left'|'bottom-right', window_left, window_right, batch, heads, kv_heads,
-    pass_=1|2|3) are passed through; the library refuses those it does not implement yet."""
+    pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q / cu_seqlens_k as lists) are passed through; the
+    library checks them and refuses what it does not implement."""
     p = _lib.fl_problem_default()
     p.algo = ALGOS.index(algo) if isinstance(algo, str) else int(algo)
     p.N, p.d, p.M, p.Br, p.Bc, p.seed = N, d, M, Br, Bc, seed
+    p._keep = []   # arrays the problem points to, kept alive with it
     for k, v in variants.items():
         if k == "causal" and isinstance(v, str):
             v = CAUSAL[v]
+        if k == "pass_" and isinstance(v, str):
+            v = PASSES[v]
+        if k in ("cu_seqlens_q", "cu_seqlens_k"):
+            v = (C.c_int64 * len(v))(*v)
+            p._keep.append(v)
+            v = C.cast(v, C.POINTER(C.c_int64))
         if not hasattr(p, k):
             raise TypeError(f"problem: no field {k!r}")
         setattr(p, k, v)
@@ -210,6 +231,8 @@ class RunResult:
         self.algo = ALGOS[r.p.algo]
         self.N, self.d, self.M = r.p.N, r.p.d, r.p.M
         self.Br, self.Bc, self.Bd, self.footprint = r.b.Br, r.b.Bc, r.b.Bd, r.b.footprint
+        self.bwd_Br, self.bwd_Bc, self.bwd_footprint = r.b_bwd.Br, r.b_bwd.Bc, r.b_bwd.footprint
+        self.fwd_total, self.bwd_total, self.segments = r.fwd_total, r.bwd_total, r.segments
         self.paper_Br, self.paper_Bc = r.b.paper_Br, r.b.paper_Bc
         self.paper_footprint = r.b.paper_footprint
         self.reads, self.writes, self.total = r.reads, r.writes, r.total
@@ -220,6 +243,7 @@ class RunResult:
         self.computed = bool(r.computed)
         self.rel_err = r.rel_err if r.computed else None
         self.max_abs_err = r.max_abs_err if r.computed else None
+        self.grad_rel_err = (r.dq_rel_err, r.dk_rel_err, r.dv_rel_err) if r.computed else None
 
     def __repr__(self):
         return (f"<{self.algo} N={self.N} d={self.d} M={self.M} Br={self.Br} Bc={self.Bc}: "
@@ -405,6 +429,48 @@ def softmax_row(scores, values):
 
 
 # ----------------------------------------------------------------------------------------------
+# Masks, heads, varlen (reference/masks.h, reference/heads.h)
+
+def mask(Nq, Nk, causal="none", left=-1, right=-1):
+    """An fl_mask (fl_mask_init) of an Nq x Nk score matrix; FlashlabError on bad input."""
+    mk = MaskStruct()
+    _ok(_lib.fl_mask_init(C.byref(mk), Nq, Nk, CAUSAL[causal] if isinstance(causal, str) else causal,
+                          left, right))
+    return mk
+
+
+def mask_keep(mk, i, j):
+    """fl_mask_keep: True when query i may attend to key j."""
+    return bool(_lib.fl_mask_keep(C.byref(mk), i, j))
+
+
+def mask_matrix(Nq, Nk, causal="none", left=-1, right=-1):
+    """The keep matrix (lists of 0/1) as the C mask rule gives it."""
+    mk = mask(Nq, Nk, causal, left, right)
+    return [[int(mask_keep(mk, i, j)) for j in range(Nk)] for i in range(Nq)]
+
+
+TILE_KINDS = ("empty", "full", "partial")
+
+
+def mask_tile(mk, r0, nr, c0, nc):
+    """fl_mask_tile: 'empty' (skipped), 'full' or 'partial' for a tile of rows and keys."""
+    return TILE_KINDS[_lib.fl_mask_tile(C.byref(mk), r0, nr, c0, nc)]
+
+
+def kv_head(h, Hq, Hkv):
+    """fl_kv_head: the K/V head query head h reads (FlashAttention's consecutive grouping)."""
+    _ok(_lib.fl_heads_check(Hq, Hkv))
+    return _lib.fl_kv_head(h, Hq, Hkv)
+
+
+def cu_seqlens_check(cu, batch, total, opt="cu_seqlens"):
+    """fl_cu_seqlens_check: raises FlashlabError naming the rule cu breaks."""
+    arr = (C.c_int64 * max(1, len(cu)))(*cu)
+    _ok(_lib.fl_cu_seqlens_check(opt.encode(), arr, len(cu), batch, total))
+
+
+# ----------------------------------------------------------------------------------------------
 # The CLI (for what it prints) and the trace
 
 def cli_path():
@@ -467,7 +533,8 @@ def _abi_python():
     out = {}
     for name, st in (("fl_problem", Problem), ("fl_blocks", Blocks), ("fl_counts", Counts),
                      ("fl_tensor_counts", TensorCounts), ("fl_result", Result),
-                     ("fl_event", Event), ("fl_tensor", TensorStruct), ("fl_buf", BufStruct)):
+                     ("fl_event", Event), ("fl_tensor", TensorStruct), ("fl_buf", BufStruct),
+                     ("fl_mask", MaskStruct)):
         out[name] = {"sizeof": C.sizeof(st)}
         for f, _ in st._fields_:
             out[name][f.rstrip("_")] = getattr(st, f).offset
