@@ -200,14 +200,14 @@ def _doubles(xs):
 # ----------------------------------------------------------------------------------------------
 # Runs of the project's schedules (fl_run)
 
-def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, **variants):
+def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
     """An fl_problem from fl_problem_default() with the given fields.  Variant fields (Nk,
     causal='none'|'top-left'|'bottom-right', window_left, window_right, batch, heads, kv_heads,
     pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q / cu_seqlens_k as lists) are passed through; the
     library checks them and refuses what it does not implement."""
     p = _lib.fl_problem_default()
     p.algo = ALGOS.index(algo) if isinstance(algo, str) else int(algo)
-    p.N, p.d, p.M, p.Br, p.Bc, p.seed = N, d, M, Br, Bc, seed
+    p.N, p.d, p.M, p.Br, p.Bc, p.seed, p.elem_bytes = N, d, M, Br, Bc, seed, elem_bytes
     p._keep = []   # arrays the problem points to, kept alive with it
     for k, v in variants.items():
         if k == "causal" and isinstance(v, str):
@@ -240,6 +240,9 @@ class RunResult:
         self.closed_total = r.closed.total
         self.tensors = {r.t[i].name.decode(): (r.t[i].reads, r.t[i].writes)
                         for i in range(r.ntensors)}
+        self.elem_bytes = {r.t[i].name.decode(): r.t[i].elem_bytes for i in range(r.ntensors)}
+        self.read_bytes = sum(rd * self.elem_bytes[t] for t, (rd, _) in self.tensors.items())
+        self.write_bytes = sum(wr * self.elem_bytes[t] for t, (_, wr) in self.tensors.items())
         self.computed = bool(r.computed)
         self.rel_err = r.rel_err if r.computed else None
         self.max_abs_err = r.max_abs_err if r.computed else None
@@ -506,10 +509,16 @@ def trace(algo="classic", N=64, d=8, M=384, **opts):
 # ----------------------------------------------------------------------------------------------
 # Checks in the notebooks
 
-def check(cid, problems):
+def check(cid, problems, skip=None):
     """Prints one line the runner reads: 'CHECK cid: PASS' when problems is empty, else
-    'CHECK cid: FAIL' followed by what is wrong, one line per problem.  Returns None (so a
-    notebook cell ending in a check shows only the printed lines)."""
+    'CHECK cid: FAIL' followed by what is wrong, one line per problem.  skip (a reason) prints
+    'CHECK cid: SKIP' instead: only for a check whose data does not exist on this machine (no
+    recorded GPU data), never for a wrong answer.  Returns None (so a notebook cell ending in a
+    check shows only the printed lines)."""
+    if skip:
+        print(f"CHECK {cid}: SKIP")
+        print("  - " + skip)
+        return
     if isinstance(problems, str):
         problems = [problems]
     problems = [p for p in problems if p]
