@@ -121,6 +121,23 @@ for e in events[:14]:
 print("...", len(events), "events")
 
 # %% [markdown]
+# The same three runs as a strip of frames (a third, two thirds, the end of each run), drawn by
+# `figures/trace_strip.gp` when gnuplot is installed: every tile moved so far is painted blue
+# (load) or orange (store), darker when moved more often.
+
+# %%
+import shutil, subprocess, tempfile
+if shutil.which("gnuplot"):
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    fl.cli("trace", "--out", tmp / "trace.csv")
+    subprocess.run(["gnuplot", "-e", f"data='{tmp / 'trace.csv'}'; out='{tmp / 'strip.png'}'",
+                    str(fl.ROOT / "figures" / "trace_strip.gp")], check=True, capture_output=True)
+    from IPython.display import Image, display
+    display(Image(filename=str(tmp / "strip.png"), width=900))
+else:
+    print("gnuplot not found: no strip (the trace above has the same information)")
+
+# %% [markdown]
 # ## Exercise 3: read the trace
 #
 # In the default run ($N = 64$, 8 row blocks of 8 for both tiled schedules), predict **before
