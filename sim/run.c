@@ -235,9 +235,16 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
         r->t[t].reads = T->reads - snap[t][0];
         r->t[t].writes = T->writes - snap[t][1];
         r->t[t].elem_bytes = T->elem_bytes;
+        int64_t tb; /* bytes can overflow where the element counts do not */
         r->reads += r->t[t].reads;
         r->writes += r->t[t].writes;
-        r->bytes += (r->t[t].reads + r->t[t].writes) * T->elem_bytes;
+        if (!fl_add_ok(r->t[t].reads, r->t[t].writes, &tb) || !fl_mul_ok(tb, T->elem_bytes, &tb) ||
+            !fl_add_ok(r->bytes, tb, &r->bytes)) {
+            s = fl_fail(FL_EOVERFLOW,
+                        "--N/--d: the bytes %s moves at N = %lld, d = %lld would overflow 64-bit "
+                        "arithmetic", fl_algo_name(p->algo), (long long)p->N, (long long)p->d);
+            goto done;
+        }
     }
     r->total = r->reads + r->writes;
     r->bwd_total = bwd ? r->total - r->fwd_total : 0;
