@@ -26,6 +26,7 @@ void fl_trace_begin_run(fl_trace_writer *w, const char *label, int64_t M)
     snprintf(w->label, sizeof w->label, "%s", label ? label : "run");
     w->M = M;
     w->step = 0;
+    w->base_reads = w->base_writes = 0;
     w->nbufs = w->ntensors = 0;
 }
 
@@ -64,7 +65,11 @@ void fl_trace_event(const fl_event *ev, void *ctx)
             twrites = t->b;
         }
     }
-    w->step++;
+    if (w->step++ == 0) { /* totals before this run's first visible event */
+        w->base_reads = ev->reads - (ev->kind == FL_EV_LOAD ? ev->nr * ev->nc : 0);
+        w->base_writes = ev->writes - (ev->kind == FL_EV_STORE ? ev->nr * ev->nc : 0);
+    }
+    const int64_t reads = ev->reads - w->base_reads, writes = ev->writes - w->base_writes;
     if (w->fmt == FL_TRACE_CSV) {
         if (!w->header_done) {
             fputs("algo,step,event,tensor,buf,r0,c0,nr,nc,tile_r,tile_c,sram_used,sram_capacity,"
@@ -75,8 +80,8 @@ void fl_trace_event(const fl_event *ev, void *ctx)
                         ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
                         ",%" PRId64 ",%" PRId64 "\n",
                 w->label, w->step, kind_names[ev->kind], tile ? ev->tensor : "-", ev->buf, ev->r0,
-                ev->c0, ev->nr, ev->nc, tr, tc, ev->sram_used, w->M, treads, twrites, ev->reads,
-                ev->writes);
+                ev->c0, ev->nr, ev->nc, tr, tc, ev->sram_used, w->M, treads, twrites, reads,
+                writes);
     } else {
         fprintf(w->out, "{\"algo\": \"%s\", \"step\": %" PRId64 ", \"event\": \"%s\", \"tensor\": ",
                 w->label, w->step, kind_names[ev->kind]);
@@ -88,7 +93,7 @@ void fl_trace_event(const fl_event *ev, void *ctx)
                         ", \"tensor_reads\": %" PRId64 ", \"tensor_writes\": %" PRId64
                         ", \"reads\": %" PRId64 ", \"writes\": %" PRId64 "}\n",
                 ev->buf, ev->r0, ev->c0, ev->nr, ev->nc, tr, tc, ev->sram_used, w->M, treads,
-                twrites, ev->reads, ev->writes);
+                twrites, reads, writes);
     }
 }
 

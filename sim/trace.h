@@ -10,7 +10,9 @@
  *                    buffer as it was allocated), -1 for ALLOC/FREE;
  *   tensor_reads,    this tensor's reads / writes so far (the sum of the nr*nc of its earlier
  *   tensor_writes    loads / stores, i.e. the machine's rules R1/R2 seen from outside);
- *   step             1, 2, ... per run.
+ *   step             1, 2, ... per run;
+ *   reads, writes    the machine's totals so far, counted from the run's first visible event (a
+ *                    backward-only run hides the forward that produces its inputs: sim/run.h).
  *
  * CSV columns (a contract, docs/labs/lab2.md and figures/trace_*.gp read them):
  *   algo,step,event,tensor,buf,r0,c0,nr,nc,tile_r,tile_c,sram_used,sram_capacity,
@@ -46,6 +48,7 @@ typedef struct {
     int header_done;
     char label[FL_NAME_LEN];
     int64_t M, step;
+    int64_t base_reads, base_writes; /* the machine's totals before the run's first visible event */
     fl_trace_slot bufs[FL_MAX_BUFS];
     int nbufs;
     fl_trace_slot tensors[FL_MAX_TENSORS];

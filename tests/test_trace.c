@@ -107,6 +107,30 @@ Test(trace, agrees_with_the_machine_for_every_schedule)
         }
 }
 
+Test(trace, agrees_with_the_machine_for_masks_and_the_backward)
+{
+    for (int a = 0; a < 3; a++) {
+        fl_problem p = fl_problem_default();
+        p.algo = (fl_algo)a;
+        p.N = 70;
+        p.Nk = 150;
+        p.d = 8;
+        p.M = 3000;
+        p.causal = FL_CAUSAL_BOTTOM_RIGHT;
+        check_against_machine(p); /* masked tiles skipped: the trace shows only what moved */
+        p.causal = FL_CAUSAL_NONE;
+        p.window_left = 20;
+        p.window_right = 3;
+        check_against_machine(p);
+        p.window_left = p.window_right = -1;
+        p.Nk = 0;
+        p.pass = FL_PASS_BWD; /* counters restart at the backward: its inputs are in HBM */
+        check_against_machine(p);
+        p.pass = FL_PASS_FWD_BWD;
+        check_against_machine(p);
+    }
+}
+
 Test(trace, jsonl_has_one_object_per_event_with_the_same_keys)
 {
     FILE *f = tmpfile();

@@ -21,6 +21,11 @@ static const char *usage =
     "  --d D         head dimension                                   [8]\n"
     "  --M M         SRAM capacity in elements                        [384]\n"
     "  --Br B, --Bc B  block sizes (default: the schedule's rule)\n"
+    "  --Nk N        key length                                       [N]\n"
+    "  --causal C    none, top-left or bottom-right (masked-out tiles are skipped) [none]\n"
+    "  --window L,R  FA2 local window (-1 = unbounded side)           [-1,-1]\n"
+    "  --pass P      fwd, bwd or fwd+bwd (bwd: only the backward's events; the forward that\n"
+    "                produces its inputs runs untraced and uncounted)  [fwd]\n"
     "  --compute     run on real values (checked against the reference), not count-only\n"
     "  --seed S      seed of the random inputs (--compute)            [1]\n"
     "  --format F    csv or jsonl                                     [csv]\n"
@@ -36,24 +41,53 @@ typedef struct {
     const char *out;
 } opts;
 
+/* A comma list of distinct schedule names, "classic" (standard,flash1,flash2) or "all".  Every
+ * item is checked as written: an empty item is an error and nothing is cut off. */
 static fl_status parse_algos(const char *s, opts *o)
 {
-    char buf[256];
     o->nalgos = 0;
     if (strcmp(s, "all") == 0) {
         for (int a = 0; a < FL_NALGO; a++) o->algos[o->nalgos++] = (fl_algo)a;
         return FL_OK;
     }
     if (strcmp(s, "classic") == 0) s = "standard,flash1,flash2";
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    for (const char *item = s;; item++) {
+        const size_t len = strcspn(item, ",");
+        char tok[32];
         fl_algo a;
+        if (len == 0)
+            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
+        if (len >= sizeof tok)
+            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose %s)", (int)len, item,
+                           fl_algo_choices());
+        memcpy(tok, item, len);
+        tok[len] = 0;
         FL_TRY(fl_algo_parse(tok, &a));
         for (int k = 0; k < o->nalgos; k++)
             if (o->algos[k] == a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", tok);
         o->algos[o->nalgos++] = a;
+        item += len;
+        if (!*item) break;
     }
-    if (!o->nalgos) return fl_fail(FL_EINVAL, "--algo: needs at least one schedule");
+    return FL_OK;
+}
+
+static fl_status parse_pass(const char *v, fl_pass *out)
+{
+    if (strcmp(v, "fwd") == 0) *out = FL_PASS_FWD;
+    else if (strcmp(v, "bwd") == 0) *out = FL_PASS_BWD;
+    else if (strcmp(v, "fwd+bwd") == 0) *out = FL_PASS_FWD_BWD;
+    else return fl_fail(FL_EINVAL, "--pass: unknown pass '%s' (choose fwd, bwd or fwd+bwd)", v);
+    return FL_OK;
+}
+
+static fl_status parse_window(const char *v, fl_problem *p)
+{
+    int64_t w[2], n;
+    FL_TRY(fl_parse_i64_list("--window", v, -1, INT64_MAX / 4, w, 2, &n));
+    if (n != 2) return fl_fail(FL_EINVAL, "--window: needs two values L,R (each >= 0, or -1 for unbounded)");
+    p->window_left = w[0];
+    p->window_right = w[1];
     return FL_OK;
 }
 
@@ -74,6 +108,8 @@ static int parse(int argc, char **argv, opts *o)
     FL_TRY(parse_algos("classic", o));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
+        if ((strcmp(name, "--help") == 0 || strcmp(name, "--compute") == 0) && iv)
+            return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, iv);
         if (strcmp(name, "--help") == 0) {
             fputs(usage, stdout);
             return -1;
@@ -92,6 +128,10 @@ static int parse(int argc, char **argv, opts *o)
         else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
         else if (strcmp(name, "--max-events") == 0) FL_TRY(fl_parse_i64(name, v, 1, INT64_MAX, &o->p.max_events));
         else if (strcmp(name, "--format") == 0) FL_TRY(fl_trace_format_parse(v, &o->fmt));
+        else if (strcmp(name, "--Nk") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Nk));
+        else if (strcmp(name, "--causal") == 0) FL_TRY(fl_causal_parse(v, &o->p.causal));
+        else if (strcmp(name, "--window") == 0) FL_TRY(parse_window(v, &o->p));
+        else if (strcmp(name, "--pass") == 0) FL_TRY(parse_pass(v, &o->p.pass));
         else if (strcmp(name, "--out") == 0) {
             if (!*v) return fl_fail(FL_EINVAL, "--out: needs a file name");
             o->out = v;
