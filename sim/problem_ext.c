@@ -124,12 +124,13 @@ static int64_t fd(const fl_problem *p, int64_t Br, int64_t Bc)
     if (p->splits > 1) f = add(&c, f, add(&c, mul(&c, Br, p->d), mul(&c, 2, Br)));
     return c.ovf ? -1 : f;
 }
-/* (FM) memeff: max(F2, 2 Br d + 4 Br) -- the key loop, then the combination */
-static int64_t fm(int64_t d, int64_t Br, int64_t Bc)
+/* (FM) memeff: F2 + Br d + 2 Br -- the key loop's buffers and the combination's O_i, g_i, l_i */
+static int64_t fm(const fl_problem *p, int64_t Br, int64_t Bc)
 {
     ck c = {0};
-    const int64_t f = f2(d, Br, Bc), g = add(&c, mul(&c, 2, mul(&c, Br, d)), mul(&c, 4, Br));
-    return (f < 0 || c.ovf) ? -1 : fl_max64(f, g);
+    const int64_t f = f2(p->d, Br, Bc), g = add(&c, mul(&c, Br, p->d), mul(&c, 2, Br));
+    const int64_t r = add(&c, f, g);
+    return (f < 0 || c.ovf) ? -1 : r;
 }
 /* (FX) softmax: a tile Br x Bc and m, l per row */
 static int64_t fx(int64_t Br, int64_t Bc)
@@ -239,11 +240,25 @@ fl_status fl_ext_blocks(const fl_problem *p, fl_blocks *b)
     case FL_ALGO_SOFTMAX_ONLINE: return blocks_softmax(p, b);
     case FL_ALGO_BLOCKSPARSE: return b2(p, p->N, b); /* (BS) = B2: the mask is over flash2's tiles */
     case FL_ALGO_MEMEFF: {
-        FL_TRY(b2(p, p->N, b)); /* (BM) B2, chunks Br x Bc */
-        b->footprint = fm(p->d, b->Br, b->Bc);
+        /* (BM) chunks Br x Bc: the largest square B <= N with FM(B, B) <= M, unless given */
+        const int64_t need = fm(p, 1, 1);
+        if (need < 0 || need > p->M)
+            return fl_fail(FL_ECAPACITY, "--M: memeff needs at least %lld elements of SRAM for its "
+                                         "smallest chunks (Br = Bc = 1, d = %lld, eq. FM); M = %lld is too small",
+                           (long long)need, (long long)p->d, (long long)p->M);
+        int64_t lo = 1, hi = p->N;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo + 1) / 2, f = fm(p, mid, mid);
+            if (f >= 0 && f <= p->M) lo = mid; else hi = mid - 1;
+        }
+        b->Br = p->Br ? p->Br : lo;
+        b->Bc = p->Bc ? p->Bc : lo;
+        b->Bd = p->d;
+        b->overridden = p->Br || p->Bc;
+        b->footprint = fm(p, b->Br, b->Bc);
         if (b->footprint < 0 || b->footprint > p->M)
             return fl_fail(FL_EINVAL, "--Br/--Bc: memeff chunks Br = %lld, Bc = %lld need %lld "
-                                      "elements of SRAM to combine (docs/model.md eq. FM), more than M = %lld",
+                                      "elements of SRAM (docs/model.md eq. FM), more than M = %lld",
                            (long long)b->Br, (long long)b->Bc, (long long)b->footprint, (long long)p->M);
         return FL_OK;
     }
@@ -459,7 +474,8 @@ void fl_ext_explain(FILE *out, const fl_problem *p, const fl_blocks *b)
     }
     case FL_ALGO_MEMEFF:
         fprintf(out, "  rule BM: query chunks Br and key chunks Bc (Rabe-Staats' query_chunk_size,\n"
-                     "    key_chunk_size) = B2 unless --Br/--Bc; footprint max(F2, 2 Br d + 4 Br) (eq. FM)\n");
+                     "    key_chunk_size): the largest square with F2 + Br d + 2 Br <= M (eq. FM),\n"
+                     "    unless --Br/--Bc\n");
         break;
     default:
         fprintf(out, "  rule BX: Bc = min(Nk, M - 2), Br = the most rows with Br Bc + 2 Br <= M (eq. FX);\n"
