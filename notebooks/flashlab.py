@@ -73,7 +73,7 @@ class Problem(C.Structure):
                 ("window_right", C.c_int64), ("batch", C.c_int64), ("heads", C.c_int64),
                 ("kv_heads", C.c_int64), ("pass_", C.c_int),
                 ("cu_seqlens_q", C.POINTER(C.c_int64)), ("cu_seqlens_k", C.POINTER(C.c_int64)),
-                # issue 4 items 5-7 (sim/problem_ext.h): decode, blocksparse
+                # issue 4 items 5-7 (sim/problem.h): decode, block-sparse
                 ("page_size", C.c_int64), ("pool_pages", C.c_int64), ("page_seed", C.c_uint64),
                 ("block_table", C.POINTER(C.c_int64)), ("block_table_len", C.c_int64),
                 ("splits", C.c_int64), ("pad_value", C.c_double), ("density", C.c_double),
@@ -208,9 +208,7 @@ def _doubles(xs):
 def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
     """An fl_problem from fl_problem_default() with the given fields.  Variant fields (Nk,
     causal='none'|'top-left'|'bottom-right', window_left, window_right, batch, heads, kv_heads,
-    pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q / cu_seqlens_k as lists; decode's page_size,
-    pool_pages, page_seed, block_table (a list), splits, pad_value; blocksparse's density,
-    mask_seed) are passed through; the
+    pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q / cu_seqlens_k as lists) are passed through; the
     library checks them and refuses what it does not implement."""
     p = _lib.fl_problem_default()
     p.algo = ALGOS.index(algo) if isinstance(algo, str) else int(algo)
@@ -221,9 +219,7 @@ def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes
             v = CAUSAL[v]
         if k == "pass_" and isinstance(v, str):
             v = PASSES[v]
-        if k == "block_table":
-            p.block_table_len = len(v)
-        if k in ("cu_seqlens_q", "cu_seqlens_k", "block_table"):
+        if k in ("cu_seqlens_q", "cu_seqlens_k"):
             v = (C.c_int64 * len(v))(*v)
             p._keep.append(v)
             v = C.cast(v, C.POINTER(C.c_int64))
