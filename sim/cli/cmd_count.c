@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "emit.h"
 #include "presets.h"
+#include "problem_opts.h"
 #include "run.h"
 
 static const char *usage =
@@ -44,7 +45,6 @@ static const char *usage =
     "  softmax-*:    softmax of each row of an N x Nk matrix\n"
     "  --help        this text\n";
 
-#define FL_CLI_MAX_BATCH 4096
 
 typedef struct {
     int algos[FL_NALGO], nalgos, all;
@@ -55,15 +55,6 @@ typedef struct {
     int64_t cuq[FL_CLI_MAX_BATCH + 1], cuk[FL_CLI_MAX_BATCH + 1], ncuq, ncuk;
     int64_t table[FL_CLI_MAX_BATCH]; /* --block-table */
 } opts;
-
-/* A double (nan and inf allowed): strtod over the whole string. */
-static fl_status parse_double(const char *opt, const char *v, double *out)
-{
-    char *end;
-    *out = strtod(v, &end);
-    if (!*v || *end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, v);
-    return FL_OK;
-}
 
 /* A comma list of distinct schedule names, or "all".  Every item is checked as written: an
  * empty item (",flash1", "flash1,") is an error, and no length is cut off. */
@@ -146,6 +137,7 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
     const char *name, *iv, *v, *sram = NULL, *dtype = NULL;
     int64_t M_given = 0;
     int k;
+    fl_status e;
     memset(o, 0, sizeof *o);
     o->p = fl_problem_default();
     o->fmt = FL_FMT_TABLE;
@@ -191,18 +183,7 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
         else if (strcmp(name, "--max-events") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->p.max_events));
         else if (strcmp(name, "--format") == 0) FL_TRY(fl_format_parse(v, &o->fmt));
-        /* decode, blocksparse (sim/problem_ext.h) */
-        else if (strcmp(name, "--splits") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.splits));
-        else if (strcmp(name, "--page-size") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.page_size));
-        else if (strcmp(name, "--pool-pages") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.pool_pages));
-        else if (strcmp(name, "--page-seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.page_seed));
-        else if (strcmp(name, "--block-table") == 0) {
-            FL_TRY(fl_parse_i64_list(name, v, -big, big, o->table, FL_CLI_MAX_BATCH, &o->p.block_table_len));
-            o->p.block_table = o->table;
-        }
-        else if (strcmp(name, "--pad") == 0) FL_TRY(parse_double(name, v, &o->p.pad_value));
-        else if (strcmp(name, "--density") == 0) FL_TRY(parse_double(name, v, &o->p.density));
-        else if (strcmp(name, "--mask-seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.mask_seed));
+        else if (fl_popts_take_ext(&o->p, o->table, name, v, &e)) FL_TRY(e); /* decode, blocksparse */
         else return fl_fail(FL_EINVAL, "%s: unknown option for %s (see flashlab %s --help)", name, cmd, cmd);
     }
     if (k < 0) return FL_EINVAL;
