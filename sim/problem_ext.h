@@ -73,4 +73,8 @@ void fl_decode_split_tiles(const fl_decode_geom *g, int64_t t0, int64_t t1, int6
 fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                      const fl_blocks *b, const fl_counts *cf, fl_result *r);
 
+/* A compute run of an ext algorithm that also copies its output into out (N x d values, or
+ * N x Nk for softmax): for comparing two layouts or schedules value by value. */
+fl_status fl_run_ext_values(const fl_problem *p, double *out, fl_result *r);
+
 #endif

@@ -234,3 +234,41 @@ Test(decode, one_step_headline_formula)
                     cr_expect_eq(r.writes, part + Nq * (d + 1));
                 }
 }
+
+/* The same comparison value by value: paged (identity or shuffled table) and contiguous with
+ * the same key tiles and one split give the same doubles, bit for bit. */
+Test(decode, paged_equals_contiguous_bit_for_bit)
+{
+    const int64_t Nq = 5, d = 16, Nks[] = {37, 128, 300};
+    double *a = malloc(Nq * d * sizeof *a), *c = malloc(Nq * d * sizeof *c);
+    cr_assert(a && c);
+    for (size_t k = 0; k < 3; k++)
+        for (uint64_t seed = 0; seed < 3; seed++) {
+            fl_problem p = decode_problem(Nq, Nks[k], d, 4000);
+            p.page_size = 32;
+            p.page_seed = seed; /* 0: identity table */
+            p.pool_pages = 30;
+            fl_result r;
+            cr_assert_eq(fl_run_ext_values(&p, a, &r), FL_OK, "%s", fl_last_error());
+            cr_expect(r.rel_err <= FL_TEST_REL_TOL);
+            const int64_t Bc = r.b.Bc;
+            p.page_size = p.page_seed = p.pool_pages = 0;
+            p.Bc = Bc;
+            cr_assert_eq(fl_run_ext_values(&p, c, &r), FL_OK, "%s", fl_last_error());
+            cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "Nk %lld, page seed %llu: paged != contiguous",
+                         (long long)Nks[k], (unsigned long long)seed);
+        }
+    for (int64_t S = 2; S <= 5; S += 3) { /* splits: any two placements of the pages agree */
+        fl_problem p = decode_problem(Nq, 300, d, 4000);
+        p.page_size = 32;
+        p.pool_pages = 30;
+        p.splits = S;
+        fl_result r;
+        cr_assert_eq(fl_run_ext_values(&p, a, &r), FL_OK, "%s", fl_last_error());
+        p.page_seed = 17;
+        cr_assert_eq(fl_run_ext_values(&p, c, &r), FL_OK, "%s", fl_last_error());
+        cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "S = %lld: shuffled pages changed values", (long long)S);
+    }
+    free(a);
+    free(c);
+}
