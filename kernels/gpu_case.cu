@@ -1,0 +1,320 @@
+/* gpu_case.cu: one validation case (see gpu_case.h). */
+#include "gpu_case.h"
+
+#include <algorithm>
+#include <math.h>
+#include <string.h>
+#include <vector>
+
+extern "C" {
+#include "attention_ref.h"
+#include "rng.h"
+#include "run.h"
+}
+
+/* ---- host-side storage types ------------------------------------------------------------ */
+static double round_to(int dtype, double x)
+{
+    switch (dtype) {
+    case FL_F16: return (double)__half2float(__float2half_rn((float)x));
+    case FL_BF16: return (double)__bfloat162float(__float2bfloat16_rn((float)x));
+    default: return (double)(float)x;
+    }
+}
+static double dtype_eps(int dtype) { return dtype == FL_F16 ? 0x1p-10 : dtype == FL_BF16 ? 0x1p-7 : 0x1p-23; }
+
+static void pack(int dtype, const std::vector<double> &x, std::vector<unsigned char> &out)
+{
+    const int b = fl_dtype_bytes[dtype];
+    out.resize(x.size() * b);
+    for (size_t i = 0; i < x.size(); i++) {
+        if (dtype == FL_F16) { __half h = __float2half_rn((float)x[i]); memcpy(&out[i * b], &h, b); }
+        else if (dtype == FL_BF16) { __nv_bfloat16 h = __float2bfloat16_rn((float)x[i]); memcpy(&out[i * b], &h, b); }
+        else { float f = (float)x[i]; memcpy(&out[i * b], &f, b); }
+    }
+}
+static double unpack1(int dtype, const unsigned char *p)
+{
+    if (dtype == FL_F16) { __half h; memcpy(&h, p, 2); return __half2float(h); }
+    if (dtype == FL_BF16) { __nv_bfloat16 h; memcpy(&h, p, 2); return __bfloat162float(h); }
+    float f; memcpy(&f, p, 4); return f;
+}
+
+/* ---- the model ------------------------------------------------------------------------------ */
+static void model_counts(const fl_gpu_case *c, fl_gpu_outcome *o)
+{
+    const fl_kernel_info *k = c->k;
+    fl_algo algo;
+    o->model_ok = 0;
+    if (fl_algo_parse(k->algo, &algo) != FL_OK) {
+        snprintf(o->model_msg, sizeof o->model_msg, "model: %s", fl_last_error());
+        return;
+    }
+    const int64_t fp = fl_footprint(algo, k->d, k->Br, k->Bc, k->d);
+    if (fp != k->m_eff) {
+        snprintf(o->model_msg, sizeof o->model_msg,
+                 "kernel footprint %ld != model footprint %lld (docs/model.md F0-F2)", k->m_eff,
+                 (long long)fp);
+        return;
+    }
+    if (c->causal) { /* the model has no mask yet: nothing to compare the counts with */
+        snprintf(o->model_msg, sizeof o->model_msg, "model has no causal schedule");
+        return;
+    }
+    fl_problem p = fl_problem_default();
+    p.algo = algo;
+    p.N = c->N;
+    p.d = k->d;
+    p.M = fp;
+    p.Br = k->Br;
+    p.Bc = k->Bc;
+    p.elem_bytes = fl_dtype_bytes[k->dtype];
+    p.max_events = 0;
+    fl_result r;
+    if (fl_run(&p, FL_COUNT, NULL, NULL, &r) != FL_OK) {
+        snprintf(o->model_msg, sizeof o->model_msg, "model: %s", fl_last_error());
+        return;
+    }
+    if (r.b.Bd != p.d) {
+        snprintf(o->model_msg, sizeof o->model_msg, "model chose Bd = %lld != d", (long long)r.b.Bd);
+        return;
+    }
+    o->model_ok = 1;
+    for (int i = 0; i < r.ntensors; i++) {
+        int t = -1;
+        for (int u = 0; u < FL_NT; u++)
+            if (strcmp(r.t[i].name, fl_tensor_names[u]) == 0) t = u;
+        if (t < 0) { /* a tensor the kernels do not know: cannot be equal */
+            o->model_ok = 0;
+            snprintf(o->model_msg, sizeof o->model_msg, "model tensor '%s' unknown to the kernels", r.t[i].name);
+            return;
+        }
+        o->model_rd[t] = r.t[i].reads;
+        o->model_wr[t] = r.t[i].writes;
+    }
+    o->model_reads = r.reads;
+    o->model_writes = r.writes;
+    o->model_bytes = r.bytes;
+}
+
+/* ---- the reference on sampled rows ---------------------------------------------------------- */
+struct keep_ctx { const std::vector<int> *rows; };
+static int keep_causal(int64_t i, int64_t j, const void *ctx)
+{
+    const keep_ctx *k = (const keep_ctx *)ctx;
+    return fl_causal_keep((*k->rows)[i], j, 0);
+}
+
+/* The naive same-precision row: s, p and o rounded to the storage type, fp32 accumulation. */
+static void naive_row(int dtype, int N, int d, int causal, int i, const double *Q, const double *K,
+                      const double *V, std::vector<float> &s, double *o)
+{
+    const float scale = 1.0f / sqrtf((float)d);
+    float mx = -INFINITY;
+    for (int j = 0; j < N; j++) {
+        if (causal && !fl_causal_keep(i, j, 0)) { s[j] = -INFINITY; continue; }
+        float acc = 0.f;
+        for (int t = 0; t < d; t++) acc += (float)Q[(long)i * d + t] * (float)K[(long)j * d + t];
+        s[j] = (float)round_to(dtype, acc * scale);
+        mx = fmaxf(mx, s[j]);
+    }
+    float sum = 0.f;
+    for (int j = 0; j < N; j++) sum += (s[j] == -INFINITY) ? 0.f : expf(s[j] - mx);
+    for (int j = 0; j < N; j++) s[j] = (s[j] == -INFINITY) ? 0.f : (float)round_to(dtype, expf(s[j] - mx) / sum);
+    for (int t = 0; t < d; t++) {
+        float acc = 0.f;
+        for (int j = 0; j < N; j++) acc += s[j] * (float)V[(long)j * d + t];
+        o[t] = round_to(dtype, acc);
+    }
+}
+
+static std::vector<int> sample_rows(int N, uint64_t seed)
+{
+    std::vector<int> rows;
+    if (N <= 64) {
+        for (int i = 0; i < N; i++) rows.push_back(i);
+        return rows;
+    }
+    rows.push_back(0);
+    rows.push_back(N - 1);
+    rows.push_back(N / 2);
+    uint64_t st = seed ^ 0x5eedULL;
+    while (rows.size() < 32) rows.push_back((int)(fl_rng_next(&st) % (uint64_t)N));
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
+}
+
+/* ---- one case ------------------------------------------------------------------------------ */
+int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
+{
+    const fl_kernel_info *k = c->k;
+    const int N = c->N, d = k->d, dt = k->dtype, eb = fl_dtype_bytes[dt];
+    const long Nd = (long)N * d;
+    memset(o, 0, sizeof *o);
+    o->m_eff = k->m_eff;
+    model_counts(c, o);
+
+    /* inputs, rounded to the storage type (the reference sees the rounded values) */
+    std::vector<double> Q(Nd), K(Nd), V(Nd);
+    uint64_t st = c->seed;
+    fl_rng_fill(&st, Q.data(), Nd, -1.0, 1.0);
+    fl_rng_fill(&st, K.data(), Nd, -1.0, 1.0);
+    fl_rng_fill(&st, V.data(), Nd, -1.0, 1.0);
+    for (long i = 0; i < Nd; i++) { Q[i] = round_to(dt, Q[i]); K[i] = round_to(dt, K[i]); V[i] = round_to(dt, V[i]); }
+    std::vector<unsigned char> hQ, hK, hV;
+    pack(dt, Q, hQ);
+    pack(dt, K, hK);
+    pack(dt, V, hV);
+
+    fl_gpu_args a;
+    memset(&a, 0, sizeof a);
+    a.N = N;
+    a.d = d;
+    a.causal = c->causal;
+    void *dQ, *dK, *dV, *dO, *dS = NULL, *dP = NULL;
+    float *dl = NULL, *dm = NULL, *dL = NULL;
+    unsigned *dflags = NULL;
+    int *derr = NULL;
+    fl_gpu_counters *dcnt = NULL;
+    CUDA_CHECK(cudaMalloc(&dQ, Nd * eb));
+    CUDA_CHECK(cudaMalloc(&dK, Nd * eb));
+    CUDA_CHECK(cudaMalloc(&dV, Nd * eb));
+    CUDA_CHECK(cudaMalloc(&dO, Nd * eb));
+    CUDA_CHECK(cudaMemcpy(dQ, hQ.data(), Nd * eb, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dK, hK.data(), Nd * eb, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dV, hV.data(), Nd * eb, cudaMemcpyHostToDevice));
+    const bool is_std = strcmp(k->algo, "standard") == 0, is_f1 = strcmp(k->algo, "flash1") == 0;
+    if (is_std) {
+        CUDA_CHECK(cudaMalloc(&dS, (size_t)N * N * eb));
+        CUDA_CHECK(cudaMalloc(&dP, (size_t)N * N * eb));
+    }
+    CUDA_CHECK(cudaMalloc(&dl, N * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&dm, N * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&dL, N * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&dflags, (FL_CDIV(N, k->Br) + 1) * sizeof(unsigned)));
+    CUDA_CHECK(cudaMalloc(&derr, sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&dcnt, sizeof(fl_gpu_counters)));
+    CUDA_CHECK(cudaMemset(derr, 0, sizeof(int)));
+    CUDA_CHECK(cudaMemset(dcnt, 0, sizeof(fl_gpu_counters)));
+    /* poison every output and workspace: 0xFF bytes are NaN in fp32, fp16 and bf16 */
+    CUDA_CHECK(cudaMemset(dO, 0xFF, Nd * eb));
+    CUDA_CHECK(cudaMemset(dL, 0xFF, N * sizeof(float)));
+    CUDA_CHECK(cudaMemset(dl, 0xFF, N * sizeof(float)));
+    CUDA_CHECK(cudaMemset(dm, 0xFF, N * sizeof(float)));
+    if (is_std) {
+        CUDA_CHECK(cudaMemset(dS, 0xFF, (size_t)N * N * eb));
+        CUDA_CHECK(cudaMemset(dP, 0xFF, (size_t)N * N * eb));
+    }
+    CUDA_CHECK(cudaMemset(dflags, 0xFF, (FL_CDIV(N, k->Br) + 1) * sizeof(unsigned)));
+    a.Q = dQ; a.K = dK; a.V = dV; a.O = dO; a.S = dS; a.P = dP;
+    a.l = dl; a.m = dm; a.L = dL; a.flags = dflags; a.error = derr; a.cnt = dcnt;
+    a.stream = 0;
+
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    CUDA_CHECK(cudaEventRecord(e0));
+    k->launch(&a);
+    CUDA_CHECK(cudaEventRecord(e1));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    CUDA_CHECK(cudaGetLastError());
+    float ms = 0.f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    o->ms = ms;
+    int herr = 0;
+    CUDA_CHECK(cudaMemcpy(&herr, derr, sizeof(int), cudaMemcpyDeviceToHost));
+    o->wait_timeout = herr;
+
+    fl_gpu_counters hc;
+    CUDA_CHECK(cudaMemcpy(&hc, dcnt, sizeof hc, cudaMemcpyDeviceToHost));
+    for (int t = 0; t < FL_NT; t++) {
+        o->gpu_rd[t] = (long long)hc.rd_elems[t];
+        o->gpu_wr[t] = (long long)hc.wr_elems[t];
+        o->gpu_reads += o->gpu_rd[t];
+        o->gpu_writes += o->gpu_wr[t];
+        o->gpu_bytes += (long long)(hc.rd_bytes[t] + hc.wr_bytes[t]);
+    }
+#ifdef FL_COUNTERS
+    const int counted = 1;
+#else
+    const int counted = 0; /* a timing build: nothing to compare */
+#endif
+    if (o->model_ok && counted) {
+        o->tensors_equal = 1;
+        for (int t = 0; t < FL_NT; t++)
+            if (o->gpu_rd[t] != o->model_rd[t] || o->gpu_wr[t] != o->model_wr[t]) o->tensors_equal = 0;
+        o->ratio = (double)(o->gpu_reads + o->gpu_writes) / (double)(o->model_reads + o->model_writes);
+        o->bytes_ratio = (double)o->gpu_bytes / (double)o->model_bytes;
+    }
+
+    /* extra timed launches (outputs are rewritten identically) */
+    if (c->reps > 0) {
+        std::vector<float> t(c->reps);
+        a.cnt = NULL;
+        for (int r = 0; r < c->reps; r++) {
+            CUDA_CHECK(cudaEventRecord(e0));
+            k->launch(&a);
+            CUDA_CHECK(cudaEventRecord(e1));
+            CUDA_CHECK(cudaEventSynchronize(e1));
+            CUDA_CHECK(cudaEventElapsedTime(&t[r], e0, e1));
+        }
+        std::sort(t.begin(), t.end());
+        o->ms_median = t[c->reps / 2];
+    }
+
+    /* every output element written? */
+    std::vector<unsigned char> hO(Nd * eb);
+    std::vector<float> hL(N);
+    CUDA_CHECK(cudaMemcpy(hO.data(), dO, Nd * eb, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(hL.data(), dL, N * sizeof(float), cudaMemcpyDeviceToHost));
+    for (long i = 0; i < Nd; i++)
+        if (isnan(unpack1(dt, &hO[i * eb]))) o->unwritten++;
+
+    o->max_err = o->naive_err = o->tol = o->L_err = NAN;
+    o->acc_ok = 0;
+    if (c->check) {
+        std::vector<int> rows = sample_rows(N, c->seed);
+        const int ns = (int)rows.size();
+        std::vector<double> Qs((long)ns * d), Oref((long)ns * d), Lref(ns), on(d);
+        for (int r = 0; r < ns; r++)
+            for (int t = 0; t < d; t++) Qs[(long)r * d + t] = Q[(long)rows[r] * d + t];
+        keep_ctx kc = {&rows};
+        if (fl_ref_attention(ns, N, d, d, Qs.data(), K.data(), V.data(), 1.0 / sqrt((double)d),
+                             c->causal ? keep_causal : NULL, &kc, Oref.data(), Lref.data()) != FL_OK) {
+            fprintf(stderr, "flashlab-gpu: reference: %s\n", fl_last_error());
+            return 1;
+        }
+        std::vector<float> srow(N);
+        double ek = 0.0, en = 0.0, scale = 0.0, el = 0.0;
+        for (int r = 0; r < ns; r++) {
+            naive_row(dt, N, d, c->causal, rows[r], Q.data(), K.data(), V.data(), srow, on.data());
+            for (int t = 0; t < d; t++) {
+                const double ref = Oref[(long)r * d + t];
+                const double got = unpack1(dt, &hO[((long)rows[r] * d + t) * eb]);
+                ek = isnan(got) ? NAN : fmax(ek, fabs(got - ref));
+                en = fmax(en, fabs(on[t] - ref));
+                scale = fmax(scale, fabs(ref));
+                if (isnan(ek)) break;
+            }
+            if (strcmp(k->algo, "flash2") == 0 && isfinite(Lref[r]))
+                el = fmax(el, fabs((double)hL[rows[r]] - Lref[r]));
+        }
+        o->max_err = ek;
+        o->naive_err = en;
+        o->tol = 2.0 * en + 0.5 * dtype_eps(dt) * scale;
+        o->L_err = strcmp(k->algo, "flash2") == 0 ? el : NAN;
+        o->acc_ok = !isnan(ek) && ek <= o->tol && o->unwritten == 0;
+    }
+    o->ok = (!o->model_ok || !counted ? 1 : o->tensors_equal) && (c->check ? o->acc_ok : o->unwritten == 0) &&
+            !o->wait_timeout;
+    if (!o->model_ok && !c->causal) o->ok = 0; /* a non-causal case must have a model */
+
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    void *bufs[] = {dQ, dK, dV, dO, dS, dP, dl, dm, dL, dflags, derr, dcnt};
+    for (void *b : bufs)
+        if (b) CUDA_CHECK(cudaFree(b));
+    (void)is_f1;
+    return 0;
+}
