@@ -23,7 +23,7 @@
  * j = 0, 1, ..., Tc-1, exactly Algorithm 1's order, while up to Tc CTAs work on different i at
  * once (a pipeline).  The grid is launched cooperatively with at most as many CTAs as can be
  * resident (each takes j = blockIdx.x, blockIdx.x + gridDim.x, ...), so the wait cannot
- * deadlock; a wait that exceeds ~10 s sets *error and gives up rather than hang the GPU.
+ * deadlock; a wait that exceeds ~2 s sets *error and every wait gives up rather than hang the GPU.
  * O, l, m are loaded with __ldcg (L2), never from a possibly stale L1 line.  The flags are
  * synchronisation, not data: the counters do not count them (the model has no such tensor).
  *
@@ -98,8 +98,9 @@ fl_flash1_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
             if (tid == 0) { /* wait for CTA j-1 to hand O_i over */
                 long spins = 0;
                 while (fl_ld_acquire(&flags[ib]) != (unsigned)jb) {
+                    if (*(volatile int *)error) break; /* another CTA gave up: do not wait */
                     __nanosleep(128);
-                    if (++spins > (1L << 26)) { atomicExch(error, 1); break; }
+                    if (++spins > (1L << 24)) { atomicExch(error, 1); break; }
                 }
             }
             __syncthreads();

@@ -188,6 +188,8 @@ static int cmd_run(int argc, char **argv)
                    o.model_wr[t], o.gpu_wr[t]);
     printf("%-6s %15lld %15lld %15lld %15lld\n", "total", o.model_reads, o.gpu_reads, o.model_writes, o.gpu_writes);
     printf("model bytes %lld, gpu bytes %lld\n", o.model_bytes, o.gpu_bytes);
+    printf("bytes: M_eff=%ld model_read=%lld model_write=%lld counter_read=%lld counter_write=%lld\n",
+           o.m_eff, o.model_rd_bytes, o.model_wr_bytes, o.gpu_rd_bytes, o.gpu_wr_bytes);
     if (reps) printf("median of %lld launches: %.4f ms\n", (long long)reps, o.ms_median);
     print_case(c, o);
     return o.ok ? 0 : 1;
