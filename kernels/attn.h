@@ -43,7 +43,8 @@ typedef void (*fl_launch_fn)(const fl_gpu_args *a);
 struct fl_kernel_info {
     const char *algo;   /* "standard", "flash1", "flash2": the model's schedule name */
     int version;        /* 1, 2, 3 as above */
-    int dtype;          /* fl_dtype */
+    int dtype;          /* fl_dtype of Q, K, V (and S, P) */
+    int o_dtype;        /* fl_dtype of O: the storage type, except flash1's fp32 running O */
     int d, Br, Bc;
     long m_eff;         /* on-chip footprint of the tiles, elements */
     int causal_ok;      /* the kernel implements the causal mask */

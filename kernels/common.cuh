@@ -41,9 +41,11 @@
 #define FL_THREADS 128
 
 /* HBM tensors a kernel may touch, in one numbering shared with the harness (names as in the
- * model's fl_result.t[].name). */
-enum { FL_T_Q, FL_T_K, FL_T_V, FL_T_O, FL_T_S, FL_T_P, FL_T_l, FL_T_m, FL_T_L, FL_NT };
-static const char *const fl_tensor_names[FL_NT] = {"Q", "K", "V", "O", "S", "P", "l", "m", "L"};
+ * model's fl_result.t[].name).  The last, "flags", is not data: it counts flash1's polls of its
+ * hand-off flags (synchronisation the model does not have), reported apart, never compared. */
+enum { FL_T_Q, FL_T_K, FL_T_V, FL_T_O, FL_T_S, FL_T_P, FL_T_l, FL_T_m, FL_T_L, FL_T_FLAGS, FL_NT };
+#define FL_NT_DATA FL_T_FLAGS
+static const char *const fl_tensor_names[FL_NT] = {"Q", "K", "V", "O", "S", "P", "l", "m", "L", "flags"};
 
 /* Totals of one launch (or several: they accumulate), in global memory. */
 struct fl_gpu_counters {
@@ -85,8 +87,9 @@ template <class E> __device__ __forceinline__ void fl_store_elem(E *p, long i, f
 #define fl_st(c, t, ptr, i, v) (FL_CNT_WR(c, t), fl_store_elem((ptr), (long)(i), (v)))
 
 /* Adds this thread's counts to the launch totals.  esize: bytes per element of Q..P (the
- * storage type); the statistics l, m, L are fp32.  Every thread of the CTA must call it. */
-__device__ __forceinline__ void fl_cnt_flush(FlCount &c, fl_gpu_counters *g, int esize)
+ * storage type); osize: bytes per element of O (flash1 keeps its running O in fp32); the
+ * statistics l, m, L and the flags are 4 bytes.  Every thread of the CTA must call it. */
+__device__ __forceinline__ void fl_cnt_flush(FlCount &c, fl_gpu_counters *g, int esize, int osize = 0)
 {
 #ifdef FL_COUNTERS
     if (!g) return;
@@ -99,7 +102,8 @@ __device__ __forceinline__ void fl_cnt_flush(FlCount &c, fl_gpu_counters *g, int
             r += __shfl_down_sync(0xffffffffu, r, o);
             w += __shfl_down_sync(0xffffffffu, w, o);
         }
-        const unsigned long long b = (t >= FL_T_l) ? 4 : (unsigned long long)esize;
+        const unsigned long long b = (t >= FL_T_l) ? 4 : (t == FL_T_O && osize) ? (unsigned long long)osize
+                                                                              : (unsigned long long)esize;
         if (lane == 0 && r) {
             atomicAdd(&g->rd_elems[t], r);
             atomicAdd(&g->rd_bytes[t], r * b);
@@ -110,7 +114,7 @@ __device__ __forceinline__ void fl_cnt_flush(FlCount &c, fl_gpu_counters *g, int
         }
     }
 #else
-    (void)c; (void)g; (void)esize;
+    (void)c; (void)g; (void)esize; (void)osize;
 #endif
 }
 

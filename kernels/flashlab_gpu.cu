@@ -106,7 +106,7 @@ static void provenance(FILE *f, int argc, char **argv, const char *what)
 static const char *csv_header =
     "tag,algo,version,dtype,N,d,Br,Bc,causal,M_eff,model_reads,model_writes,gpu_reads,gpu_writes,"
     "ratio,model_bytes,gpu_bytes,bytes_ratio,tensors_equal,max_err,naive_err,tol,L_err,unwritten,"
-    "acc_ok,ms,status";
+    "acc_ok,flag_polls,ms,status";
 
 static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
@@ -122,8 +122,8 @@ static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
         fprintf(f, "%.6f,%lld,%lld,%.6f,%d,", o.ratio, o.model_bytes, o.gpu_bytes, o.bytes_ratio, o.tensors_equal);
     else
         fprintf(f, ",,%lld,,,", o.gpu_bytes);
-    fprintf(f, "%.3e,%.3e,%.3e,%.3e,%lld,%d,%.4f,%s\n", o.max_err, o.naive_err, o.tol, o.L_err,
-            o.unwritten, o.acc_ok, o.ms, o.ok ? (o.model_ok ? "ok" : "ok (no model counts)") : "FAIL");
+    fprintf(f, "%.3e,%.3e,%.3e,%.3e,%lld,%d,%lld,%.4f,%s\n", o.max_err, o.naive_err, o.tol, o.L_err,
+            o.unwritten, o.acc_ok, o.gpu_polls, o.ms, o.ok ? (o.model_ok ? "ok" : "ok (no model counts)") : "FAIL");
 }
 
 static void print_case(const fl_gpu_case &c, const fl_gpu_outcome &o)
@@ -182,14 +182,15 @@ static int cmd_run(int argc, char **argv)
     fl_gpu_outcome o;
     if (fl_gpu_case_run(&c, &o)) return 1;
     printf("%-6s %15s %15s %15s %15s\n", "tensor", "model reads", "gpu reads", "model writes", "gpu writes");
-    for (int t = 0; t < FL_NT; t++)
+    for (int t = 0; t < FL_NT_DATA; t++)
         if (o.gpu_rd[t] || o.gpu_wr[t] || o.model_rd[t] || o.model_wr[t])
             printf("%-6s %15lld %15lld %15lld %15lld\n", fl_tensor_names[t], o.model_rd[t], o.gpu_rd[t],
                    o.model_wr[t], o.gpu_wr[t]);
     printf("%-6s %15lld %15lld %15lld %15lld\n", "total", o.model_reads, o.gpu_reads, o.model_writes, o.gpu_writes);
     printf("model bytes %lld, gpu bytes %lld\n", o.model_bytes, o.gpu_bytes);
-    printf("bytes: M_eff=%ld model_read=%lld model_write=%lld counter_read=%lld counter_write=%lld\n",
-           o.m_eff, o.model_rd_bytes, o.model_wr_bytes, o.gpu_rd_bytes, o.gpu_wr_bytes);
+    if (o.gpu_polls) printf("flag polls (synchronisation, not in the model): %lld\n", o.gpu_polls);
+    printf("bytes: M_eff=%ld model_read=%lld model_write=%lld counter_read=%lld counter_write=%lld polls=%lld\n",
+           o.m_eff, o.model_rd_bytes, o.model_wr_bytes, o.gpu_rd_bytes, o.gpu_wr_bytes, o.gpu_polls);
     if (reps) printf("median of %lld launches: %.4f ms\n", (long long)reps, o.ms_median);
     print_case(c, o);
     return o.ok ? 0 : 1;
@@ -330,10 +331,10 @@ static int cmd_curve(int argc, char **argv, int argc0, char **argv0)
 
 static int cmd_list(void)
 {
-    printf("%-8s %-2s %-5s %-4s %-4s %-4s %-7s %s\n", "algo", "v", "dtype", "d", "Br", "Bc", "M_eff", "causal");
+    printf("%-8s %-2s %-5s %-5s %-4s %-4s %-4s %-7s %s\n", "algo", "v", "dtype", "O", "d", "Br", "Bc", "M_eff", "causal");
     for (auto k : all_kernels())
-        printf("%-8s %-2d %-5s %-4d %-4d %-4d %-7ld %s\n", k->algo, k->version, fl_dtype_names[k->dtype],
-               k->d, k->Br, k->Bc, k->m_eff, k->causal_ok ? "yes" : "no");
+        printf("%-8s %-2d %-5s %-5s %-4d %-4d %-4d %-7ld %s\n", k->algo, k->version, fl_dtype_names[k->dtype],
+               fl_dtype_names[k->o_dtype], k->d, k->Br, k->Bc, k->m_eff, k->causal_ok ? "yes" : "no");
     return 0;
 }
 

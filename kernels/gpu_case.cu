@@ -149,6 +149,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
 {
     const fl_kernel_info *k = c->k;
     const int N = c->N, d = k->d, dt = k->dtype, eb = fl_dtype_bytes[dt];
+    const int odt = k->o_dtype, ob = fl_dtype_bytes[odt]; /* O's type (flash1: fp32) */
     const long Nd = (long)N * d;
     memset(o, 0, sizeof *o);
     o->m_eff = k->m_eff;
@@ -179,7 +180,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     CUDA_CHECK(cudaMalloc(&dQ, Nd * eb));
     CUDA_CHECK(cudaMalloc(&dK, Nd * eb));
     CUDA_CHECK(cudaMalloc(&dV, Nd * eb));
-    CUDA_CHECK(cudaMalloc(&dO, Nd * eb));
+    CUDA_CHECK(cudaMalloc(&dO, Nd * ob));
     CUDA_CHECK(cudaMemcpy(dQ, hQ.data(), Nd * eb, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dK, hK.data(), Nd * eb, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dV, hV.data(), Nd * eb, cudaMemcpyHostToDevice));
@@ -197,7 +198,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     CUDA_CHECK(cudaMemset(derr, 0, sizeof(int)));
     CUDA_CHECK(cudaMemset(dcnt, 0, sizeof(fl_gpu_counters)));
     /* poison every output and workspace: 0xFF bytes are NaN in fp32, fp16 and bf16 */
-    CUDA_CHECK(cudaMemset(dO, 0xFF, Nd * eb));
+    CUDA_CHECK(cudaMemset(dO, 0xFF, Nd * ob));
     CUDA_CHECK(cudaMemset(dL, 0xFF, N * sizeof(float)));
     CUDA_CHECK(cudaMemset(dl, 0xFF, N * sizeof(float)));
     CUDA_CHECK(cudaMemset(dm, 0xFF, N * sizeof(float)));
@@ -227,7 +228,8 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
 
     fl_gpu_counters hc;
     CUDA_CHECK(cudaMemcpy(&hc, dcnt, sizeof hc, cudaMemcpyDeviceToHost));
-    for (int t = 0; t < FL_NT; t++) {
+    o->gpu_polls = (long long)hc.rd_elems[FL_T_FLAGS];
+    for (int t = 0; t < FL_NT_DATA; t++) {
         o->gpu_rd[t] = (long long)hc.rd_elems[t];
         o->gpu_wr[t] = (long long)hc.wr_elems[t];
         o->gpu_reads += o->gpu_rd[t];
@@ -243,7 +245,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
 #endif
     if (o->model_ok && counted) {
         o->tensors_equal = 1;
-        for (int t = 0; t < FL_NT; t++)
+        for (int t = 0; t < FL_NT_DATA; t++)
             if (o->gpu_rd[t] != o->model_rd[t] || o->gpu_wr[t] != o->model_wr[t]) o->tensors_equal = 0;
         o->ratio = (double)(o->gpu_reads + o->gpu_writes) / (double)(o->model_reads + o->model_writes);
         o->bytes_ratio = (double)o->gpu_bytes / (double)o->model_bytes;
@@ -265,12 +267,12 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     }
 
     /* every output element written? */
-    std::vector<unsigned char> hO(Nd * eb);
+    std::vector<unsigned char> hO(Nd * ob);
     std::vector<float> hL(N);
-    CUDA_CHECK(cudaMemcpy(hO.data(), dO, Nd * eb, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(hO.data(), dO, Nd * ob, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(hL.data(), dL, N * sizeof(float), cudaMemcpyDeviceToHost));
     for (long i = 0; i < Nd; i++)
-        if (isnan(unpack1(dt, &hO[i * eb]))) o->unwritten++;
+        if (isnan(unpack1(odt, &hO[i * ob]))) o->unwritten++;
 
     o->max_err = o->naive_err = o->tol = o->L_err = NAN;
     o->acc_ok = 0;
@@ -292,7 +294,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
             naive_row(dt, N, d, c->causal, rows[r], Q.data(), K.data(), V.data(), srow, on.data());
             for (int t = 0; t < d; t++) {
                 const double ref = Oref[(long)r * d + t];
-                const double got = unpack1(dt, &hO[((long)rows[r] * d + t) * eb]);
+                const double got = unpack1(odt, &hO[((long)rows[r] * d + t) * ob]);
                 ek = isnan(got) ? NAN : fmax(ek, fabs(got - ref));
                 en = fmax(en, fabs(on[t] - ref));
                 scale = fmax(scale, fabs(ref));

@@ -39,6 +39,7 @@ struct fl_gpu_outcome {
     long long model_rd[FL_NT], model_wr[FL_NT], model_reads, model_writes, model_bytes;
     long long gpu_rd[FL_NT], gpu_wr[FL_NT], gpu_reads, gpu_writes, gpu_bytes;
     long long model_rd_bytes, model_wr_bytes, gpu_rd_bytes, gpu_wr_bytes; /* bytes read / written */
+    long long gpu_polls;              /* flash1's flag polls (synchronisation, not compared) */
     int tensors_equal;                /* every tensor's reads and writes equal the model's */
     double ratio, bytes_ratio;        /* gpu / model totals */
     double max_err, naive_err, tol, L_err;

@@ -54,7 +54,9 @@ trap 'rm -rf "$TMP"' EXIT
   echo "# ncu: $("$NCU" --version | tail -1)"
   echo "# ncu options: --cache-control all --clock-control none --kernel-name regex:^fl_ --metrics $METRICS --print-units base"
   echo "# l2_* = sectors x 32 B; sums over the schedule's kernels of one run (flashlab-gpu-timing run --no-check)"
-  echo "algo,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,l2_read_B,l2_write_B,dram_read_B,dram_write_B,l2_read_ratio,l2_write_ratio,dram_read_ratio,dram_write_ratio"
+  echo "# ratios are to the byte counters' bytes, which equal the model's element for element (flashlab-gpu validate); they equal the model's bytes too except flash1's fp32 running O (model: storage type)"
+  echo "# flag_polls: flash1's hand-off polls in the counters run (4 B each, one 32 B sector each at L2; not in the model; their number varies run to run)"
+  echo "algo,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,flag_polls,l2_read_B,l2_write_B,dram_read_B,dram_write_B,l2_read_ratio,l2_write_ratio,dram_read_ratio,dram_write_ratio"
 } >"$OUT.tmp"
 
 configs | while read -r algo dtype N d Br Bc; do
@@ -86,9 +88,9 @@ if n == 0:
 l2r = tot['lts__t_sectors_srcunit_tex_op_read.sum'] * 32
 l2w = tot['lts__t_sectors_srcunit_tex_op_write.sum'] * 32
 dr, dw = tot['dram__bytes_read.sum'], tot['dram__bytes_write.sum']
-mr, mw = int(kv['model_read']), int(kv['model_write'])
-print(f"{key},{kv['M_eff']},{mr},{mw},{kv['counter_read']},{kv['counter_write']},{l2r:.0f},{l2w:.0f},{dr:.0f},{dw:.0f},"
-      f"{l2r/mr:.6f},{l2w/mw:.6f},{dr/mr:.6f},{dw/mw:.6f}")
+cr, cw = int(kv['counter_read']), int(kv['counter_write'])
+print(f"{key},{kv['M_eff']},{kv['model_read']},{kv['model_write']},{cr},{cw},{kv['polls']},{l2r:.0f},{l2w:.0f},{dr:.0f},{dw:.0f},"
+      f"{l2r/cr:.6f},{l2w/cw:.6f},{dr/cr:.6f},{dw/cw:.6f}")
 EOF
   tail -1 "$OUT.tmp"
 done
