@@ -10,24 +10,29 @@
 
 #include <stdint.h>
 
+#include "../reference/masks.h"
 #include "status.h"
 
 typedef enum {
     FL_ALGO_STANDARD = 0, /* FlashAttention paper, Algorithm 0: S and P in HBM */
     FL_ALGO_FLASH1 = 1,   /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
     FL_ALGO_FLASH2 = 2,   /* FlashAttention-2 forward: query-owned loop */
-    FL_NALGO = 3
+    FL_ALGO_FLASH2_GQA = 3, /* flash2 with the query heads of a GQA group stacked: K/V loaded once per group */
+    FL_NALGO = 4
 } fl_algo;
 
-/* The schedule's name ("standard", "flash1", "flash2"), or NULL for an unknown value. */
+/* The schedule's name ("standard", "flash1", "flash2", "flash2-gqa"), or NULL for an unknown
+ * value. */
 const char *fl_algo_name(fl_algo a);
+
+/* "standard, flash1, ... or X": every schedule name, for messages. */
+const char *fl_algo_choices(void);
 
 /* Parses a schedule name; FL_EINVAL (message names --algo and the choices) if unknown. */
 fl_status fl_algo_parse(const char *name, fl_algo *out);
 
-/* Which corner a causal mask is aligned to when Nq != Nk (the seeds: FlashAttention >= 2.1 is
- * bottom-right; PyTorch SDPA's is_causal is top-left).  docs/model.md §masks. */
-typedef enum { FL_CAUSAL_NONE = 0, FL_CAUSAL_TOP_LEFT = 1, FL_CAUSAL_BOTTOM_RIGHT = 2 } fl_causal;
+/* fl_causal (the corner a causal mask is aligned to) lives with the mask rules in
+ * reference/masks.h.  docs/model.md §masks. */
 
 /* Which passes a run executes. */
 typedef enum { FL_PASS_FWD = 1, FL_PASS_BWD = 2, FL_PASS_FWD_BWD = 3 } fl_pass;
@@ -52,7 +57,22 @@ typedef struct {
     int64_t heads;               /* query heads, 1 */
     int64_t kv_heads;            /* 0 = heads (MHA); 1 = MQA; else GQA, must divide heads */
     fl_pass pass;                /* FL_PASS_FWD */
+    /* Varlen (docs/model.md rule V1): NULL = every sequence has N queries and Nk keys.  Else
+     * batch + 1 offsets into the packed tokens, and N (Nk) is the packed query (key) count;
+     * cu_seqlens_k NULL with cu_seqlens_q set means the same array for the keys.  The arrays
+     * are the caller's and must outlive the run. */
+    const int64_t *cu_seqlens_q;
+    const int64_t *cu_seqlens_k;
 } fl_problem;
+
+/* The query and key lengths of the longest sequence (N and Nk without varlen).  Assumes
+ * fl_problem_check passed. */
+void fl_problem_lengths(const fl_problem *p, int64_t *max_nq, int64_t *max_nk);
+
+/* Query heads per K/V head (Hq / Hkv), and the query heads one segment of the schedule stacks
+ * (that ratio for flash2-gqa, 1 otherwise). */
+int64_t fl_problem_group_ratio(const fl_problem *p);
+int64_t fl_problem_group(const fl_problem *p);
 
 /* A problem with the defaults: flash2, N = 1024, d = 64, M = 98304 (A100: 192 KiB in fp16),
  * default blocks, seed 1, fp16 sizes, at most 1e10 tile events, and the variant fields at their
@@ -60,7 +80,9 @@ typedef struct {
  * added later then keep their defaults. */
 fl_problem fl_problem_default(void);
 
-/* Checks N, d, M >= 1 and elem_bytes in {2, 4, 8}; FL_EINVAL naming the option otherwise. */
+/* Checks N, d, M >= 1, elem_bytes in {2, 4, 8}, and the variant fields (Nk, causal, window,
+ * batch/heads/kv_heads, pass, cu_seqlens: docs/model.md K1, H1, V1); FL_EINVAL naming the
+ * option and the rule otherwise. */
 fl_status fl_problem_check(const fl_problem *p);
 
 typedef struct {
@@ -78,8 +100,15 @@ int64_t fl_footprint(fl_algo a, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
 
 /* Chooses the blocks for p: the schedule's default rule (docs/model.md §3), with p->Br / p->Bc
  * overriding it where nonzero.  FL_ECAPACITY, naming M and what the smallest tile needs, when
- * nothing fits; FL_EINVAL naming --Br/--Bc when an override does not fit in M. */
+ * nothing fits; FL_EINVAL naming --Br/--Bc when an override does not fit in M.  This is the
+ * forward pass's choice; fl_blocks_choose_pass(p, 1, b) gives the backward's (its buffers differ:
+ * eqs. (F0), (F1b), (F2b)). */
 fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b);
+fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b);
+
+/* Footprint of a pass: fl_footprint for the forward with group G = 1; the backward's
+ * (F1b)/(F2b), and flash2-gqa's stacked query tiles G*Br (F2g, F2b).  -1 on overflow. */
+int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
 
 /* Exact counts a schedule makes (elements), as closed forms of (N, d, M, Br, Bc, Bd). */
 typedef struct {
@@ -88,8 +117,14 @@ typedef struct {
     int64_t sram_peak; /* largest SRAM use */
 } fl_counts;
 
-/* The closed forms of docs/model.md §4: (C0) standard, (C1) flash1, (C2) flash2.
+/* The closed forms of docs/model.md §4: (C0) standard, (C1) flash1, (C2) flash2, and with the
+ * variants (sim/closed_variants.c): masks (C2m, C1m), heads and varlen (sums over segments),
+ * GQA groups (C2g), backward (C0b, C1b, C2b).  b is the forward's blocks; a backward pass uses
+ * fl_blocks_choose_pass(p, 1).  p->pass selects fwd, bwd or their sum.
  * FL_EOVERFLOW (naming --N and --d) if a count does not fit in 64 bits. */
 fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
+
+/* The same for one pass (bwd = 0 forward, 1 backward) with that pass's blocks. */
+fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *c);
 
 #endif

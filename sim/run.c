@@ -5,123 +5,256 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reference/attention_bwd.h"
 #include "../reference/attention_ref.h"
 #include "../reference/rng.h"
 #include "schedules.h"
+#include "segments.h"
 
 fl_schedule_fn fl_schedule_for(fl_algo a)
 {
     switch (a) {
     case FL_ALGO_STANDARD: return fl_schedule_standard;
     case FL_ALGO_FLASH1: return fl_schedule_flash1;
-    case FL_ALGO_FLASH2: return fl_schedule_flash2;
+    case FL_ALGO_FLASH2:
+    case FL_ALGO_FLASH2_GQA: return fl_schedule_flash2;
     default: return NULL;
     }
 }
 
-/* Values a compute run holds in HBM: Q, K, V, O, plus S and P for standard, + N stats. */
-static fl_status check_compute_size(const fl_problem *p)
+fl_schedule_fn fl_schedule_bwd_for(fl_algo a)
 {
-    int64_t Nd, NN = 0, total;
-    int ok = fl_mul_ok(p->N, p->d, &Nd) && fl_mul_ok(Nd, 4, &total);
+    switch (a) {
+    case FL_ALGO_STANDARD: return fl_schedule_standard_bwd;
+    case FL_ALGO_FLASH1: return fl_schedule_flash1_bwd;
+    case FL_ALGO_FLASH2:
+    case FL_ALGO_FLASH2_GQA: return fl_schedule_flash2_bwd;
+    default: return NULL;
+    }
+}
+
+/* Values a compute run holds in HBM: Q, K, V, O (+ dO, dQ, dK, dV), S and P (+ dP, dS) for
+ * standard, and per-row statistics. */
+static fl_status check_compute_size(const fl_problem *p, const fl_segments *sg)
+{
+    int64_t nq, nk, qd, kd, sq = 0, total = 0;
+    const int bwd = (p->pass & FL_PASS_BWD) != 0;
+    fl_problem_lengths(p, &nq, &nk);
+    int ok = fl_mul_ok(sg->q_rows, p->d, &qd) && fl_mul_ok(sg->k_rows, p->d, &kd) &&
+             fl_add_ok(qd, kd, &total) && fl_mul_ok(total, bwd ? 4 : 2, &total) &&
+             fl_add_ok(total, 4 * sg->q_rows, &total);
     if (ok && p->algo == FL_ALGO_STANDARD)
-        ok = fl_mul_ok(p->N, p->N, &NN) && fl_mul_ok(NN, 2, &NN) && fl_add_ok(total, NN, &total);
+        ok = fl_mul_ok(sg->q_rows, nk, &sq) && fl_mul_ok(sq, bwd ? 4 : 2, &sq) && fl_add_ok(total, sq, &total);
     if (!ok || total > FL_COMPUTE_MAX_VALUES)
         return fl_fail(FL_EINVAL,
-                       "--N/--d: a compute run of %s at N = %lld, d = %lld would hold more than "
-                       "%lld values in HBM; use count (no arithmetic) for sizes this large",
+                       "--N/--d: a compute run of %s at N = %lld, d = %lld (%lld query rows over "
+                       "all heads) would hold more than %lld values in HBM; use count (no "
+                       "arithmetic) for sizes this large",
                        fl_algo_name(p->algo), (long long)p->N, (long long)p->d,
-                       (long long)FL_COMPUTE_MAX_VALUES);
+                       (long long)sg->q_rows, (long long)FL_COMPUTE_MAX_VALUES);
     return FL_OK;
 }
 
-static void compare(fl_machine *m, const fl_problem *p, fl_qkvo io, fl_result *r, double *Oref,
-                    double *Lref)
+/* max |a - b| / max |b| over finite b, where equal values (infinities included) differ by 0 */
+static double rel_err_inf(const double *a, const double *b, int64_t n)
 {
-    const int64_t Nd = p->N * p->d;
-    const double *O = fl_tensor_get(m, io.O)->data;
-    r->computed = 1;
-    r->max_abs_err = fl_max_abs_diff(O, Oref, Nd);
-    r->rel_err = fl_rel_err(O, Oref, Nd);
-    r->lse_rel_err = NAN;
-    for (int t = 0; t < fl_tensor_count(m); t++) {
-        fl_tensor *T = fl_tensor_get(m, t);
-        if (strcmp(T->name, "L") == 0) r->lse_rel_err = fl_rel_err(T->data, Lref, p->N);
+    double e = 0.0, s = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isfinite(b[i])) s = fmax(s, fabs(b[i]));
+        if (a[i] == b[i]) continue;
+        const double x = fabs(a[i] - b[i]);
+        if (isnan(x)) return NAN;
+        e = fmax(e, x);
     }
+    return s > 0.0 ? e / s : e;
+}
+
+/* The reference for every segment (each query head of a group), gradients of a shared K/V head
+ * summed over its query heads; then the errors. */
+static fl_status check(fl_machine *m, const fl_problem *p, const fl_segments *sg, fl_qkvo io, int bwd,
+                       fl_result *r)
+{
+    const int64_t d = p->d, qn = sg->q_rows * d, kn = sg->k_rows * d;
+    const double scale = 1.0 / sqrt((double)d);
+    const double *Q = fl_tensor_get(m, io.Q)->data, *K = fl_tensor_get(m, io.K)->data,
+                 *V = fl_tensor_get(m, io.V)->data, *dO = bwd ? fl_tensor_get(m, io.dO)->data : NULL;
+    double *O = calloc((size_t)qn, sizeof *O), *L = calloc((size_t)sg->q_rows, sizeof *L);
+    double *dQ = bwd ? calloc((size_t)qn, sizeof *dQ) : NULL, *dK = bwd ? calloc((size_t)kn, sizeof *dK) : NULL,
+           *dV = bwd ? calloc((size_t)kn, sizeof *dV) : NULL;
+    int64_t maxk = fl_seg_max_nk(&io);
+    double *tk = bwd ? malloc((size_t)(maxk * d) * sizeof *tk) : NULL,
+           *tv = bwd ? malloc((size_t)(maxk * d) * sizeof *tv) : NULL;
+    fl_status s = FL_OK;
+    if (!O || !L || (bwd && (!dQ || !dK || !dV || !tk || !tv))) {
+        s = fl_fail(FL_ENOMEM, "out of memory for the reference");
+        goto out;
+    }
+    for (int64_t k = 0; k < io.nseg && !s; k++) {
+        const fl_seg *g = &io.seg[k];
+        for (int64_t h = 0; h < g->group && !s; h++) {
+            const int64_t q0 = g->q0 + h * g->qstride;
+            if (!bwd) {
+                s = fl_ref_attention(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d, scale,
+                                     fl_mask_keep_fn, &g->mask, O + q0 * d, L + q0);
+                continue;
+            }
+            s = fl_ref_attention_bwd(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d,
+                                     dO + q0 * d, scale, fl_mask_keep_fn, &g->mask, dQ + q0 * d, tk, tv,
+                                     O + q0 * d, L + q0, NULL, NULL);
+            for (int64_t i = 0; i < g->Nk * d; i++) {
+                dK[g->k0 * d + i] += tk[i];
+                dV[g->k0 * d + i] += tv[i];
+            }
+        }
+    }
+    if (s) goto out;
+    r->computed = 1;
+    r->max_abs_err = fl_max_abs_diff(fl_tensor_get(m, io.O)->data, O, qn);
+    r->rel_err = fl_rel_err(fl_tensor_get(m, io.O)->data, O, qn);
+    const int L_t = fl_tensor_find(m, "L");
+    if (L_t >= 0) r->lse_rel_err = rel_err_inf(fl_tensor_get(m, L_t)->data, L, sg->q_rows);
+    if (bwd) {
+        r->dq_rel_err = fl_rel_err(fl_tensor_get(m, io.dQ)->data, dQ, qn);
+        r->dk_rel_err = fl_rel_err(fl_tensor_get(m, io.dK)->data, dK, kn);
+        r->dv_rel_err = fl_rel_err(fl_tensor_get(m, io.dV)->data, dV, kn);
+    }
+out:
+    free(O), free(L), free(dQ), free(dK), free(dV), free(tk), free(tv);
+    return s;
+}
+
+/* Sits between the machine and the caller's trace: hides the forward of a bwd-only run and
+ * measures the backward's SRAM peak. */
+typedef struct {
+    fl_trace_fn fn;
+    void *ctx;
+    int visible;
+    int64_t peak;
+} relay;
+
+static void relay_event(const fl_event *ev, void *ctx)
+{
+    relay *rl = ctx;
+    if (!rl->visible) return;
+    if (ev->sram_used > rl->peak) rl->peak = ev->sram_used;
+    if (rl->fn) rl->fn(ev, rl->ctx);
+}
+
+static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segments *sg, int bwd, fl_qkvo *io)
+{
+    const int eb = p->elem_bytes;
+    io->dO = io->dQ = io->dK = io->dV = -1;
+    FL_TRY(fl_tensor_add(m, "Q", sg->q_rows, p->d, eb, &io->Q));
+    FL_TRY(fl_tensor_add(m, "K", sg->k_rows, p->d, eb, &io->K));
+    FL_TRY(fl_tensor_add(m, "V", sg->k_rows, p->d, eb, &io->V));
+    FL_TRY(fl_tensor_add(m, "O", sg->q_rows, p->d, eb, &io->O));
+    if (bwd) {
+        FL_TRY(fl_tensor_add(m, "dO", sg->q_rows, p->d, eb, &io->dO));
+        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, eb, &io->dQ));
+        FL_TRY(fl_tensor_add(m, "dK", sg->k_rows, p->d, eb, &io->dK));
+        FL_TRY(fl_tensor_add(m, "dV", sg->k_rows, p->d, eb, &io->dV));
+    }
+    if (fl_computes(m)) {
+        uint64_t st = p->seed;
+        fl_rng_fill(&st, fl_tensor_get(m, io->Q)->data, sg->q_rows * p->d, -1.0, 1.0);
+        fl_rng_fill(&st, fl_tensor_get(m, io->K)->data, sg->k_rows * p->d, -1.0, 1.0);
+        fl_rng_fill(&st, fl_tensor_get(m, io->V)->data, sg->k_rows * p->d, -1.0, 1.0);
+        if (bwd) fl_rng_fill(&st, fl_tensor_get(m, io->dO)->data, sg->q_rows * p->d, -1.0, 1.0);
+    }
+    return FL_OK;
 }
 
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                  fl_result *r)
 {
-    fl_blocks b;
-    fl_counts cf;
+    const int bwd = (p->pass & FL_PASS_BWD) != 0, fwd_counted = (p->pass & FL_PASS_FWD) != 0;
+    fl_blocks b, bb;
+    fl_counts cf, cb = {0};
+    memset(&bb, 0, sizeof bb);
     FL_TRY(fl_blocks_choose(p, &b));
-    FL_TRY(fl_closed_form(p, &b, &cf));
-    if (p->max_events > 0 && cf.events > p->max_events)
+    FL_TRY(fl_closed_form_pass(p, 0, &b, &cf));
+    if (bwd) {
+        FL_TRY(fl_blocks_choose_pass(p, 1, &bb));
+        FL_TRY(fl_closed_form_pass(p, 1, &bb, &cb));
+    }
+    const int64_t events = cf.events + cb.events; /* both passes execute */
+    if (p->max_events > 0 && events > p->max_events)
         return fl_fail(FL_EINVAL,
                        "--max-events: %s at N = %lld, d = %lld, M = %lld makes %lld tile events, "
                        "more than the limit %lld; raise --max-events or M",
                        fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M,
-                       (long long)cf.events, (long long)p->max_events);
-    if (mode == FL_COMPUTE) FL_TRY(check_compute_size(p));
-
-    fl_machine *m = fl_machine_alloc(p->M, mode, fl_algo_name(p->algo));
-    if (!m) return FL_ENOMEM;
-    fl_machine_set_trace(m, trace, trace_ctx);
-    fl_qkvo io;
-    double *Oref = NULL, *Lref = NULL;
-    fl_status s;
-    if ((s = fl_tensor_add(m, "Q", p->N, p->d, p->elem_bytes, &io.Q)) ||
-        (s = fl_tensor_add(m, "K", p->N, p->d, p->elem_bytes, &io.K)) ||
-        (s = fl_tensor_add(m, "V", p->N, p->d, p->elem_bytes, &io.V)) ||
-        (s = fl_tensor_add(m, "O", p->N, p->d, p->elem_bytes, &io.O)))
+                       (long long)events, (long long)p->max_events);
+    fl_segments sg;
+    FL_TRY(fl_segments_build(p, &sg));
+    fl_status s = FL_OK;
+    fl_machine *m = NULL;
+    int64_t snap[FL_MAX_TENSORS][2] = {{0}}, snap_events = 0;
+    relay rl = {trace, trace_ctx, fwd_counted, 0};
+    if (mode == FL_COMPUTE && (s = check_compute_size(p, &sg))) goto done;
+    if (!(m = fl_machine_alloc(p->M, mode, fl_algo_name(p->algo)))) {
+        s = FL_ENOMEM;
         goto done;
-    if (mode == FL_COMPUTE) {
-        uint64_t st = p->seed;
-        const int64_t Nd = p->N * p->d;
-        fl_rng_fill(&st, fl_tensor_get(m, io.Q)->data, Nd, -1.0, 1.0);
-        fl_rng_fill(&st, fl_tensor_get(m, io.K)->data, Nd, -1.0, 1.0);
-        fl_rng_fill(&st, fl_tensor_get(m, io.V)->data, Nd, -1.0, 1.0);
     }
+    fl_machine_set_trace(m, relay_event, &rl);
+    fl_qkvo io;
+    if ((s = add_tensors(m, p, &sg, bwd, &io))) goto done;
+    io.q_rows = sg.q_rows;
+    io.k_rows = sg.k_rows;
+    io.seg = sg.seg;
+    io.nseg = sg.nseg;
     if ((s = fl_schedule_for(p->algo)(m, p, &b, io))) goto done;
-
     memset(r, 0, sizeof *r);
+    if (!fwd_counted) { /* bwd alone: what the forward moved is not reported */
+        for (int t = 0; t < fl_tensor_count(m); t++) {
+            snap[t][0] = fl_tensor_get(m, t)->reads;
+            snap[t][1] = fl_tensor_get(m, t)->writes;
+        }
+        snap_events = fl_machine_events(m);
+    }
+    r->fwd_total = fwd_counted ? fl_machine_reads(m) + fl_machine_writes(m) : 0;
+    rl.visible = 1;
+    if (bwd && (s = fl_schedule_bwd_for(p->algo)(m, p, &bb, io))) goto done;
+
     r->p = *p;
     r->b = b;
+    r->b_bwd = bb;
+    r->segments = sg.nseg;
     r->closed = cf;
+    if (bwd) {
+        fl_counts c = cb;
+        if (fwd_counted) {
+            c.reads += cf.reads, c.writes += cf.writes, c.total += cf.total, c.events += cf.events;
+            c.sram_peak = fl_max64(cf.sram_peak, cb.sram_peak);
+        }
+        r->closed = c;
+    }
     r->ntensors = fl_tensor_count(m);
     for (int t = 0; t < r->ntensors; t++) {
         const fl_tensor *T = fl_tensor_get(m, t);
         memcpy(r->t[t].name, T->name, sizeof T->name);
-        r->t[t].reads = T->reads;
-        r->t[t].writes = T->writes;
+        r->t[t].reads = T->reads - snap[t][0];
+        r->t[t].writes = T->writes - snap[t][1];
         r->t[t].elem_bytes = T->elem_bytes;
-        r->bytes += (T->reads + T->writes) * T->elem_bytes;
-    }
-    r->reads = fl_machine_reads(m);
-    r->writes = fl_machine_writes(m);
-    r->total = r->reads + r->writes;
-    r->sram_peak = fl_machine_sram_peak(m);
-    r->events = fl_machine_events(m);
-    r->lse_rel_err = NAN;
-    r->max_abs_err = r->rel_err = NAN;
-    if (mode == FL_COMPUTE) {
-        Oref = malloc((size_t)(p->N * p->d) * sizeof *Oref);
-        Lref = malloc((size_t)p->N * sizeof *Lref);
-        if (!Oref || !Lref) {
-            s = fl_fail(FL_ENOMEM, "out of memory for the reference output");
+        int64_t tb; /* bytes can overflow where the element counts do not */
+        r->reads += r->t[t].reads;
+        r->writes += r->t[t].writes;
+        if (!fl_add_ok(r->t[t].reads, r->t[t].writes, &tb) || !fl_mul_ok(tb, T->elem_bytes, &tb) ||
+            !fl_add_ok(r->bytes, tb, &r->bytes)) {
+            s = fl_fail(FL_EOVERFLOW,
+                        "--N/--d: the bytes %s moves at N = %lld, d = %lld would overflow 64-bit "
+                        "arithmetic", fl_algo_name(p->algo), (long long)p->N, (long long)p->d);
             goto done;
         }
-        const fl_tensor *Q = fl_tensor_get(m, io.Q), *K = fl_tensor_get(m, io.K),
-                        *V = fl_tensor_get(m, io.V);
-        if ((s = fl_ref_attention(p->N, p->N, p->d, p->d, Q->data, K->data, V->data,
-                                  1.0 / sqrt((double)p->d), NULL, NULL, Oref, Lref)))
-            goto done;
-        compare(m, p, io, r, Oref, Lref);
     }
+    r->total = r->reads + r->writes;
+    r->bwd_total = bwd ? r->total - r->fwd_total : 0;
+    r->sram_peak = fwd_counted ? fl_machine_sram_peak(m) : rl.peak;
+    r->events = fl_machine_events(m) - snap_events;
+    r->lse_rel_err = r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = NAN;
+    r->max_abs_err = r->rel_err = NAN;
+    if (mode == FL_COMPUTE) s = check(m, p, &sg, io, bwd, r);
 done:
-    free(Oref);
-    free(Lref);
     fl_machine_free(m);
+    fl_segments_free(&sg);
     return s;
 }

@@ -3,9 +3,19 @@
  * fl_run is the one entry point the CLI, the tests, the notebooks (through the shared library)
  * and the GPU harness use to get model counts.  It validates the problem, chooses blocks,
  * computes the closed form (refusing sizes whose counts overflow 64 bits), builds a machine of
- * capacity M, adds Q, K, V, O, executes the schedule and copies the counters out.  In FL_COMPUTE
- * mode the inputs are random (uniform in [-1, 1), from p->seed) and the output O is compared
- * with reference/ (and flash2's logsumexp L with the reference's).
+ * capacity M, adds Q, K, V, O (packed over batch and heads: sim/segments.h), executes the
+ * schedule over every (batch, head) segment and copies the counters out.  In FL_COMPUTE mode the
+ * inputs are random (uniform in [-1, 1), from p->seed) and the output O is compared with
+ * reference/ (and flash2's logsumexp L with the reference's).
+ *
+ * Passes (docs/model.md §backward, rule P1).  p->pass = FL_PASS_FWD counts the forward.
+ * FL_PASS_FWD_BWD runs the forward and then the backward on the same machine and counts both:
+ * the backward reads what the forward saved (O and L, or l and m, or P).  FL_PASS_BWD counts the
+ * backward alone: Q, K, V, O, dO and the saved statistics are in HBM when it starts (the forward
+ * still runs, to produce them, but its traffic, events and SRAM are not reported); what the
+ * backward reads of them, and everything it writes (dQ, dK, dV, D, dP, dS), is counted.  A
+ * backward run also adds dO (random in compute mode), dQ, dK, dV, and checks dQ, dK, dV against
+ * the reference's gradients.
  */
 #ifndef FL_RUN_H
 #define FL_RUN_H
@@ -21,16 +31,20 @@ typedef struct {
 
 typedef struct {
     fl_problem p;
-    fl_blocks b;
+    fl_blocks b;                        /* the forward's blocks */
+    fl_blocks b_bwd;                    /* the backward's blocks (pass includes bwd) */
     int ntensors;
     fl_tensor_counts t[FL_MAX_TENSORS]; /* per HBM tensor, in the order they were added */
     int64_t reads, writes, total;       /* elements, as counted by the machine */
     int64_t bytes;                      /* sum over tensors of (reads + writes) * elem_bytes */
     int64_t sram_peak, events;
     fl_counts closed;                   /* the closed form for the same problem and blocks */
+    int64_t fwd_total, bwd_total;       /* reads + writes of each pass as counted (0 if not run) */
+    int64_t segments;                   /* (batch, head) problems the schedule ran */
     int computed;                       /* FL_COMPUTE: the errors below are set */
     double max_abs_err, rel_err;        /* O against the reference */
     double lse_rel_err;                 /* flash2's L against the reference (NAN otherwise) */
+    double dq_rel_err, dk_rel_err, dv_rel_err; /* backward: gradients vs the reference (NAN otherwise) */
 } fl_result;
 
 /* Largest number of values a compute run may hold in its HBM tensors (2^27 doubles = 1 GiB). */

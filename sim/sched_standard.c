@@ -16,6 +16,11 @@
  *  step 3: for each row block i: for each d-chunk c: O tile = 0; for each key block j: load
  *          P[i,j], load V[j,c], accumulate; write the O tile                   eq. (C0.4)
  *
+ * Masks (docs/model.md §masks): the materializing baseline is mask-oblivious in its traffic, like
+ * S = QK^T; S.masked_fill(~keep, -inf): every tile of S is computed, written and read, and the
+ * masked entries are set to -inf on chip (the rule needs no HBM tensor).  A row with no legal
+ * key gets P = 0 and O = 0 (rule M0).  With Nq != Nk, S and P are Nq x Nk.
+ *
  * Where the count is Theta(Nd + N^2) (docs/model.md §5): when Bd = d (M >= 3d^2 by rule B0), Br is
  * at least d and N <= M; then K and V are re-read N/Br <= N/d times (<= N^2 reads each) and S, P
  * cross HBM a fixed number of times.  Below that, chunked d (Td > 1) re-reads P, small Br
@@ -26,105 +31,75 @@
 #include "ops.h"
 #include "schedules.h"
 
-/* step 1: S = QK^T / sqrt(d) */
-static fl_status scores(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io, int S_t)
+fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, int64_t d, int A_t, int64_t a0,
+                            int64_t na, int B_t, int64_t b0, int64_t nb, int C_t, int64_t c0,
+                            double alpha, const fl_mask *mk)
 {
-    const int64_t N = p->N, d = p->d, Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
     const int64_t Td = fl_cdiv(d, Bd);
-    const double scale = 1.0 / sqrt((double)d);
-    fl_buf *Qt, *Kt, *St;
-    FL_TRY(fl_sram_alloc(m, "Q_ik", Br, Bd, &Qt));
-    FL_TRY(fl_sram_alloc(m, "K_jk", Bc, Bd, &Kt));
-    FL_TRY(fl_sram_alloc(m, "S_ij", Br, Bc, &St));
-    for (int64_t r0 = 0; r0 < N; r0 += Br) {
-        const int64_t br = fl_min64(Br, N - r0);
-        if (Td == 1) FL_TRY(fl_load(m, Qt, io.Q, r0, 0, br, d)); /* Q_i stays for every j */
-        for (int64_t c0 = 0; c0 < N; c0 += Bc) {
-            const int64_t bc = fl_min64(Bc, N - c0);
+    fl_buf *At, *Bt, *Ct;
+    FL_TRY(fl_sram_alloc(m, "A_ik", Br, Bd, &At));
+    FL_TRY(fl_sram_alloc(m, "B_jk", Bc, Bd, &Bt));
+    FL_TRY(fl_sram_alloc(m, "C_ij", Br, Bc, &Ct));
+    for (int64_t r0 = 0; r0 < na; r0 += Br) {
+        const int64_t br = fl_min64(Br, na - r0);
+        if (Td == 1) FL_TRY(fl_load(m, At, A_t, a0 + r0, 0, br, d)); /* A_i stays for every j */
+        for (int64_t q = 0; q < nb; q += Bc) {
+            const int64_t bc = fl_min64(Bc, nb - q);
             for (int64_t k0 = 0; k0 < d; k0 += Bd) {
                 const int64_t bk = fl_min64(Bd, d - k0);
-                if (Td > 1) FL_TRY(fl_load(m, Qt, io.Q, r0, k0, br, bk));
-                FL_TRY(fl_load(m, Kt, io.K, c0, k0, bc, bk));
-                fl_op_matmul(St, Qt, Kt, br, bc, bk, 1, scale, k0 > 0);
+                if (Td > 1) FL_TRY(fl_load(m, At, A_t, a0 + r0, k0, br, bk));
+                FL_TRY(fl_load(m, Bt, B_t, b0 + q, k0, bc, bk));
+                fl_op_matmul(Ct, At, Bt, br, bc, bk, 1, alpha, k0 > 0);
             }
-            FL_TRY(fl_store(m, St, S_t, r0, c0, br, bc));
+            if (mk && fl_mask_tile(mk, r0, br, q, bc) != FL_TILE_FULL)
+                fl_tile_mask(Ct, mk, r0, br, br, q, bc);
+            FL_TRY(fl_store(m, Ct, C_t, c0 + r0, q, br, bc));
         }
     }
-    fl_sram_free(m, Qt);
-    fl_sram_free(m, Kt);
-    fl_sram_free(m, St);
+    fl_sram_free(m, At);
+    fl_sram_free(m, Bt);
+    fl_sram_free(m, Ct);
     return FL_OK;
 }
 
-/* step 2: P = softmax(S), row by row */
-static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t)
+fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, int64_t d, int P_t, int64_t p0,
+                            int64_t np, int64_t nk, int V_t, int64_t v0, int O_t, int64_t o0,
+                            double alpha, int transP, int acc)
 {
-    const int64_t N = p->N, M = p->M;
-    fl_buf *t;
-    if (N <= M) { /* whole rows fit: R rows per tile, one read and one write per element */
-        const int64_t R = fl_min64(M / N, N);
-        FL_TRY(fl_sram_alloc(m, "S_rows", R, N, &t));
-        for (int64_t r0 = 0; r0 < N; r0 += R) {
-            const int64_t nr = fl_min64(R, N - r0);
-            FL_TRY(fl_load(m, t, S_t, r0, 0, nr, N));
-            if (fl_computes(m))
-                for (int64_t r = 0; r < nr; r++) {
-                    double *s = t->x + r * N, mx = -INFINITY, sum = 0.0;
-                    for (int64_t c = 0; c < N; c++) mx = fmax(mx, s[c]);
-                    for (int64_t c = 0; c < N; c++) sum += (s[c] = exp(s[c] - mx));
-                    for (int64_t c = 0; c < N; c++) s[c] /= sum;
-                }
-            FL_TRY(fl_store(m, t, P_t, r0, 0, nr, N));
-        }
-    } else { /* a row does not fit: safe softmax in three passes over chunks of M */
-        FL_TRY(fl_sram_alloc(m, "S_chunk", 1, M, &t));
-        for (int64_t r = 0; r < N; r++) {
-            double mx = -INFINITY, sum = 0.0; /* per-row scalars (rule R3) */
-            for (int64_t c0 = 0; c0 < N; c0 += M) { /* pass 1: max */
-                const int64_t nc = fl_min64(M, N - c0);
-                FL_TRY(fl_load(m, t, S_t, r, c0, 1, nc));
-                if (t->x)
-                    for (int64_t c = 0; c < nc; c++) mx = fmax(mx, t->x[c]);
-            }
-            for (int64_t c0 = 0; c0 < N; c0 += M) { /* pass 2: sum of exponentials */
-                const int64_t nc = fl_min64(M, N - c0);
-                FL_TRY(fl_load(m, t, S_t, r, c0, 1, nc));
-                if (t->x)
-                    for (int64_t c = 0; c < nc; c++) sum += exp(t->x[c] - mx);
-            }
-            for (int64_t c0 = 0; c0 < N; c0 += M) { /* pass 3: normalise and write P */
-                const int64_t nc = fl_min64(M, N - c0);
-                FL_TRY(fl_load(m, t, S_t, r, c0, 1, nc));
-                if (t->x)
-                    for (int64_t c = 0; c < nc; c++) t->x[c] = exp(t->x[c] - mx) / sum;
-                FL_TRY(fl_store(m, t, P_t, r, c0, 1, nc));
-            }
-        }
-    }
-    fl_sram_free(m, t);
-    return FL_OK;
-}
-
-/* step 3: O = PV */
-static fl_status output(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io, int P_t)
-{
-    const int64_t N = p->N, d = p->d, Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    /* untransposed: output rows index P's rows (np of them), the sum runs over P's nk columns;
+     * transposed: output rows index P's columns (nk), the sum runs over P's np rows */
+    const int64_t nout = transP ? nk : np, nsum = transP ? np : nk;
+    const int64_t Bo = transP ? Bc : Br, Bs = transP ? Br : Bc;
     fl_buf *Pt, *Vt, *Ot;
     FL_TRY(fl_sram_alloc(m, "P_ij", Br, Bc, &Pt));
-    FL_TRY(fl_sram_alloc(m, "V_jk", Bc, Bd, &Vt));
-    FL_TRY(fl_sram_alloc(m, "O_ik", Br, Bd, &Ot));
-    for (int64_t r0 = 0; r0 < N; r0 += Br) {
-        const int64_t br = fl_min64(Br, N - r0);
+    FL_TRY(fl_sram_alloc(m, "V_jk", Bs, Bd, &Vt));
+    FL_TRY(fl_sram_alloc(m, "O_ik", Bo, Bd, &Ot));
+    for (int64_t r0 = 0; r0 < nout; r0 += Bo) {
+        const int64_t br = fl_min64(Bo, nout - r0);
         for (int64_t k0 = 0; k0 < d; k0 += Bd) {
             const int64_t bk = fl_min64(Bd, d - k0);
-            fl_op_fill(Ot, br, bk, 0.0);
-            for (int64_t c0 = 0; c0 < N; c0 += Bc) {
-                const int64_t bc = fl_min64(Bc, N - c0);
-                FL_TRY(fl_load(m, Pt, P_t, r0, c0, br, bc));
-                FL_TRY(fl_load(m, Vt, io.V, c0, k0, bc, bk));
-                fl_op_matmul(Ot, Pt, Vt, br, bk, bc, 0, 1.0, 1);
+            if (acc) FL_TRY(fl_load(m, Ot, O_t, o0 + r0, k0, br, bk)); /* add to what is there */
+            else fl_op_fill(Ot, br, bk, 0.0);
+            for (int64_t q = 0; q < nsum; q += Bs) {
+                const int64_t bs = fl_min64(Bs, nsum - q);
+                if (transP) {
+                    FL_TRY(fl_load(m, Pt, P_t, p0 + q, r0, bs, br));
+                    FL_TRY(fl_load(m, Vt, V_t, v0 + q, k0, bs, bk));
+                    if (Ot->x) /* O += alpha P_tile^T V_tile */
+                        for (int64_t i = 0; i < bs; i++)
+                            for (int64_t r = 0; r < br; r++) {
+                                const double w = alpha * Pt->x[i * Pt->cols + r];
+                                for (int64_t c = 0; c < bk; c++) Ot->x[r * Ot->cols + c] += w * Vt->x[i * Vt->cols + c];
+                            }
+                } else {
+                    FL_TRY(fl_load(m, Pt, P_t, p0 + r0, q, br, bs));
+                    FL_TRY(fl_load(m, Vt, V_t, v0 + q, k0, bs, bk));
+                    fl_op_matmul(Ot, Pt, Vt, br, bk, bs, 0, alpha, 1);
+                }
             }
-            FL_TRY(fl_store(m, Ot, io.O, r0, k0, br, bk));
+            FL_TRY(fl_store(m, Ot, O_t, o0 + r0, k0, br, bk));
         }
     }
     fl_sram_free(m, Pt);
@@ -133,12 +108,76 @@ static fl_status output(fl_machine *m, const fl_problem *p, const fl_blocks *b, 
     return FL_OK;
 }
 
+/* step 2: P = softmax(S), row by row, for the nq x nk score block at row s0 */
+static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, int64_t s0,
+                         int64_t nq, int64_t nk)
+{
+    const int64_t M = p->M;
+    fl_buf *t;
+    if (nk <= M) { /* whole rows fit: R rows per tile, one read and one write per element */
+        const int64_t R = fl_min64(M / nk, nq);
+        FL_TRY(fl_sram_alloc(m, "S_rows", R, nk, &t));
+        for (int64_t r0 = 0; r0 < nq; r0 += R) {
+            const int64_t nr = fl_min64(R, nq - r0);
+            FL_TRY(fl_load(m, t, S_t, s0 + r0, 0, nr, nk));
+            if (fl_computes(m))
+                for (int64_t r = 0; r < nr; r++) {
+                    double *s = t->x + r * nk, mx = -INFINITY, sum = 0.0;
+                    for (int64_t c = 0; c < nk; c++) mx = fmax(mx, s[c]);
+                    if (mx == -INFINITY) { /* no legal key: P = 0 (rule M0) */
+                        for (int64_t c = 0; c < nk; c++) s[c] = 0.0;
+                        continue;
+                    }
+                    for (int64_t c = 0; c < nk; c++) sum += (s[c] = exp(s[c] - mx));
+                    for (int64_t c = 0; c < nk; c++) s[c] /= sum;
+                }
+            FL_TRY(fl_store(m, t, P_t, s0 + r0, 0, nr, nk));
+        }
+    } else { /* a row does not fit: safe softmax in three passes over chunks of M */
+        FL_TRY(fl_sram_alloc(m, "S_chunk", 1, M, &t));
+        for (int64_t r = 0; r < nq; r++) {
+            double mx = -INFINITY, sum = 0.0; /* per-row scalars (rule R3) */
+            for (int64_t c0 = 0; c0 < nk; c0 += M) { /* pass 1: max */
+                const int64_t nc = fl_min64(M, nk - c0);
+                FL_TRY(fl_load(m, t, S_t, s0 + r, c0, 1, nc));
+                if (t->x)
+                    for (int64_t c = 0; c < nc; c++) mx = fmax(mx, t->x[c]);
+            }
+            for (int64_t c0 = 0; c0 < nk; c0 += M) { /* pass 2: sum of exponentials */
+                const int64_t nc = fl_min64(M, nk - c0);
+                FL_TRY(fl_load(m, t, S_t, s0 + r, c0, 1, nc));
+                if (t->x && mx != -INFINITY)
+                    for (int64_t c = 0; c < nc; c++) sum += exp(t->x[c] - mx);
+            }
+            for (int64_t c0 = 0; c0 < nk; c0 += M) { /* pass 3: normalise and write P */
+                const int64_t nc = fl_min64(M, nk - c0);
+                FL_TRY(fl_load(m, t, S_t, s0 + r, c0, 1, nc));
+                if (t->x)
+                    for (int64_t c = 0; c < nc; c++) t->x[c] = sum > 0.0 ? exp(t->x[c] - mx) / sum : 0.0;
+                FL_TRY(fl_store(m, t, P_t, s0 + r, c0, 1, nc));
+            }
+        }
+    }
+    fl_sram_free(m, t);
+    return FL_OK;
+}
+
 fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
+    const int64_t nk = fl_seg_max_nk(&io);
+    const double scale = 1.0 / sqrt((double)p->d);
     int S_t, P_t;
-    FL_TRY(fl_tensor_add(m, "S", p->N, p->N, p->elem_bytes, &S_t));
-    FL_TRY(fl_tensor_add(m, "P", p->N, p->N, p->elem_bytes, &P_t));
-    FL_TRY(scores(m, p, b, io, S_t));
-    FL_TRY(softmax(m, p, S_t, P_t));
-    return output(m, p, b, io, P_t);
+    FL_TRY(fl_tensor_add(m, "S", io.q_rows, nk, p->elem_bytes, &S_t));
+    FL_TRY(fl_tensor_add(m, "P", io.q_rows, nk, p->elem_bytes, &P_t));
+    for (int64_t s = 0; s < io.nseg; s++) {
+        const fl_seg *sg = &io.seg[s];
+        /* step 1: S = QK^T / sqrt(d), masked entries -inf */
+        FL_TRY(fl_std_product_nt(m, b, p->d, io.Q, sg->q0, sg->Nq, io.K, sg->k0, sg->Nk, S_t,
+                                 sg->q0, scale, &sg->mask));
+        FL_TRY(softmax(m, p, S_t, P_t, sg->q0, sg->Nq, sg->Nk)); /* step 2 */
+        /* step 3: O = PV */
+        FL_TRY(fl_std_product_nn(m, b, p->d, P_t, sg->q0, sg->Nq, sg->Nk, io.V, sg->k0, io.O, sg->q0,
+                                 1.0, 0, 0));
+    }
+    return FL_OK;
 }

@@ -84,3 +84,25 @@ int fl_exit_code(fl_status s)
 {
     return (s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW) ? 2 : 1;
 }
+
+fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out,
+                            int64_t cap, int64_t *n)
+{
+    char item[64];
+    *n = 0;
+    if (!s || !*s) return fl_fail(FL_EINVAL, "%s: needs a comma-separated list of integers", opt);
+    for (const char *p = s;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || len >= sizeof item)
+            return fl_fail(FL_EINVAL, "%s: '%s' is not a comma-separated list of integers", opt, s);
+        if (*n >= cap) return fl_fail(FL_EINVAL, "%s: at most %lld entries", opt, (long long)cap);
+        memcpy(item, p, len);
+        item[len] = 0;
+        FL_TRY(fl_parse_i64(opt, item, min, max, &out[*n]));
+        (*n)++;
+        if (!e) break;
+        p = e + 1;
+    }
+    return FL_OK;
+}

@@ -12,6 +12,11 @@
  * exponent, no overflow.  opt is the option's name for the message ("--N"). */
 fl_status fl_parse_i64(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* A comma-separated list of at most cap integers, each in [min, max] ("0,3,7"): *n receives the
+ * count.  Empty items, spaces and non-integers are refused naming opt. */
+fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out,
+                            int64_t cap, int64_t *n);
+
 /* An unsigned 64-bit seed (decimal). */
 fl_status fl_parse_u64(const char *opt, const char *s, uint64_t *out);
 

@@ -23,7 +23,9 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
     if (fmt == FL_FMT_CSV) {
         fputs("algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total,sram_peak,closed_form_total,"
               "hbm_bytes,tile_events,Bd", out);
-        fputs(with_errors ? ",max_abs_err,rel_err\n" : "\n", out);
+        fputs(with_errors ? ",max_abs_err,rel_err" : "", out);
+        fputs(",pass,Nk,causal,window_left,window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total", out);
+        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err\n" : "\n", out);
     } else if (fmt == FL_FMT_JSON) {
         fputs("[", out);
     } else {
@@ -31,6 +33,19 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
                 "Br", "Bc", "HBM reads", "HBM writes", "HBM total", "closed form", "SRAM peak");
         fputs(with_errors ? "  rel. error\n" : "\n", out);
     }
+}
+
+static const char *pass_name(fl_pass p)
+{
+    return p == FL_PASS_BWD ? "bwd" : p == FL_PASS_FWD_BWD ? "fwd+bwd" : "fwd";
+}
+
+/* Nonzero when the problem uses a variant (issue 4): the table then prints it. */
+static int is_variant(const fl_problem *p)
+{
+    return p->pass != FL_PASS_FWD || (p->Nk && p->Nk != p->N) || p->causal != FL_CAUSAL_NONE ||
+           p->window_left != -1 || p->window_right != -1 || p->batch != 1 || p->heads != 1 ||
+           (p->kv_heads && p->kv_heads != p->heads) || p->cu_seqlens_q;
 }
 
 /* JSON has no infinities or NaN: print null for them. */
@@ -52,6 +67,11 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                 name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->reads, r->writes, r->total,
                 r->sram_peak, r->closed.total, r->bytes, r->events, r->b.Bd);
         if (e->with_errors) fprintf(out, ",%.3e,%.3e", r->max_abs_err, r->rel_err);
+        fprintf(out, ",%s,%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64,
+                pass_name(p->pass), p->Nk ? p->Nk : p->N, fl_causal_name(p->causal), p->window_left,
+                p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
+                p->cu_seqlens_q != NULL, r->fwd_total, r->bwd_total);
+        if (e->with_errors) fprintf(out, ",%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err);
         fputc('\n', out);
         break;
     case FL_FMT_JSON:
@@ -65,6 +85,15 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                      ", \"total\": %" PRId64 ", \"tile_events\": %" PRId64 ", \"sram_peak\": %" PRId64 "}",
                 r->closed.reads, r->closed.writes, r->closed.total, r->closed.events,
                 r->closed.sram_peak);
+        fprintf(out, ",\n   \"pass\": \"%s\", \"Nk\": %" PRId64 ", \"causal\": \"%s\", \"window\": [%" PRId64
+                     ", %" PRId64 "], \"batch\": %" PRId64 ", \"heads\": %" PRId64 ", \"kv_heads\": %" PRId64
+                     ", \"varlen\": %s, \"segments\": %" PRId64 ", \"fwd_total\": %" PRId64 ", \"bwd_total\": %" PRId64,
+                pass_name(p->pass), p->Nk ? p->Nk : p->N, fl_causal_name(p->causal), p->window_left,
+                p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
+                p->cu_seqlens_q ? "true" : "false", r->segments, r->fwd_total, r->bwd_total);
+        if (p->pass & FL_PASS_BWD)
+            fprintf(out, ", \"bwd_blocks\": {\"Br\": %" PRId64 ", \"Bc\": %" PRId64 ", \"Bd\": %" PRId64 "}",
+                    r->b_bwd.Br, r->b_bwd.Bc, r->b_bwd.Bd);
         fputs(",\n   \"tensors\": {", out);
         for (int t = 0; t < r->ntensors; t++)
             fprintf(out, "%s\"%s\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64
@@ -76,6 +105,12 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
             json_num(out, r->max_abs_err);
             fputs(", \"rel_err\": ", out);
             json_num(out, r->rel_err);
+            fputs(", \"dq_rel_err\": ", out);
+            json_num(out, r->dq_rel_err);
+            fputs(", \"dk_rel_err\": ", out);
+            json_num(out, r->dk_rel_err);
+            fputs(", \"dv_rel_err\": ", out);
+            json_num(out, r->dv_rel_err);
         }
         fputc('}', out);
         break;
@@ -89,6 +124,21 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
         for (int t = 0; t < r->ntensors; t++)
             fprintf(out, " %s %" PRId64 "/%" PRId64, r->t[t].name, r->t[t].reads, r->t[t].writes);
         fprintf(out, "; %.4g MB\n", (double)r->bytes / 1e6);
+        if (is_variant(p)) {
+            fprintf(out, "          %s pass; Nq = %" PRId64 ", Nk = %" PRId64 ", causal %s, window %" PRId64 ",%" PRId64
+                         "; batch %" PRId64 " x %" PRId64 " query heads over %" PRId64 " K/V heads%s; %" PRId64 " segments\n",
+                    pass_name(p->pass), p->N, p->Nk ? p->Nk : p->N, fl_causal_name(p->causal),
+                    p->window_left, p->window_right, p->batch, p->heads,
+                    p->kv_heads ? p->kv_heads : p->heads, p->cu_seqlens_q ? " (varlen)" : "", r->segments);
+            if (p->pass == FL_PASS_FWD_BWD)
+                fprintf(out, "          forward %" PRId64 " + backward %" PRId64 " elements\n", r->fwd_total, r->bwd_total);
+            if (p->pass & FL_PASS_BWD)
+                fprintf(out, "          backward blocks Br = %" PRId64 ", Bc = %" PRId64 "%s", r->b_bwd.Br, r->b_bwd.Bc,
+                        e->with_errors ? "" : "\n");
+            if ((p->pass & FL_PASS_BWD) && e->with_errors)
+                fprintf(out, "; gradients rel. error dQ %.3e, dK %.3e, dV %.3e\n", r->dq_rel_err,
+                        r->dk_rel_err, r->dv_rel_err);
+        }
         break;
     }
     e->rows++;
