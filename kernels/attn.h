@@ -10,6 +10,8 @@
  *   1 standard  attn_standard.cu  S = QK^T to HBM, softmax into P in HBM, O = PV (Algorithm 0)
  *   2 flash1    attn_flash1.cu    Algorithm 1 literally: O, l, m updated in HBM every step
  *   3 flash2    attn_flash2.cu    FlashAttention-2 forward: query-owned, O and L written once
+ *   4 flash2    attn_flash2_bwd.cu  FlashAttention-2 backward (Algorithm 2): recomputation, dQ
+ *                                 accumulated in HBM, dK, dV written once
  */
 #ifndef FL_KERNELS_ATTN_H
 #define FL_KERNELS_ATTN_H
@@ -32,7 +34,11 @@ struct fl_gpu_args {
     void *S, *P;             /* standard: N x N scores and probabilities */
     float *l, *m;            /* flash1: running row sums and maxima (N each) */
     float *L;                /* flash2: logsumexp (N) */
-    unsigned *flags;         /* flash1: one word per query block, the wavefront's hand-off */
+    const void *dO;          /* backward: the upstream gradient (N x d, storage type) */
+    float *dQ;               /* backward: dQ accumulator (N x d, fp32) */
+    void *dK, *dV;           /* backward: outputs (N x d, storage type) */
+    float *Dv;               /* backward: D = rowsum(dO o O) (N) */
+    unsigned *flags;         /* flash1, flash2 bwd: one word per query block, the wavefront's hand-off */
     int *error;              /* flash1: set to 1 if a hand-off wait timed out */
     fl_gpu_counters *cnt;    /* NULL: do not count (or a build without FL_COUNTERS) */
     cudaStream_t stream;
@@ -49,12 +55,14 @@ struct fl_kernel_info {
     long m_eff;         /* on-chip footprint of the tiles, elements */
     int causal_ok;      /* the kernel implements the causal mask */
     fl_launch_fn launch;
+    int bwd;            /* 0: forward; 1: backward (reads O, L of a forward run first) */
 };
 
 /* Each launch file's table (defined there) and the concatenation of all of them. */
 const fl_kernel_info *fl_standard_kernels(int *n);
 const fl_kernel_info *fl_flash1_kernels(int *n);
 const fl_kernel_info *fl_flash2_kernels(int *n);
+const fl_kernel_info *fl_flash2_bwd_kernels(int *n);
 
 /* Tiles every kernel family instantiates: the fp16 build sweeps four (Br, Bc); fp32 (the tight
  * comparison) and bf16 take two of them, to keep the build short (CI compiles on 2 cores). */

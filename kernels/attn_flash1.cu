@@ -223,7 +223,7 @@ template <class T, int D, int BR, int BC> static void launch_flash1(const fl_gpu
 
 /* (F1): the buffers above, padding excluded */
 #define F1(D, BR, BC) (2L * (BC) * (D) + 2L * (BR) * (D) + (long)(BR) * (BC) + 6L * (BR))
-#define K1(T, DT, D, BR, BC) {"flash1", 2, DT, FL_F32, D, BR, BC, F1(D, BR, BC), 1, launch_flash1<T, D, BR, BC>}
+#define K1(T, DT, D, BR, BC) {"flash1", 2, DT, FL_F32, D, BR, BC, F1(D, BR, BC), 1, launch_flash1<T, D, BR, BC>, 0}
 #define K1_SWEEP(T, DT, D) K1(T, DT, D, 16, 16), K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64), K1(T, DT, D, 64, 128)
 #define K1_PAIR(T, DT, D) K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64)
 

@@ -90,6 +90,7 @@ fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
                 sum += p;
             }
             sum = fl_warp_sum(sum);
+            __syncwarp(); /* every lane has read ms[r] before lane 0 rewrites it */
             if (lane == 0) {
                 const float a = (mold == -INFINITY) ? 0.f : expf(mold - mnew);
                 as[r] = a;
@@ -136,7 +137,7 @@ template <class T, int D, int BR, int BC> static void launch_flash2(const fl_gpu
 
 /* (F2): the buffers above, padding and the rescale row excluded */
 #define F2(D, BR, BC) (2L * (BR) * (D) + 2L * (BC) * (D) + (long)(BR) * (BC) + 2L * (BR))
-#define K2(T, DT, D, BR, BC) {"flash2", 3, DT, DT, D, BR, BC, F2(D, BR, BC), 1, launch_flash2<T, D, BR, BC>}
+#define K2(T, DT, D, BR, BC) {"flash2", 3, DT, DT, D, BR, BC, F2(D, BR, BC), 1, launch_flash2<T, D, BR, BC>, 0}
 #define K2_SWEEP(T, DT, D) K2(T, DT, D, 16, 16), K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64), K2(T, DT, D, 128, 64)
 #define K2_PAIR(T, DT, D) K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64)
 

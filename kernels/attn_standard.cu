@@ -193,7 +193,7 @@ template <class T, int D, int BR, int BC> static void launch_standard(const fl_g
     CUDA_CHECK(cudaGetLastError());
 }
 
-#define K0(T, DT, D, BR, BC) {"standard", 1, DT, DT, D, BR, BC, F0(D, BR, BC), 0, launch_standard<T, D, BR, BC>}
+#define K0(T, DT, D, BR, BC) {"standard", 1, DT, DT, D, BR, BC, F0(D, BR, BC), 0, launch_standard<T, D, BR, BC>, 0}
 #define K0_SWEEP(T, DT, D) K0(T, DT, D, 16, 16), K0(T, DT, D, 32, 32), K0(T, DT, D, 64, 64), K0(T, DT, D, 64, 128)
 #define K0_PAIR(T, DT, D) K0(T, DT, D, 32, 32), K0(T, DT, D, 64, 64)
 

@@ -43,9 +43,11 @@
 /* HBM tensors a kernel may touch, in one numbering shared with the harness (names as in the
  * model's fl_result.t[].name).  The last, "flags", is not data: it counts flash1's polls of its
  * hand-off flags (synchronisation the model does not have), reported apart, never compared. */
-enum { FL_T_Q, FL_T_K, FL_T_V, FL_T_O, FL_T_S, FL_T_P, FL_T_l, FL_T_m, FL_T_L, FL_T_FLAGS, FL_NT };
+enum { FL_T_Q, FL_T_K, FL_T_V, FL_T_O, FL_T_S, FL_T_P, FL_T_l, FL_T_m, FL_T_L,
+       FL_T_dO, FL_T_dQ, FL_T_dK, FL_T_dV, FL_T_D, FL_T_FLAGS, FL_NT };
 #define FL_NT_DATA FL_T_FLAGS
-static const char *const fl_tensor_names[FL_NT] = {"Q", "K", "V", "O", "S", "P", "l", "m", "L", "flags"};
+static const char *const fl_tensor_names[FL_NT] = {"Q", "K", "V", "O", "S", "P", "l", "m", "L",
+                                                   "dO", "dQ", "dK", "dV", "D", "flags"};
 
 /* Totals of one launch (or several: they accumulate), in global memory. */
 struct fl_gpu_counters {
@@ -87,8 +89,8 @@ template <class E> __device__ __forceinline__ void fl_store_elem(E *p, long i, f
 #define fl_st(c, t, ptr, i, v) (FL_CNT_WR(c, t), fl_store_elem((ptr), (long)(i), (v)))
 
 /* Adds this thread's counts to the launch totals.  esize: bytes per element of Q..P (the
- * storage type); osize: bytes per element of O (flash1 keeps its running O in fp32); the
- * statistics l, m, L and the flags are 4 bytes.  Every thread of the CTA must call it. */
+ * storage type; also dO, dK, dV); osize: bytes per element of O (flash1 keeps its running O
+ * in fp32); the statistics l, m, L, D, the flags and the dQ accumulator are 4 bytes.  Every thread of the CTA must call it. */
 __device__ __forceinline__ void fl_cnt_flush(FlCount &c, fl_gpu_counters *g, int esize, int osize = 0)
 {
 #ifdef FL_COUNTERS
@@ -102,8 +104,10 @@ __device__ __forceinline__ void fl_cnt_flush(FlCount &c, fl_gpu_counters *g, int
             r += __shfl_down_sync(0xffffffffu, r, o);
             w += __shfl_down_sync(0xffffffffu, w, o);
         }
-        const unsigned long long b = (t >= FL_T_l) ? 4 : (t == FL_T_O && osize) ? (unsigned long long)osize
-                                                                              : (unsigned long long)esize;
+        /* fp32 (4 bytes): the statistics l, m, L, D, the flags and the dQ accumulator */
+        const bool f32 = t == FL_T_l || t == FL_T_m || t == FL_T_L || t == FL_T_D || t == FL_T_FLAGS || t == FL_T_dQ;
+        const unsigned long long b = f32 ? 4 : (t == FL_T_O && osize) ? (unsigned long long)osize
+                                                                      : (unsigned long long)esize;
         if (lane == 0 && r) {
             atomicAdd(&g->rd_elems[t], r);
             atomicAdd(&g->rd_bytes[t], r * b);

@@ -6,7 +6,7 @@
 # Usage: OUT=/some/dir kernels/device_run.sh [steps...]   (default: all)
 set -uo pipefail
 OUT=${OUT:?set OUT}
-STEPS=${*:-"build quick validate memcheck racecheck ncu diag timing"}
+STEPS=${*:-"build quick validate memcheck racecheck ncu timing"}
 L=$OUT/logs; mkdir -p "$L"   # packed into $OUT/logs.tgz at the end (8 files come back at most)
 export FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-$(cat .commit 2>/dev/null || echo unknown)}
 log() { echo "=== $(date -u +%H:%M:%S) $*"; }
@@ -35,7 +35,7 @@ if has memcheck; then
 fi
 if has racecheck; then
   log racecheck
-  timeout 420 "$SAN" --tool racecheck $B/flashlab-gpu validate --quick >"$L/racecheck.log" 2>&1; echo "rc=$?"
+  timeout 420 "$SAN" --tool racecheck $B/flashlab-gpu validate --quick ${RACE_ONLY:-} >"$L/racecheck.log" 2>&1; echo "rc=$?"
   tail -4 "$L/racecheck.log"
 fi
 if has ncu; then
@@ -72,6 +72,9 @@ if has timing; then
       timeout 120 $B/flashlab-gpu-timing run --algo $a --dtype fp16 --N $N --d 128 --reps 10 --no-check | grep -E 'median|run '
     done
   done 2>&1 | tee "$L/timing.txt"
+  for N in 4096 16384; do
+    timeout 120 $B/flashlab-gpu-timing run --algo flash2 --bwd --Br 32 --Bc 32 --dtype fp16 --N $N --d 128 --reps 5 --no-check | grep -E 'median|run '
+  done 2>&1 | tee -a "$L/timing.txt"
 fi
 log done
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$L"

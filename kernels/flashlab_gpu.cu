@@ -37,7 +37,8 @@ extern "C" {
 static std::vector<const fl_kernel_info *> all_kernels()
 {
     std::vector<const fl_kernel_info *> v;
-    const fl_kernel_info *(*tables[])(int *) = {fl_standard_kernels, fl_flash1_kernels, fl_flash2_kernels};
+    const fl_kernel_info *(*tables[])(int *) = {fl_standard_kernels, fl_flash1_kernels, fl_flash2_kernels,
+                                                   fl_flash2_bwd_kernels};
     for (auto t : tables) {
         int n;
         const fl_kernel_info *k = t(&n);
@@ -46,10 +47,10 @@ static std::vector<const fl_kernel_info *> all_kernels()
     return v;
 }
 
-static const fl_kernel_info *find_kernel(const char *algo, int dtype, int d, int Br, int Bc)
+static const fl_kernel_info *find_kernel(const char *algo, int dtype, int d, int Br, int Bc, int bwd = 0)
 {
     for (auto k : all_kernels())
-        if (!strcmp(k->algo, algo) && k->dtype == dtype && k->d == d && k->Br == Br && k->Bc == Bc)
+        if (!strcmp(k->algo, algo) && k->dtype == dtype && k->d == d && k->Br == Br && k->Bc == Bc && k->bwd == bwd)
             return k;
     return NULL;
 }
@@ -104,14 +105,14 @@ static void provenance(FILE *f, int argc, char **argv, const char *what)
 }
 
 static const char *csv_header =
-    "tag,algo,version,dtype,N,d,Br,Bc,causal,M_eff,model_reads,model_writes,gpu_reads,gpu_writes,"
+    "tag,algo,pass,version,dtype,N,d,Br,Bc,causal,M_eff,model_reads,model_writes,gpu_reads,gpu_writes,"
     "ratio,model_bytes,gpu_bytes,bytes_ratio,tensors_equal,max_err,naive_err,tol,L_err,unwritten,"
     "acc_ok,flag_polls,ms,status";
 
 static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
     const fl_kernel_info *k = c.k;
-    fprintf(f, "%s,%s,%d,%s,%d,%d,%d,%d,%d,%ld,", c.tag, k->algo, k->version, fl_dtype_names[k->dtype],
+    fprintf(f, "%s,%s,%s,%d,%s,%d,%d,%d,%d,%d,%ld,", c.tag, k->algo, k->bwd ? "bwd" : "fwd", k->version, fl_dtype_names[k->dtype],
             c.N, k->d, k->Br, k->Bc, c.causal, o.m_eff);
     if (o.model_ok)
         fprintf(f, "%lld,%lld,", o.model_reads, o.model_writes);
@@ -129,7 +130,7 @@ static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
 static void print_case(const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
     const fl_kernel_info *k = c.k;
-    printf("%-6s %-8s %-4s N=%-5d d=%-3d Br=%-3d Bc=%-3d %s M_eff=%-6ld ", c.tag, k->algo,
+    printf("%-6s %-8s %s %-4s N=%-5d d=%-3d Br=%-3d Bc=%-3d %s M_eff=%-6ld ", c.tag, k->algo, k->bwd ? "bwd" : "fwd",
            fl_dtype_names[k->dtype], c.N, k->d, k->Br, k->Bc, c.causal ? "causal" : "full  ", o.m_eff);
     if (o.model_ok)
         printf("ratio %.6f %s ", o.ratio, o.tensors_equal ? "(every tensor equal)" : "(TENSORS DIFFER)");
@@ -152,7 +153,7 @@ static int cmd_run(int argc, char **argv)
 {
     const char *algo = "flash2";
     int64_t N = 1024, d = 64, Br = 64, Bc = 64, reps = 0, seed = 1;
-    int dt = FL_F16, causal = 0, check = 1;
+    int dt = FL_F16, causal = 0, check = 1, bwd = 0;
     fl_args a;
     const char *name, *iv, *v;
     int r;
@@ -160,6 +161,7 @@ static int cmd_run(int argc, char **argv)
     while ((r = fl_args_next(&a, &name, &iv)) == 1) {
         fl_status s = FL_OK;
         if (!strcmp(name, "--causal")) causal = 1;
+        else if (!strcmp(name, "--bwd")) bwd = 1;
         else if (!strcmp(name, "--no-check")) check = 0;
         else if ((s = fl_args_value(&a, name, iv, &v)) != FL_OK) return bad(fl_last_error());
         else if (!strcmp(name, "--algo")) algo = v;
@@ -174,7 +176,8 @@ static int cmd_run(int argc, char **argv)
         if (s != FL_OK) return bad(fl_last_error());
     }
     if (r < 0) return bad(fl_last_error());
-    const fl_kernel_info *k = find_kernel(algo, dt, (int)d, (int)Br, (int)Bc);
+    const fl_kernel_info *k = find_kernel(algo, dt, (int)d, (int)Br, (int)Bc, bwd);
+    if (bwd && N > 2048) check = 0; /* the full fp64 backward reference is O(N^2 d) on the CPU */
     if (!k) return bad("--algo/--dtype/--d/--Br/--Bc: no such kernel is built (see flashlab-gpu list)");
     if (causal && !k->causal_ok) return bad("--causal: this schedule has no causal kernel");
     if (int g = need_gpu()) return g;
@@ -199,9 +202,9 @@ static int cmd_run(int argc, char **argv)
 /* ---- validate ------------------------------------------------------------------------------- */
 static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
 {
-    const char *csv = NULL;
-    int quick = 0;
-    int64_t seed = 20261129;
+    const char *csv = NULL, *only_algo = NULL;
+    int quick = 0, only_dt = -1;
+    int64_t seed = 20261129, only_d = 0;
     fl_args a;
     const char *name, *iv, *v;
     int r;
@@ -211,6 +214,9 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         if (!strcmp(name, "--quick")) quick = 1;
         else if ((s = fl_args_value(&a, name, iv, &v)) != FL_OK) return bad(fl_last_error());
         else if (!strcmp(name, "--csv")) csv = v;
+        else if (!strcmp(name, "--algo")) only_algo = v;
+        else if (!strcmp(name, "--d")) s = fl_parse_i64(name, v, 1, 1024, &only_d);
+        else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &only_dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
@@ -221,10 +227,14 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
     std::vector<fl_gpu_case> cases;
     uint64_t sd = (uint64_t)seed;
     auto add = [&](const fl_kernel_info *k, int N, int causal, const char *tag) {
-        fl_gpu_case c = {k, N, causal, sd++, tag, 1, 0};
+        fl_gpu_case c = {k, N, causal, sd++, tag, !k->bwd || N <= 1024, 0}; /* bwd reference: O(N^2 d) */
         cases.push_back(c);
     };
-    const auto ks = all_kernels();
+    std::vector<const fl_kernel_info *> ks; /* optionally only some (sanitizers are slow) */
+    for (auto k : all_kernels())
+        if ((!only_algo || !strcmp(k->algo, only_algo)) && (only_dt < 0 || k->dtype == only_dt) &&
+            (!only_d || k->d == only_d))
+            ks.push_back(k);
     if (quick) { /* every kernel once at a small, ragged size (sanitizers, ctest) */
         for (auto k : ks) {
             add(k, 200, 0, "quick");
@@ -237,15 +247,15 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
                 for (int N : Ns) add(k, N, 0, "matrix");
             else /* fp32 (tight) and bf16: two tiles at two sizes */
                 for (int N : {1000, 4096}) add(k, N, 0, "matrix");
-            if (k->causal_ok && k->dtype == FL_F16 && (k->Br == 32 || k->Br == 64) && k->Bc <= 64)
+            if (k->causal_ok && k->dtype == FL_F16 && (k->Br == 32 || k->Br == 64) && k->Bc <= 64 && k->Br == k->Bc)
                 for (int N : {1000, 4096}) add(k, N, 1, "causal");
         }
         /* shapes A, B, A in one process, each checked (the deep dive's mixed-shape lesson) */
         const fl_kernel_info *A = find_kernel("flash2", FL_F16, 64, 64, 64);
-        const fl_kernel_info *B = find_kernel("flash2", FL_F16, 128, 32, 32);
-        if (A && B) {
+        const fl_kernel_info *B = find_kernel("flash2", FL_F16, 128, 32, 32, 1);
+        if (A && B && !only_algo && only_dt < 0 && !only_d) {
             add(A, 1000, 0, "ABA-A1");
-            add(B, 4096, 0, "ABA-B");
+            add(B, 1000, 0, "ABA-B");
             add(A, 1000, 0, "ABA-A2");
         }
     }
@@ -331,9 +341,9 @@ static int cmd_curve(int argc, char **argv, int argc0, char **argv0)
 
 static int cmd_list(void)
 {
-    printf("%-8s %-2s %-5s %-5s %-4s %-4s %-4s %-7s %s\n", "algo", "v", "dtype", "O", "d", "Br", "Bc", "M_eff", "causal");
+    printf("%-8s %-4s %-2s %-5s %-5s %-4s %-4s %-4s %-7s %s\n", "algo", "pass", "v", "dtype", "O", "d", "Br", "Bc", "M_eff", "causal");
     for (auto k : all_kernels())
-        printf("%-8s %-2d %-5s %-5s %-4d %-4d %-4d %-7ld %s\n", k->algo, k->version, fl_dtype_names[k->dtype],
+        printf("%-8s %-4s %-2d %-5s %-5s %-4d %-4d %-4d %-7ld %s\n", k->algo, k->bwd ? "bwd" : "fwd", k->version, fl_dtype_names[k->dtype],
                fl_dtype_names[k->o_dtype], k->d, k->Br, k->Bc, k->m_eff, k->causal_ok ? "yes" : "no");
     return 0;
 }
@@ -343,8 +353,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: flashlab-gpu COMMAND [options]   build: %s\n\n"
                "  list       the kernel variants built in\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
-               "             [--dtype fp32|fp16|bf16] [--causal] [--seed S] [--reps R] [--no-check]\n"
+               "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
                "  validate   the validation matrix and shapes A, B, A: [--csv FILE] [--quick] [--seed S]\n"
+               "             [--algo A] [--dtype T] [--d D]: only those kernels\n"
                "  curve      model counts against M_eff (no GPU): --N N --d D --csv FILE\n\n"
                "Exit status: 0 passed, 1 a case failed, 2 bad input, 77 no GPU.\n", FL_BUILD);
 }

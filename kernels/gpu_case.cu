@@ -7,6 +7,7 @@
 #include <vector>
 
 extern "C" {
+#include "attention_bwd.h"
 #include "attention_ref.h"
 #include "rng.h"
 #include "run.h"
@@ -50,7 +51,8 @@ static void model_counts(const fl_gpu_case *c, fl_gpu_outcome *o)
         snprintf(o->model_msg, sizeof o->model_msg, "model: %s", fl_last_error());
         return;
     }
-    const int64_t fp = fl_footprint(algo, k->d, k->Br, k->Bc, k->d);
+    const int64_t fp = k->bwd ? fl_footprint_pass(algo, 1, 1, k->d, k->Br, k->Bc, k->d)
+                              : fl_footprint(algo, k->d, k->Br, k->Bc, k->d);
     if (fp != k->m_eff) {
         snprintf(o->model_msg, sizeof o->model_msg,
                  "kernel footprint %ld != model footprint %lld (docs/model.md F0-F2)", k->m_eff,
@@ -67,12 +69,13 @@ static void model_counts(const fl_gpu_case *c, fl_gpu_outcome *o)
     p.elem_bytes = fl_dtype_bytes[k->dtype];
     p.max_events = 0;
     p.causal = c->causal ? FL_CAUSAL_BOTTOM_RIGHT : FL_CAUSAL_NONE; /* = top-left: Nq = Nk */
+    p.pass = k->bwd ? FL_PASS_BWD : FL_PASS_FWD; /* BWD: the backward's traffic alone */
     fl_result r;
     if (fl_run(&p, FL_COUNT, NULL, NULL, &r) != FL_OK) { /* e.g. a variant the model lacks yet */
         snprintf(o->model_msg, sizeof o->model_msg, "model: %s", fl_last_error());
         return;
     }
-    if (r.b.Bd != p.d) {
+    if (!k->bwd && r.b.Bd != p.d) {
         snprintf(o->model_msg, sizeof o->model_msg, "model chose Bd = %lld != d", (long long)r.b.Bd);
         return;
     }
@@ -144,6 +147,55 @@ static std::vector<int> sample_rows(int N, uint64_t seed)
     return rows;
 }
 
+/* ---- the backward's accuracy: full gradients (N small) ------------------------------------- */
+static int keep_lower(int64_t i, int64_t j, const void *ctx) { (void)ctx; return fl_causal_keep(i, j, 0); }
+
+/* Naive same-precision backward (what an unfused framework does in the storage type): S, P, dP,
+ * dS and the gradients rounded to the storage type, fp32 accumulation, D_i = sum_j P_ij dP_ij. */
+static void naive_bwd(int dt, int N, int d, int causal, const std::vector<double> &Q, const std::vector<double> &K,
+                      const std::vector<double> &V, const std::vector<double> &G, std::vector<double> &dQ,
+                      std::vector<double> &dK, std::vector<double> &dV)
+{
+    const float scale = 1.0f / sqrtf((float)d);
+    std::vector<float> P((size_t)N * N), dS((size_t)N * N);
+    for (int i = 0; i < N; i++) {
+        float *p = &P[(size_t)i * N], mx = -INFINITY, sum = 0.f, Dd = 0.f;
+        for (int j = 0; j < N; j++) {
+            if (causal && !fl_causal_keep(i, j, 0)) { p[j] = -INFINITY; continue; }
+            float acc = 0.f;
+            for (int t = 0; t < d; t++) acc += (float)Q[(long)i * d + t] * (float)K[(long)j * d + t];
+            p[j] = (float)round_to(dt, acc * scale);
+            mx = fmaxf(mx, p[j]);
+        }
+        for (int j = 0; j < N; j++) sum += p[j] == -INFINITY ? 0.f : expf(p[j] - mx);
+        for (int j = 0; j < N; j++) p[j] = p[j] == -INFINITY ? 0.f : (float)round_to(dt, expf(p[j] - mx) / sum);
+        float *g = &dS[(size_t)i * N];
+        for (int j = 0; j < N; j++) {
+            float acc = 0.f;
+            for (int t = 0; t < d; t++) acc += (float)G[(long)i * d + t] * (float)V[(long)j * d + t];
+            g[j] = (float)round_to(dt, acc); /* dP */
+            Dd += p[j] * g[j];
+        }
+        for (int j = 0; j < N; j++) g[j] = (float)round_to(dt, p[j] * (g[j] - Dd));
+    }
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < d; t++) {
+            float acc = 0.f;
+            for (int j = 0; j < N; j++) acc += dS[(size_t)i * N + j] * (float)K[(long)j * d + t];
+            dQ[(long)i * d + t] = round_to(dt, scale * acc);
+        }
+    for (int j = 0; j < N; j++)
+        for (int t = 0; t < d; t++) {
+            float av = 0.f, ak = 0.f;
+            for (int i = 0; i < N; i++) {
+                av += P[(size_t)i * N + j] * (float)G[(long)i * d + t];
+                ak += dS[(size_t)i * N + j] * (float)Q[(long)i * d + t];
+            }
+            dV[(long)j * d + t] = round_to(dt, av);
+            dK[(long)j * d + t] = round_to(dt, scale * ak);
+        }
+}
+
 /* ---- one case ------------------------------------------------------------------------------ */
 int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
 {
@@ -156,16 +208,19 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     model_counts(c, o);
 
     /* inputs, rounded to the storage type (the reference sees the rounded values) */
-    std::vector<double> Q(Nd), K(Nd), V(Nd);
+    std::vector<double> Q(Nd), K(Nd), V(Nd), G(k->bwd ? Nd : 0);
     uint64_t st = c->seed;
     fl_rng_fill(&st, Q.data(), Nd, -1.0, 1.0);
     fl_rng_fill(&st, K.data(), Nd, -1.0, 1.0);
     fl_rng_fill(&st, V.data(), Nd, -1.0, 1.0);
+    if (k->bwd) fl_rng_fill(&st, G.data(), Nd, -1.0, 1.0); /* dO */
     for (long i = 0; i < Nd; i++) { Q[i] = round_to(dt, Q[i]); K[i] = round_to(dt, K[i]); V[i] = round_to(dt, V[i]); }
-    std::vector<unsigned char> hQ, hK, hV;
+    for (long i = 0; i < (long)G.size(); i++) G[i] = round_to(dt, G[i]);
+    std::vector<unsigned char> hQ, hK, hV, hG;
     pack(dt, Q, hQ);
     pack(dt, K, hK);
     pack(dt, V, hV);
+    pack(dt, G, hG);
 
     fl_gpu_args a;
     memset(&a, 0, sizeof a);
@@ -210,6 +265,31 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     a.Q = dQ; a.K = dK; a.V = dV; a.O = dO; a.S = dS; a.P = dP;
     a.l = dl; a.m = dm; a.L = dL; a.flags = dflags; a.error = derr; a.cnt = dcnt;
     a.stream = 0;
+    void *gdO = NULL, *gdK = NULL, *gdV = NULL;
+    float *gdQ = NULL, *gD = NULL;
+    if (k->bwd) { /* the forward first (uncounted) saves O and L; then poison the gradients */
+        const fl_kernel_info *f = NULL;
+        int nf;
+        const fl_kernel_info *tab = fl_flash2_kernels(&nf);
+        for (int i = 0; i < nf && !f; i++)
+            if (tab[i].dtype == dt && tab[i].d == d) f = &tab[i];
+        if (!f) { fprintf(stderr, "flashlab-gpu: no flash2 forward for this backward\n"); return 1; }
+        a.cnt = NULL;
+        f->launch(&a);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        a.cnt = dcnt;
+        CUDA_CHECK(cudaMalloc(&gdO, Nd * eb));
+        CUDA_CHECK(cudaMalloc(&gdK, Nd * eb));
+        CUDA_CHECK(cudaMalloc(&gdV, Nd * eb));
+        CUDA_CHECK(cudaMalloc(&gdQ, Nd * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&gD, N * sizeof(float)));
+        CUDA_CHECK(cudaMemcpy(gdO, hG.data(), Nd * eb, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemset(gdK, 0xFF, Nd * eb));
+        CUDA_CHECK(cudaMemset(gdV, 0xFF, Nd * eb));
+        CUDA_CHECK(cudaMemset(gdQ, 0xFF, Nd * sizeof(float)));
+        CUDA_CHECK(cudaMemset(gD, 0xFF, N * sizeof(float)));
+        a.dO = gdO; a.dQ = gdQ; a.dK = gdK; a.dV = gdV; a.Dv = gD;
+    }
 
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
@@ -264,6 +344,53 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
         }
         std::sort(t.begin(), t.end());
         o->ms_median = t[c->reps / 2];
+    }
+
+    if (k->bwd) { /* gradients: every element written, and (small N) accurate */
+        std::vector<float> hdQ(Nd);
+        std::vector<unsigned char> hdK(Nd * eb), hdV(Nd * eb);
+        CUDA_CHECK(cudaMemcpy(hdQ.data(), gdQ, Nd * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(hdK.data(), gdK, Nd * eb, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(hdV.data(), gdV, Nd * eb, cudaMemcpyDeviceToHost));
+        for (long i = 0; i < Nd; i++)
+            o->unwritten += isnan(hdQ[i]) + isnan(unpack1(dt, &hdK[i * eb])) + isnan(unpack1(dt, &hdV[i * eb]));
+        o->max_err = o->naive_err = o->tol = o->L_err = NAN;
+        o->acc_ok = 0;
+        if (c->check) {
+            std::vector<double> rQ(Nd), rK(Nd), rV(Nd), nQ(Nd), nK(Nd), nV(Nd);
+            if (fl_ref_attention_bwd(N, N, d, d, Q.data(), K.data(), V.data(), G.data(), 1.0 / sqrt((double)d),
+                                     c->causal ? keep_lower : NULL, NULL, rQ.data(), rK.data(), rV.data(),
+                                     NULL, NULL, NULL, NULL) != FL_OK) {
+                fprintf(stderr, "flashlab-gpu: reference backward: %s\n", fl_last_error());
+                return 1;
+            }
+            naive_bwd(dt, N, d, c->causal, Q, K, V, G, nQ, nK, nV);
+            double worst = -1.0;
+            o->acc_ok = o->unwritten == 0;
+            for (int w = 0; w < 3; w++) { /* dQ, dK, dV: each must pass; report the tightest */
+                const std::vector<double> &ref = w == 0 ? rQ : w == 1 ? rK : rV, &nai = w == 0 ? nQ : w == 1 ? nK : nV;
+                double ek = 0.0, en = 0.0, sc = 0.0;
+                for (long i = 0; i < Nd; i++) {
+                    const double got = w == 0 ? hdQ[i] : unpack1(dt, &(w == 1 ? hdK : hdV)[i * eb]);
+                    ek = isnan(got) || isnan(ek) ? NAN : fmax(ek, fabs(got - ref[i]));
+                    en = fmax(en, fabs(nai[i] - ref[i]));
+                    sc = fmax(sc, fabs(ref[i]));
+                }
+                const double tol = 2.0 * en + 0.5 * dtype_eps(dt) * sc;
+                if (isnan(ek) || ek > tol) o->acc_ok = 0;
+                const double q = isnan(ek) ? 1e300 : ek / tol;
+                if (q > worst) { worst = q; o->max_err = ek; o->naive_err = en; o->tol = tol; }
+            }
+        }
+        o->ok = (!o->model_ok || !counted ? 1 : o->tensors_equal) && (c->check ? o->acc_ok : o->unwritten == 0) &&
+                !o->wait_timeout;
+        if (!o->model_ok) o->ok = 0; /* the model has the backward: it must be compared */
+        CUDA_CHECK(cudaEventDestroy(e0));
+        CUDA_CHECK(cudaEventDestroy(e1));
+        void *bufs[] = {dQ, dK, dV, dO, dS, dP, dl, dm, dL, dflags, derr, dcnt, gdO, gdK, gdV, gdQ, gD};
+        for (void *b : bufs)
+            if (b) CUDA_CHECK(cudaFree(b));
+        return 0;
     }
 
     /* every output element written? */
