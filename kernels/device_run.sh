@@ -18,7 +18,10 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /
 } 2>&1 | tee "$L/machine.txt"
 if has build; then
   log build
-  (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && time cmake --build build -j16) >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; exit 1; }
+  # the device image has no GSL (sim/ needs it): a copy of the build machine's static GSL may
+  # travel in .gsl/ (include/, lib/)
+  GSLOPT=; [ -d .gsl ] && GSLOPT="-DGSL_ROOT_DIR=$PWD/.gsl -DGSL_INCLUDE_DIR=$PWD/.gsl/include -DGSL_LIBRARY=$PWD/.gsl/lib/libgsl.a -DGSL_CBLAS_LIBRARY=$PWD/.gsl/lib/libgslcblas.a"
+  (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $GSLOPT && time cmake --build build -j16) >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; exit 1; }
   grep -E 'warning|error' "$L/build.log" | head -20
 fi
 B=build

@@ -132,6 +132,11 @@ static void print_case(const fl_gpu_case &c, const fl_gpu_outcome &o)
     const fl_kernel_info *k = c.k;
     printf("%-6s %-8s %s %-4s N=%-5d d=%-3d Br=%-3d Bc=%-3d %s M_eff=%-6ld ", c.tag, k->algo, k->bwd ? "bwd" : "fwd",
            fl_dtype_names[k->dtype], c.N, k->d, k->Br, k->Bc, c.causal ? "causal" : "full  ", o.m_eff);
+#ifndef FL_COUNTERS
+    if (o.model_ok)
+        printf("[timing build: not counted] ");
+    else
+#endif
     if (o.model_ok)
         printf("ratio %.6f %s ", o.ratio, o.tensors_equal ? "(every tensor equal)" : "(TENSORS DIFFER)");
     else
