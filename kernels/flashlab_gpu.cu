@@ -266,6 +266,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
             add(A, 1000, 0, "ABA-A1");
             add(B, 1000, 0, "ABA-B");
             add(A, 1000, 0, "ABA-A2");
+            cases.back().seed = cases[cases.size() - 3].seed; /* A again on the same inputs */
         }
     }
 
@@ -279,9 +280,16 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
     provenance(f, argc0, argv0, "flashlab-gpu validate: kernel byte counters vs the model, accuracy vs fp64");
     fprintf(f, "%s\n", csv_header);
     int fails = 0, compared = 0, equal = 0;
+    double a1_err = NAN;
     for (auto &c : cases) {
         fl_gpu_outcome o;
         if (fl_gpu_case_run(&c, &o)) return 1;
+        /* A after B must give what A gave before B: the same error on the same inputs */
+        if (!strcmp(c.tag, "ABA-A1")) a1_err = o.max_err;
+        if (!strcmp(c.tag, "ABA-A2") && !(o.max_err == a1_err)) {
+            fprintf(stderr, "flashlab-gpu: shape A after B: error %.6e, before B %.6e\n", o.max_err, a1_err);
+            o.ok = 0;
+        }
         if (csv) print_case(c, o);
         csv_row(f, c, o);
         fails += !o.ok;
@@ -363,7 +371,8 @@ static void usage(FILE *f)
                "  list       the kernel variants built in\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
                "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
-               "  validate   the validation matrix and shapes A, B, A: [--csv FILE] [--quick] [--seed S]\n"
+               "  validate   the validation matrix and shapes A, B, A (A twice on the same inputs):\n"
+               "             [--csv FILE] [--quick] [--seed S]\n"
                "             [--algo A] [--dtype T] [--d D] [--pass fwd|bwd]: only those kernels\n"
                "  curve      model counts against M_eff (no GPU): --N N --d D --csv FILE\n\n"
                "Exit status: 0 passed, 1 a case failed, 2 bad input, 77 no GPU.\n", FL_BUILD);
