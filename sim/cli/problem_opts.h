@@ -21,16 +21,8 @@ typedef struct {
     int64_t table[FL_CLI_MAX_BATCH]; /* --block-table */
 } fl_popts;
 
-/* The help lines of these options, for a command's usage text; fl_popts_ext_usage: those of
- * decode and blocksparse (sim/problem_ext.h). */
+/* The help lines of these options, for a command's usage text. */
 extern const char fl_popts_usage[];
-extern const char fl_popts_ext_usage[];
-
-/* The options of decode and blocksparse alone (--splits, --page-size, --pool-pages,
- * --page-seed, --block-table into table[FL_CLI_MAX_BATCH], --pad, --density, --mask-seed):
- * 1 when name is one of them (parse status in *s), else 0.  fl_popts_take includes these. */
-int fl_popts_take_ext(fl_problem *p, int64_t *table, const char *name, const char *value,
-                      fl_status *s);
 
 void fl_popts_init(fl_popts *o);
 int fl_popts_take(fl_popts *o, const char *name, const char *value, fl_status *s);
