@@ -190,8 +190,15 @@ static fl_status blocks_decode(const fl_problem *p, fl_blocks *b)
     int64_t Bc = p->Bc;
     if (!Bc) {
         Bc = largest(P ? P : Nk, p->M, fd, p, Br, 1);
-        if (P)
-            while (Bc > 1 && P % Bc) Bc--;
+        if (P && P % Bc) { /* the largest divisor of P that is <= Bc: O(sqrt P) */
+            int64_t best = 1;
+            for (int64_t k = 1; k <= P / k; k++)
+                if (P % k == 0) {
+                    if (k <= Bc) best = fl_max64(best, k);
+                    if (P / k <= Bc) best = fl_max64(best, P / k);
+                }
+            Bc = best;
+        }
     }
     b->Br = Br;
     b->Bc = Bc;
