@@ -66,6 +66,8 @@ fl_status fl_ext_check(const fl_problem *p)
     const fl_algo a = p->algo;
     const char *name = fl_algo_name(a);
     if (p->page_size < 0) return fl_fail(FL_EINVAL, "--page-size: must be an integer >= 1 (0 = contiguous cache)");
+    if (p->page_size > (INT64_C(1) << 32))
+        return fl_fail(FL_EINVAL, "--page-size: at most 2^32 rows per page (got %lld)", (long long)p->page_size);
     if (p->pool_pages < 0) return fl_fail(FL_EINVAL, "--pool-pages: must be an integer >= 1 (0 = twice the pages used)");
     if (p->splits < 1) return fl_fail(FL_EINVAL, "--splits: the number of KV splits must be an integer >= 1");
     if (p->block_table_len < 0 || (p->block_table_len > 0) != (p->block_table != NULL))

@@ -151,6 +151,8 @@ Test(decode, bad_caches_are_refused_with_the_rule)
     p = decode_problem(1, 40, 8, 2000);
     p.page_size = -1;
     refused(p, "--page-size");
+    p.page_size = (INT64_C(1) << 32) + 1; /* a divisor search over P stays cheap */
+    refused(p, "--page-size");
     p.page_size = 16;
     p.pool_pages = 2;
     refused(p, "--pool-pages");
