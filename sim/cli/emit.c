@@ -26,7 +26,8 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
               "hbm_bytes,tile_events,Bd", out);
         fputs(with_errors ? ",max_abs_err,rel_err" : "", out);
         fputs(",pass,Nk,causal,window_left,window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total", out);
-        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err\n" : "\n", out);
+        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err" : "", out);
+        fputs(",splits,page_size,density\n", out); /* decode, blocksparse (docs/model.md §8) */
     } else if (fmt == FL_FMT_JSON) {
         fputs("[", out);
     } else {
@@ -73,7 +74,7 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                 p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
                 p->cu_seqlens_q != NULL, r->fwd_total, r->bwd_total);
         if (e->with_errors) fprintf(out, ",%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err);
-        fputc('\n', out);
+        fprintf(out, ",%" PRId64 ",%" PRId64 ",%.10g\n", p->splits, p->page_size, p->density);
         break;
     case FL_FMT_JSON:
         fprintf(out, "%s\n  {\"algo\": \"%s\", \"N\": %" PRId64 ", \"d\": %" PRId64 ", \"M\": %" PRId64
@@ -95,6 +96,8 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
         if (p->pass & FL_PASS_BWD)
             fprintf(out, ", \"bwd_blocks\": {\"Br\": %" PRId64 ", \"Bc\": %" PRId64 ", \"Bd\": %" PRId64 "}",
                     r->b_bwd.Br, r->b_bwd.Bc, r->b_bwd.Bd);
+        fprintf(out, ", \"splits\": %" PRId64 ", \"page_size\": %" PRId64 ", \"density\": %.10g",
+                p->splits, p->page_size, p->density); /* decode, blocksparse */
         fputs(",\n   \"tensors\": {", out);
         for (int t = 0; t < r->ntensors; t++)
             fprintf(out, "%s\"%s\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64
