@@ -189,7 +189,7 @@ static int ex_blocksparse_density(FILE *out)
                 (long long)r.closed.total, frac);
     }
     fprintf(out, "\nAbove the fixed 2Nd + N = %lld (O is written in full), the K/V traffic is the kept\n"
-                 "fraction of blocks: linear in s, Theta(Nd + N^2 d^2 s / M).\nblocksparse-density: %s\n",
+                 "fraction of blocks: linear in s, Theta(Nd + N^2 d^2 s / M).\nsparse-density: %s\n",
             (long long)fixed, ok ? "PASS" : "FAIL");
     return ok;
 }
@@ -198,7 +198,7 @@ static const fl_example examples[] = {
     {"two-tile", "online softmax over two tiles, step by step (handbook and deep dive rows)", ex_two_tile},
     {"nan-padding", "paged KV: NaN in the last page's padding rows -- the failure and the check", ex_nan_padding},
     {"decode-traffic", "one token over a 32k cache: K and V reads are 99.9% of the traffic", ex_decode_traffic},
-    {"blocksparse-density", "block-sparse traffic against the density s: linear (Prop. 4)", ex_blocksparse_density},
+    {"sparse-density", "block-sparse traffic against the density s: linear (Prop. 4)", ex_blocksparse_density},
 };
 
 const fl_example *fl_examples(int *n)

@@ -107,9 +107,9 @@ Test(blocksparse, bad_density_is_refused)
 Test(blocksparse, example_blocksparse_density_passes)
 {
     FILE *devnull = fopen("/dev/null", "w");
-    const fl_example *e = fl_example_find("blocksparse-density");
+    const fl_example *e = fl_example_find("sparse-density");
     cr_assert_not_null(e);
-    cr_expect_eq(e->run(devnull), 1, "flashlab example blocksparse-density fails");
+    cr_expect_eq(e->run(devnull), 1, "flashlab example sparse-density fails");
     fclose(devnull);
 }
 
