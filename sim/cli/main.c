@@ -19,6 +19,7 @@ static const struct {
     {"report", fl_cmd_report, "the main job: GPT-2-medium table, fits, examples, figures"},
     {"optimize", fl_cmd_optimize, "search loop order, GQA grouping and blocks for the fewest HBM accesses"},
     {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
+    {"l2", fl_cmd_l2, "predict DRAM bytes of a kernel schedule through an L2 (three levels)"},
 };
 
 int fl_cli_error(int s)
