@@ -37,10 +37,26 @@ static fl_status occupancy(const fl_gpu_machine *mc, fl_gpu_kernel *k)
 
 static void kernel(fl_gpu_sched *s, fl_gk_kind kind, const char *name, int64_t ctas, int64_t smem, int64_t skew)
 {
-    s->k[s->nkernels++] = (fl_gpu_kernel){kind, name, ctas, smem, 0, skew};
+    s->k[s->nkernels++] = (fl_gpu_kernel){kind, name, ctas, smem, 0, skew, 0, 0, 0, 0, 0, 0};
 }
 
-fl_status fl_gpu_sched_build(fl_algo algo, int64_t N, int64_t d, int64_t Br, int64_t Bc, int elem_bytes,
+/* a product kernel: NT (C = A B^T, CTA per bo rows of A, B in steps of bs) */
+static void nt(fl_gpu_sched *s, const char *name, int A, int B, int C, int64_t bo, int64_t bs)
+{
+    kernel(s, FL_GK_NT, name, cdiv(s->N, bo), 4 * (bo + bs) * (s->d + 1), 0);
+    fl_gpu_kernel *k = &s->k[s->nkernels - 1];
+    k->ta = A, k->tb = B, k->tc = C, k->bo = bo, k->bs = bs;
+}
+
+/* NN: O = P V (transp = 0) or P^T V, a CTA per bo rows of O, the sum in steps of bs */
+static void nn(fl_gpu_sched *s, const char *name, int P, int V, int O, int64_t bo, int64_t bs, int transp)
+{
+    kernel(s, FL_GK_NN, name, cdiv(s->N, bo), 4 * (bo * bs + bs * s->d + bo * s->d), 0);
+    fl_gpu_kernel *k = &s->k[s->nkernels - 1];
+    k->ta = P, k->tb = V, k->tc = O, k->bo = bo, k->bs = bs, k->transp = transp;
+}
+
+fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_t Br, int64_t Bc, int elem_bytes,
                              const fl_gpu_machine *mc, fl_gpu_sched *s)
 {
     if (N < 1 || d < 1 || Br < 1 || Bc < 1)
@@ -50,6 +66,7 @@ fl_status fl_gpu_sched_build(fl_algo algo, int64_t N, int64_t d, int64_t Br, int
         return fl_fail(FL_EINVAL, "--sms/--ctas-per-sm: must be >= 1 (ctas-per-sm: 0 = from occupancy)");
     memset(s, 0, sizeof *s);
     s->algo = algo;
+    s->bwd = bwd;
     s->sms = mc->sms;
     s->N = N, s->d = d, s->Br = Br, s->Bc = Bc, s->elem_bytes = elem_bytes;
     s->Tr = cdiv(N, Br), s->Tc = cdiv(N, Bc);
@@ -59,14 +76,29 @@ fl_status fl_gpu_sched_build(fl_algo algo, int64_t N, int64_t d, int64_t Br, int
     tensor(s, FL_GT_K, "K", N, d, eb);
     tensor(s, FL_GT_V, "V", N, d, eb);
     switch (algo) {
-    case FL_ALGO_STANDARD: /* kernels/attn_standard.cu launch_standard */
-        tensor(s, FL_GT_O, "O", N, d, eb);
-        tensor(s, FL_GT_S, "S", N, N, eb);
+    case FL_ALGO_STANDARD:
         tensor(s, FL_GT_P, "P", N, N, eb);
-        kernel(s, FL_GK_STD_SCORES, "fl_std_scores", s->Tr, 4 * (Br + Bc) * (d + 1), 0);
-        if (N <= s->M_eff) kernel(s, FL_GK_STD_SOFTMAX_ROW, "fl_std_softmax_row", N, 4 * N + 4 * (CHUNK / 32), 0);
-        else kernel(s, FL_GK_STD_SOFTMAX_3PASS, "fl_std_softmax_3pass", N, 4 * (CHUNK / 32), 0);
-        kernel(s, FL_GK_STD_PV, "fl_std_pv", s->Tr, 4 * (Br * Bc + Bc * d + Br * d), 0);
+        if (!bwd) { /* kernels/attn_standard.cu launch_standard */
+            tensor(s, FL_GT_O, "O", N, d, eb);
+            tensor(s, FL_GT_S, "S", N, N, eb);
+            nt(s, "fl_std_scores", FL_GT_Q, FL_GT_K, FL_GT_S, Br, Bc);
+            if (N <= s->M_eff) kernel(s, FL_GK_STD_SOFTMAX_ROW, "fl_std_softmax_row", N, 4 * N + 4 * (CHUNK / 32), 0);
+            else kernel(s, FL_GK_STD_SOFTMAX_3PASS, "fl_std_softmax_3pass", N, 4 * (CHUNK / 32), 0);
+            nn(s, "fl_std_pv", FL_GT_P, FL_GT_V, FL_GT_O, Br, Bc, 0);
+        } else { /* kernels/attn_standard_bwd.cu launch_standard_bwd; dQ in fp32 */
+            tensor(s, FL_GT_dO, "dO", N, d, eb);
+            tensor(s, FL_GT_dP, "dP", N, N, eb);
+            tensor(s, FL_GT_dS, "dS", N, N, eb);
+            tensor(s, FL_GT_dQ, "dQ", N, d, 4);
+            tensor(s, FL_GT_dK, "dK", N, d, eb);
+            tensor(s, FL_GT_dV, "dV", N, d, eb);
+            nn(s, "fl_std_nn (dV)", FL_GT_P, FL_GT_dO, FL_GT_dV, Bc, Br, 1);
+            nt(s, "fl_std_nt (dP)", FL_GT_dO, FL_GT_V, FL_GT_dP, Br, Bc);
+            if (2 * N <= s->M_eff) kernel(s, FL_GK_STD_DSOFTMAX_ROW, "fl_std_dsoftmax_row", N, 8 * N + 4 * (CHUNK / 32), 0);
+            else kernel(s, FL_GK_STD_DSOFTMAX_2PASS, "fl_std_dsoftmax_2pass", N, 4 * (CHUNK / 32), 0);
+            nn(s, "fl_std_nn (dQ)", FL_GT_dS, FL_GT_K, FL_GT_dQ, Br, Bc, 0);
+            nn(s, "fl_std_nn (dK)", FL_GT_dS, FL_GT_Q, FL_GT_dK, Bc, Br, 1);
+        }
         break;
     case FL_ALGO_FLASH1: { /* kernels/attn_flash1.cu launch_flash1: running O, l, m in fp32 */
         tensor(s, FL_GT_O, "O", N, d, 4);
@@ -87,6 +119,9 @@ fl_status fl_gpu_sched_build(fl_algo algo, int64_t N, int64_t d, int64_t Br, int
         return fl_fail(FL_EINVAL, "--algo: the L2 model describes the kernels of standard, flash1 and flash2 "
                                   "(forward) only");
     }
+    if (bwd && algo != FL_ALGO_STANDARD)
+        return fl_fail(FL_EINVAL, "--pass: the backward is modelled for standard only (the flash1/flash2 "
+                                  "backward kernels are wavefronts with flags, docs/l2_model.md §5)");
     for (int k = 0; k < s->nkernels; k++) FL_TRY(occupancy(mc, &s->k[k]));
     for (int k = 0; k < s->nkernels; k++) /* flash1 is cooperative: at most what is resident */
         if (s->k[k].kind == FL_GK_FLASH1) s->k[k].ctas = min64(s->Tc, s->k[k].per_sm * mc->sms);
@@ -117,10 +152,12 @@ int64_t fl_gpu_cta_len(const fl_gpu_sched *s, int kk, int64_t cta)
     const fl_gpu_kernel *k = &s->k[kk];
     const int64_t n = cdiv(s->N, CHUNK);
     switch (k->kind) {
-    case FL_GK_STD_SCORES: return 1 + 2 * s->Tc;
+    case FL_GK_NT: return 1 + 2 * cdiv(s->N, k->bs);
+    case FL_GK_NN: return 2 * cdiv(s->N, k->bs) + 1;
     case FL_GK_STD_SOFTMAX_ROW: return 2 * n;
     case FL_GK_STD_SOFTMAX_3PASS: return 4 * n;
-    case FL_GK_STD_PV: return 2 * s->Tc + 1;
+    case FL_GK_STD_DSOFTMAX_ROW: return 3 * n;
+    case FL_GK_STD_DSOFTMAX_2PASS: return 5 * n;
     case FL_GK_FLASH1_INIT: return init_n(s->N * s->d, cta, k->ctas) + 2 * init_n(s->N, cta, k->ctas);
     case FL_GK_FLASH1: return flash1_nj(s, k, cta) * (2 + 7 * s->Tr);
     case FL_GK_FLASH2: return 1 + 2 * s->Tc + 2;
@@ -139,14 +176,16 @@ void fl_gpu_cta_access(const fl_gpu_sched *s, int kk, int64_t cta, int64_t i, fl
     const int64_t N = s->N, d = s->d, Br = s->Br, Bc = s->Bc, n = cdiv(N, CHUNK);
     const int64_t r0 = cta * Br, br = min64(Br, N - r0);
     switch (k->kind) {
-    case FL_GK_STD_SCORES: /* Q_i once; per j: K_j, write S_ij */
-        if (i == 0) tile(a, FL_GT_Q, 0, r0, 0, br, d);
+    case FL_GK_NT: { /* A_i once; per j: B_j, write C_ij */
+        const int64_t a0 = cta * k->bo, na = min64(k->bo, N - a0);
+        if (i == 0) tile(a, k->ta, 0, a0, 0, na, d);
         else {
-            const int64_t c0 = (i - 1) / 2 * Bc, bc = min64(Bc, N - c0);
-            if ((i - 1) % 2 == 0) tile(a, FL_GT_K, 0, c0, 0, bc, d);
-            else tile(a, FL_GT_S, 1, r0, c0, br, bc);
+            const int64_t c0 = (i - 1) / 2 * k->bs, bc = min64(k->bs, N - c0);
+            if ((i - 1) % 2 == 0) tile(a, k->tb, 0, c0, 0, bc, d);
+            else tile(a, k->tc, 1, a0, c0, na, bc);
         }
         return;
+    }
     case FL_GK_STD_SOFTMAX_ROW: { /* row cta: read it in chunks, write P in chunks */
         const int64_t c0 = (i % n) * CHUNK;
         tile(a, i < n ? FL_GT_S : FL_GT_P, i >= n, cta, c0, 1, min64(CHUNK, N - c0));
@@ -162,14 +201,37 @@ void fl_gpu_cta_access(const fl_gpu_sched *s, int kk, int64_t cta, int64_t i, fl
         }
         return;
     }
-    case FL_GK_STD_PV: /* per j: P_ij, V_j; then write O_i */
-        if (i == 2 * s->Tc) tile(a, FL_GT_O, 1, r0, 0, br, d);
+    case FL_GK_NN: { /* per step q: the P tile (P[r0.., q..] or, transposed, P[q.., r0..]), V_q; then O */
+        const int64_t o0 = cta * k->bo, no = min64(k->bo, N - o0);
+        if (i == 2 * cdiv(N, k->bs)) tile(a, k->tc, 1, o0, 0, no, d);
         else {
-            const int64_t c0 = i / 2 * Bc, bc = min64(Bc, N - c0);
-            if (i % 2 == 0) tile(a, FL_GT_P, 0, r0, c0, br, bc);
-            else tile(a, FL_GT_V, 0, c0, 0, bc, d);
+            const int64_t q = i / 2 * k->bs, nq = min64(k->bs, N - q);
+            if (i % 2) tile(a, k->tb, 0, q, 0, nq, d);
+            else if (k->transp) tile(a, k->ta, 0, q, o0, nq, no);
+            else tile(a, k->ta, 0, o0, q, no, nq);
         }
         return;
+    }
+    case FL_GK_STD_DSOFTMAX_ROW: { /* row cta: P and dP chunks (interleaved), then dS chunks */
+        if (i < 2 * n) {
+            const int64_t c0 = i / 2 * CHUNK;
+            tile(a, i % 2 ? FL_GT_dP : FL_GT_P, 0, cta, c0, 1, min64(CHUNK, N - c0));
+        } else {
+            const int64_t c0 = (i - 2 * n) * CHUNK;
+            tile(a, FL_GT_dS, 1, cta, c0, 1, min64(CHUNK, N - c0));
+        }
+        return;
+    }
+    case FL_GK_STD_DSOFTMAX_2PASS: { /* D_i: P, dP chunks; then P, dP read and dS written per chunk */
+        if (i < 2 * n) {
+            const int64_t c0 = i / 2 * CHUNK;
+            tile(a, i % 2 ? FL_GT_dP : FL_GT_P, 0, cta, c0, 1, min64(CHUNK, N - c0));
+        } else {
+            const int64_t q = i - 2 * n, c0 = q / 3 * CHUNK, e = q % 3;
+            tile(a, e == 0 ? FL_GT_P : e == 1 ? FL_GT_dP : FL_GT_dS, e == 2, cta, c0, 1, min64(CHUNK, N - c0));
+        }
+        return;
+    }
     case FL_GK_FLASH1_INIT: {
         const int64_t nO = init_n(N * d, cta, k->ctas), stride = k->ctas * CHUNK;
         if (i < nO) {

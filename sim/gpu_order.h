@@ -9,8 +9,10 @@
  * access each per step (CTA c's k-th access at step k + skew * c; skew = 0 except flash1's
  * wavefront, where CTA j trails CTA j-1 by one query block, rule G2).
  *
- * Modelled: standard forward (fl_std_scores, fl_std_softmax_row or _3pass, fl_std_pv), flash1
- * forward (fl_flash1_init, fl_flash1_fwd), flash2 forward (fl_flash2_fwd); one head, no mask.
+ * Modelled: standard forward (fl_std_scores, fl_std_softmax_row or _3pass, fl_std_pv) and
+ * backward (kernels/attn_standard_bwd.cu: fl_std_nn, fl_std_nt, fl_std_dsoftmax_row or _2pass,
+ * fl_std_nn, fl_std_nn), flash1 forward (fl_flash1_init, fl_flash1_fwd), flash2 forward
+ * (fl_flash2_fwd); one head, no mask.  Not modelled: the flash1 and flash2 backward kernels.
  * The element totals per tensor equal fl_run's counts for the same problem (tests/test_l2_order.c).
  */
 #ifndef FL_GPU_ORDER_H
@@ -21,7 +23,10 @@
 #include "status.h"
 
 /* The tensors the kernels touch (names as fl_run reports them). */
-typedef enum { FL_GT_Q, FL_GT_K, FL_GT_V, FL_GT_O, FL_GT_L, FL_GT_S, FL_GT_P, FL_GT_l, FL_GT_m, FL_GT_COUNT } fl_gt;
+typedef enum {
+    FL_GT_Q, FL_GT_K, FL_GT_V, FL_GT_O, FL_GT_L, FL_GT_S, FL_GT_P, FL_GT_l, FL_GT_m,
+    FL_GT_dO, FL_GT_dP, FL_GT_dS, FL_GT_dQ, FL_GT_dK, FL_GT_dV, FL_GT_COUNT
+} fl_gt;
 
 typedef struct {
     const char *name;
@@ -39,7 +44,10 @@ typedef struct {
 } fl_gpu_access;
 
 typedef enum {
-    FL_GK_STD_SCORES, FL_GK_STD_SOFTMAX_ROW, FL_GK_STD_SOFTMAX_3PASS, FL_GK_STD_PV,
+    FL_GK_NT,        /* fl_std_scores / fl_std_nt: C = A B^T, a CTA per bo rows of A */
+    FL_GK_NN,        /* fl_std_pv / fl_std_nn: O = P V (or P^T V), a CTA per bo rows of O */
+    FL_GK_STD_SOFTMAX_ROW, FL_GK_STD_SOFTMAX_3PASS, /* a CTA per row of S */
+    FL_GK_STD_DSOFTMAX_ROW, FL_GK_STD_DSOFTMAX_2PASS, /* a CTA per row of P, dP */
     FL_GK_FLASH1_INIT, FL_GK_FLASH1, FL_GK_FLASH2
 } fl_gk_kind;
 
@@ -50,6 +58,9 @@ typedef struct {
     int64_t smem;      /* shared memory per CTA, bytes (dynamic + static), from the kernel file */
     int64_t per_sm;    /* CTAs resident per SM (rule G3, or the override) */
     int64_t skew;      /* steps CTA c starts after CTA c-1 within its wave (rule G2) */
+    int ta, tb, tc;    /* NT: A, B, C; NN: P, V, O (tensor ids) */
+    int64_t bo, bs;    /* NT: rows of A, of B per tile; NN: rows of O, step of the sum */
+    int transp;        /* NN: O = P^T V */
 } fl_gpu_kernel;
 
 /* The machine's parameters (one set for every configuration; docs/l2_model.md §3). */
@@ -66,9 +77,10 @@ typedef struct {
 /* The H200's parameters above. */
 fl_gpu_machine fl_gpu_machine_h200(void);
 
-#define FL_GPU_MAX_KERNELS 4
+#define FL_GPU_MAX_KERNELS 6
 typedef struct {
     fl_algo algo;
+    int bwd; /* the backward pass's kernels (standard only) */
     int64_t N, d, Br, Bc, Tr, Tc, M_eff; /* M_eff: the footprint (F0/F1/F2) the model runs with */
     int elem_bytes;
     int64_t sms; /* the machine's SMs (a wave is sms x per_sm CTAs) */
@@ -77,11 +89,11 @@ typedef struct {
     fl_gpu_kernel k[FL_GPU_MAX_KERNELS];
 } fl_gpu_sched;
 
-/* Describes the kernels of algo (standard, flash1 or flash2; forward; one head) at N, d, blocks
- * Br x Bc, elements of elem_bytes (2 or 4) on machine mc.  FL_EINVAL naming the option when the
- * schedule is not modelled or an input is out of range (N, d, Br, Bc >= 1; a CTA must fit on an
- * SM). */
-fl_status fl_gpu_sched_build(fl_algo algo, int64_t N, int64_t d, int64_t Br, int64_t Bc, int elem_bytes,
+/* Describes the kernels of algo (forward: standard, flash1, flash2; bwd = 1: standard's backward
+ * alone; one head, no mask) at N, d, blocks Br x Bc, elements of elem_bytes (2 or 4) on machine
+ * mc.  FL_EINVAL naming the option when the schedule is not modelled or an input is out of range
+ * (N, d, Br, Bc >= 1; a CTA must fit on an SM). */
+fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_t Br, int64_t Bc, int elem_bytes,
                              const fl_gpu_machine *mc, fl_gpu_sched *s);
 
 /* Number of tile accesses CTA cta of kernel k makes, and its i-th (0 <= i < len) access. */

@@ -20,6 +20,7 @@ static const char *usage =
     "  --algo A          standard, flash1 or flash2\n"
     "  --N, --d          sequence length, head dimension\n"
     "  --Br, --Bc        the kernel's tile sizes\n"
+    "  --pass P          fwd, or bwd (the backward alone; standard only)      [fwd]\n"
     "  --dtype T         fp16, bf16 or fp32                                  [fp16]\n"
     "  --l2-mb X         L2 capacity in MiB                                  [60]\n"
     "  --sector B        sector bytes                                        [32]\n"
@@ -37,6 +38,7 @@ static fl_status model(const fl_gpu_sched *s, const fl_l2_pred *pr, int64_t *rea
     fl_problem p = fl_problem_default();
     p.algo = s->algo, p.N = s->N, p.d = s->d, p.Br = s->Br, p.Bc = s->Bc, p.M = s->M_eff;
     p.elem_bytes = s->elem_bytes;
+    p.pass = s->bwd ? FL_PASS_BWD : FL_PASS_FWD;
     fl_result r;
     FL_TRY(fl_run(&p, FL_COUNT, NULL, NULL, &r));
     *read_B = *write_B = 0;
@@ -57,7 +59,7 @@ int fl_cmd_l2(int argc, char **argv)
 {
     fl_gpu_machine mc = fl_gpu_machine_h200();
     int64_t N = 0, d = 0, Br = 0, Bc = 0, l2_mb = 60, sector = 32;
-    int eb = 2, csv = 0, flush = 1, k;
+    int eb = 2, csv = 0, flush = 1, bwd = 0, k;
     const char *algo = NULL, *dtype = "fp16", *output = NULL, *name, *iv, *v = NULL;
     fl_algo a = FL_ALGO_FLASH2;
     fl_status e = FL_OK;
@@ -79,6 +81,11 @@ int fl_cmd_l2(int argc, char **argv)
         else if (strcmp(name, "--Br") == 0) e = fl_parse_i64(name, v, 1, 4096, &Br);
         else if (strcmp(name, "--Bc") == 0) e = fl_parse_i64(name, v, 1, 4096, &Bc);
         else if (strcmp(name, "--dtype") == 0) dtype = v;
+        else if (strcmp(name, "--pass") == 0) {
+            if (strcmp(v, "fwd") == 0) bwd = 0;
+            else if (strcmp(v, "bwd") == 0) bwd = 1;
+            else e = fl_fail(FL_EINVAL, "--pass: unknown pass '%s' (choose fwd or bwd)", v);
+        }
         else if (strcmp(name, "--l2-mb") == 0) e = fl_parse_i64(name, v, 1, 16384, &l2_mb);
         else if (strcmp(name, "--sector") == 0) e = fl_parse_i64(name, v, 1, 4096, &sector);
         else if (strcmp(name, "--sms") == 0) e = fl_parse_i64(name, v, 1, 4096, &mc.sms);
@@ -102,7 +109,7 @@ int fl_cmd_l2(int argc, char **argv)
     fl_gpu_sched s;
     fl_l2_pred pr;
     int64_t mr = 0, mw = 0;
-    if (!e) e = fl_gpu_sched_build(a, N, d, Br, Bc, eb, &mc, &s);
+    if (!e) e = fl_gpu_sched_build(a, bwd, N, d, Br, Bc, eb, &mc, &s);
     if (!e) e = fl_l2_predict(&s, l2_mb << 20, sector, flush, &pr);
     if (!e) e = model(&s, &pr, &mr, &mw);
     fl_atomic_file af;
@@ -115,11 +122,11 @@ int fl_cmd_l2(int argc, char **argv)
         for (int i = 0; i < argc; i++) fprintf(out, " %s", argv[i]);
         fprintf(out, "\n# l2 %" PRId64 " MiB, %" PRId64 "-byte sectors, LRU, %" PRId64 " SMs, %s\n", l2_mb, sector, mc.sms,
                 flush ? "emptied before each kernel" : "kept across kernels");
-        fputs("algo,dtype,N,d,Br,Bc,kernel,ctas,ctas_per_sm,waves,model_read_B,sm_read_B,dram_read_B,writeback_B\n", out);
+        fputs("algo,pass,dtype,N,d,Br,Bc,kernel,ctas,ctas_per_sm,waves,model_read_B,sm_read_B,dram_read_B,writeback_B\n", out);
     } else {
-        fprintf(out, "l2 model: %s %s N = %" PRId64 ", d = %" PRId64 ", %" PRId64 "x%" PRId64 "; L2 %" PRId64
+        fprintf(out, "l2 model: %s %s %s N = %" PRId64 ", d = %" PRId64 ", %" PRId64 "x%" PRId64 "; L2 %" PRId64
                      " MiB, %" PRId64 " B sectors, LRU, %" PRId64 " SMs, %s\n",
-                algo, dtype, N, d, Br, Bc, l2_mb, sector, mc.sms, flush ? "emptied before each kernel" : "kept across kernels");
+                algo, bwd ? "bwd" : "fwd", dtype, N, d, Br, Bc, l2_mb, sector, mc.sms, flush ? "emptied before each kernel" : "kept across kernels");
         fprintf(out, "%-22s %7s %6s %6s %15s %15s %15s\n", "kernel", "CTAs", "per SM", "waves", "SM<-L2 read B",
                 "DRAM read B", "writeback B");
     }
@@ -129,9 +136,9 @@ int fl_cmd_l2(int argc, char **argv)
         const fl_gpu_kernel *g = tot ? NULL : &s.k[i];
         const int64_t waves = tot ? 0 : (g->ctas + g->per_sm * mc.sms - 1) / (g->per_sm * mc.sms);
         if (csv)
-            fprintf(out, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64
+            fprintf(out, "%s,%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64
                          ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n",
-                    algo, dtype, N, d, Br, Bc, tot ? "total" : g->name, tot ? 0 : g->ctas, tot ? 0 : g->per_sm, waves,
+                    algo, bwd ? "bwd" : "fwd", dtype, N, d, Br, Bc, tot ? "total" : g->name, tot ? 0 : g->ctas, tot ? 0 : g->per_sm, waves,
                     tot ? mr : 0, kp->sm_read_B, kp->dram_read_B, kp->writeback_B);
         else
             fprintf(out, "%-22s %7" PRId64 " %6" PRId64 " %6" PRId64 " %15" PRId64 " %15" PRId64 " %15" PRId64 "\n",
