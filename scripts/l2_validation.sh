@@ -29,8 +29,8 @@ for f in "$data/gpu_ncu.csv" "$data/gpu_ncu_bwd.csv"; do
       continue
     fi
     out=$("$cli" l2 --algo "$algo" --pass "$pass" --N "$N" --d "$d" --Br "$Br" --Bc "$Bc" --dtype "$dtype" --format csv)
-    per=$(echo "$out" | grep -v '^#' | awk -F, 'NR>1 && $7!="total" {s=s (s?"/":"") $10; w=w (w?"/":"") $11} END{print s "," w}')
-    tot=$(echo "$out" | awk -F, '$7=="total"{print $14 "," $13}')
+    per=$(echo "$out" | grep -v '^#' | awk -F, 'NR>1 && $8!="total" {s=s (s?"/":"") $10; w=w (w?"/":"") $11} END{print s "," w}')
+    tot=$(echo "$out" | awk -F, '$8=="total"{print $14 "," $13}')
     pd=${tot%,*}; ps=${tot#*,}
     awk -v k="$key" -v m="$dr" -v p="$pd" -v mr="$mr" -v smr="$smr" -v ps="$ps" -v per="$per" \
       'BEGIN{printf "%s,%s,%s,%.1f,%s,%.1f,%s,%s,%s\n", k, m, p, 100*(p-m)/m, mr, 100*(mr-m)/m, smr, ps, per}'
