@@ -140,7 +140,25 @@ static void relay_event(const fl_event *ev, void *ctx)
     if (rl->fn) rl->fn(ev, rl->ctx);
 }
 
-static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segments *sg, int bwd, fl_qkvo *io)
+/* Copies n values into tensor t, or fills it at random from *st when src is NULL. */
+static void fill(fl_machine *m, int t, const double *src, int64_t n, uint64_t *st)
+{
+    double *x = fl_tensor_get(m, t)->data;
+    if (src) memcpy(x, src, (size_t)n * sizeof *x);
+    else fl_rng_fill(st, x, n, -1.0, 1.0);
+}
+
+/* Copies tensor `name` out to dst (if both exist). */
+static void copy_out(fl_machine *m, const char *name, double *dst)
+{
+    const int t = fl_tensor_find(m, name);
+    if (t < 0 || !dst) return;
+    const fl_tensor *T = fl_tensor_get(m, t);
+    memcpy(dst, T->data, (size_t)(T->rows * T->cols) * sizeof *dst);
+}
+
+static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segments *sg, int bwd,
+                             const fl_values *in, fl_qkvo *io)
 {
     const int eb = p->elem_bytes;
     io->dO = io->dQ = io->dK = io->dV = -1;
@@ -156,16 +174,16 @@ static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segmen
     }
     if (fl_computes(m)) {
         uint64_t st = p->seed;
-        fl_rng_fill(&st, fl_tensor_get(m, io->Q)->data, sg->q_rows * p->d, -1.0, 1.0);
-        fl_rng_fill(&st, fl_tensor_get(m, io->K)->data, sg->k_rows * p->d, -1.0, 1.0);
-        fl_rng_fill(&st, fl_tensor_get(m, io->V)->data, sg->k_rows * p->d, -1.0, 1.0);
-        if (bwd) fl_rng_fill(&st, fl_tensor_get(m, io->dO)->data, sg->q_rows * p->d, -1.0, 1.0);
+        fill(m, io->Q, in ? in->Q : NULL, sg->q_rows * p->d, &st);
+        fill(m, io->K, in ? in->K : NULL, sg->k_rows * p->d, &st);
+        fill(m, io->V, in ? in->V : NULL, sg->k_rows * p->d, &st);
+        if (bwd) fill(m, io->dO, in ? in->dO : NULL, sg->q_rows * p->d, &st);
     }
     return FL_OK;
 }
 
-fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
-                 fl_result *r)
+static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
+                     fl_values *vals, fl_result *r)
 {
     const int bwd = (p->pass & FL_PASS_BWD) != 0, fwd_counted = (p->pass & FL_PASS_FWD) != 0;
     fl_blocks b, bb;
@@ -197,7 +215,7 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
     }
     fl_machine_set_trace(m, relay_event, &rl);
     fl_qkvo io;
-    if ((s = add_tensors(m, p, &sg, bwd, &io))) goto done;
+    if ((s = add_tensors(m, p, &sg, bwd, vals, &io))) goto done;
     io.q_rows = sg.q_rows;
     io.k_rows = sg.k_rows;
     io.seg = sg.seg;
@@ -246,8 +264,28 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
     r->lse_rel_err = r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = NAN;
     r->max_abs_err = r->rel_err = NAN;
     if (mode == FL_COMPUTE) s = check(m, p, &sg, io, bwd, r);
+    if (vals && !s) {
+        copy_out(m, "O", vals->O);
+        copy_out(m, "L", vals->L);
+        if (bwd) {
+            copy_out(m, "dQ", vals->dQ);
+            copy_out(m, "dK", vals->dK);
+            copy_out(m, "dV", vals->dV);
+        }
+    }
 done:
     fl_machine_free(m);
     fl_segments_free(&sg);
     return s;
+}
+
+fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
+                 fl_result *r)
+{
+    return run(p, mode, trace, trace_ctx, NULL, r);
+}
+
+fl_status fl_run_values(const fl_problem *p, fl_values *v, fl_result *r)
+{
+    return run(p, FL_COMPUTE, NULL, NULL, v, r);
 }
