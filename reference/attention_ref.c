@@ -30,7 +30,7 @@ double fl_ref_softmax_row(const double *s, int64_t n, const double *V, int64_t d
 {
     double mx = -INFINITY, sum = 0.0;
     for (int64_t j = 0; j < n; j++)
-        if (s[j] > mx) mx = s[j];
+        if (s[j] > mx || isnan(s[j])) mx = s[j]; /* NaN propagates (docs/errors.md) */
     for (int64_t c = 0; c < dv; c++) out[c] = 0.0;
     if (mx == -INFINITY) return -INFINITY; /* no legal key: zeros */
     for (int64_t j = 0; j < n; j++) {

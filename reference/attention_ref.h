@@ -27,7 +27,8 @@ fl_status fl_ref_attention(int64_t Nq, int64_t Nk, int64_t d, int64_t dv, const 
                            const void *ctx, double *O, double *L);
 
 /* One row: out[0:dv] = softmax(s[0:n]) V, with V n x dv row-major and -inf scores masked.
- * Returns the row's logsumexp (-inf, with out = 0, when every score is -inf). */
+ * Returns the row's logsumexp (-inf, with out = 0, when every score is -inf).  A NaN or +inf
+ * score gives a NaN output and logsumexp (docs/errors.md). */
 double fl_ref_softmax_row(const double *s, int64_t n, const double *V, int64_t dv, double *out);
 
 /* max |a - b| over n values, and the relative error max|a - b| / max|b| (max|a - b| when b is

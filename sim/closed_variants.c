@@ -187,6 +187,34 @@ fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, 
     FL_TRY(fl_segments_build(p, &sg));
     ck c = {0};
     fl_counts r = {0};
+    /* The sums below loop over row and key blocks (Tr + Tc per segment).  Refuse, before
+     * looping, what cannot be counted: a bound on the counts that overflows (every count is at
+     * most 8 (Hq Tq + Hkv Tk) d (Tr + Tc + 2) + 8 Hq Tq Nk_max, a factor of a few above the
+     * largest), or more loop steps than the run's event limit (each step is at least one event
+     * of the simulation, so fl_run would refuse that run anyway). */
+    {
+        int64_t nq, nk;
+        fl_problem_lengths(p, &nq, &nk);
+        const int64_t T = add(&c, fl_cdiv(nq, b->Br), fl_cdiv(nk, b->Bc));
+        const int64_t rows = add(&c, sg.q_rows, sg.k_rows);
+        const int64_t bound = add(&c, mul(&c, 8, mul(&c, mul(&c, rows, p->d), add(&c, T, 2))),
+                                  mul(&c, 8, mul(&c, sg.q_rows, nk)));
+        const int64_t steps = mul(&c, sg.nseg, T);
+        (void)bound;
+        if (c.ovf) {
+            fl_segments_free(&sg);
+            return fl_fail(FL_EOVERFLOW, "--N/--d/--batch/--heads: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",
+                           (long long)p->N, (long long)p->d);
+        }
+        if (p->max_events > 0 && steps > p->max_events) {
+            fl_segments_free(&sg);
+            return fl_fail(FL_EINVAL,
+                           "--max-events: %s at N = %lld, d = %lld, M = %lld makes more than %lld tile "
+                           "events, more than the limit %lld; raise --max-events or M",
+                           fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M,
+                           (long long)p->max_events, (long long)p->max_events);
+        }
+    }
     r.sram_peak = b->footprint;
     for (int64_t k = 0; k < sg.nseg; k++) {
         const fl_seg *s = &sg.seg[k];

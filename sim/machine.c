@@ -157,7 +157,21 @@ void fl_sram_free(fl_machine *m, fl_buf *b)
     b->x = NULL;
 }
 
-/* Bounds of a tile move; a failure here is a bug in the schedule, not in the user's input. */
+/* Bounds of a tile move; a failure here is a bug in the schedule, not in the user's input.
+ * tile_ok is the hot path of the count-only machine (one call per tile event): a few compares,
+ * inlined; check_tile, out of line, builds the message only when a tile is bad. */
+static inline int tile_ok(const fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0,
+                          int64_t nr, int64_t nc)
+{
+    if ((unsigned)t >= (unsigned)m->ntensors || !b || !b->live) return 0;
+    const fl_tensor *T = &m->tensors[t];
+    return nr > 0 && nc > 0 && nr <= b->rows && nc <= b->cols && r0 >= 0 && c0 >= 0 &&
+           r0 <= T->rows - nr && c0 <= T->cols - nc;
+}
+
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
 static fl_status check_tile(const fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0,
                             int64_t nr, int64_t nc, const char *verb)
 {
@@ -167,42 +181,59 @@ static fl_status check_tile(const fl_machine *m, const fl_buf *b, int t, int64_t
     if (!b || !b->live)
         return fl_fail(FL_EBOUNDS, "%s: %s of %s through a buffer that is not live", m->schedule,
                        verb, T->name);
-    if (nr <= 0 || nc <= 0 || nr > b->rows || nc > b->cols || r0 < 0 || c0 < 0 ||
-        r0 > T->rows - nr || c0 > T->cols - nc)
-        return fl_fail(FL_EBOUNDS,
-                       "%s: %s of tile %lldx%lld at (%lld,%lld) of %s (%lldx%lld) via %s (%lldx%lld) "
-                       "is out of bounds",
-                       m->schedule, verb, (long long)nr, (long long)nc, (long long)r0, (long long)c0,
-                       T->name, (long long)T->rows, (long long)T->cols, b->name, (long long)b->rows,
-                       (long long)b->cols);
-    return FL_OK;
+    return fl_fail(FL_EBOUNDS,
+                   "%s: %s of tile %lldx%lld at (%lld,%lld) of %s (%lldx%lld) via %s (%lldx%lld) "
+                   "is out of bounds",
+                   m->schedule, verb, (long long)nr, (long long)nc, (long long)r0, (long long)c0,
+                   T->name, (long long)T->rows, (long long)T->cols, b->name, (long long)b->rows,
+                   (long long)b->cols);
+}
+
+/* What a load does beyond counting: copy values (FL_COMPUTE) and report (trace).  Out of line so
+ * that the count-only path stays short. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void load_slow(fl_machine *m, fl_buf *b, fl_tensor *T, int64_t r0, int64_t c0, int64_t nr,
+                      int64_t nc)
+{
+    if (m->mode == FL_COMPUTE)
+        for (int64_t r = 0; r < nr; r++)
+            memcpy(b->x + r * b->cols, T->data + (r0 + r) * T->cols + c0, (size_t)nc * sizeof(double));
+    if (m->trace) emit(m, FL_EV_LOAD, T->name, b, r0, c0, nr, nc);
+}
+
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void store_slow(fl_machine *m, const fl_buf *b, fl_tensor *T, int64_t r0, int64_t c0,
+                       int64_t nr, int64_t nc)
+{
+    if (m->mode == FL_COMPUTE)
+        for (int64_t r = 0; r < nr; r++)
+            memcpy(T->data + (r0 + r) * T->cols + c0, b->x + r * b->cols, (size_t)nc * sizeof(double));
+    if (m->trace) emit(m, FL_EV_STORE, T->name, b, r0, c0, nr, nc);
 }
 
 fl_status fl_load(fl_machine *m, fl_buf *b, int t, int64_t r0, int64_t c0, int64_t nr,
                   int64_t nc)
 {
-    FL_TRY(check_tile(m, b, t, r0, c0, nr, nc, "load"));
+    if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "load");
     fl_tensor *T = &m->tensors[t];
     T->reads += nr * nc; /* rule R1: one read per element moved HBM -> SRAM */
     m->events++;
-    if (m->mode == FL_COMPUTE)
-        for (int64_t r = 0; r < nr; r++)
-            memcpy(b->x + r * b->cols, T->data + (r0 + r) * T->cols + c0, (size_t)nc * sizeof(double));
-    if (m->trace) emit(m, FL_EV_LOAD, T->name, b, r0, c0, nr, nc);
+    if (m->mode == FL_COMPUTE || m->trace) load_slow(m, b, T, r0, c0, nr, nc);
     return FL_OK;
 }
 
 fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0, int64_t nr,
                    int64_t nc)
 {
-    FL_TRY(check_tile(m, b, t, r0, c0, nr, nc, "store"));
+    if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "store");
     fl_tensor *T = &m->tensors[t];
     T->writes += nr * nc; /* rule R2: one write per element moved SRAM -> HBM */
     m->events++;
-    if (m->mode == FL_COMPUTE)
-        for (int64_t r = 0; r < nr; r++)
-            memcpy(T->data + (r0 + r) * T->cols + c0, b->x + r * b->cols, (size_t)nc * sizeof(double));
-    if (m->trace) emit(m, FL_EV_STORE, T->name, b, r0, c0, nr, nc);
+    if (m->mode == FL_COMPUTE || m->trace) store_slow(m, b, T, r0, c0, nr, nc);
     return FL_OK;
 }
 

@@ -43,7 +43,7 @@ double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s,
 {
     double mt = -INFINITY;
     for (int64_t j = 0; j < n; j++)
-        if (s[j] > mt) mt = s[j];
+        if (s[j] > mt || isnan(s[j])) mt = s[j]; /* a NaN score is not skipped: it propagates */
     if (mt == -INFINITY) { /* no legal key in this tile: skip it before any exp */
         if (p)
             for (int64_t j = 0; j < n; j++) p[j] = 0.0;
@@ -70,7 +70,7 @@ double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s,
 
 void fl_osm_finish(double l, const double *u, int64_t dv, double *out)
 {
-    for (int64_t c = 0; c < dv; c++) out[c] = (l > 0.0) ? u[c] / l : 0.0;
+    for (int64_t c = 0; c < dv; c++) out[c] = (l == 0.0) ? 0.0 : u[c] / l; /* NaN l stays NaN */
 }
 
 fl_status fl_osm_tiled(const double *s, int64_t n, const double *V, int64_t dv, int64_t tile,

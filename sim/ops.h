@@ -24,12 +24,14 @@ void fl_op_matmul(fl_buf *C, const fl_buf *A, const fl_buf *B, int64_t m, int64_
  *   m' = max(m, max s);  a = exp(m - m');  l' = a*l + sum exp(s - m');
  *   u' = a*u + sum_j exp(s_j - m') v_j.
  * Scores of -inf are masked.  A step whose scores are all -inf changes nothing (it is skipped
- * before any exp, since -inf - -inf is undefined).  Returns the rescale factor a (1 when
+ * before any exp, since -inf - -inf is undefined).  A NaN or +inf score makes the state NaN,
+ * and it stays NaN (docs/errors.md: NaN propagates, it is never taken for a masked score).  Returns the rescale factor a (1 when
  * skipped, 0 when the state was empty).  p (if not NULL) receives exp(s - m'). */
 double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n,
                    const double *v, int64_t ldv, double *p);
 
-/* Finishes a row: out[0:dv] = u / l, or zeros when l == 0 (no legal key; docs/model.md rule M0).
+/* Finishes a row: out[0:dv] = u / l, or zeros when l == 0 (no legal key; docs/model.md rule M0);
+ * a NaN l gives NaN.
  * out may alias u. */
 void fl_osm_finish(double l, const double *u, int64_t dv, double *out);
 

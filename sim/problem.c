@@ -5,6 +5,7 @@
 #include "../reference/heads.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const algo_names[FL_NALGO] = {"standard", "flash1", "flash2", "flash2-gqa"};
@@ -181,7 +182,7 @@ static int64_t largest(int64_t hi, int (*ok)(int64_t, const rule *), const rule 
     int64_t lo = 0; /* ok(lo) holds (or lo = 0) */
     if (hi < 1) return 0;
     while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
+        int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2; /* ceil((lo + hi) / 2), no overflow */
         if (ok(mid, r)) lo = mid; else hi = mid - 1;
     }
     return lo;
@@ -203,15 +204,24 @@ static int64_t standard_bd(const fl_problem *p, int64_t Br, int64_t Bc)
     return fl_min64(p->d, (p->M - area) / (Br + Bc));
 }
 
+/* A footprint for a message: its value, or "more than 2^63 - 1" when the footprint overflowed. */
+static const char *need_text(int64_t need, char *buf, size_t n)
+{
+    if (need < 0) snprintf(buf, n, "more than %lld", (long long)INT64_MAX);
+    else snprintf(buf, n, "%lld", (long long)need);
+    return buf;
+}
+
 static fl_status too_small(const rule *r)
 {
     const fl_problem *p = r->p;
+    char nb[48];
     int64_t need = fl_footprint_pass(p->algo, r->bwd, r->G, p->d, 1, 1, p->algo == FL_ALGO_STANDARD ? 1 : p->d);
     return fl_fail(FL_ECAPACITY,
-                   "--M: %s%s needs at least %lld elements of SRAM for its smallest tiles "
+                   "--M: %s%s needs %s%s elements of SRAM for its smallest tiles "
                    "(Br = Bc = 1, d = %lld); M = %lld is too small",
-                   fl_algo_name(p->algo), r->bwd ? " backward" : "", (long long)need, (long long)p->d,
-                   (long long)p->M);
+                   fl_algo_name(p->algo), r->bwd ? " backward" : "", need < 0 ? "" : "at least ",
+                   need_text(need, nb, sizeof nb), (long long)p->d, (long long)p->M);
 }
 
 static const char *footprint_label(fl_algo a, int bwd)
@@ -233,7 +243,8 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b)
     switch (p->algo) {
     case FL_ALGO_FLASH1: {
         /* (B1) the paper: Bc = ceil(M/4d), Br = min(ceil(M/4d), d) */
-        b->paper_Bc = fl_cdiv(p->M, 4 * p->d);
+        int64_t d4; /* 4d > M (so ceil(M/4d) = 1) when 4d does not fit in 64 bits */
+        b->paper_Bc = fl_mul_ok(4, p->d, &d4) ? fl_cdiv(p->M, d4) : 1;
         b->paper_Br = fl_min64(b->paper_Bc, p->d);
         b->paper_footprint = fl_footprint_pass(FL_ALGO_FLASH1, bwd, 1, p->d, b->paper_Br, b->paper_Bc, p->d);
         /* shrink to the largest Bc <= min(paper Bc, Nk) whose buffers fit, same shape */
@@ -256,8 +267,9 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b)
         /* (B0) panels (Bd = d) when they give tiles at least as large as cubes of side
          * t = floor(sqrt(M/3)); else cubes (Br = Bc = Bd = t).  Both passes. */
         int64_t t = (int64_t)floor(sqrt((double)p->M / 3.0));
-        while ((t + 1) * (t + 1) * 3 <= p->M) t++;
-        while (t > 0 && t * t * 3 > p->M) t--;
+        const int64_t third = p->M / 3; /* 3t^2 <= M  <=>  t <= floor(M/3) / t: no overflow */
+        while (t + 1 <= third / (t + 1)) t++;
+        while (t > 0 && t > third / t) t--;
         int64_t panel = largest(fl_max64(n, t), ok_square, &r);
         if (panel >= t && panel > 0) {
             b->Br = b->Bc = fl_min64(panel, n);
@@ -278,14 +290,15 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b)
         if (p->Bc) b->Bc = p->Bc;
         if (p->algo == FL_ALGO_STANDARD) b->Bd = standard_bd(p, b->Br, b->Bc);
         if (b->Bd < 1 || !fits(&r, b->Br, b->Bc, b->Bd)) {
+            char nb[48];
             int64_t need = fl_footprint_pass(p->algo, bwd, r.G, p->d, b->Br, b->Bc,
                                              p->algo == FL_ALGO_STANDARD ? 1 : p->d);
             return fl_fail(FL_EINVAL,
-                           "--Br/--Bc: %s%s blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
+                           "--Br/--Bc: %s%s blocks Br = %lld, Bc = %lld need %s elements of SRAM "
                            "(docs/model.md eq. %s), more than M = %lld",
                            fl_algo_name(p->algo), bwd ? " backward" : "", (long long)b->Br,
-                           (long long)b->Bc, (long long)need, footprint_label(p->algo, bwd),
-                           (long long)p->M);
+                           (long long)b->Bc, need_text(need, nb, sizeof nb),
+                           footprint_label(p->algo, bwd), (long long)p->M);
         }
     }
     b->footprint = fl_footprint_pass(p->algo, bwd, r.G, p->d, b->Br, b->Bc, b->Bd);

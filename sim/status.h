@@ -40,8 +40,8 @@ const char *fl_strerror(fl_status code);
 int fl_mul_ok(int64_t a, int64_t b, int64_t *out);
 int fl_add_ok(int64_t a, int64_t b, int64_t *out);
 
-/* ceil(a / b) for a >= 0, b > 0. */
-static inline int64_t fl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) for a >= 0, b > 0; exact for every such pair (no a + b - 1 that could overflow). */
+static inline int64_t fl_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 static inline int64_t fl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t fl_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 

@@ -6,6 +6,10 @@
 int fl_cmd_count(int argc, char **argv); /* flashlab count */
 int fl_cmd_run(int argc, char **argv);   /* flashlab run   */
 int fl_cmd_example(int argc, char **argv);
+int fl_cmd_sweep(int argc, char **argv);  /* flashlab sweep  (cmd_sweep.c)  */
+int fl_cmd_bound(int argc, char **argv);  /* flashlab bound  (cmd_bound.c)  */
+int fl_cmd_plot(int argc, char **argv);   /* flashlab plot   (cmd_plot.c)   */
+int fl_cmd_report(int argc, char **argv); /* flashlab report (cmd_report.c) */
 
 /* Prints "flashlab: <last error>" on stderr and returns fl_exit_code(s). */
 int fl_cli_error(int s);

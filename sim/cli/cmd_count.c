@@ -6,6 +6,7 @@
 #include "args.h"
 #include "cli.h"
 #include "emit.h"
+#include "presets.h"
 #include "run.h"
 
 static const char *usage =
@@ -15,7 +16,9 @@ static const char *usage =
     "                flash2-gqa is in all when --kv-heads < --heads]\n"
     "  --N N         query sequence length (packed tokens with --cu-seqlens-q) [1024]\n"
     "  --d D         head dimension                                   [64]\n"
-    "  --M M         SRAM capacity in elements                        [98304 = A100 192 KiB, fp16]\n"
+    "  --M M         SRAM capacity in elements (overrides --sram)     [98304 = A100 192 KiB, fp16]\n"
+    "  --sram GPU    M from a preset: a100, h100, h200, b200          [a100]\n"
+    "  --dtype T     fp16, bf16 or fp32: bytes per element; M from --sram [fp16]\n"
     "  --Br B        query block rows (default: the schedule's rule, docs/model.md §3)\n"
     "  --Bc B        key/value block rows (default: the schedule's rule)\n"
     "  --seed S      seed of the random inputs (run)                  [1]\n"
@@ -84,9 +87,10 @@ static fl_status finish_varlen(opts *o)
     return FL_OK;
 }
 
+/* A comma list of distinct schedule names, or "all".  Every item is checked as written: an
+ * empty item (",flash1", "flash1,") is an error, and no length is cut off. */
 static fl_status parse_algos(const char *s, opts *o)
 {
-    char buf[256];
     o->nalgos = 0;
     o->all = 0;
     if (strcmp(s, "all") == 0) { /* flash2-gqa joins when there are groups (finish_algos) */
@@ -95,15 +99,24 @@ static fl_status parse_algos(const char *s, opts *o)
         o->all = 1;
         return FL_OK;
     }
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    for (const char *item = s;; item++) {
+        const size_t len = strcspn(item, ",");
+        char tok[32];
         fl_algo a;
+        if (len == 0)
+            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
+        if (len >= sizeof tok)
+            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose standard, flash1, flash2 or flash2-gqa)",
+                           (int)len, item);
+        memcpy(tok, item, len);
+        tok[len] = 0;
         FL_TRY(fl_algo_parse(tok, &a));
         for (int k = 0; k < o->nalgos; k++)
             if (o->algos[k] == (int)a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", tok);
         o->algos[o->nalgos++] = a;
+        item += len;
+        if (!*item) break;
     }
-    if (!o->nalgos) return fl_fail(FL_EINVAL, "--algo: needs at least one schedule");
     return FL_OK;
 }
 
@@ -112,7 +125,8 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
 {
     const int64_t big = INT64_MAX / 4;
     fl_args a;
-    const char *name, *iv, *v;
+    const char *name, *iv, *v, *sram = NULL, *dtype = NULL;
+    int64_t M_given = 0;
     int k;
     memset(o, 0, sizeof *o);
     o->p = fl_problem_default();
@@ -120,6 +134,8 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
     FL_TRY(parse_algos("all", o));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
+        if ((strcmp(name, "--help") == 0 || strcmp(name, "--explain") == 0) && iv)
+            return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, iv);
         if (strcmp(name, "--help") == 0) {
             printf(usage, cmd, blurb);
             return -1;
@@ -149,7 +165,9 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         else if (strcmp(name, "--cu-seqlens-k") == 0)
             FL_TRY(fl_parse_i64_list(name, v, 0, big, o->cuk, FL_CLI_MAX_BATCH + 1, &o->ncuk));
         else if (strcmp(name, "--d") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.d));
-        else if (strcmp(name, "--M") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.M));
+        else if (strcmp(name, "--M") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &M_given));
+        else if (strcmp(name, "--sram") == 0) sram = v;
+        else if (strcmp(name, "--dtype") == 0) dtype = v;
         else if (strcmp(name, "--Br") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Br));
         else if (strcmp(name, "--Bc") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Bc));
         else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
@@ -158,6 +176,7 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         else return fl_fail(FL_EINVAL, "%s: unknown option for %s (see flashlab %s --help)", name, cmd, cmd);
     }
     if (k < 0) return FL_EINVAL;
+    FL_TRY(fl_presets_resolve(sram, dtype, M_given, &o->p.M, &o->p.elem_bytes)); /* presets.h */
     FL_TRY(finish_varlen(o));
     if (o->all && o->p.kv_heads && o->p.kv_heads < o->p.heads) o->algos[o->nalgos++] = FL_ALGO_FLASH2_GQA;
     return fl_problem_check(&o->p);

@@ -10,11 +10,13 @@ int fl_cmd_example(int argc, char **argv)
 {
     int n;
     const fl_example *ex = fl_examples(&n);
-    if (argc < 1 || strcmp(argv[0], "--help") == 0) {
+    if (argc < 1) /* bad input: the one line only, nothing on stdout */
+        return fl_cli_error(fl_fail(FL_EINVAL, "example: needs a name (try: flashlab example list)"));
+    if (strcmp(argv[0], "--help") == 0) {
         printf("usage: flashlab example list | NAME\n"
                "Reproduces a worked example from the seed documents and checks its numbers.\n"
                "Exit status 0 when every check passes, 1 when one fails.\n");
-        return argc < 1 ? fl_cli_error(fl_fail(FL_EINVAL, "example: needs a name (try: flashlab example list)")) : 0;
+        return 0;
     }
     if (argc > 1) return fl_cli_error(fl_fail(FL_EINVAL, "example: takes one name, got '%s' too", argv[1]));
     if (strcmp(argv[0], "list") == 0) {

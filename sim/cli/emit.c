@@ -23,9 +23,8 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
     if (fmt == FL_FMT_CSV) {
         fputs("algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total,sram_peak,closed_form_total,"
               "hbm_bytes,tile_events,Bd", out);
-        fputs(with_errors ? ",max_abs_err,rel_err" : "", out);
         fputs(",pass,Nk,causal,window_left,window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total", out);
-        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err\n" : "\n", out);
+        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err,max_abs_err,rel_err\n" : "\n", out);
     } else if (fmt == FL_FMT_JSON) {
         fputs("[", out);
     } else {
@@ -66,12 +65,13 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                      ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
                 name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->reads, r->writes, r->total,
                 r->sram_peak, r->closed.total, r->bytes, r->events, r->b.Bd);
-        if (e->with_errors) fprintf(out, ",%.3e,%.3e", r->max_abs_err, r->rel_err);
         fprintf(out, ",%s,%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64,
                 pass_name(p->pass), p->Nk ? p->Nk : p->N, fl_causal_name(p->causal), p->window_left,
                 p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
                 p->cu_seqlens_q != NULL, r->fwd_total, r->bwd_total);
-        if (e->with_errors) fprintf(out, ",%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err);
+        if (e->with_errors)
+            fprintf(out, ",%.3e,%.3e,%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err,
+                    r->max_abs_err, r->rel_err);
         fputc('\n', out);
         break;
     case FL_FMT_JSON:

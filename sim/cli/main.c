@@ -13,6 +13,10 @@ static const struct {
     {"count", fl_cmd_count, "count HBM reads/writes of the schedules (count-only machine)"},
     {"run", fl_cmd_run, "run the schedules on real values and check them against the reference"},
     {"example", fl_cmd_example, "reproduce the seeds' worked examples (list, two-tile, ...)"},
+    {"sweep", fl_cmd_sweep, "count a grid of configurations (lists and ranges), one CSV row each"},
+    {"bound", fl_cmd_bound, "fit the IO laws (slopes in M, N, d; c in c*N^2d^2/M) with GSL"},
+    {"plot", fl_cmd_plot, "regenerate the figures (PNG, PDF, SVG) with gnuplot"},
+    {"report", fl_cmd_report, "the main job: GPT-2-medium table, fits, examples, figures"},
 };
 
 int fl_cli_error(int s)

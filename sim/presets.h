@@ -1,0 +1,54 @@
+/* presets.h: hardware presets for the SRAM capacity M, and element types.
+ *
+ * M is in elements: a preset gives the on-chip memory of one streaming multiprocessor in bytes
+ * (the combined L1 / shared-memory array, the figure the FlashAttention paper uses for the A100:
+ * "192KB"), and M = bytes / element size.  The numbers and their sources are listed in
+ * docs/analysis.md ("Hardware presets"); fl_sram_presets() returns them for printing.
+ *
+ *   a100  192 KiB/SM   M = 98304 (fp16/bf16), 49152 (fp32)
+ *   h100  256 KiB/SM   M = 131072 (fp16/bf16), 65536 (fp32)
+ *   h200  256 KiB/SM   (same GH100 SM as the H100)
+ *   b200  256 KiB/SM
+ *
+ * Any preset is overridden by an explicit --M (the CLI applies --M last).
+ */
+#ifndef FL_PRESETS_H
+#define FL_PRESETS_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct {
+    const char *name;        /* "a100" */
+    const char *gpu;         /* "NVIDIA A100 (Ampere, sm_80)" */
+    int64_t sram_bytes;      /* combined L1/shared memory per SM, bytes */
+    int64_t max_smem_block;  /* largest shared memory one block may use, bytes (for reference) */
+    const char *source;      /* where the numbers come from */
+} fl_sram_preset;
+
+typedef struct {
+    const char *name; /* "fp16" */
+    int bytes;        /* 2 */
+} fl_dtype;
+
+/* All presets in listing order; *n receives their number. */
+const fl_sram_preset *fl_sram_presets(int *n);
+
+/* The preset called name; FL_EINVAL naming --sram and the choices if unknown. */
+fl_status fl_sram_preset_find(const char *name, const fl_sram_preset **out);
+
+/* Parses fp16, bf16 or fp32 into bytes per element; FL_EINVAL naming --dtype otherwise. */
+fl_status fl_dtype_parse(const char *name, int *bytes);
+
+/* M in elements for a preset at elem_bytes per element: sram_bytes / elem_bytes. */
+int64_t fl_preset_M(const fl_sram_preset *p, int elem_bytes);
+
+/* What --sram, --dtype and --M together mean (sram, dtype may be NULL = not given; M_given 0 =
+ * not given): *elem_bytes from dtype (fp16 when absent); *M = M_given when nonzero, else the
+ * preset's bytes (a100 when absent) / *elem_bytes.  FL_EINVAL naming the option if a name is
+ * unknown. */
+fl_status fl_presets_resolve(const char *sram, const char *dtype, int64_t M_given, int64_t *M,
+                             int *elem_bytes);
+
+#endif

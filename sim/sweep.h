@@ -1,0 +1,94 @@
+/* sweep.h: run a grid of configurations on the count-only machine.
+ *
+ * A sweep is the Cartesian product of value lists for the schedule, N, d, M, Br and Bc.  Each
+ * configuration is executed by fl_run (run.h) in FL_COUNT mode: every count comes from the
+ * schedule running on the machine, never from a closed form.
+ *
+ * Order (deterministic): schedules in the order given, then N, then d, then M, then Br, then Bc,
+ * each list in the order given (the last list varies fastest).
+ *
+ * A configuration that cannot run is *skipped* with its reason, never dropped silently: M below
+ * the schedule's smallest tiles (FL_ECAPACITY), a --Br/--Bc override that does not fit in M,
+ * more tile events than max_events (FL_EINVAL), counts that overflow 64 bits (FL_EOVERFLOW).
+ * The sink's skip callback receives the problem and fl_last_error()'s line.  Any other error
+ * (out of memory, a schedule bug) stops the sweep and is returned.
+ *
+ * With M_upto_Nd set, M values above N*d are not part of the grid for that (N, d): this is the
+ * upper end of the paper's regime d <= M <= Nd, a choice of grid, not a skip.
+ */
+#ifndef FL_SWEEP_H
+#define FL_SWEEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "run.h"
+
+typedef struct {
+    int algos[FL_NALGO];     /* fl_algo values, in output order */
+    int nalgos;
+    const int64_t *N, *d, *M; /* value lists (caller-owned, must outlive the sweep) */
+    int nN, nd, nM;
+    const int64_t *Br, *Bc;  /* NULL (or a 0 value) = the schedule's default rule */
+    int nBr, nBc;
+    int M_upto_Nd;           /* keep only M <= N*d */
+    int elem_bytes;          /* bytes per element of Q, K, V, O, S, P */
+    int64_t max_events;      /* per configuration; 0 = no limit */
+} fl_sweep_spec;
+
+/* Receives the sweep's results in order.  Any callback may be NULL. */
+typedef struct {
+    void (*row)(const fl_result *r, void *ctx);
+    void (*skip)(const fl_problem *p, const char *reason, void *ctx);
+    void (*progress)(int64_t done, int64_t total, void *ctx); /* after each configuration */
+    void *ctx;
+} fl_sweep_sink;
+
+typedef struct {
+    int64_t configs; /* configurations in the grid (after M_upto_Nd) */
+    int64_t rows;    /* configurations that ran */
+    int64_t skipped; /* configurations that could not run */
+    int64_t events;  /* tile events executed, summed over rows */
+} fl_sweep_stats;
+
+/* A spec with no lists, all three schedules, fp16 sizes and fl_problem_default's event limit. */
+fl_sweep_spec fl_sweep_spec_init(void);
+
+/* The default sweep of `flashlab report` and `flashlab bound`: all three forward schedules,
+ * N = 512..65536 (x2), d in {64, 128}, M = 4096..N*d (x2), default blocks. */
+fl_sweep_spec fl_sweep_spec_report(void);
+
+/* Number of configurations in the grid; FL_EINVAL (naming the option) if a list is empty. */
+fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs);
+
+/* Runs the sweep, calling sink for each configuration in order; *stats (may be NULL) receives
+ * the totals.  Returns FL_OK when the sweep completed (skips included). */
+fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_sweep_stats *stats);
+
+/* One configuration's counts, as kept in memory by fl_sweep_collect. */
+typedef struct {
+    fl_algo algo;
+    int64_t N, d, M, Br, Bc, Bd;
+    int64_t reads, writes, total, bytes, events, closed_total;
+} fl_point;
+
+/* Points in sweep order.  Zero-initialise; free with fl_table_free. */
+typedef struct {
+    fl_point *p;
+    size_t n, cap;
+    int64_t skipped;
+} fl_table;
+
+/* Appends r's counts to t.  FL_ENOMEM if t cannot grow. */
+fl_status fl_table_add(fl_table *t, const fl_result *r);
+
+/* Runs the sweep and appends every row to t (skips are counted in t->skipped). */
+fl_status fl_sweep_collect(const fl_sweep_spec *s, fl_table *t, fl_sweep_stats *stats);
+
+/* Frees t's points; t becomes empty.  NULL is a no-op. */
+void fl_table_free(fl_table *t);
+
+/* The first point with these coordinates (any blocks), or NULL. */
+const fl_point *fl_table_find(const fl_table *t, fl_algo a, int64_t N, int64_t d, int64_t M);
+
+#endif

@@ -1,0 +1,148 @@
+/* test_errors_cli.c: the catalogue of bad inputs to the flashlab CLI (docs/errors.md, sections
+ * "Numbers", "Names and lists", "Sizes", "Command line"), each run through the built binary:
+ * exit status 2, nothing on stdout, exactly the one line the catalogue gives on stderr.
+ * Fuzzer findings and their fixes are tested in test_errors_regress.c. */
+#include "test_errors_util.h"
+
+/* ---- Numbers: --N, --d, --M, --Br, --Bc (integers in [1, 2^61 - 1]) -------------------- */
+
+Test(errors_cli, size_zero)
+{
+    EXPECT_BAD("--N: 0 is out of range (must be between 1 and 2305843009213693951)", "count", "--N", "0");
+    EXPECT_BAD("--d: 0 is out of range (must be between 1 and 2305843009213693951)", "run", "--d", "0");
+    EXPECT_BAD("--M: 0 is out of range (must be between 1 and 2305843009213693951)", "count", "--M", "0");
+    EXPECT_BAD("--Br: 0 is out of range (must be between 1 and 2305843009213693951)", "count", "--Br", "0");
+    EXPECT_BAD("--Bc: 0 is out of range (must be between 1 and 2305843009213693951)", "count", "--Bc=0");
+}
+
+Test(errors_cli, size_negative)
+{
+    EXPECT_BAD("--N: -5 is out of range (must be between 1 and 2305843009213693951)", "count", "--N", "-5");
+    EXPECT_BAD("--d: -0 is out of range (must be between 1 and 2305843009213693951)", "count", "--d=-0");
+    EXPECT_BAD("--Bc: -1 is out of range (must be between 1 and 2305843009213693951)", "run", "--Bc", "-1");
+}
+
+Test(errors_cli, size_not_a_number)
+{
+    EXPECT_BAD("--N: 'abc' is not an integer", "count", "--N", "abc");
+    EXPECT_BAD("--N: ' 64' is not an integer", "count", "--N", " 64");
+    EXPECT_BAD("--d: '0x40' is not an integer (whole numbers only, no 'x')", "count", "--d", "0x40");
+    EXPECT_BAD("--M: '64 ' is not an integer (whole numbers only, no ' ')", "count", "--M", "64 ");
+    EXPECT_BAD("--N: needs an integer value", "count", "--N=");
+    EXPECT_BAD("--N: needs a value", "count", "--N");
+}
+
+Test(errors_cli, size_fractional_or_exponent)
+{
+    EXPECT_BAD("--N: '1.5' is not an integer (whole numbers only, no '.')", "count", "--N", "1.5");
+    EXPECT_BAD("--N: '1e3' is not an integer (whole numbers only, no 'e')", "count", "--N", "1e3");
+    EXPECT_BAD("--M: 'inf' is not an integer", "count", "--M", "inf");
+    EXPECT_BAD("--M: 'nan' is not an integer", "count", "--M", "nan");
+}
+
+Test(errors_cli, size_huge)
+{
+    EXPECT_BAD("--N: 99999999999999999999 is out of range (must be between 1 and 2305843009213693951)",
+               "count", "--N", "99999999999999999999");
+    EXPECT_BAD("--M: 2305843009213693952 is out of range (must be between 1 and 2305843009213693951)",
+               "count", "--M", "2305843009213693952");
+}
+
+Test(errors_cli, seed_and_max_events)
+{
+    EXPECT_BAD("--seed: '-1' is not a non-negative integer", "run", "--seed", "-1");
+    EXPECT_BAD("--seed: '+1' is not a non-negative integer", "run", "--seed", "+1");
+    EXPECT_BAD("--seed: 18446744073709551616 does not fit in 64 bits", "run", "--seed", "18446744073709551616");
+    EXPECT_BAD("--max-events: -1 is out of range (must be between 0 and 9223372036854775807)",
+               "count", "--max-events", "-1");
+    EXPECT_BAD("--max-events: standard at N = 65536, d = 64, M = 4096 makes 34042315 tile events, more "
+               "than the limit 1000; raise --max-events or M",
+               "count", "--algo", "standard", "--N", "65536", "--d", "64", "--M", "4096", "--max-events", "1000");
+}
+
+/* ---- Names and lists ------------------------------------------------------------------------ */
+
+Test(errors_cli, unknown_names)
+{
+    EXPECT_BAD("--algo: unknown schedule 'flash3' (choose standard, flash1, flash2 or flash2-gqa)", "count", "--algo", "flash3");
+    EXPECT_BAD("--algo: unknown schedule 'Flash1' (choose standard, flash1, flash2 or flash2-gqa)", "count", "--algo", "Flash1");
+    EXPECT_BAD("--format: unknown format 'xml' (choose table, csv or json)", "count", "--format", "xml");
+    EXPECT_BAD("--frobnicate: unknown option for count (see flashlab count --help)", "count", "--frobnicate", "3");
+    EXPECT_BAD("--n: unknown option for run (see flashlab run --help)", "run", "--n", "3");
+    EXPECT_BAD("'N': expected an option such as --N 1024 (see --help)", "count", "N", "3");
+    EXPECT_BAD("'--': expected an option such as --N 1024 (see --help)", "count", "--");
+    EXPECT_BAD("'frob': unknown command (see flashlab --help)", "frob");
+    EXPECT_BAD("example: unknown example 'nope' (see flashlab example list)", "example", "nope");
+    EXPECT_BAD("example: takes one name, got 'extra' too", "example", "list", "extra");
+}
+
+Test(errors_cli, algo_list_repeat)
+{
+    EXPECT_BAD("--algo: 'flash1' is listed twice", "count", "--algo", "flash1,flash2,flash1");
+}
+
+/* ---- Sizes: SRAM, overrides, overflow, compute limits --------------------------------------- */
+
+Test(errors_cli, M_below_smallest_tile)
+{
+    EXPECT_BAD("--M: standard needs at least 3 elements of SRAM for its smallest tiles (Br = Bc = 1, d = 1); "
+               "M = 2 is too small", "count", "--algo", "standard", "--d", "1", "--M", "2");
+    EXPECT_BAD("--M: flash1 needs at least 263 elements of SRAM for its smallest tiles (Br = Bc = 1, d = 64); "
+               "M = 262 is too small", "count", "--algo", "flash1", "--M", "262");
+    EXPECT_BAD("--M: flash2 needs at least 259 elements of SRAM for its smallest tiles (Br = Bc = 1, d = 64); "
+               "M = 258 is too small", "run", "--algo", "flash2", "--M", "258", "--N", "8");
+    /* the boundary: exactly the smallest footprint runs */
+    EXPECT_OK("count", "--algo", "flash2", "--M", "259", "--N", "8");
+}
+
+Test(errors_cli, override_does_not_fit)
+{
+    EXPECT_BAD("--Br/--Bc: flash2 blocks Br = 4096, Bc = 210 need 1419520 elements of SRAM "
+               "(docs/model.md eq. F2), more than M = 98304", "count", "--algo", "flash2", "--Br", "4096");
+    EXPECT_BAD("--Br/--Bc: flash1 blocks Br = 64, Bc = 100000 need 19208576 elements of SRAM "
+               "(docs/model.md eq. F1), more than M = 98304", "count", "--algo", "flash1", "--Bc", "100000");
+    EXPECT_BAD("--Br/--Bc: standard blocks Br = 99999, Bc = 8 need 899999 elements of SRAM "
+               "(docs/model.md eq. F0), more than M = 98304", "count", "--algo", "standard", "--Br", "99999", "--N", "8");
+    /* the product of two overrides overflows: still the one line, never a wrap-around */
+    EXPECT_BAD_NAMES("--Br/--Bc", "count", "--algo", "flash2", "--Br", "2305843009213693951", "--Bc",
+                     "2305843009213693951", "--M", "2305843009213693951");
+}
+
+Test(errors_cli, counts_overflow_64_bits)
+{
+    EXPECT_BAD("--N/--d: counts for N = 3037000500, d = 3037000500 would overflow 64-bit arithmetic",
+               "count", "--algo", "flash2", "--N", "3037000500", "--d", "3037000500", "--M", "2305843009213693951");
+    EXPECT_BAD("--N/--d: counts for N = 2305843009213693951, d = 1 would overflow 64-bit arithmetic",
+               "count", "--algo", "flash2", "--N", "2305843009213693951", "--d", "1", "--M", "100");
+    EXPECT_BAD("--N/--d: counts for N = 4294967296, d = 64 would overflow 64-bit arithmetic",
+               "count", "--algo", "standard", "--N", "4294967296");
+}
+
+Test(errors_cli, compute_run_too_large)
+{
+    EXPECT_BAD("--N/--d: a compute run of standard at N = 100000, d = 64 would hold more than 134217728 "
+               "values in HBM; use count (no arithmetic) for sizes this large", "run", "--N", "100000");
+    EXPECT_BAD("--N/--d: a compute run of flash2 at N = 4194304, d = 64 would hold more than 134217728 "
+               "values in HBM; use count (no arithmetic) for sizes this large",
+               "run", "--algo", "flash2", "--N", "4194304");
+}
+
+/* ---- The command line itself ---------------------------------------------------------------- */
+
+Test(errors_cli, no_command_prints_usage)
+{
+    const char *const argv[] = {"flashlab", NULL};
+    cli_result r = cli_run_in(NULL, NULL, argv);
+    cr_expect_eq(r.status, 2);
+    cr_expect_str_empty(r.out);
+    cr_expect(strstr(r.err, "usage: flashlab COMMAND") != NULL, "usage on stderr: %s", r.err);
+    cli_free(&r);
+}
+
+/* An error anywhere in the command line prints nothing of the results: all schedules run
+ * before the first row is written. */
+Test(errors_cli, no_partial_output)
+{
+    EXPECT_BAD_NAMES("--M", "count", "--algo", "flash2,standard,flash1", "--M", "260", "--d", "64", "--N", "16");
+    EXPECT_BAD_NAMES("--format", "count", "--format", "csv", "--N", "16", "--format", "yaml");
+}

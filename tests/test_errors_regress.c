@@ -1,0 +1,150 @@
+/* test_errors_regress.c: one test per finding of the fuzzers (fuzz/RESULTS.md) and of the
+ * robustness review, each failing on the code before its fix.  CLI runs go through the built
+ * binary (test_errors_util.h); library calls are made directly. */
+#include "test_errors_util.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#include "attention_ref.h"
+#include "ops.h"
+#include "problem.h"
+#include "status.h"
+
+/* fuzz_cli finding 1: `flashlab example` with no name printed its usage on stdout as well. */
+Test(errors_regress, regress_example_without_name)
+{
+    EXPECT_BAD("example: needs a name (try: flashlab example list)", "example");
+}
+
+/* fuzz_cli finding 2: empty items of --algo were skipped by strtok (",flash1" ran flash1), and a
+ * list longer than 255 characters was cut off silently. */
+Test(errors_regress, regress_algo_empty_item)
+{
+    EXPECT_BAD("--algo: 'standard,' has an empty item (a comma list such as flash1,flash2)",
+               "count", "--algo=standard,");
+    EXPECT_BAD("--algo: ',flash1' has an empty item (a comma list such as flash1,flash2)", "count", "--algo", ",flash1");
+    EXPECT_BAD("--algo: 'flash1,,flash2' has an empty item (a comma list such as flash1,flash2)",
+               "count", "--algo", "flash1,,flash2");
+    EXPECT_BAD("--algo: '' has an empty item (a comma list such as flash1,flash2)", "count", "--algo=");
+    char list[400];
+    memset(list, ',', 250);
+    strcpy(list + 250, "flash1XYZ"); /* cut at 255 this used to read ",,,...,flash1" */
+    EXPECT_BAD_NAMES("--algo", "count", "--algo", list);
+    memset(list, 'x', 300);
+    list[300] = 0;
+    EXPECT_BAD_NAMES("--algo: unknown schedule 'xxxx", "count", "--algo", list);
+}
+
+/* fuzz_cli finding 3: a flag given a value ("--help=x", "--explain=yes") was accepted. */
+Test(errors_regress, regress_flag_with_value)
+{
+    EXPECT_BAD("--explain: is a flag and takes no value (got '=yes')", "count", "--explain=yes");
+    EXPECT_BAD("--help: is a flag and takes no value (got '=1')", "run", "--help=1");
+}
+
+/* The library API side of the overflow findings: fl_cdiv and the block rules on sizes that the
+ * CLI cannot give (it stops at 2^61 - 1) but a program calling libflashlab can.  Under the
+ * sanitizer build (UBSan) the old code failed here with a signed overflow. */
+Test(errors_regress, regress_cdiv_no_overflow)
+{
+    cr_expect_eq(fl_cdiv(INT64_MAX, INT64_MAX), 1);
+    cr_expect_eq(fl_cdiv(INT64_MAX, 2), (INT64_MAX / 2) + 1);
+    cr_expect_eq(fl_cdiv(INT64_MAX - 1, INT64_MAX), 1);
+    cr_expect_eq(fl_cdiv(0, 7), 0);
+    cr_expect_eq(fl_cdiv(14, 7), 2);
+    cr_expect_eq(fl_cdiv(15, 7), 3);
+}
+
+Test(errors_regress, regress_block_rules_at_int64_max)
+{
+    fl_problem p = fl_problem_default();
+    fl_blocks b;
+    p.N = 1;
+    p.d = 1;
+    p.M = INT64_MAX;
+    p.algo = FL_ALGO_STANDARD; /* cube side t: 3(t+1)^2 <= M was computed in int64 */
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+    cr_expect(b.footprint >= 3 && b.footprint <= p.M);
+    p.algo = FL_ALGO_FLASH1; /* the paper's 4d overflowed */
+    p.d = INT64_MAX / 2;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY);
+    cr_expect(strstr(fl_last_error(), "--M: flash1 needs more than 9223372036854775807") != NULL, "%s",
+              fl_last_error());
+}
+
+/* fuzz_cli finding 4: flash1's paper block ceil(M/4d) computed M + 4d - 1, which overflowed
+ * (UBSan) for d near 2^61; and the footprint that overflowed was printed as "-1 elements". */
+Test(errors_regress, regress_paper_block_overflow)
+{
+    EXPECT_BAD("--M: flash1 needs more than 9223372036854775807 elements of SRAM for its smallest tiles "
+               "(Br = Bc = 1, d = 2305843009213693951); M = 2305843009213693951 is too small",
+               "count", "--algo", "flash1", "--N", "409651", "--d", "2305843009213693951",
+               "--M", "2305843009213693951");
+    EXPECT_BAD("--Br/--Bc: flash2 blocks Br = 2305843009213693951, Bc = 2305843009213693951 need more than "
+               "9223372036854775807 elements of SRAM (docs/model.md eq. F2), more than M = 2305843009213693951",
+               "count", "--algo", "flash2", "--Br", "2305843009213693951", "--Bc", "2305843009213693951",
+               "--M", "2305843009213693951");
+}
+
+/* Found by hand while reading the fuzzers' coverage: the element counts fit, the bytes
+ * (elements x 2) did not, and hbm_bytes wrapped (signed overflow, UBSan). */
+Test(errors_regress, regress_bytes_overflow)
+{
+    EXPECT_BAD("--N/--d: the bytes flash2 moves at N = 1048576, d = 274877906944 would overflow 64-bit arithmetic",
+               "count", "--algo", "flash2", "--N", "1048576", "--d", "274877906944", "--M",
+               "2305843009213693951", "--Br", "131072", "--Bc", "131072", "--format", "csv");
+}
+
+/* fuzz_softmax finding: a NaN score was skipped like a masked one (the row maximum ignored it),
+ * so a row [NaN] gave 0 instead of NaN, and [1, NaN] tiled by 1 gave V_0 (the NaN tile was taken
+ * for an empty one) while the two-pass reference gave NaN.  The rule: NaN propagates. */
+Test(errors_regress, regress_nan_score_propagates)
+{
+    const double V[4] = {1.5, -2.25, 0.75, 3.125};
+    double out[2];
+    const double one_nan[1] = {NAN};
+    cr_expect_eq(fl_osm_tiled(one_nan, 1, V, 2, 1, out), FL_OK);
+    cr_expect(isnan(out[0]) && isnan(out[1]), "[NaN] -> %g %g", out[0], out[1]);
+    cr_expect(isnan(fl_ref_softmax_row(one_nan, 1, V, 2, out)), "reference logsumexp of [NaN]");
+    cr_expect(isnan(out[0]) && isnan(out[1]), "reference [NaN] -> %g %g", out[0], out[1]);
+    const double late_nan[2] = {1.0, NAN};
+    for (int tile = 1; tile <= 3; tile++) {
+        cr_expect_eq(fl_osm_tiled(late_nan, 2, V, 2, tile, out), FL_OK);
+        cr_expect(isnan(out[0]) && isnan(out[1]), "[1, NaN], tile %d -> %g %g", tile, out[0], out[1]);
+    }
+    const double nan_then_masked[2] = {NAN, -INFINITY};
+    cr_expect_eq(fl_osm_tiled(nan_then_masked, 2, V, 2, 1, out), FL_OK);
+    cr_expect(isnan(out[0]), "[NaN, -inf] -> %g", out[0]);
+    /* +inf is not a masked score either: exp(inf - inf) is NaN, in both */
+    const double pinf[2] = {INFINITY, 0.5};
+    cr_expect_eq(fl_osm_tiled(pinf, 2, V, 2, 1, out), FL_OK);
+    cr_expect(isnan(out[0]), "[+inf, 0.5] -> %g", out[0]);
+    cr_expect(isnan(fl_ref_softmax_row(pinf, 2, V, 2, out)) && isnan(out[0]), "reference [+inf, 0.5]");
+    /* what stays as it was: -inf is masked, an all-masked row gives zeros */
+    const double masked[2] = {-INFINITY, -INFINITY};
+    cr_expect_eq(fl_osm_tiled(masked, 2, V, 2, 1, out), FL_OK);
+    cr_expect(out[0] == 0.0 && out[1] == 0.0);
+    const double u[2] = {1.0, 2.0};
+    fl_osm_finish(NAN, u, 2, out);
+    cr_expect(isnan(out[0]) && isnan(out[1]), "finish with NaN l");
+}
+
+/* Found by test_errors_api: the block rules' binary search computed hi - lo + 1, which
+ * overflowed for hi = INT64_MAX (N from the library API), so flash2 at M = INT64_MAX reported
+ * "M is too small" (and UBSan: signed overflow) instead of the overflow of its counts. */
+Test(errors_regress, regress_block_search_at_int64_max)
+{
+    fl_problem p = fl_problem_default();
+    fl_blocks b;
+    p.algo = FL_ALGO_FLASH2;
+    p.N = INT64_MAX;
+    p.d = 1;
+    p.M = INT64_MAX;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+    cr_expect(b.Br >= 1 && b.footprint <= p.M);
+    p.algo = FL_ALGO_FLASH1;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+    p.algo = FL_ALGO_STANDARD;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+}
