@@ -94,8 +94,7 @@ static fl_status parse_algos(const char *s, opts *o)
     o->nalgos = 0;
     o->all = 0;
     if (strcmp(s, "all") == 0) { /* flash2-gqa joins when there are groups (finish_algos) */
-        for (int a = 0; a < FL_NALGO; a++)
-            if (a != FL_ALGO_FLASH2_GQA) o->algos[o->nalgos++] = a;
+        for (int a = 0; a < FL_NALGO_CORE; a++) o->algos[o->nalgos++] = a;
         o->all = 1;
         return FL_OK;
     }

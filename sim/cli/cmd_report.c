@@ -56,7 +56,7 @@ static fl_status table(const opts *o, const fl_sram_preset *pre)
     if (pre) printf(" (%s: %" PRId64 " KiB per SM, %d-byte elements)", pre->name, pre->sram_bytes / 1024, o->elem_bytes);
     printf("\n\n  %-9s %5s %5s %14s %14s %14s %12s  %s\n", "schedule", "Br", "Bc", "HBM reads", "HBM writes",
            "per head", "all heads", "paper, Fig. 2 (fwd+bwd)");
-    for (int a = 0; a < FL_NALGO; a++) {
+    for (int a = 0; a < FL_NALGO_CORE; a++) {
         fl_problem p = fl_problem_default();
         p.algo = (fl_algo)a;
         p.N = o->N, p.d = o->d, p.M = o->M, p.elem_bytes = o->elem_bytes;

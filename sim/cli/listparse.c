@@ -92,11 +92,11 @@ void fl_list_free(fl_list *l)
     l->n = 0;
 }
 
-fl_status fl_list_parse_algos(const char *s, int algos[3], int *n)
+fl_status fl_list_parse_algos(const char *s, int *algos, int *n)
 {
     *n = 0;
     if (s && strcmp(s, "all") == 0) {
-        for (int a = 0; a < FL_NALGO; a++) algos[(*n)++] = a;
+        for (int a = 0; a < FL_NALGO_CORE; a++) algos[(*n)++] = a;
         return FL_OK;
     }
     if (!s || !*s) return fl_fail(FL_EINVAL, "--algo: needs at least one schedule");
