@@ -57,6 +57,10 @@ static int ex_two_tile(FILE *out)
 
 static const fl_example examples[] = {
     {"two-tile", "online softmax over two tiles, step by step (handbook and deep dive rows)", ex_two_tile},
+    {"backward", "gradients with a bottom-right keep mask, (Nq, Nk) = (2,5), (5,2), (4,4), vs the reference", fl_ex_backward},
+    {"causal-corners", "top-left vs bottom-right keep matrices for unequal lengths; tile classes", fl_ex_causal_corners},
+    {"mask-polarity", "a padding mask (True = exclude) reused as a keep mask picks 1000, not 10", fl_ex_mask_polarity},
+    {"gqa-map", "query heads onto K/V heads: 6 over 2 is 0,0,0,1,1,1; MQA; the traffic GQA saves", fl_ex_gqa_map},
 };
 
 const fl_example *fl_examples(int *n)
