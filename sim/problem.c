@@ -22,8 +22,19 @@ fl_status fl_algo_parse(const char *name, fl_algo *out)
             *out = (fl_algo)a;
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "--algo: unknown schedule '%s' (choose standard, flash1, flash2 or flash2-gqa)",
-                   name ? name : "");
+    return fl_fail(FL_EINVAL, "--algo: unknown schedule '%s' (choose %s)", name ? name : "",
+                   fl_algo_choices());
+}
+
+const char *fl_algo_choices(void)
+{
+    static _Thread_local char buf[256];
+    size_t len = 0;
+    buf[0] = 0;
+    for (int a = 0; a < FL_NALGO && len < sizeof buf; a++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", a == 0 ? "" : a == FL_NALGO - 1 ? " or " : ", ",
+                                algo_names[a]);
+    return buf;
 }
 
 fl_problem fl_problem_default(void)
@@ -204,7 +215,7 @@ static int64_t standard_bd(const fl_problem *p, int64_t Br, int64_t Bc)
     return fl_min64(p->d, (p->M - area) / (Br + Bc));
 }
 
-/* A footprint for a message: its value, or "more than 2^63 - 1" when the footprint overflowed. */
+/* A footprint for a message: its value, or "more than 2^63 - 1" when fl_footprint overflowed. */
 static const char *need_text(int64_t need, char *buf, size_t n)
 {
     if (need < 0) snprintf(buf, n, "more than %lld", (long long)INT64_MAX);
@@ -297,8 +308,8 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b)
                            "--Br/--Bc: %s%s blocks Br = %lld, Bc = %lld need %s elements of SRAM "
                            "(docs/model.md eq. %s), more than M = %lld",
                            fl_algo_name(p->algo), bwd ? " backward" : "", (long long)b->Br,
-                           (long long)b->Bc, need_text(need, nb, sizeof nb),
-                           footprint_label(p->algo, bwd), (long long)p->M);
+                           (long long)b->Bc, need_text(need, nb, sizeof nb), footprint_label(p->algo, bwd),
+                           (long long)p->M);
         }
     }
     b->footprint = fl_footprint_pass(p->algo, bwd, r.G, p->d, b->Br, b->Bc, b->Bd);

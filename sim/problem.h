@@ -30,6 +30,9 @@ typedef enum {
  * value. */
 const char *fl_algo_name(fl_algo a);
 
+/* "standard, flash1, ... or X": every schedule name, for messages. */
+const char *fl_algo_choices(void);
+
 /* Parses a schedule name; FL_EINVAL (message names --algo and the choices) if unknown. */
 fl_status fl_algo_parse(const char *name, fl_algo *out);
 

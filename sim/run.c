@@ -47,15 +47,12 @@ static fl_status check_compute_size(const fl_problem *p, const fl_segments *sg)
     if (ok && p->algo == FL_ALGO_STANDARD)
         ok = fl_mul_ok(sg->q_rows, nk, &sq) && fl_mul_ok(sq, bwd ? 4 : 2, &sq) && fl_add_ok(total, sq, &total);
     if (!ok || total > FL_COMPUTE_MAX_VALUES)
-    {
-        char rows[64] = "";
-        if (sg->q_rows != p->N) snprintf(rows, sizeof rows, " (%lld query rows over all heads)", (long long)sg->q_rows);
         return fl_fail(FL_EINVAL,
-                       "--N/--d: a compute run of %s at N = %lld, d = %lld%s would hold more than "
-                       "%lld values in HBM; use count (no arithmetic) for sizes this large",
-                       fl_algo_name(p->algo), (long long)p->N, (long long)p->d, rows,
-                       (long long)FL_COMPUTE_MAX_VALUES);
-    }
+                       "--N/--d: a compute run of %s at N = %lld, d = %lld (%lld query rows over "
+                       "all heads) would hold more than %lld values in HBM; use count (no "
+                       "arithmetic) for sizes this large",
+                       fl_algo_name(p->algo), (long long)p->N, (long long)p->d,
+                       (long long)sg->q_rows, (long long)FL_COMPUTE_MAX_VALUES);
     return FL_OK;
 }
 
@@ -257,9 +254,9 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
         r->t[t].reads = T->reads - snap[t][0];
         r->t[t].writes = T->writes - snap[t][1];
         r->t[t].elem_bytes = T->elem_bytes;
+        int64_t tb; /* bytes can overflow where the element counts do not */
         r->reads += r->t[t].reads;
         r->writes += r->t[t].writes;
-        int64_t tb; /* bytes can overflow where the element counts do not */
         if (!fl_add_ok(r->t[t].reads, r->t[t].writes, &tb) || !fl_mul_ok(tb, T->elem_bytes, &tb) ||
             !fl_add_ok(r->bytes, tb, &r->bytes)) {
             s = fl_fail(FL_EOVERFLOW,

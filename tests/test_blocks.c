@@ -78,8 +78,8 @@ Test(blocks, standard_uses_panels_above_3d2_and_cubes_below)
 
 Test(blocks, M_below_the_smallest_tile_is_a_capacity_error_naming_M)
 {
-    const int64_t need[FL_NALGO] = {3, 4 * 64 + 7, 4 * 64 + 3, 4 * 64 + 3}; /* F0, F1, F2, F2g (G = 1) at Br = Bc = 1 */
-    for (int a = 0; a < FL_NALGO; a++) {
+    const int64_t need[FL_ALGO_FLASH2 + 1] = {3, 4 * 64 + 7, 4 * 64 + 3}; /* F0, F1, F2 at Br = Bc = 1 */
+    for (int a = 0; a < FL_ALGO_FLASH2 + 1; a++) {
         fl_blocks b;
         fl_problem p = prob((fl_algo)a, 100, 64, need[a] - 1);
         cr_assert_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY, "%s", fl_algo_name((fl_algo)a));

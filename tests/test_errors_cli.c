@@ -120,9 +120,9 @@ Test(errors_cli, counts_overflow_64_bits)
 
 Test(errors_cli, compute_run_too_large)
 {
-    EXPECT_BAD("--N/--d: a compute run of standard at N = 100000, d = 64 would hold more than 134217728 "
+    EXPECT_BAD("--N/--d: a compute run of standard at N = 100000, d = 64 (100000 query rows over all heads) would hold more than 134217728 "
                "values in HBM; use count (no arithmetic) for sizes this large", "run", "--N", "100000");
-    EXPECT_BAD("--N/--d: a compute run of flash2 at N = 4194304, d = 64 would hold more than 134217728 "
+    EXPECT_BAD("--N/--d: a compute run of flash2 at N = 4194304, d = 64 (4194304 query rows over all heads) would hold more than 134217728 "
                "values in HBM; use count (no arithmetic) for sizes this large",
                "run", "--algo", "flash2", "--N", "4194304");
 }

@@ -105,8 +105,8 @@ static fl_status parse_algos(const char *s, opts *o)
         if (len == 0)
             return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
         if (len >= sizeof tok)
-            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose standard, flash1, flash2 or flash2-gqa)",
-                           (int)len, item);
+            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose %s)", (int)len, item,
+                           fl_algo_choices());
         memcpy(tok, item, len);
         tok[len] = 0;
         FL_TRY(fl_algo_parse(tok, &a));
@@ -175,9 +175,9 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         else return fl_fail(FL_EINVAL, "%s: unknown option for %s (see flashlab %s --help)", name, cmd, cmd);
     }
     if (k < 0) return FL_EINVAL;
-    FL_TRY(fl_presets_resolve(sram, dtype, M_given, &o->p.M, &o->p.elem_bytes)); /* presets.h */
     FL_TRY(finish_varlen(o));
     if (o->all && o->p.kv_heads && o->p.kv_heads < o->p.heads) o->algos[o->nalgos++] = FL_ALGO_FLASH2_GQA;
+    FL_TRY(fl_presets_resolve(sram, dtype, M_given, &o->p.M, &o->p.elem_bytes)); /* presets.h */
     return fl_problem_check(&o->p);
 }
 
