@@ -50,3 +50,27 @@ Test(cli_variants, good_inputs_count_with_the_closed_form)
     cr_assert(strstr(r.out, "(varlen)") && strstr(r.out, "gradients rel. error"), "%s", r.out);
     cli_free(&r);
 }
+
+Test(cli_variants, sweep_takes_the_variant_options)
+{
+    const char *const argv[] = {"flashlab", "sweep", "--N", "100,257", "--d", "16", "--M", "4000,9000", "--causal",
+                                "top-left", "--Nk", "300", "--pass", "bwd", "--heads", "4", "--kv-heads", "1",
+                                "--algo", "standard,flash1,flash2,flash2-gqa", NULL};
+    cli_result r = cli_run_in(NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    int rows = 0;
+    for (char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (*line == '#' || strncmp(line, "algo,", 5) == 0) continue;
+        long long v[12];
+        char name[32];
+        cr_assert_eq(sscanf(line, "%31[^,],%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", name, &v[1], &v[2], &v[3],
+                            &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]), 11);
+        cr_assert_eq(v[8], v[10], "%s", line);
+        cr_assert(strstr(line, ",bwd,300,top-left,-1,-1,1,4,1,0,"), "%s", line);
+        rows++;
+    }
+    cr_assert_eq(rows, 16, "%s", r.out);
+    cli_free(&r);
+    EXPECT_BAD_NAMES("--kv-heads", "sweep", "--heads", "5", "--kv-heads", "2");
+    EXPECT_BAD_NAMES("--pass", "sweep", "--pass", "both");
+}

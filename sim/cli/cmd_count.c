@@ -8,6 +8,7 @@
 #include "emit.h"
 #include "presets.h"
 #include "run.h"
+#include "variant_opts.h"
 
 static const char *usage =
     "usage: flashlab %s [options]\n"
@@ -22,13 +23,7 @@ static const char *usage =
     "  --Br B        query block rows (default: the schedule's rule, docs/model.md §3)\n"
     "  --Bc B        key/value block rows (default: the schedule's rule)\n"
     "  --seed S      seed of the random inputs (run)                  [1]\n"
-    "  --pass P      fwd, bwd (backward alone: its inputs are in HBM) or fwd+bwd [fwd]\n"
-    "  --Nk N        key length (packed keys with --cu-seqlens-k)     [N]\n"
-    "  --causal C    none, top-left (SDPA is_causal) or bottom-right (FlashAttention >= 2.1) [none]\n"
-    "  --window L,R  FA2 local window: query i sees keys [i+Nk-Nq-L, i+Nk-Nq+R]; -1 = unbounded [-1,-1]\n"
-    "  --batch B     sequences                                        [1]\n"
-    "  --heads H     query heads                                      [1]\n"
-    "  --kv-heads H  key/value heads, dividing --heads (1 = MQA)      [heads]\n"
+    "%s"
     "  --cu-seqlens-q LIST  varlen: batch+1 offsets 0,...,N of the packed queries\n"
     "  --cu-seqlens-k LIST  varlen: the same for the keys (default: --cu-seqlens-q)\n"
     "  --format F    table, csv or json                               [table]\n"
@@ -46,25 +41,6 @@ typedef struct {
     int set_N, set_batch;
     int64_t cuq[FL_CLI_MAX_BATCH + 1], cuk[FL_CLI_MAX_BATCH + 1], ncuq, ncuk;
 } opts;
-
-static fl_status parse_pass(const char *v, fl_pass *out)
-{
-    if (strcmp(v, "fwd") == 0) *out = FL_PASS_FWD;
-    else if (strcmp(v, "bwd") == 0) *out = FL_PASS_BWD;
-    else if (strcmp(v, "fwd+bwd") == 0) *out = FL_PASS_FWD_BWD;
-    else return fl_fail(FL_EINVAL, "--pass: unknown pass '%s' (choose fwd, bwd or fwd+bwd)", v);
-    return FL_OK;
-}
-
-static fl_status parse_window(const char *v, opts *o)
-{
-    int64_t w[2], n;
-    FL_TRY(fl_parse_i64_list("--window", v, -1, INT64_MAX / 4, w, 2, &n));
-    if (n != 2) return fl_fail(FL_EINVAL, "--window: needs two values L,R (each >= 0, or -1 for unbounded)");
-    o->p.window_left = w[0];
-    o->p.window_right = w[1];
-    return FL_OK;
-}
 
 /* Varlen: the number of entries sets --batch (or must be --batch + 1), the last entry sets
  * --N / --Nk (or must equal them): docs/model.md rule V1. */
@@ -125,6 +101,7 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
     const int64_t big = INT64_MAX / 4;
     fl_args a;
     const char *name, *iv, *v, *sram = NULL, *dtype = NULL;
+    fl_status vs;
     int64_t M_given = 0;
     int k;
     memset(o, 0, sizeof *o);
@@ -136,7 +113,7 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         if ((strcmp(name, "--help") == 0 || strcmp(name, "--explain") == 0) && iv)
             return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, iv);
         if (strcmp(name, "--help") == 0) {
-            printf(usage, cmd, blurb);
+            printf(usage, cmd, blurb, fl_variant_usage);
             return -1;
         }
         if (strcmp(name, "--explain") == 0) {
@@ -149,16 +126,10 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
             FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.N));
             o->set_N = 1;
         }
-        else if (strcmp(name, "--Nk") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Nk));
-        else if (strcmp(name, "--pass") == 0) FL_TRY(parse_pass(v, &o->p.pass));
-        else if (strcmp(name, "--causal") == 0) FL_TRY(fl_causal_parse(v, &o->p.causal));
-        else if (strcmp(name, "--window") == 0) FL_TRY(parse_window(v, o));
-        else if (strcmp(name, "--batch") == 0) {
-            FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.batch));
-            o->set_batch = 1;
+        else if (fl_variant_option(name, v, &o->p, &vs)) {
+            FL_TRY(vs);
+            if (strcmp(name, "--batch") == 0) o->set_batch = 1;
         }
-        else if (strcmp(name, "--heads") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.heads));
-        else if (strcmp(name, "--kv-heads") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.kv_heads));
         else if (strcmp(name, "--cu-seqlens-q") == 0)
             FL_TRY(fl_parse_i64_list(name, v, 0, big, o->cuq, FL_CLI_MAX_BATCH + 1, &o->ncuq));
         else if (strcmp(name, "--cu-seqlens-k") == 0)
