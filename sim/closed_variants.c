@@ -180,6 +180,36 @@ static int plain(const fl_problem *p, int bwd)
            p->window_left == -1 && p->window_right == -1;
 }
 
+/* One segment's counts into *r (sram_peak: the largest of the segment's buffers). */
+static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b,
+                           fl_counts *r)
+{
+    switch (p->algo) {
+    case FL_ALGO_STANDARD:
+        if (bwd) standard_bwd(c, p, s, b, r);
+        else standard_fwd(c, p, s, b, r);
+        break;
+    case FL_ALGO_FLASH1:
+        if (bwd) flash_bwd(c, 1, s, b, p->d, r);
+        else flash1_fwd(c, s, b, p->d, r);
+        break;
+    default:
+        if (bwd) flash_bwd(c, 0, s, b, p->d, r);
+        else flash2_fwd(c, s, b, p->d, r);
+        break;
+    }
+}
+
+/* r += n * x (counts), peak = max */
+static void add_times(ck *c, fl_counts *r, const fl_counts *x, int64_t n)
+{
+    if (n <= 0) return;
+    acc(c, &r->reads, mul(c, n, x->reads));
+    acc(c, &r->writes, mul(c, n, x->writes));
+    acc(c, &r->events, mul(c, n, x->events));
+    r->sram_peak = fl_max64(r->sram_peak, x->sram_peak);
+}
+
 fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
     if (plain(p, bwd)) return fl_closed_form_plain(p, b, out);
@@ -187,50 +217,35 @@ fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, 
     FL_TRY(fl_segments_build(p, &sg));
     ck c = {0};
     fl_counts r = {0};
-    /* The sums below loop over row and key blocks (Tr + Tc per segment).  Refuse, before
-     * looping, what cannot be counted: a bound on the counts that overflows (every count is at
-     * most 8 (Hq Tq + Hkv Tk) d (Tr + Tc + 2) + 8 Hq Tq Nk_max, a factor of a few above the
-     * largest), or more loop steps than the run's event limit (each step is at least one event
-     * of the simulation, so fl_run would refuse that run anyway). */
+    r.sram_peak = b->footprint;
+    /* The sums below loop over the row and key blocks of one segment per sequence.  Refuse,
+     * before looping, counts that cannot fit: every count is at most
+     * 8 (Hq Tq + Hkv Tk) d (Tr + Tc + 2) + 8 Hq Tq Nk_max, a small factor above the largest. */
     {
-        int64_t nq, nk;
-        fl_problem_lengths(p, &nq, &nk);
-        const int64_t T = add(&c, fl_cdiv(nq, b->Br), fl_cdiv(nk, b->Bc));
+        const int64_t T = add(&c, fl_cdiv(sg.max_nq, b->Br), fl_cdiv(sg.max_nk, b->Bc));
         const int64_t rows = add(&c, sg.q_rows, sg.k_rows);
-        const int64_t bound = add(&c, mul(&c, 8, mul(&c, mul(&c, rows, p->d), add(&c, T, 2))),
-                                  mul(&c, 8, mul(&c, sg.q_rows, nk)));
-        const int64_t steps = mul(&c, sg.nseg, T);
-        (void)bound;
+        add(&c, mul(&c, 8, mul(&c, mul(&c, rows, p->d), add(&c, T, 2))), mul(&c, 8, mul(&c, sg.q_rows, sg.max_nk)));
         if (c.ovf) {
             fl_segments_free(&sg);
             return fl_fail(FL_EOVERFLOW, "--N/--d/--batch/--heads: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",
                            (long long)p->N, (long long)p->d);
         }
-        if (p->max_events > 0 && steps > p->max_events) {
-            fl_segments_free(&sg);
-            return fl_fail(FL_EINVAL,
-                           "--max-events: %s at N = %lld, d = %lld, M = %lld makes more than %lld tile "
-                           "events, more than the limit %lld; raise --max-events or M",
-                           fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M,
-                           (long long)p->max_events, (long long)p->max_events);
-        }
     }
-    r.sram_peak = b->footprint;
-    for (int64_t k = 0; k < sg.nseg; k++) {
-        const fl_seg *s = &sg.seg[k];
-        switch (p->algo) {
-        case FL_ALGO_STANDARD:
-            if (bwd) standard_bwd(&c, p, s, b, &r);
-            else standard_fwd(&c, p, s, b, &r);
-            break;
-        case FL_ALGO_FLASH1:
-            if (bwd) flash_bwd(&c, 1, s, b, p->d, &r);
-            else flash1_fwd(&c, s, b, p->d, &r);
-            break;
-        default:
-            if (bwd) flash_bwd(&c, 0, s, b, p->d, &r);
-            else flash2_fwd(&c, s, b, p->d, &r);
-            break;
+    /* Within a sequence the segments differ only in their offsets and in kv_first: per sequence,
+     * Hkv segments come first on their K/V head and Hq/G - Hkv do not (0 for flash2-gqa).  Without
+     * varlen every sequence is alike. */
+    const int64_t per = sg.Hq / sg.G, nfirst = sg.Hkv, nother = per - sg.Hkv;
+    const int64_t nseq = sg.cq ? sg.nseq : (sg.nseg ? 1 : 0), times = sg.cq ? 1 : p->batch;
+    for (int64_t i = 0; i < nseq; i++) {
+        fl_seg s;
+        fl_segment_at(&sg, i * per, &s); /* head 0: first on its K/V head */
+        fl_counts f = {0}, o = {0};
+        segment_counts(&c, p, bwd, &s, b, &f);
+        add_times(&c, &r, &f, mul(&c, times, nfirst));
+        if (nother > 0) {
+            s.kv_first = 0;
+            segment_counts(&c, p, bwd, &s, b, &o);
+            add_times(&c, &r, &o, mul(&c, times, nother));
         }
     }
     fl_segments_free(&sg);

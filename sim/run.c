@@ -91,7 +91,9 @@ static fl_status check(fl_machine *m, const fl_problem *p, const fl_segments *sg
         goto out;
     }
     for (int64_t k = 0; k < io.nseg && !s; k++) {
-        const fl_seg *g = &io.seg[k];
+        fl_seg seg;
+        fl_segment_at(io.segs, k, &seg);
+        const fl_seg *g = &seg;
         for (int64_t h = 0; h < g->group && !s; h++) {
             const int64_t q0 = g->q0 + h * g->qstride;
             if (!bwd) {
@@ -122,23 +124,6 @@ static fl_status check(fl_machine *m, const fl_problem *p, const fl_segments *sg
 out:
     free(O), free(L), free(dQ), free(dK), free(dV), free(tk), free(tv);
     return s;
-}
-
-/* Sits between the machine and the caller's trace: hides the forward of a bwd-only run and
- * measures the backward's SRAM peak. */
-typedef struct {
-    fl_trace_fn fn;
-    void *ctx;
-    int visible;
-    int64_t peak;
-} relay;
-
-static void relay_event(const fl_event *ev, void *ctx)
-{
-    relay *rl = ctx;
-    if (!rl->visible) return;
-    if (ev->sram_used > rl->peak) rl->peak = ev->sram_used;
-    if (rl->fn) rl->fn(ev, rl->ctx);
 }
 
 /* Copies n values into tensor t, or fills it at random from *st when src is NULL. */
@@ -208,18 +193,18 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     fl_status s = FL_OK;
     fl_machine *m = NULL;
     int64_t snap[FL_MAX_TENSORS][2] = {{0}}, snap_events = 0;
-    relay rl = {trace, trace_ctx, fwd_counted, 0};
     if (mode == FL_COMPUTE && (s = check_compute_size(p, &sg))) goto done;
     if (!(m = fl_machine_alloc(p->M, mode, fl_algo_name(p->algo)))) {
         s = FL_ENOMEM;
         goto done;
     }
-    fl_machine_set_trace(m, relay_event, &rl);
+    /* a bwd-only run hides the forward from the trace (and from the counts and peak below) */
+    fl_machine_set_trace(m, fwd_counted ? trace : NULL, trace_ctx);
     fl_qkvo io;
     if ((s = add_tensors(m, p, &sg, bwd, vals, &io))) goto done;
     io.q_rows = sg.q_rows;
     io.k_rows = sg.k_rows;
-    io.seg = sg.seg;
+    io.segs = &sg;
     io.nseg = sg.nseg;
     if ((s = fl_schedule_for(p->algo)(m, p, &b, io))) goto done;
     memset(r, 0, sizeof *r);
@@ -231,7 +216,10 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
         snap_events = fl_machine_events(m);
     }
     r->fwd_total = fwd_counted ? fl_machine_reads(m) + fl_machine_writes(m) : 0;
-    rl.visible = 1;
+    if (!fwd_counted) {
+        fl_machine_reset_peak(m);
+        fl_machine_set_trace(m, trace, trace_ctx);
+    }
     if (bwd && (s = fl_schedule_bwd_for(p->algo)(m, p, &bb, io))) goto done;
 
     r->p = *p;
@@ -267,7 +255,7 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     }
     r->total = r->reads + r->writes;
     r->bwd_total = bwd ? r->total - r->fwd_total : 0;
-    r->sram_peak = fwd_counted ? fl_machine_sram_peak(m) : rl.peak;
+    r->sram_peak = fl_machine_sram_peak(m);
     r->events = fl_machine_events(m) - snap_events;
     r->lse_rel_err = r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = NAN;
     r->max_abs_err = r->rel_err = NAN;
