@@ -141,3 +141,28 @@ Test(bwd, dense_closed_forms_written_out)
                 }
     cr_assert_gt(n, 80);
 }
+
+static void count_events(const fl_event *ev, void *ctx)
+{
+    if (ev->kind == FL_EV_LOAD || ev->kind == FL_EV_STORE) ++*(int64_t *)ctx;
+}
+
+Test(bwd, bwd_alone_traces_only_the_backward)
+{
+    const fl_algo all[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
+    for (size_t a = 0; a < 4; a++) {
+        fl_problem p = fl_problem_default();
+        p.algo = all[a], p.N = 200, p.d = 16, p.M = 5000, p.heads = 4, p.kv_heads = 2, p.pass = FL_PASS_BWD;
+        int64_t n = 0;
+        fl_result r, f;
+        cr_assert_eq(fl_run(&p, FL_COUNT, count_events, &n, &r), FL_OK, "%s", fl_last_error());
+        cr_assert_eq(n, r.events, "%s: traced %lld events, counted %lld", fl_algo_name(p.algo), (long long)n,
+                     (long long)r.events);
+        p.pass = FL_PASS_FWD;
+        cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &f), FL_OK);
+        p.pass = FL_PASS_FWD_BWD;
+        n = 0;
+        cr_assert_eq(fl_run(&p, FL_COUNT, count_events, &n, &r), FL_OK);
+        cr_assert_eq(n, r.events);
+    }
+}
