@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "problem.h"
 #include "status.h"
 
 #define FL_LIST_MAX 4096
@@ -30,9 +31,9 @@ typedef struct {
  * messages ("--N").  Every value must lie in [min, max].  On error *out is empty (v NULL). */
 fl_status fl_list_parse(const char *opt, const char *s, int64_t min, int64_t max, fl_list *out);
 
-/* Parses a schedule list: "all" (the FL_NALGO_CORE paper schedules) or comma-separated names
- * (standard, flash1, flash2, flash2-gqa), each at most once, into algos[0..*n); algos has room
- * for FL_NALGO entries.  FL_EINVAL naming --algo otherwise. */
+/* Parses a schedule list: "all" (standard, flash1, flash2) or comma-separated names
+ * (fl_algo_parse: flash2-gqa too), each at most once, into algos[0..*n), which has room for
+ * FL_NALGO.  FL_EINVAL naming --algo otherwise. */
 fl_status fl_list_parse_algos(const char *s, int *algos, int *n);
 
 /* Frees the values; the list becomes empty.  NULL or an empty list is a no-op. */
