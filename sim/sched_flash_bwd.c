@@ -18,6 +18,8 @@
  * 13      dP_ij = dO_i V_j^T
  * 14      dS_ij = P_ij o (dP_ij - D_i)
  * 15      dQ_i += dS_ij K_j / sqrt(d), write dQ_i              -> Br d writes
+ *         (the paper's line 15 says "load dQ_i ... write back": that load is line 9's, counted
+ *          once per tile)
  * 16      dK_j += dS_ij^T Q_i / sqrt(d)
  * 18    write dK_j, dV_j                                       -> 2 Bc d writes
  *
