@@ -35,7 +35,7 @@ typedef struct {
     int elem_bytes;          /* bytes per element of Q, K, V, O, S, P */
     int64_t max_events;      /* per configuration; 0 = no limit */
     const fl_problem *variant; /* NULL: plain problems; else its variant fields (pass, Nk, causal,
-                                  window, batch, heads, kv_heads; docs/model.md §7-10) apply to
+                                  window, batch, heads, kv_heads; docs/model.md §9-12) apply to
                                   every configuration (caller-owned; no cu_seqlens in a sweep) */
 } fl_sweep_spec;
 
