@@ -20,7 +20,7 @@
 #include "listparse.h"
 #include "presets.h"
 #include "sweep.h"
-#include "variant_opts.h"
+#include "problem_opts.h"
 
 static const char *usage =
     "usage: flashlab sweep [options]\n"
@@ -37,7 +37,12 @@ static const char *usage =
     "  --sram GPU      M from a preset: a100, h100, h200, b200 (docs/analysis.md)  [a100]\n"
     "  --dtype T       fp16, bf16 or fp32: bytes per element, and M from --sram    [fp16]\n"
     "  --M-upto-Nd     keep only M <= N*d for each (N, d) (the paper's regime)\n"
-    "  variants (issue 4), the same for every configuration:\n%s"
+    "  variants (issue 4), the same for every configuration:\n"
+    "  --pass P        fwd, bwd (backward alone) or fwd+bwd                        [fwd]\n"
+    "  --Nk N          key length                                                  [N]\n"
+    "  --causal C      none, top-left or bottom-right                              [none]\n"
+    "  --window L,R    FA2 local window, -1 = unbounded                            [-1,-1]\n"
+    "  --batch B  --heads H  --kv-heads H   sequences, query heads, K/V heads      [1 1 heads]\n"
     "  --max-events E  skip configurations with more tile events than E (0: none) [1e10]\n"
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
@@ -117,12 +122,22 @@ fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *comm
     return FL_OK;
 }
 
+/* The options of one problem that a sweep applies to every configuration (its sizes are lists). */
+static int is_variant_option(const char *name)
+{
+    static const char *const names[] = {"--pass", "--Nk", "--causal", "--window", "--batch", "--heads", "--kv-heads"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0) return 1;
+    return 0;
+}
+
 int fl_cmd_sweep(int argc, char **argv)
 {
     const int64_t big = INT64_MAX / 4;
     fl_list N = {0}, d = {0}, M = {0}, Br = {0}, Bc = {0};
     fl_sweep_spec s = fl_sweep_spec_init();
-    fl_problem variant = fl_problem_default();
+    static fl_popts vo; /* the variant options, parsed by the shared problem parser */
+    fl_popts_init(&vo);
     fl_format fmt = FL_FMT_CSV;
     const char *sram = NULL, *dtype = NULL, *output = NULL;
     int progress = isatty(2);
@@ -134,7 +149,7 @@ int fl_cmd_sweep(int argc, char **argv)
     fl_args_init(&a, argc, argv);
     while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
-            printf(usage, fl_variant_usage);
+            fputs(usage, stdout);
             goto done;
         }
         if (strcmp(name, "--progress") == 0) { progress = 1; continue; }
@@ -151,11 +166,11 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--max-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &s.max_events);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
-        else if (fl_variant_option(name, v, &variant, &e)) s.variant = &variant;
+        else if (is_variant_option(name) && fl_popts_take(&vo, name, v, &e)) s.variant = &vo.p;
         else e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
-    if (!e && s.variant) e = fl_problem_check(&variant); /* a bad combination fails once, not per row */
+    if (!e && s.variant) e = fl_problem_check(&vo.p); /* a bad combination fails once, not per row */
     int64_t M1 = 0, N1 = 1024, d1 = 64, configs = 0;
     if (!e) e = fl_presets_resolve(sram, dtype, 0, &M1, &s.elem_bytes);
     if (e) goto fail;
