@@ -102,13 +102,14 @@ static fl_status check(fl_machine *m, const fl_problem *p, const fl_segments *sg
         const fl_seg *g = &seg;
         for (int64_t h = 0; h < g->group && !s; h++) {
             const int64_t q0 = g->q0 + h * g->qstride;
+            const fl_keep_fn keep = fl_mask_is_dense(&g->mask) ? NULL : fl_mask_keep_fn;
             if (!bwd) {
                 s = fl_ref_attention(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d, scale,
-                                     fl_mask_keep_fn, &g->mask, O + q0 * d, L + q0);
+                                     keep, &g->mask, O + q0 * d, L + q0);
                 continue;
             }
             s = fl_ref_attention_bwd(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d,
-                                     dO + q0 * d, scale, fl_mask_keep_fn, &g->mask, dQ + q0 * d, tk, tv,
+                                     dO + q0 * d, scale, keep, &g->mask, dQ + q0 * d, tk, tv,
                                      O + q0 * d, L + q0, NULL, NULL);
             for (int64_t i = 0; i < g->Nk * d; i++) {
                 dK[g->k0 * d + i] += tk[i];
