@@ -76,21 +76,9 @@ fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_swe
     FL_TRY(fl_sweep_size(s, &st.configs));
     const int64_t *Br = s->Br ? s->Br : &zero, *Bc = s->Bc ? s->Bc : &zero;
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
-    fl_problem p = fl_problem_default();
+    fl_problem p = s->base ? *s->base : fl_problem_default();
     p.elem_bytes = s->elem_bytes;
     p.max_events = s->max_events;
-    if (s->variant) { /* the variants' fields, the same for every configuration */
-        if (s->variant->cu_seqlens_q || s->variant->cu_seqlens_k)
-            return fl_fail(FL_EINVAL, "--cu-seqlens-q: a sweep varies N; varlen runs through count and run");
-        p.pass = s->variant->pass;
-        p.Nk = s->variant->Nk;
-        p.causal = s->variant->causal;
-        p.window_left = s->variant->window_left;
-        p.window_right = s->variant->window_right;
-        p.batch = s->variant->batch;
-        p.heads = s->variant->heads;
-        p.kv_heads = s->variant->kv_heads;
-    }
     fl_result r;
     int64_t done = 0;
     for (int a = 0; a < s->nalgos; a++)

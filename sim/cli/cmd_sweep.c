@@ -20,6 +20,7 @@
 #include "listparse.h"
 #include "presets.h"
 #include "sweep.h"
+#include "../../reference/heads.h"
 #include "problem_opts.h"
 
 static const char *usage =
@@ -37,16 +38,13 @@ static const char *usage =
     "  --sram GPU      M from a preset: a100, h100, h200, b200 (docs/analysis.md)  [a100]\n"
     "  --dtype T       fp16, bf16 or fp32: bytes per element, and M from --sram    [fp16]\n"
     "  --M-upto-Nd     keep only M <= N*d for each (N, d) (the paper's regime)\n"
-    "  variants (issue 4), the same for every configuration:\n"
-    "  --pass P        fwd, bwd (backward alone) or fwd+bwd                        [fwd]\n"
-    "  --Nk N          key length                                                  [N]\n"
-    "  --causal C      none, top-left or bottom-right                              [none]\n"
-    "  --window L,R    FA2 local window, -1 = unbounded                            [-1,-1]\n"
-    "  --batch B  --heads H  --kv-heads H   sequences, query heads, K/V heads      [1 1 heads]\n"
     "  --max-events E  skip configurations with more tile events than E (0: none) [1e10]\n"
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
     "  --progress      show a progress bar on stderr (default: only on a terminal)\n"
+    "  fixed for every configuration (as for count): --Nk, --causal, --window, --batch, --heads,\n"
+    "                  --kv-heads, --pass; decode: --splits, --page-size, --pool-pages, --page-seed;\n"
+    "                  blocksparse: --density, --mask-seed\n"
     "  --help          this text\n\n"
     "Order: schedule, then N, d, M, Br, Bc (the last varies fastest), each in the order given.\n"
     "Configurations that cannot run (M below the smallest tile, an override that does not fit,\n"
@@ -122,22 +120,14 @@ fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *comm
     return FL_OK;
 }
 
-/* The options of one problem that a sweep applies to every configuration (its sizes are lists). */
-static int is_variant_option(const char *name)
-{
-    static const char *const names[] = {"--pass", "--Nk", "--causal", "--window", "--batch", "--heads", "--kv-heads"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i]) == 0) return 1;
-    return 0;
-}
-
 int fl_cmd_sweep(int argc, char **argv)
 {
     const int64_t big = INT64_MAX / 4;
     fl_list N = {0}, d = {0}, M = {0}, Br = {0}, Bc = {0};
     fl_sweep_spec s = fl_sweep_spec_init();
-    static fl_popts vo; /* the variant options, parsed by the shared problem parser */
-    fl_popts_init(&vo);
+    static fl_popts po; /* the fields no list sets: s.base (static: its arrays are large) */
+    fl_popts_init(&po);
+    s.base = &po.p;
     fl_format fmt = FL_FMT_CSV;
     const char *sram = NULL, *dtype = NULL, *output = NULL;
     int progress = isatty(2);
@@ -166,11 +156,14 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--max-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &s.max_events);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
-        else if (is_variant_option(name) && fl_popts_take(&vo, name, v, &e)) s.variant = &vo.p;
+        else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
+            e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
+        else if (fl_popts_take(&po, name, v, &e)) {} /* the problem's other fields */
         else e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
-    if (!e && s.variant) e = fl_problem_check(&vo.p); /* a bad combination fails once, not per row */
+    /* a head rule broken fails once, naming the option, not as a skip on every row */
+    if (!e) e = fl_heads_check(po.p.heads, po.p.kv_heads ? po.p.kv_heads : po.p.heads);
     int64_t M1 = 0, N1 = 1024, d1 = 64, configs = 0;
     if (!e) e = fl_presets_resolve(sram, dtype, 0, &M1, &s.elem_bytes);
     if (e) goto fail;
