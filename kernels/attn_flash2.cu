@@ -51,16 +51,17 @@ fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
     const long r0 = (long)blockIdx.x * BR;
     const int br = (int)min((long)BR, N - r0);
 
-    for (int x = tid; x < br * D; x += FL_THREADS) { /* line 4 */
-        const int r = x / D, k = x % D;
-        Qs[r * (D + 1) + k] = fl_ld(c, FL_T_Q, Q, (r0 + r) * D + k);
-    }
+    /* causal: the block's last query r0 + br - 1 keeps keys j <= r0 + br - 1 + off; later key
+     * blocks are all masked (rule K2) and neither loaded nor computed.  A block that sees no key
+     * at all (bottom-right with Nq > Nk) does not load Q_i either: its rows output 0, L = -inf */
+    const long kend = causal ? max(0L, min((long)Nk, r0 + br + off)) : (long)Nk;
+    if (kend > 0)
+        for (int x = tid; x < br * D; x += FL_THREADS) { /* line 4 */
+            const int r = x / D, k = x % D;
+            Qs[r * (D + 1) + k] = fl_ld(c, FL_T_Q, Q, (r0 + r) * D + k);
+        }
     for (int x = tid; x < BR * D; x += FL_THREADS) Os[x] = 0.f; /* line 5 */
     for (int r = tid; r < BR; r += FL_THREADS) { ms[r] = -INFINITY; ls[r] = 0.f; }
-
-    /* causal: the block's last query r0 + br - 1 keeps keys j <= r0 + br - 1 + off; later key
-     * blocks are all masked (rule K2) and neither loaded nor computed */
-    const long kend = causal ? max(0L, min((long)Nk, r0 + br + off)) : (long)Nk;
     for (long c0 = 0; c0 < kend; c0 += BC) { /* line 6 */
         const int bc = (int)min((long)BC, Nk - c0);
         __syncthreads(); /* the previous step is done with K_j, V_j, S */

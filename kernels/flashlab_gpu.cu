@@ -194,9 +194,9 @@ static int cmd_run(int argc, char **argv)
     if (bwd && N > 2048) check = 0; /* the full fp64 backward reference is O(N^2 d) on the CPU */
     if (!k) return bad("--algo/--dtype/--d/--Br/--Bc: no such kernel is built (see flashlab-gpu list)");
     if (causal && !k->causal_ok) return bad("--causal: this schedule has no causal kernel");
-    if (int g = need_gpu()) return g;
     if (Nk && Nk != N && (bwd || strcmp(algo, "flash2")))
         return bad("--Nk: only the flash2 forward kernel takes Nk != N");
+    if (int g = need_gpu()) return g;
     fl_gpu_case c = {k, (int)N, causal, (uint64_t)seed, "run", check, (int)reps, (int)Nk};
     fl_gpu_outcome o;
     if (fl_gpu_case_run(&c, &o)) return 1;
