@@ -50,6 +50,28 @@ static fl_status safe_path(const char *what, const char *p)
     return FL_OK;
 }
 
+fl_status fl_figures_check_dir(const char *dir)
+{
+    struct stat st;
+    char parent[4096];
+    FL_TRY(safe_path("--out", dir));
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) return fl_fail(FL_EINVAL, "--out: %s is not a directory", dir);
+        if (access(dir, W_OK)) return fl_fail(FL_EINVAL, "--out: %s is not writable", dir);
+        return FL_OK;
+    }
+    snprintf(parent, sizeof parent, "%s", dir);
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/') parent[--n] = 0; /* "out/" -> "out" */
+    char *slash = strrchr(parent, '/');
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == parent) parent[1] = 0;
+    else *slash = 0;
+    if (stat(parent, &st) || !S_ISDIR(st.st_mode) || access(parent, W_OK))
+        return fl_fail(FL_EINVAL, "--out: cannot create %s: %s is not a writable directory", dir, parent);
+    return FL_OK;
+}
+
 static const char *fmts[] = {"png", "pdf", "svg"};
 
 typedef struct {
@@ -180,7 +202,7 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int 
     if (!scripts) scripts = getenv("FLASHLAB_FIGURES_DIR");
     if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR;
     FL_TRY(fl_gnuplot_check());
-    FL_TRY(safe_path("--out", dir));
+    FL_TRY(fl_figures_check_dir(dir));
     FL_TRY(safe_path("figures directory", scripts));
     snprintf(path, sizeof path, "%s/style.gp", scripts);
     if (access(path, R_OK))
@@ -256,6 +278,6 @@ int fl_cmd_plot(int argc, char **argv)
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_figures_write(dir, scripts, stderr, &n);
     if (e) return fl_cli_error(e);
-    printf("figures written to %s/ (%d files: PNG, PDF, SVG of figures (a)-(d), data in %s/data/)\n", dir, n, dir);
+    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), and their data in data/)\n", dir, n);
     return 0;
 }

@@ -134,6 +134,7 @@ int fl_cmd_report(int argc, char **argv)
     if (!e) e = fl_presets_resolve(o.sram, o.dtype, Mgiven, &o.M, &o.elem_bytes);
     if (!e && !Mgiven) e = fl_sram_preset_find(o.sram ? o.sram : "a100", &pre);
     if (!e && o.figures) e = fl_gnuplot_check(); /* before printing anything: no half reports */
+    if (!e && o.figures) e = fl_figures_check_dir(o.dir);
     if (e) goto fail;
 
     printf("flashlab report: HBM traffic of exact attention on the two-level machine\n"
@@ -162,7 +163,7 @@ int fl_cmd_report(int argc, char **argv)
             goto fail;
         }
         if ((e = fl_atomic_commit(&af))) goto fail;
-        printf("\nFigures (a)-(d) as PNG, PDF and SVG, and their data: %s/ (%d files, + data/report_sweep.csv)\n",
+        printf("\nFigures (a)-(d) as PNG, PDF and SVG, and their data, written to %s (%d files, and data/report_sweep.csv)\n",
                o.dir, nfiles);
     }
     goto done;
