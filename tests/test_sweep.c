@@ -181,3 +181,41 @@ Test(sweep_cli, nothing_runnable_is_an_error)
     cr_assert(strstr(r->err, "none of the 2 configurations can run"), "%s", r->err);
     free(r);
 }
+
+#include "presets.h"
+
+Test(presets, numbers_and_overrides)
+{
+    int64_t M;
+    int eb;
+    cr_assert_eq(fl_presets_resolve(NULL, NULL, 0, &M, &eb), FL_OK);
+    cr_assert(M == 98304 && eb == 2, "default: the A100 in fp16 (%lld, %d)", (long long)M, eb);
+    cr_assert_eq(fl_presets_resolve("h100", "fp32", 0, &M, &eb), FL_OK);
+    cr_assert(M == 65536 && eb == 4);
+    cr_assert_eq(fl_presets_resolve("b200", "bf16", 0, &M, &eb), FL_OK);
+    cr_assert(M == 131072 && eb == 2);
+    cr_assert_eq(fl_presets_resolve("h200", "fp16", 4321, &M, &eb), FL_OK);
+    cr_assert(M == 4321 && eb == 2, "--M wins over a preset");
+    cr_assert_eq(fl_presets_resolve("v100", NULL, 0, &M, &eb), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--sram"), "%s", fl_last_error());
+    cr_assert_eq(fl_presets_resolve(NULL, "fp8", 0, &M, &eb), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--dtype"), "%s", fl_last_error());
+    int n;
+    const fl_sram_preset *p = fl_sram_presets(&n);
+    cr_assert_eq(n, 4);
+    for (int i = 0; i < n; i++) cr_assert(p[i].source && strlen(p[i].source) > 20, "%s has no source", p[i].name);
+}
+
+Test(presets, sweep_and_count_take_sram_and_dtype)
+{
+    const char *a[] = {"sweep", "--algo", "flash2", "--sram", "h100", "--dtype", "fp32", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "\nflash2,1024,64,65536,"), "%s", r->out);
+    free(r);
+    const char *b[] = {"count", "--algo", "flash2", "--sram", "a100", "--M", "5000", "--format", "csv", NULL};
+    r = cli_run(b);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "\nflash2,1024,64,5000,"), "%s", r->out);
+    free(r);
+}
