@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "run.h"
 
@@ -87,6 +88,13 @@ fl_status fl_sweep_collect(const fl_sweep_spec *s, fl_table *t, fl_sweep_stats *
 
 /* Frees t's points; t becomes empty.  NULL is a no-op. */
 void fl_table_free(fl_table *t);
+
+/* Reads the CSV that `flashlab sweep` (or `count --format csv`) writes into t (appending):
+ * '#' lines and blank lines are skipped; the first other line must be the header, starting
+ * algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total; each row needs at least the 14 columns up to
+ * Bd, with integer counts.  Rows of a pass other than fwd are refused (the laws are about the
+ * forward pass).  FL_EINVAL naming name:line and the rule on a malformed line. */
+fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t);
 
 /* The first point with these coordinates (any blocks), or NULL. */
 const fl_point *fl_table_find(const fl_table *t, fl_algo a, int64_t N, int64_t d, int64_t M);
