@@ -59,7 +59,12 @@ fl_sweep_spec fl_sweep_spec_init(void);
  * N = 512..65536 (x2), d in {64, 128}, M = 4096..N*d (x2), default blocks. */
 fl_sweep_spec fl_sweep_spec_report(void);
 
-/* Number of configurations in the grid; FL_EINVAL (naming the option) if a list is empty. */
+/* Largest grid a sweep accepts (configurations before --M-upto-Nd): a grid beyond it would run
+ * for hours, so it is refused with the rule instead (docs/errors.md). */
+#define FL_SWEEP_MAX_CONFIGS INT64_C(10000000)
+
+/* Number of configurations in the grid; FL_EINVAL (naming the option) if a list is empty or
+ * the grid has more than FL_SWEEP_MAX_CONFIGS configurations. */
 fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs);
 
 /* Runs the sweep, calling sink for each configuration in order; *stats (may be NULL) receives

@@ -50,28 +50,6 @@ static fl_status safe_path(const char *what, const char *p)
     return FL_OK;
 }
 
-fl_status fl_figures_check_dir(const char *dir)
-{
-    struct stat st;
-    char parent[4096];
-    FL_TRY(safe_path("--out", dir));
-    if (stat(dir, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) return fl_fail(FL_EINVAL, "--out: %s is not a directory", dir);
-        if (access(dir, W_OK)) return fl_fail(FL_EINVAL, "--out: %s is not writable", dir);
-        return FL_OK;
-    }
-    snprintf(parent, sizeof parent, "%s", dir);
-    size_t n = strlen(parent);
-    while (n > 1 && parent[n - 1] == '/') parent[--n] = 0; /* "out/" -> "out" */
-    char *slash = strrchr(parent, '/');
-    if (!slash) snprintf(parent, sizeof parent, ".");
-    else if (slash == parent) parent[1] = 0;
-    else *slash = 0;
-    if (stat(parent, &st) || !S_ISDIR(st.st_mode) || access(parent, W_OK))
-        return fl_fail(FL_EINVAL, "--out: cannot create %s: %s is not a writable directory", dir, parent);
-    return FL_OK;
-}
-
 static const char *fmts[] = {"png", "pdf", "svg"};
 
 typedef struct {
@@ -186,6 +164,20 @@ static fl_status make_dir(const char *p)
     return FL_OK;
 }
 
+fl_status fl_outdir_check(const char *dir)
+{
+    char probe[4200];
+    FL_TRY(safe_path("--out", dir));
+    if (mkdir(dir, 0755) && errno != EEXIST)
+        return fl_fail(FL_EIO, "--out: cannot create directory %s (%s)", dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EIO, "--out: %s is not a directory", dir);
+    snprintf(probe, sizeof probe, "%s/.flashlab-tmp-XXXXXX", dir);
+    if (!mkdtemp(probe)) return fl_fail(FL_EIO, "--out: cannot write in %s (%s)", dir, strerror(errno));
+    rmdir(probe);
+    return FL_OK;
+}
+
 fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int *nfiles)
 {
     static const int64_t Na[] = {1024, 4096, 16384}, d64[] = {64}, Mb[] = {98304}, Nc[] = {1024};
@@ -202,13 +194,12 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int 
     if (!scripts) scripts = getenv("FLASHLAB_FIGURES_DIR");
     if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR;
     FL_TRY(fl_gnuplot_check());
-    FL_TRY(fl_figures_check_dir(dir));
     FL_TRY(safe_path("figures directory", scripts));
     snprintf(path, sizeof path, "%s/style.gp", scripts);
     if (access(path, R_OK))
         return fl_fail(FL_EINVAL, "figures: the gnuplot scripts are not in %s (set FLASHLAB_FIGURES_DIR to "
                                   "the figures/ directory of the source tree)", scripts);
-    FL_TRY(make_dir(dir));
+    FL_TRY(fl_outdir_check(dir));
     snprintf(tmp, sizeof tmp, "%s/.flashlab-tmp-XXXXXX", dir);
     if (!mkdtemp(tmp)) return fl_fail(FL_EIO, "figures: cannot create a temporary directory in %s (%s)", dir, strerror(errno));
     snprintf(path, sizeof path, "%s/data", tmp);

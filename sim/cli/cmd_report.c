@@ -138,7 +138,7 @@ int fl_cmd_report(int argc, char **argv)
     if (!e) e = fl_presets_resolve(o.sram, o.dtype, Mgiven, &o.M, &o.elem_bytes);
     if (!e && !Mgiven) e = fl_sram_preset_find(o.sram ? o.sram : "a100", &pre);
     if (!e && o.figures) e = fl_gnuplot_check(); /* before printing anything: no half reports */
-    if (!e && o.figures) e = fl_figures_check_dir(o.dir);
+    if (!e && o.figures) e = fl_outdir_check(o.dir);
     if (e) goto fail;
 
     printf("flashlab report: HBM traffic of exact attention on the two-level machine\n"
