@@ -309,3 +309,30 @@ Test(sweep_csv, bound_fits_a_sweep_file)
     cr_assert(strstr(r->err, "--input"), "%s", r->err);
     free(r);
 }
+
+Test(sweep_cli, variant_options_apply_to_every_configuration_as_in_count)
+{
+    const char *a[] = {"sweep", "--algo", "flash1,flash2", "--N", "300,512", "--pass", "fwd+bwd", "--causal",
+                       "bottom-right", "--heads", "4", "--M", "20000", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    int rows = 0;
+    for (const char *l = strstr(r->out, "\nalgo,"); l && (l = strchr(l + 1, '\n')) && l[1];) {
+        char algo[16];
+        long long N;
+        cr_assert_eq(sscanf(l + 1, "%15[^,],%lld,", algo, &N), 2, "%s", l + 1);
+        char Ns[32];
+        snprintf(Ns, sizeof Ns, "%lld", N);
+        const char *c[] = {"count", "--algo", algo, "--N", Ns, "--pass", "fwd+bwd", "--causal", "bottom-right",
+                           "--heads", "4", "--M", "20000", "--format", "csv", NULL};
+        cli_result *q = cli_run(c);
+        cr_assert_eq(q->status, 0, "%s", q->err);
+        const char *row = strchr(q->out, '\n') + 1;
+        cr_assert(strncmp(l + 1, row, strcspn(row, "\n") + 1) == 0, "sweep row\n%.*s\ndiffers from count\n%s",
+                  (int)strcspn(l + 1, "\n"), l + 1, row);
+        free(q);
+        rows++;
+    }
+    cr_assert_eq(rows, 4, "%s", r->out);
+    free(r);
+}
