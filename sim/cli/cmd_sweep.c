@@ -28,7 +28,7 @@ static const char *usage =
     "(the columns of `flashlab count --format csv`).  LIST is 512,1024,4096 or a range\n"
     "A:B:xK (geometric) or A:B:+K (arithmetic), or a mix: 64,128:1024:x2.\n\n"
     "  --algo LIST     schedules: standard, flash1, flash2, flash2-gqa, a comma list,\n"
-    "                  or all (= standard, flash1, flash2)                          [all]\n"
+    "                  or all (standard, flash1, flash2; + flash2-gqa when --kv-heads < --heads) [all]\n"
     "  --N LIST        sequence lengths                                            [1024]\n"
     "  --d LIST        head dimensions                                             [64]\n"
     "  --M LIST        SRAM capacities in elements (overrides --sram)              [from --sram]\n"
