@@ -292,7 +292,7 @@ Test(sweep_csv, bound_fits_a_sweep_file)
     int fd = mkstemp(path);
     cr_assert(fd >= 0);
     close(fd);
-    const char *a[] = {"sweep", "--algo", "flash1", "--N", "16384", "--d", "16:128:x2", "--M", "1024:2097152:x2",
+    const char *a[] = {"sweep", "--algo", "flash1", "--N", "16384", "--d", "16:128:x2", "--M", "4096:2097152:x2",
                        "--M-upto-Nd", "--output", path, NULL};
     cli_result *r = cli_run(a);
     cr_assert_eq(r->status, 0, "%s", r->err);
