@@ -101,6 +101,19 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
         }
     }
 
+    fprintf(out, "\nTwo-term law traffic ~= a Nd + c N²d²/M (the Omega(Nd) floor plus the passes), as the line\n"
+                 "traffic/(Nd) = a + c Nd/M over the same points (gsl_fit_wlinear, relative residuals):\n");
+    for (int ai = 1; ai < 3; ai++) {
+        const fl_algo a = order[ai];
+        int nd = distinct(t, a, 1, ds, 16);
+        for (int j = 0; j < nd; j++) {
+            fl_select s = {a, 0, ds[j], 0, FL_REGIME_PAPER};
+            if (fl_law_two_term(t, &s, &f)) continue;
+            fprintf(out, "  %-8s d = %-4" PRId64 "  a = %6.3f ± %.3f   c = %7.3f ± %.3f   R² %.4f   (%zu points)\n",
+                    fl_algo_name(a), ds[j], f.intercept, f.se_intercept, f.slope, f.se_slope, f.r2, f.n);
+        }
+    }
+
     int nM = distinct(t, FL_ALGO_FLASH1, 2, Ms, 64);
     int64_t Mfix = 0;
     for (int k = 0; k < nM; k++)
