@@ -35,9 +35,10 @@ typedef struct {
     int M_upto_Nd;           /* keep only M <= N*d */
     int elem_bytes;          /* bytes per element of Q, K, V, O, S, P */
     int64_t max_events;      /* per configuration; 0 = no limit */
-    const fl_problem *base;  /* NULL, or the problem every configuration starts from (pass, mask,
-                                heads, seed: the variant options); the lists, elem_bytes and
-                                max_events above replace its fields */
+    const fl_problem *base;  /* NULL (= fl_problem_default()), or the problem every configuration
+                              * starts from: the fields no list sets (Nk, masks, heads, pass,
+                              * decode's cache, blocksparse's mask, seed); the lists, elem_bytes
+                              * and max_events above replace its fields */
 } fl_sweep_spec;
 
 /* Receives the sweep's results in order.  Any callback may be NULL. */

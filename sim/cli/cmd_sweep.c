@@ -41,6 +41,9 @@ static const char *usage =
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
     "  --progress      show a progress bar on stderr (default: only on a terminal)\n"
+    "  fixed for every configuration (as for count): --Nk, --causal, --window, --batch, --heads,\n"
+    "                  --kv-heads, --pass; decode: --splits, --page-size, --pool-pages, --page-seed;\n"
+    "                  blocksparse: --density, --mask-seed\n"
     "  --help          this text\n\n"
     "Order: schedule, then N, d, M, Br, Bc (the last varies fastest), each in the order given.\n"
     "Configurations that cannot run (M below the smallest tile, an override that does not fit,\n"
@@ -148,14 +151,17 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--Bc") == 0) fl_list_free(&Bc), e = fl_list_parse(name, v, 1, big, &Bc);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
-        else if (!strncmp(name, "--cu-seqlens", 12))
-            e = fl_fail(FL_EINVAL, "%s: varlen batches are for `flashlab count`; a sweep varies N", name);
-        else if (!fl_popts_take(&po, name, v, &e))
+        else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
+            e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
+        else if (!fl_popts_take(&po, name, v, &e)) /* the problem's other fields */
             e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
     int64_t configs = 0;
-    if (!e) e = fl_popts_finish(&po); /* --sram/--dtype (M unless --M lists it), the variant rules */
+    /* --sram/--dtype (M unless --M lists it) and the variant rules, checked once for the first
+     * schedule; a rule another schedule of the list breaks makes its rows skipped lines */
+    if (!e && s.nalgos) po.p.algo = (fl_algo)s.algos[0];
+    if (!e) e = fl_popts_finish(&po);
     if (e) goto fail;
     s.base = &po.p;
     s.elem_bytes = po.p.elem_bytes;
