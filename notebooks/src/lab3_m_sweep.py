@@ -18,7 +18,7 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
 import flashlab as fl
 
 N, d = 4096, 64
-Ms = [512 * 2 ** k for k in range(12)]            # 512 ... 1048576 elements
+Ms = [1024 * 2 ** k for k in range(11)]           # 1024 ... 1048576 elements
 sweep = {}                                        # (algo, M) -> the machine's result
 for M in Ms:
     for algo in fl.CLASSIC:
@@ -229,9 +229,10 @@ print(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", 128, "--M", 98304,
 
 # %% [markdown] solution
 # **Instructor notes.** c_napkin = 8 (the machine: 8.6 to 9.3 for 2048 ≤ M ≤ 8192).  The fitted
-# constants at N = 4096, d = 64 over 64 ≤ M ≤ Nd come out at about 15.4 (flash1) and 13.1
-# (flash2), flash2's spread about 2.8: its ratio climbs at both ends, at small M because the
-# block is rounded down to whole rows (B = 1 at M = 512) and at large M because the score tile
-# $S_{ij}$ ($B^2$) takes a growing share of SRAM.
+# constants at N = 4096, d = 64 over the sweep's points in the paper's range (1024 ≤ M ≤ Nd) come
+# out at about 14.3 (flash1) and 12.8 (flash2), flash2's spread about 2.8: its ratio climbs at
+# both ends, at small M because the block is rounded down to whole rows (B = 3 at M = 1024,
+# where M/4d = 4) and at large M because the score tile $S_{ij}$ ($B^2$) takes a growing share
+# of SRAM.
 # M_flat = 4Nd + N² + 2N = 1312768 for N = 1024, d = 64, far above Nd = 65536.  Paper blocks at
 # d = 128: Bc = 192, Br = 128, need 107264 > 98304: they do not fit; rule B1 shrinks Bc to 168.
