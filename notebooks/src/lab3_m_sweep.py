@@ -145,6 +145,14 @@ if c_fit:
     plot_sweep(c_fit)
 
 # %% [markdown]
+# The project's analyzer makes the same fit with GSL, with standard errors, and the log-log slope
+# in $M$ (the law says $-1$): `flashlab bound` over the same points.  Compare its $c$ with yours,
+# and look at its slopes: which schedule follows $1/M$ most closely, and why not the other?
+
+# %%
+print(fl.cli("bound", "--N", N, "--d", d, "--M", "1024:262144:x2"))
+
+# %% [markdown]
 # ## Exercise 3: where the law stops
 #
 # Past $M = Nd$ the law no longer applies.  Flash2's traffic keeps falling until one block holds
