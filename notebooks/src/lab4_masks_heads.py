@@ -248,6 +248,9 @@ problems = []
 for Hq, Hkv in ((6, 2), (8, 2), (8, 1), (8, 8), (32, 8)):
     mine = [kv_head(h, Hq, Hkv) for h in range(Hq)]
     ref = [fl.kv_head(h, Hq, Hkv) for h in range(Hq)]
+    if None in mine:
+        problems.append("no answer yet")
+        break
     if mine != ref:
         problems.append(f"Hq={Hq}, Hkv={Hkv}: you map {mine}, the rule maps {ref}")
         break
