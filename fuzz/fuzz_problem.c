@@ -119,6 +119,7 @@ static void compute(fl_problem *p, fz_bytes *in)
     p->Br = (int64_t)(take(in, 1) % 24);
     p->Bc = (int64_t)(take(in, 1) % 24);
     p->seed = take(in, 8);
+    p->max_events = FZ_MAX_EVENTS; /* tiny tiles at N = 80 would take 10^5 events */
     fl_result r;
     fl_status s = fl_run(p, FL_COMPUTE, NULL, NULL, &r);
     if (s) return check_message(s);

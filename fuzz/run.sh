@@ -34,7 +34,7 @@ for n in "${names[@]}"; do
        "build-fuzz/corpus-new/$n" "fuzz/corpus/$n" >"build-fuzz/logs/$n.log" 2>&1; then
     echo "   FINDING: see build-fuzz/logs/$n.log and build-fuzz/artifacts/"; status=1
   fi
-  grep -E '^(#[0-9]+ +DONE|Done|stat::number_of_executed_units|stat::average_exec_per_sec)' \
+  grep -E '^(#[0-9]+[[:space:]]+DONE|Done|stat::number_of_executed_units|stat::average_exec_per_sec)' \
     "build-fuzz/logs/$n.log" | sed 's/^/   /' || true
 done
 exit $status

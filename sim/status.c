@@ -12,6 +12,9 @@ fl_status fl_fail(fl_status code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    /* one line, whatever the input quoted in it holds: control characters become '?' */
+    for (char *c = last_error; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return code;
 }
 

@@ -1,7 +1,8 @@
 /* status.h: status codes, the last error message, and checked 64-bit arithmetic.
  *
  * Every fallible function in libflashlab returns an fl_status.  FL_OK is 0; any other value
- * is an error whose one-line explanation (naming the input and the rule it broke) can be read
+ * is an error whose one-line explanation (naming the input and the rule it broke; control
+ * characters of quoted input are shown as '?', so it is always one line) can be read
  * with fl_last_error() on the same thread until the next error replaces it.  The CLI prints that
  * line and exits with status 2.
  */

@@ -10,7 +10,7 @@ fl_sweep_spec fl_sweep_spec_init(void)
 {
     fl_sweep_spec s;
     memset(&s, 0, sizeof s);
-    for (int a = 0; a < FL_NALGO; a++) s.algos[s.nalgos++] = a;
+    for (int a = 0; a <= FL_ALGO_FLASH2; a++) s.algos[s.nalgos++] = a; /* the forward three */
     s.elem_bytes = fl_problem_default().elem_bytes;
     s.max_events = fl_problem_default().max_events;
     return s;
@@ -49,7 +49,14 @@ fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
     if (s->nM < 1) return fl_fail(FL_EINVAL, "--M: the sweep needs at least one value");
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
     if (nBr < 1 || nBc < 1) return fl_fail(FL_EINVAL, "--Br/--Bc: the sweep needs at least one value");
-    int64_t n = 0;
+    int64_t n = 0, grid = s->nalgos;
+    const int64_t dims[] = {s->nN, s->nd, s->nM, nBr, nBc};
+    for (int i = 0; i < 5; i++)
+        if (!fl_mul_ok(grid, dims[i], &grid) || grid > FL_SWEEP_MAX_CONFIGS) /* before any loop */
+            return fl_fail(FL_EINVAL,
+                           "--algo/--N/--d/--M/--Br/--Bc: the grid of %d x %d x %d x %d x %d x %d values "
+                           "has more than %lld configurations; split the sweep",
+                           s->nalgos, s->nN, s->nd, s->nM, nBr, nBc, (long long)FL_SWEEP_MAX_CONFIGS);
     for (int i = 0; i < s->nN; i++)
         for (int j = 0; j < s->nd; j++)
             for (int k = 0; k < s->nM; k++) n += in_grid(s, s->N[i], s->d[j], s->M[k]);

@@ -51,14 +51,19 @@ typedef struct {
     int64_t events;  /* tile events executed, summed over rows */
 } fl_sweep_stats;
 
-/* A spec with no lists, all three schedules, fp16 sizes and fl_problem_default's event limit. */
+/* A spec with no lists, the three schedules standard, flash1, flash2 (one head, forward), fp16 sizes and fl_problem_default's event limit. */
 fl_sweep_spec fl_sweep_spec_init(void);
 
 /* The default sweep of `flashlab report` and `flashlab bound`: all three forward schedules,
  * N = 512..65536 (x2), d in {64, 128}, M = 4096..N*d (x2), default blocks. */
 fl_sweep_spec fl_sweep_spec_report(void);
 
-/* Number of configurations in the grid; FL_EINVAL (naming the option) if a list is empty. */
+/* Largest grid a sweep accepts (configurations before --M-upto-Nd): a grid beyond it would run
+ * for hours, so it is refused with the rule instead (docs/errors.md). */
+#define FL_SWEEP_MAX_CONFIGS INT64_C(10000000)
+
+/* Number of configurations in the grid; FL_EINVAL (naming the option) if a list is empty or
+ * the grid has more than FL_SWEEP_MAX_CONFIGS configurations. */
 fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs);
 
 /* Runs the sweep, calling sink for each configuration in order; *stats (may be NULL) receives

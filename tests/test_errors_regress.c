@@ -148,3 +148,46 @@ Test(errors_regress, regress_block_search_at_int64_max)
     p.algo = FL_ALGO_STANDARD;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
 }
+
+/* Found by review: an output path that cannot be written (FL_EIO) exited with status 1, not the
+ * catalogue's 2.  (`flashlab report` also printed its whole table before failing: see below.) */
+Test(errors_regress, regress_unwritable_output_is_status_2)
+{
+    EXPECT_BAD("--output: cannot create /proc/self/x.csv (No such file or directory)",
+               "sweep", "--N", "64", "--output", "/proc/self/x.csv");
+    static char *fake_gnuplot[] = {"FLASHLAB_GNUPLOT=true", NULL}; /* passes the gnuplot check */
+    const char *const plot[] = {"flashlab", "plot", "--out", "/proc/no-such-dir", NULL};
+    cli_result r = cli_run_in(NULL, fake_gnuplot, plot);
+    expect_bad_r(&r, NULL, "--out: cannot create directory /proc/no-such-dir (No such file or directory)", "plot");
+    cli_free(&r);
+}
+
+/* Found by review: `flashlab report --out DIR` with DIR unwritable printed the whole report on
+ * stdout (a minute of sweeps) and only then failed: the directory is now checked first. */
+Test(errors_regress, regress_report_checks_out_dir_first)
+{
+    static char *fake_gnuplot[] = {"FLASHLAB_GNUPLOT=true", NULL};
+    const char *const report[] = {"flashlab", "report", "--out", "/proc/self", NULL};
+    cli_result r = cli_run_in(NULL, fake_gnuplot, report);
+    expect_bad_r(&r, NULL, "--out: cannot write in /proc/self (No such file or directory)", "report");
+    cli_free(&r);
+}
+
+/* Found by review: a sweep grid of 4096 x 4096 x ... values was accepted and would run for days
+ * (10^8 and more configurations); grids beyond FL_SWEEP_MAX_CONFIGS are refused at once. */
+Test(errors_regress, regress_sweep_grid_too_large)
+{
+    EXPECT_BAD("--algo/--N/--d/--M/--Br/--Bc: the grid of 3 x 4096 x 4096 x 1 x 1 x 1 values has more than "
+               "10000000 configurations; split the sweep",
+               "sweep", "--algo", "standard,flash1,flash2", "--N", "1:4096:+1", "--d", "1:4096:+1");
+}
+
+/* fuzz_list finding: a value holding a newline was quoted into the message, which then spanned
+ * two lines; control characters are now shown as '?'. */
+Test(errors_regress, regress_message_is_one_line)
+{
+    EXPECT_BAD("--N: '12?3' is not an integer (whole numbers only, no '?')", "count", "--N", "12\n3");
+    EXPECT_BAD("--algo: unknown schedule 'flash1?' (choose standard, flash1, flash2 or flash2-gqa)",
+               "count", "--algo", "flash1\r");
+    EXPECT_BAD_NAMES("--N", "sweep", "--N", "64,\n128");
+}

@@ -33,6 +33,11 @@ fl_status fl_bound_flash1_slope(const fl_table *t, int64_t d, int64_t *N, fl_fit
  * Progress lines go to log (may be NULL).  *nfiles receives the number of files written. */
 fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int *nfiles);
 
+/* Checks, before any work, that dir can receive output: a path without quotes, created if
+ * missing (one level), a directory, writable (a temporary directory is made and removed in it).
+ * FL_EIO (FL_EINVAL for the quotes) naming --out otherwise. */
+fl_status fl_outdir_check(const char *dir);
+
 /* FL_OK when a gnuplot with the pngcairo, pdfcairo and svg terminals runs; else FL_EINVAL
  * with a one-line message naming what to install. */
 fl_status fl_gnuplot_check(void);

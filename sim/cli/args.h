@@ -38,7 +38,8 @@ int fl_args_next(fl_args *a, const char **name, const char **inline_value);
 fl_status fl_args_value(fl_args *a, const char *name, const char *inline_value, const char **out);
 
 /* Exit status the CLI uses for a library status: 2 for bad input (EINVAL, ECAPACITY,
- * EOVERFLOW), 1 for anything else. */
+ * EOVERFLOW, and EIO: an output path that cannot be written, docs/errors.md), 1 for anything
+ * else (out of memory, a schedule bug). */
 int fl_exit_code(fl_status s);
 
 #endif

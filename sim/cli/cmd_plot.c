@@ -157,9 +157,24 @@ static void remove_tmp(const char *tmp)
 
 static fl_status make_dir(const char *p)
 {
-    if (mkdir(p, 0755) && errno != EEXIST) return fl_fail(FL_EIO, "figures: cannot create directory %s (%s)", p, strerror(errno));
+    if (mkdir(p, 0755) && errno != EEXIST)
+        return fl_fail(FL_EINVAL, "--out: cannot create directory %s (%s)", p, strerror(errno));
     struct stat st;
-    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EIO, "figures: %s is not a directory", p);
+    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EINVAL, "--out: %s is not a directory", p);
+    return FL_OK;
+}
+
+fl_status fl_outdir_check(const char *dir)
+{
+    char probe[4200];
+    FL_TRY(safe_path("--out", dir));
+    if (mkdir(dir, 0755) && errno != EEXIST)
+        return fl_fail(FL_EIO, "--out: cannot create directory %s (%s)", dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EIO, "--out: %s is not a directory", dir);
+    snprintf(probe, sizeof probe, "%s/.flashlab-tmp-XXXXXX", dir);
+    if (!mkdtemp(probe)) return fl_fail(FL_EIO, "--out: cannot write in %s (%s)", dir, strerror(errno));
+    rmdir(probe);
     return FL_OK;
 }
 
@@ -179,13 +194,12 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int 
     if (!scripts) scripts = getenv("FLASHLAB_FIGURES_DIR");
     if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR;
     FL_TRY(fl_gnuplot_check());
-    FL_TRY(safe_path("--out", dir));
     FL_TRY(safe_path("figures directory", scripts));
     snprintf(path, sizeof path, "%s/style.gp", scripts);
     if (access(path, R_OK))
         return fl_fail(FL_EINVAL, "figures: the gnuplot scripts are not in %s (set FLASHLAB_FIGURES_DIR to "
                                   "the figures/ directory of the source tree)", scripts);
-    FL_TRY(make_dir(dir));
+    FL_TRY(fl_outdir_check(dir));
     snprintf(tmp, sizeof tmp, "%s/.flashlab-tmp-XXXXXX", dir);
     if (!mkdtemp(tmp)) return fl_fail(FL_EIO, "figures: cannot create a temporary directory in %s (%s)", dir, strerror(errno));
     snprintf(path, sizeof path, "%s/data", tmp);
