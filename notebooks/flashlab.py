@@ -501,14 +501,16 @@ def cli(*args, check=True):
 
 
 def trace(algo="classic", N=64, d=8, M=384, **opts):
-    """The events of `flashlab trace` as a list of dicts (numbers as ints).  opts: Br, Bc,
-    max_events, compute=True."""
+    """The events of `flashlab trace` as a list of dicts (numbers as ints).  opts: Br, Bc, Nk,
+    causal='bottom-right', window=(L, R), pass_='bwd', max_events, compute=True."""
     args = ["trace", "--algo", algo, "--N", N, "--d", d, "--M", M]
     for k, v in opts.items():
         if k == "compute":
             args += ["--compute"] if v else []
+        elif k == "window":
+            args += ["--window", f"{v[0]},{v[1]}"]
         else:
-            args += ["--" + k.replace("_", "-"), v]
+            args += ["--" + k.rstrip("_").replace("_", "-"), v]
     rows = list(csv.DictReader(io.StringIO(cli(*args))))
     for r in rows:
         for k, v in r.items():
