@@ -5,7 +5,7 @@
 # convention gives a fast, exact-looking, wrong answer.  Each exercise hands you a small piece of
 # Python that a reasonable person could have written, with one bug; you fix it.  The checks compare
 # your fix with the library's one implementation of the rules (`reference/masks.h`,
-# `reference/heads.h`; docs/model.md rules K1–K4, H1, V1), and the machine shows what each
+# `reference/heads.h`, whose header comments state the rules K1–K4, H1, V1), and the machine shows what each
 # convention costs in HBM traffic.  Handout: `docs/labs/lab4.md`.
 #
 # Conventions (the seeds): query $i$ of $N_q$ and key $j$ of $N_k$;

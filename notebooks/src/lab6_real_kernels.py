@@ -66,7 +66,7 @@ else:
 # $M_\text{eff} = $ `fl.footprint(algo, d, Br, Bc)` (docs/model.md F0–F2), with the blocks forced
 # (`Br=..., Bc=...` in `fl.run`).  A backward kernel (`pass_="bwd"`) is modelled by the backward
 # schedule alone on the SRAM of *its* buffers, `fl.footprint(algo, d, Br, Bc, bwd=True)`
-# (F1b/F2b).  Write `model_for_kernel(algo, N, d, Br, Bc, causal=False, elem_bytes=2,
+# (its buffers are listed in the header of `sim/sched_flash_bwd.c`).  Write `model_for_kernel(algo, N, d, Br, Bc, causal=False, elem_bytes=2,
 # pass_="fwd")` returning the `fl.run` result of that model (`causal=True` means the bottom-right
 # causal mask).
 
