@@ -88,7 +88,7 @@ def run(path, expect, limit):
     if results and nskip == len(results):
         problems.append("every check skipped: nothing was checked")
     print(f"{path.name}: {secs:.1f} s, {len(results)} checks: {npass} pass, "
-          f"{len(results) - npass - nskip} fail, {nskip} skipped (no data here)"
+          f"{len(results) - npass - nskip} fail" + (f", {nskip} skipped (no data here)" if nskip else "") +
           f" -> {'OK' if not problems else 'FAILED'} (expected: {expect})")
     for p in problems:
         print("   ", p)
