@@ -12,6 +12,10 @@
  *   3 flash2    attn_flash2.cu    FlashAttention-2 forward: query-owned, O and L written once
  *   4 flash2    attn_flash2_bwd.cu  FlashAttention-2 backward (Algorithm 2): recomputation, dQ
  *                                 accumulated in HBM, dK, dV written once
+ *   5 flash1    attn_flash2_bwd.cu  FlashAttention backward (Algorithm 4): the same loop from
+ *                                 O, l, m; dQ, dK, dV zeroed in HBM first
+ *   6 standard  attn_standard_bwd.cu  standard backward (Algorithm 3) from the saved P: dP, dS
+ *                                 materialized in HBM
  */
 #ifndef FL_KERNELS_ATTN_H
 #define FL_KERNELS_ATTN_H
@@ -38,6 +42,7 @@ struct fl_gpu_args {
     float *dQ;               /* backward: dQ accumulator (N x d, fp32) */
     void *dK, *dV;           /* backward: outputs (N x d, storage type) */
     float *Dv;               /* backward: D = rowsum(dO o O) (N) */
+    void *dPbuf, *dSbuf;     /* standard backward: N x N dP and dS (storage type) */
     unsigned *flags;         /* flash1, flash2 bwd: one word per query block, the wavefront's hand-off */
     int *error;              /* flash1: set to 1 if a hand-off wait timed out */
     fl_gpu_counters *cnt;    /* NULL: do not count (or a build without FL_COUNTERS) */
@@ -63,6 +68,7 @@ const fl_kernel_info *fl_standard_kernels(int *n);
 const fl_kernel_info *fl_flash1_kernels(int *n);
 const fl_kernel_info *fl_flash2_kernels(int *n);
 const fl_kernel_info *fl_flash2_bwd_kernels(int *n);
+const fl_kernel_info *fl_standard_bwd_kernels(int *n);
 
 /* Tiles every kernel family instantiates: the fp16 build sweeps four (Br, Bc); fp32 (the tight
  * comparison) and bf16 take two of them, to keep the build short (CI compiles on 2 cores). */

@@ -44,10 +44,10 @@
  * model's fl_result.t[].name).  The last, "flags", is not data: it counts flash1's polls of its
  * hand-off flags (synchronisation the model does not have), reported apart, never compared. */
 enum { FL_T_Q, FL_T_K, FL_T_V, FL_T_O, FL_T_S, FL_T_P, FL_T_l, FL_T_m, FL_T_L,
-       FL_T_dO, FL_T_dQ, FL_T_dK, FL_T_dV, FL_T_D, FL_T_FLAGS, FL_NT };
+       FL_T_dO, FL_T_dQ, FL_T_dK, FL_T_dV, FL_T_D, FL_T_dP, FL_T_dS, FL_T_FLAGS, FL_NT };
 #define FL_NT_DATA FL_T_FLAGS
 static const char *const fl_tensor_names[FL_NT] = {"Q", "K", "V", "O", "S", "P", "l", "m", "L",
-                                                   "dO", "dQ", "dK", "dV", "D", "flags"};
+                                                   "dO", "dQ", "dK", "dV", "D", "dP", "dS", "flags"};
 
 /* Totals of one launch (or several: they accumulate), in global memory. */
 struct fl_gpu_counters {

@@ -247,7 +247,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     CUDA_CHECK(cudaMalloc(&dl, N * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&dm, N * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&dL, N * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&dflags, (FL_CDIV(N, k->Br) + 1) * sizeof(unsigned)));
+    CUDA_CHECK(cudaMalloc(&dflags, ((size_t)N + 1) * sizeof(unsigned) /* any Br */));
     CUDA_CHECK(cudaMalloc(&derr, sizeof(int)));
     CUDA_CHECK(cudaMalloc(&dcnt, sizeof(fl_gpu_counters)));
     CUDA_CHECK(cudaMemset(derr, 0, sizeof(int)));
@@ -261,19 +261,20 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
         CUDA_CHECK(cudaMemset(dS, 0xFF, (size_t)N * N * eb));
         CUDA_CHECK(cudaMemset(dP, 0xFF, (size_t)N * N * eb));
     }
-    CUDA_CHECK(cudaMemset(dflags, 0xFF, (FL_CDIV(N, k->Br) + 1) * sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset(dflags, 0xFF, ((size_t)N + 1) * sizeof(unsigned) /* any Br */));
     a.Q = dQ; a.K = dK; a.V = dV; a.O = dO; a.S = dS; a.P = dP;
     a.l = dl; a.m = dm; a.L = dL; a.flags = dflags; a.error = derr; a.cnt = dcnt;
     a.stream = 0;
-    void *gdO = NULL, *gdK = NULL, *gdV = NULL;
+    void *gdO = NULL, *gdK = NULL, *gdV = NULL, *gdP = NULL, *gdS = NULL;
     float *gdQ = NULL, *gD = NULL;
     if (k->bwd) { /* the forward first (uncounted) saves O and L; then poison the gradients */
         const fl_kernel_info *f = NULL;
         int nf;
-        const fl_kernel_info *tab = fl_flash2_kernels(&nf);
-        for (int i = 0; i < nf && !f; i++)
-            if (tab[i].dtype == dt && tab[i].d == d) f = &tab[i];
-        if (!f) { fprintf(stderr, "flashlab-gpu: no flash2 forward for this backward\n"); return 1; }
+        const fl_kernel_info *tab = !strcmp(k->algo, "flash1") ? fl_flash1_kernels(&nf)
+                                    : is_std ? fl_standard_kernels(&nf) : fl_flash2_kernels(&nf);
+        for (int i = 0; i < nf; i++) /* the same tiles if built, else the first of this type */
+            if (tab[i].dtype == dt && tab[i].d == d && (!f || (tab[i].Br == k->Br && tab[i].Bc == k->Bc))) f = &tab[i];
+        if (!f) { fprintf(stderr, "flashlab-gpu: no %s forward for this backward\n", k->algo); return 1; }
         a.cnt = NULL;
         f->launch(&a);
         CUDA_CHECK(cudaDeviceSynchronize());
@@ -289,6 +290,14 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
         CUDA_CHECK(cudaMemset(gdQ, 0xFF, Nd * sizeof(float)));
         CUDA_CHECK(cudaMemset(gD, 0xFF, N * sizeof(float)));
         a.dO = gdO; a.dQ = gdQ; a.dK = gdK; a.dV = gdV; a.Dv = gD;
+        if (is_std) { /* dP and dS of the standard backward: N x N each, poisoned */
+            CUDA_CHECK(cudaMalloc(&gdP, (size_t)N * N * eb));
+            CUDA_CHECK(cudaMalloc(&gdS, (size_t)N * N * eb));
+            CUDA_CHECK(cudaMemset(gdP, 0xFF, (size_t)N * N * eb));
+            CUDA_CHECK(cudaMemset(gdS, 0xFF, (size_t)N * N * eb));
+            a.dPbuf = gdP;
+            a.dSbuf = gdS;
+        }
     }
 
     cudaEvent_t e0, e1;
@@ -387,7 +396,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
         if (!o->model_ok) o->ok = 0; /* the model has the backward: it must be compared */
         CUDA_CHECK(cudaEventDestroy(e0));
         CUDA_CHECK(cudaEventDestroy(e1));
-        void *bufs[] = {dQ, dK, dV, dO, dS, dP, dl, dm, dL, dflags, derr, dcnt, gdO, gdK, gdV, gdQ, gD};
+        void *bufs[] = {dQ, dK, dV, dO, dS, dP, dl, dm, dL, dflags, derr, dcnt, gdO, gdK, gdV, gdQ, gD, gdP, gdS};
         for (void *b : bufs)
             if (b) CUDA_CHECK(cudaFree(b));
         return 0;

@@ -50,6 +50,8 @@ configs() {
   # the backward (its kernels only: the forward that saves O and L runs first, not profiled)
   echo "flash2 fp16 4096 64 32 32 bwd"
   echo "flash2 fp16 4096 64 64 64 bwd"
+  echo "flash1 fp16 4096 64 32 32 bwd"
+  echo "standard fp16 4096 64 64 64 bwd"
 }
 
 TMP=$(mktemp -d)
@@ -60,7 +62,7 @@ trap 'rm -rf "$TMP"' EXIT
   echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "# gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "# ncu: $("$NCU" --version | tail -1)"
-  echo "# ncu options: --cache-control all --clock-control none --kernel-name regex:^fl_ --metrics $METRICS --print-units base (bwd rows: --kernel-name regex:^fl_flash2_bwd)"
+  echo "# ncu options: --cache-control all --clock-control none --kernel-name regex:^fl_ --metrics $METRICS --print-units base (bwd rows: only the backward's kernels)"
   echo "# l2_* = lts__t_sectors_srcunit_tex_op_* x 32 B; sm_read_B = l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld x 32 B; sums over the schedule's kernels of one run (flashlab-gpu-timing run --no-check)"
   echo "# ratios are to the byte counters' bytes, which equal the model's element for element (flashlab-gpu validate); they equal the model's bytes too except flash1's fp32 running O (model: storage type)"
   echo "# flag_polls: flash1's hand-off polls in the counters run (4 B each, one 32 B sector each at L2; not in the model; their number varies run to run)"
@@ -71,7 +73,14 @@ configs | while read -r algo dtype N d Br Bc pass; do
   [ -z "$algo" ] && continue
   args="run --algo $algo --dtype $dtype --N $N --d $d --Br $Br --Bc $Bc --no-check"
   kre='regex:^fl_'
-  if [ "${pass:-fwd}" = bwd ]; then args="$args --bwd"; kre='regex:^fl_flash2_bwd'; else pass=fwd; fi
+  if [ "${pass:-fwd}" = bwd ]; then # the backward's kernels only (not the forward run first)
+    args="$args --bwd"
+    case $algo in
+      flash2) kre='regex:^fl_(flash2_bwd_pre|flash_bwd)' ;;
+      flash1) kre='regex:^fl_(flash1_bwd_init|flash_bwd)' ;;
+      standard) kre='regex:^fl_std_(nt|nn|dsoftmax)' ;;
+    esac
+  else pass=fwd; fi
   line=$("$BUILD/flashlab-gpu" $args | grep '^bytes:') || { echo "ncu_traffic.sh: counters run failed: $args" >&2; exit 1; }
   "$NCU" --cache-control all --clock-control none --kernel-name "$kre" --metrics "$METRICS" \
     --print-units base --csv --page raw "$BUILD/flashlab-gpu-timing" $args >"$TMP/ncu.csv" 2>"$TMP/ncu.err" ||
