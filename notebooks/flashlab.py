@@ -220,7 +220,9 @@ def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes
             v = CAUSAL[v]
         if k == "pass_" and isinstance(v, str):
             v = PASSES[v]
-        if k in ("cu_seqlens_q", "cu_seqlens_k"):
+        if k == "block_table":  # decode: a list of physical pages; its length goes with it
+            p.block_table_len = len(v)
+        if k in ("cu_seqlens_q", "cu_seqlens_k", "block_table"):
             v = (C.c_int64 * len(v))(*v)
             p._keep.append(v)
             v = C.cast(v, C.POINTER(C.c_int64))
