@@ -202,7 +202,9 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
         s = FL_ENOMEM;
         goto done;
     }
-    fl_machine_set_trace(m, relay_event, &rl);
+    /* the relay is needed for a caller's trace or a bwd-only peak; without either it would only
+     * slow the count-only hot path (a call per tile event) */
+    if (trace || !fwd_counted) fl_machine_set_trace(m, relay_event, &rl);
     fl_qkvo io;
     if ((s = add_tensors(m, p, &sg, bwd, &io))) goto done;
     io.q_rows = sg.q_rows;
