@@ -147,7 +147,9 @@ if c_fit:
 # %% [markdown]
 # The project's analyzer makes the same fit with GSL, with standard errors, and the log-log slope
 # in $M$ (the law says $-1$): `flashlab bound` over the same points.  Compare its $c$ with yours,
-# and look at its slopes: which schedule follows $1/M$ most closely, and why not the other?
+# and look at its slopes: which schedule follows $1/M$ most closely, and why not the other?  It
+# also fits a two-term law $a\,Nd + c\,N^2d^2/M$ (the $\Omega(Nd)$ floor plus the passes): how
+# does flash2's $c$ there compare with your napkin constant?
 
 # %%
 print(fl.cli("bound", "--N", N, "--d", d, "--M", "1024:262144:x2"))
