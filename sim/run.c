@@ -149,14 +149,17 @@ static void relay_event(const fl_event *ev, void *ctx)
 static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segments *sg, int bwd, fl_qkvo *io)
 {
     const int eb = p->elem_bytes;
+    /* rule R8 (docs/model.md): accumulators that cross HBM are fp32: flash1's running O,
+     * updated in HBM after every key block, and every backward's dQ (FlashAttention's dq_accum) */
+    const int ob = p->algo == FL_ALGO_FLASH1 ? 4 : eb;
     io->dO = io->dQ = io->dK = io->dV = -1;
     FL_TRY(fl_tensor_add(m, "Q", sg->q_rows, p->d, eb, &io->Q));
     FL_TRY(fl_tensor_add(m, "K", sg->k_rows, p->d, eb, &io->K));
     FL_TRY(fl_tensor_add(m, "V", sg->k_rows, p->d, eb, &io->V));
-    FL_TRY(fl_tensor_add(m, "O", sg->q_rows, p->d, eb, &io->O));
+    FL_TRY(fl_tensor_add(m, "O", sg->q_rows, p->d, ob, &io->O));
     if (bwd) {
         FL_TRY(fl_tensor_add(m, "dO", sg->q_rows, p->d, eb, &io->dO));
-        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, eb, &io->dQ));
+        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, 4, &io->dQ));
         FL_TRY(fl_tensor_add(m, "dK", sg->k_rows, p->d, eb, &io->dK));
         FL_TRY(fl_tensor_add(m, "dV", sg->k_rows, p->d, eb, &io->dV));
     }
