@@ -26,22 +26,10 @@
  * where f = kv_first and a = 1 - f (a later query head of a shared K/V head adds to dK, dV).
  */
 #include "problem_ext.h"
+#include "checked.h"
 #include "problem.h"
 #include "segments.h"
 
-typedef struct { int ovf; } ck;
-static int64_t mul(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_mul_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
-static int64_t add(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_add_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
 static void acc(ck *c, int64_t *x, int64_t v) { *x = add(c, *x, v); }
 
 static void flash2_fwd(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
