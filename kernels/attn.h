@@ -31,8 +31,9 @@ static const int fl_dtype_bytes[FL_NDTYPE] = {4, 2, 2};
 /* Device buffers and sizes of one attention call (one head: Q, K, V, O are N x d, row-major,
  * in the entry's storage type).  Workspaces a schedule does not use may be NULL. */
 struct fl_gpu_args {
-    int N, d;
-    int causal;              /* 0, or 1: bottom-right causal (= lower triangle, Nq = Nk) */
+    int N, d;                /* N: queries (rows of Q, O) */
+    int Nk;                  /* keys (rows of K, V); 0 = N.  Only flash2 forward takes Nk != N */
+    int causal;              /* 0 none, 1 top-left, 2 bottom-right (the same when Nk = N) */
     const void *Q, *K, *V;
     void *O;
     void *S, *P;             /* standard: N x N scores and probabilities */

@@ -19,8 +19,11 @@
  * by one word against bank conflicts (padding is not counted in M_eff), and a per-row rescale
  * factor is the model's per-row register (rule R3).
  *
- * Causal (bottom-right, = lower triangle for Nq = Nk): key blocks entirely after the block's last
- * query are skipped with no loads; partly masked tiles mask scores to -inf.
+ * Queries and keys may differ in number (Nq = N rows of Q, O; Nk rows of K, V).  Causal, either
+ * corner: query i keeps key j <= i + off, off = 0 (top-left, PyTorch SDPA) or Nk - Nq
+ * (bottom-right, FlashAttention >= 2.1); key blocks entirely after the block's last query's
+ * range are skipped with no loads; partly masked tiles mask scores to -inf; a row that keeps no
+ * key (bottom-right with Nq > Nk) outputs zeros and L = -inf.
  *
  * This is an educational kernel: scalar fp32 FMAs from shared memory, no tensor cores, no
  * pipelining.  It is slow next to FlashAttention-2 (see docs/validation.md) and moves exactly
@@ -31,7 +34,7 @@
 template <class T, int D, int BR, int BC>
 __global__ void __launch_bounds__(FL_THREADS)
 fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V,
-              T *__restrict__ O, float *__restrict__ L, int N, int causal, float scale,
+              T *__restrict__ O, float *__restrict__ L, int N, int Nk, int causal, long off, float scale,
               fl_gpu_counters *g)
 {
     extern __shared__ float sm[];
@@ -48,16 +51,19 @@ fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
     const long r0 = (long)blockIdx.x * BR;
     const int br = (int)min((long)BR, N - r0);
 
-    for (int x = tid; x < br * D; x += FL_THREADS) { /* line 4 */
-        const int r = x / D, k = x % D;
-        Qs[r * (D + 1) + k] = fl_ld(c, FL_T_Q, Q, (r0 + r) * D + k);
-    }
+    /* causal: the block's last query r0 + br - 1 keeps keys j <= r0 + br - 1 + off; later key
+     * blocks are all masked (rule K2) and neither loaded nor computed.  A block that sees no key
+     * at all (bottom-right with Nq > Nk) does not load Q_i either: its rows output 0, L = -inf */
+    const long kend = causal ? max(0L, min((long)Nk, r0 + br + off)) : (long)Nk;
+    if (kend > 0)
+        for (int x = tid; x < br * D; x += FL_THREADS) { /* line 4 */
+            const int r = x / D, k = x % D;
+            Qs[r * (D + 1) + k] = fl_ld(c, FL_T_Q, Q, (r0 + r) * D + k);
+        }
     for (int x = tid; x < BR * D; x += FL_THREADS) Os[x] = 0.f; /* line 5 */
     for (int r = tid; r < BR; r += FL_THREADS) { ms[r] = -INFINITY; ls[r] = 0.f; }
-
-    const long kend = causal ? min((long)N, r0 + br) : (long)N; /* later key blocks: all masked */
     for (long c0 = 0; c0 < kend; c0 += BC) { /* line 6 */
-        const int bc = (int)min((long)BC, N - c0);
+        const int bc = (int)min((long)BC, Nk - c0);
         __syncthreads(); /* the previous step is done with K_j, V_j, S */
         for (int x = tid; x < bc * D; x += FL_THREADS) { /* line 7 */
             const int r = x / D, k = x % D;
@@ -68,7 +74,7 @@ fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
         for (int x = tid; x < BR * BC; x += FL_THREADS) { /* line 8 */
             const int r = x / BC, j = x % BC;
             float s = -INFINITY;
-            if (r < br && j < bc && (!causal || fl_causal_keep(r0 + r, c0 + j, 0))) {
+            if (r < br && j < bc && (!causal || fl_causal_keep(r0 + r, c0 + j, off))) {
                 float acc = 0.f;
 #pragma unroll 16
                 for (int k = 0; k < D; k++) acc += Qs[r * (D + 1) + k] * Ks[j * (D + 1) + k];
@@ -127,10 +133,12 @@ template <class T, int D, int BR, int BC> static void launch_flash2(const fl_gpu
 {
     constexpr size_t smem = flash2_smem<D, BR, BC>();
     static_assert(smem <= 227 * 1024, "flash2 tiles do not fit in shared memory");
+    const int Nk = a->Nk ? a->Nk : a->N;
+    const long off = a->causal == 2 ? (long)Nk - a->N : 0; /* bottom-right: j <= i + Nk - Nq */
     CUDA_CHECK(cudaFuncSetAttribute(fl_flash2_fwd<T, D, BR, BC>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     fl_flash2_fwd<T, D, BR, BC><<<FL_CDIV(a->N, BR), FL_THREADS, smem, a->stream>>>(
-        (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, a->causal,
+        (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
         1.0f / sqrtf((float)D), a->cnt);
     CUDA_CHECK(cudaGetLastError());
 }

@@ -107,7 +107,7 @@ static void provenance(FILE *f, int argc, char **argv, const char *what)
 static const char *csv_header =
     "tag,algo,pass,version,dtype,N,d,Br,Bc,causal,M_eff,model_reads,model_writes,gpu_reads,gpu_writes,"
     "ratio,model_bytes,gpu_bytes,bytes_ratio,tensors_equal,max_err,naive_err,tol,L_err,unwritten,"
-    "acc_ok,flag_polls,ms,status";
+    "acc_ok,flag_polls,ms,status,Nk,corner";
 
 static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
@@ -123,15 +123,18 @@ static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
         fprintf(f, "%.6f,%lld,%lld,%.6f,%d,", o.ratio, o.model_bytes, o.gpu_bytes, o.bytes_ratio, o.tensors_equal);
     else
         fprintf(f, ",,%lld,,,", o.gpu_bytes);
-    fprintf(f, "%.3e,%.3e,%.3e,%.3e,%lld,%d,%lld,%.4f,%s\n", o.max_err, o.naive_err, o.tol, o.L_err,
+    fprintf(f, "%.3e,%.3e,%.3e,%.3e,%lld,%d,%lld,%.4f,%s", o.max_err, o.naive_err, o.tol, o.L_err,
             o.unwritten, o.acc_ok, o.gpu_polls, o.ms, o.ok ? (o.model_ok ? "ok" : "ok (no model counts)") : "FAIL");
+    fprintf(f, ",%d,%s\n", c.Nk ? c.Nk : c.N, c.causal == 1 ? "top-left" : c.causal == 2 ? "bottom-right" : "none");
 }
 
 static void print_case(const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
     const fl_kernel_info *k = c.k;
-    printf("%-6s %-8s %s %-4s N=%-5d d=%-3d Br=%-3d Bc=%-3d %s M_eff=%-6ld ", c.tag, k->algo, k->bwd ? "bwd" : "fwd",
-           fl_dtype_names[k->dtype], c.N, k->d, k->Br, k->Bc, c.causal ? "causal" : "full  ", o.m_eff);
+    printf("%-6s %-8s %s %-4s N=%-5d", c.tag, k->algo, k->bwd ? "bwd" : "fwd", fl_dtype_names[k->dtype], c.N);
+    if (c.Nk && c.Nk != c.N) printf(" Nk=%-5d", c.Nk);
+    printf(" d=%-3d Br=%-3d Bc=%-3d %s M_eff=%-6ld ", k->d, k->Br, k->Bc,
+           c.causal == 1 ? "causal-TL" : c.causal == 2 ? "causal-BR" : "full     ", o.m_eff);
 #ifndef FL_COUNTERS
     if (o.model_ok)
         printf("[timing build: not counted] ");
@@ -157,7 +160,7 @@ static int parse_dtype(const char *s, int *dt)
 static int cmd_run(int argc, char **argv)
 {
     const char *algo = "flash2";
-    int64_t N = 1024, d = 64, Br = 64, Bc = 64, reps = 0, seed = 1;
+    int64_t N = 1024, Nk = 0, d = 64, Br = 64, Bc = 64, reps = 0, seed = 1;
     int dt = FL_F16, causal = 0, check = 1, bwd = 0;
     fl_args a;
     const char *name, *iv, *v;
@@ -165,12 +168,18 @@ static int cmd_run(int argc, char **argv)
     fl_args_init(&a, argc, argv);
     while ((r = fl_args_next(&a, &name, &iv)) == 1) {
         fl_status s = FL_OK;
-        if (!strcmp(name, "--causal")) causal = 1;
+        if (!strcmp(name, "--causal")) causal = 2; /* bottom-right, FlashAttention >= 2.1 */
         else if (!strcmp(name, "--bwd")) bwd = 1;
         else if (!strcmp(name, "--no-check")) check = 0;
         else if ((s = fl_args_value(&a, name, iv, &v)) != FL_OK) return bad(fl_last_error());
         else if (!strcmp(name, "--algo")) algo = v;
         else if (!strcmp(name, "--N")) s = fl_parse_i64(name, v, 1, 1 << 20, &N);
+        else if (!strcmp(name, "--Nk")) s = fl_parse_i64(name, v, 1, 1 << 20, &Nk);
+        else if (!strcmp(name, "--corner")) {
+            if (!strcmp(v, "top-left")) causal = 1;
+            else if (!strcmp(v, "bottom-right")) causal = 2;
+            else return bad("--corner: choose top-left or bottom-right");
+        }
         else if (!strcmp(name, "--d")) s = fl_parse_i64(name, v, 1, 1024, &d);
         else if (!strcmp(name, "--Br")) s = fl_parse_i64(name, v, 1, 1024, &Br);
         else if (!strcmp(name, "--Bc")) s = fl_parse_i64(name, v, 1, 1024, &Bc);
@@ -185,8 +194,10 @@ static int cmd_run(int argc, char **argv)
     if (bwd && N > 2048) check = 0; /* the full fp64 backward reference is O(N^2 d) on the CPU */
     if (!k) return bad("--algo/--dtype/--d/--Br/--Bc: no such kernel is built (see flashlab-gpu list)");
     if (causal && !k->causal_ok) return bad("--causal: this schedule has no causal kernel");
+    if (Nk && Nk != N && (bwd || strcmp(algo, "flash2")))
+        return bad("--Nk: only the flash2 forward kernel takes Nk != N");
     if (int g = need_gpu()) return g;
-    fl_gpu_case c = {k, (int)N, causal, (uint64_t)seed, "run", check, (int)reps};
+    fl_gpu_case c = {k, (int)N, causal, (uint64_t)seed, "run", check, (int)reps, (int)Nk};
     fl_gpu_outcome o;
     if (fl_gpu_case_run(&c, &o)) return 1;
     printf("%-6s %15s %15s %15s %15s\n", "tensor", "model reads", "gpu reads", "model writes", "gpu writes");
@@ -235,8 +246,8 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
 
     std::vector<fl_gpu_case> cases;
     uint64_t sd = (uint64_t)seed;
-    auto add = [&](const fl_kernel_info *k, int N, int causal, const char *tag) {
-        fl_gpu_case c = {k, N, causal, sd++, tag, !k->bwd || N <= 1024, 0}; /* bwd reference: O(N^2 d) */
+    auto add = [&](const fl_kernel_info *k, int N, int causal, const char *tag, int Nk = 0) {
+        fl_gpu_case c = {k, N, causal, sd++, tag, !k->bwd || N <= 1024, 0, Nk}; /* bwd reference: O(N^2 d) */
         cases.push_back(c);
     };
     std::vector<const fl_kernel_info *> ks; /* optionally only some (sanitizers are slow) */
@@ -247,7 +258,12 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
     if (quick) { /* every kernel once at a small, ragged size (sanitizers, ctest) */
         for (auto k : ks) {
             add(k, 200, 0, "quick");
-            if (k->causal_ok) add(k, 200, 1, "quick");
+            if (k->causal_ok) add(k, 200, 2, "quick");
+            if (!strcmp(k->algo, "flash2") && !k->bwd) /* unequal lengths, both corners */
+                for (int cm = 0; cm <= 2; cm++) {
+                    add(k, 77, cm, "quick", 200);
+                    add(k, 200, cm, "quick", 77);
+                }
         }
     } else {
         const int Ns[] = {128, 1000, 4096, 16384};
@@ -257,7 +273,13 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
             else /* fp32 (tight) and bf16: two tiles at two sizes */
                 for (int N : {1000, 4096}) add(k, N, 0, "matrix");
             if (k->causal_ok && k->dtype == FL_F16 && (k->Br == 32 || k->Br == 64) && k->Bc <= 64 && k->Br == k->Bc)
-                for (int N : {1000, 4096}) add(k, N, 1, "causal");
+                for (int N : {1000, 4096}) add(k, N, 2, "causal");
+            /* queries != keys (decode-like and the reverse), no mask and both causal corners; the
+             * seeds' 2 x 5 and 5 x 2 examples among them */
+            if (!strcmp(k->algo, "flash2") && !k->bwd && k->dtype == FL_F16 && k->Br == k->Bc &&
+                ((k->d == 64 && k->Br == 64) || (k->d == 128 && k->Br == 32)))
+                for (auto nn : {std::pair<int, int>(1000, 4096), {4096, 1000}, {2, 5}, {5, 2}})
+                    for (int cm = 0; cm <= 2; cm++) add(k, nn.first, cm, "Nq!=Nk", nn.second);
         }
         /* shapes A, B, A in one process, each checked (the deep dive's mixed-shape lesson) */
         const fl_kernel_info *A = find_kernel("flash2", FL_F16, 64, 64, 64);

@@ -68,7 +68,8 @@ static void model_counts(const fl_gpu_case *c, fl_gpu_outcome *o)
     p.Bc = k->Bc;
     p.elem_bytes = fl_dtype_bytes[k->dtype];
     p.max_events = 0;
-    p.causal = c->causal ? FL_CAUSAL_BOTTOM_RIGHT : FL_CAUSAL_NONE; /* = top-left: Nq = Nk */
+    p.causal = (fl_causal)c->causal; /* 0 none, 1 top-left, 2 bottom-right: the model's values */
+    p.Nk = c->Nk && c->Nk != c->N ? c->Nk : 0;
     p.pass = k->bwd ? FL_PASS_BWD : FL_PASS_FWD; /* BWD: the backward's traffic alone */
     fl_result r;
     if (fl_run(&p, FL_COUNT, NULL, NULL, &r) != FL_OK) { /* e.g. a variant the model lacks yet */
@@ -100,21 +101,21 @@ static void model_counts(const fl_gpu_case *c, fl_gpu_outcome *o)
 }
 
 /* ---- the reference on sampled rows ---------------------------------------------------------- */
-struct keep_ctx { const std::vector<int> *rows; };
+struct keep_ctx { const std::vector<int> *rows; long off; };
 static int keep_causal(int64_t i, int64_t j, const void *ctx)
 {
     const keep_ctx *k = (const keep_ctx *)ctx;
-    return fl_causal_keep((*k->rows)[i], j, 0);
+    return fl_causal_keep((*k->rows)[i], j, k->off);
 }
 
 /* The naive same-precision row: s, p and o rounded to the storage type, fp32 accumulation. */
-static void naive_row(int dtype, int N, int d, int causal, int i, const double *Q, const double *K,
+static void naive_row(int dtype, int N, int d, int causal, long off, int i, const double *Q, const double *K,
                       const double *V, std::vector<float> &s, double *o)
 {
     const float scale = 1.0f / sqrtf((float)d);
     float mx = -INFINITY;
     for (int j = 0; j < N; j++) {
-        if (causal && !fl_causal_keep(i, j, 0)) { s[j] = -INFINITY; continue; }
+        if (causal && !fl_causal_keep(i, j, off)) { s[j] = -INFINITY; continue; }
         float acc = 0.f;
         for (int t = 0; t < d; t++) acc += (float)Q[(long)i * d + t] * (float)K[(long)j * d + t];
         s[j] = (float)round_to(dtype, acc * scale);
@@ -208,13 +209,21 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     model_counts(c, o);
 
     /* inputs, rounded to the storage type (the reference sees the rounded values) */
-    std::vector<double> Q(Nd), K(Nd), V(Nd), G(k->bwd ? Nd : 0);
+    const int Nk = c->Nk ? c->Nk : N;        /* keys: rows of K, V */
+    const long Nkd = (long)Nk * d;
+    const long off = c->causal == 2 ? (long)Nk - N : 0; /* bottom-right: j <= i + Nk - Nq */
+    if (Nk != N && (k->bwd || strcmp(k->algo, "flash2"))) {
+        fprintf(stderr, "flashlab-gpu: --Nk != --N: only the flash2 forward kernel takes it\n");
+        return 1;
+    }
+    std::vector<double> Q(Nd), K(Nkd), V(Nkd), G(k->bwd ? Nd : 0);
     uint64_t st = c->seed;
     fl_rng_fill(&st, Q.data(), Nd, -1.0, 1.0);
-    fl_rng_fill(&st, K.data(), Nd, -1.0, 1.0);
-    fl_rng_fill(&st, V.data(), Nd, -1.0, 1.0);
+    fl_rng_fill(&st, K.data(), Nkd, -1.0, 1.0);
+    fl_rng_fill(&st, V.data(), Nkd, -1.0, 1.0);
     if (k->bwd) fl_rng_fill(&st, G.data(), Nd, -1.0, 1.0); /* dO */
-    for (long i = 0; i < Nd; i++) { Q[i] = round_to(dt, Q[i]); K[i] = round_to(dt, K[i]); V[i] = round_to(dt, V[i]); }
+    for (long i = 0; i < Nd; i++) Q[i] = round_to(dt, Q[i]);
+    for (long i = 0; i < Nkd; i++) { K[i] = round_to(dt, K[i]); V[i] = round_to(dt, V[i]); }
     for (long i = 0; i < (long)G.size(); i++) G[i] = round_to(dt, G[i]);
     std::vector<unsigned char> hQ, hK, hV, hG;
     pack(dt, Q, hQ);
@@ -227,18 +236,19 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     a.N = N;
     a.d = d;
     a.causal = c->causal;
+    a.Nk = Nk;
     void *dQ, *dK, *dV, *dO, *dS = NULL, *dP = NULL;
     float *dl = NULL, *dm = NULL, *dL = NULL;
     unsigned *dflags = NULL;
     int *derr = NULL;
     fl_gpu_counters *dcnt = NULL;
     CUDA_CHECK(cudaMalloc(&dQ, Nd * eb));
-    CUDA_CHECK(cudaMalloc(&dK, Nd * eb));
-    CUDA_CHECK(cudaMalloc(&dV, Nd * eb));
+    CUDA_CHECK(cudaMalloc(&dK, Nkd * eb));
+    CUDA_CHECK(cudaMalloc(&dV, Nkd * eb));
     CUDA_CHECK(cudaMalloc(&dO, Nd * ob));
     CUDA_CHECK(cudaMemcpy(dQ, hQ.data(), Nd * eb, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(dK, hK.data(), Nd * eb, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(dV, hV.data(), Nd * eb, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dK, hK.data(), Nkd * eb, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dV, hV.data(), Nkd * eb, cudaMemcpyHostToDevice));
     const bool is_std = strcmp(k->algo, "standard") == 0, is_f1 = strcmp(k->algo, "flash1") == 0;
     if (is_std) {
         CUDA_CHECK(cudaMalloc(&dS, (size_t)N * N * eb));
@@ -418,16 +428,16 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
         std::vector<double> Qs((long)ns * d), Oref((long)ns * d), Lref(ns), on(d);
         for (int r = 0; r < ns; r++)
             for (int t = 0; t < d; t++) Qs[(long)r * d + t] = Q[(long)rows[r] * d + t];
-        keep_ctx kc = {&rows};
-        if (fl_ref_attention(ns, N, d, d, Qs.data(), K.data(), V.data(), 1.0 / sqrt((double)d),
+        keep_ctx kc = {&rows, off};
+        if (fl_ref_attention(ns, Nk, d, d, Qs.data(), K.data(), V.data(), 1.0 / sqrt((double)d),
                              c->causal ? keep_causal : NULL, &kc, Oref.data(), Lref.data()) != FL_OK) {
             fprintf(stderr, "flashlab-gpu: reference: %s\n", fl_last_error());
             return 1;
         }
-        std::vector<float> srow(N);
+        std::vector<float> srow(Nk);
         double ek = 0.0, en = 0.0, scale = 0.0, el = 0.0;
         for (int r = 0; r < ns; r++) {
-            naive_row(dt, N, d, c->causal, rows[r], Q.data(), K.data(), V.data(), srow, on.data());
+            naive_row(dt, Nk, d, c->causal, off, rows[r], Q.data(), K.data(), V.data(), srow, on.data());
             for (int t = 0; t < d; t++) {
                 const double ref = Oref[(long)r * d + t];
                 const double got = unpack1(odt, &hO[((long)rows[r] * d + t) * ob]);

@@ -24,12 +24,13 @@
 
 struct fl_gpu_case {
     const fl_kernel_info *k;
-    int N;
-    int causal;
+    int N;           /* queries */
+    int causal;      /* 0 none, 1 top-left, 2 bottom-right */
     uint64_t seed;
     const char *tag; /* a label for the CSV ("matrix", "ABA-1", ...) */
     int check;       /* compute the reference and the accuracy check */
     int reps;        /* extra timed launches after the counted one (0: none) */
+    int Nk;          /* keys; 0 = N (only the flash2 forward takes Nk != N) */
 };
 
 struct fl_gpu_outcome {
