@@ -70,7 +70,9 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
     s->sms = mc->sms;
     s->N = N, s->d = d, s->Br = Br, s->Bc = Bc, s->elem_bytes = elem_bytes;
     s->Tr = cdiv(N, Br), s->Tc = cdiv(N, Bc);
-    s->M_eff = fl_footprint(algo, d, Br, Bc, d);
+    s->M_eff = fl_footprint_pass(algo, bwd, 1, d, Br, Bc, d); /* (F0), (F1), (F2), (F2b) */
+    if (bwd && algo == FL_ALGO_FLASH1)
+        return fl_fail(FL_EINVAL, "--pass: the flash1 backward kernel is not modelled (docs/l2_model.md §5)");
     const int eb = elem_bytes;
     tensor(s, FL_GT_Q, "Q", N, d, eb);
     tensor(s, FL_GT_K, "K", N, d, eb);
@@ -112,6 +114,17 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
     case FL_ALGO_FLASH2: /* kernels/attn_flash2.cu launch_flash2 */
         tensor(s, FL_GT_O, "O", N, d, eb);
         tensor(s, FL_GT_L, "L", N, 1, 4);
+        if (bwd) { /* kernels/attn_flash2_bwd.cu launch_flash_bwd<FA2>: dQ and D in fp32 */
+            tensor(s, FL_GT_dO, "dO", N, d, eb);
+            tensor(s, FL_GT_D, "D", N, 1, 4);
+            tensor(s, FL_GT_dQ, "dQ", N, d, 4);
+            tensor(s, FL_GT_dK, "dK", N, d, eb);
+            tensor(s, FL_GT_dV, "dV", N, d, eb);
+            kernel(s, FL_GK_FLASH2_BWD_PRE, "fl_flash2_bwd_pre", min64(cdiv(N, CHUNK / 32), 1024), 0, 0);
+            kernel(s, FL_GK_FLASH2_BWD, "fl_flash_bwd", 0,
+                   4 * (2 * Bc * (d + 1) + 2 * Bc * d + 2 * Br * (d + 1) + 2 * Br * (Bc + 1) + 2 * Br), 6);
+            break;
+        }
         kernel(s, FL_GK_FLASH2, "fl_flash2_fwd", s->Tr,
                4 * (Br * (d + 1) + Bc * (d + 1) + Bc * d + Br * (Bc + 1) + Br * d + 3 * Br), 0);
         break;
@@ -119,12 +132,10 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
         return fl_fail(FL_EINVAL, "--algo: the L2 model describes the kernels of standard, flash1 and flash2 "
                                   "(forward) only");
     }
-    if (bwd && algo != FL_ALGO_STANDARD)
-        return fl_fail(FL_EINVAL, "--pass: the backward is modelled for standard only (the flash1/flash2 "
-                                  "backward kernels are wavefronts with flags, docs/l2_model.md §5)");
     for (int k = 0; k < s->nkernels; k++) FL_TRY(occupancy(mc, &s->k[k]));
-    for (int k = 0; k < s->nkernels; k++) /* flash1 is cooperative: at most what is resident */
-        if (s->k[k].kind == FL_GK_FLASH1) s->k[k].ctas = min64(s->Tc, s->k[k].per_sm * mc->sms);
+    for (int k = 0; k < s->nkernels; k++) /* the wavefronts are cooperative: at most what is resident */
+        if (s->k[k].kind == FL_GK_FLASH1 || s->k[k].kind == FL_GK_FLASH2_BWD)
+            s->k[k].ctas = min64(s->Tc, s->k[k].per_sm * mc->sms);
     uint64_t at = 0; /* 2 MiB-aligned bases, in the order above */
     for (int t = 0; t < FL_GT_COUNT; t++) {
         if (!s->t[t].used) continue;
@@ -161,6 +172,9 @@ int64_t fl_gpu_cta_len(const fl_gpu_sched *s, int kk, int64_t cta)
     case FL_GK_FLASH1_INIT: return init_n(s->N * s->d, cta, k->ctas) + 2 * init_n(s->N, cta, k->ctas);
     case FL_GK_FLASH1: return flash1_nj(s, k, cta) * (2 + 7 * s->Tr);
     case FL_GK_FLASH2: return 1 + 2 * s->Tc + 2;
+    case FL_GK_FLASH2_BWD_PRE: /* 4 rows (one a warp) per iteration: O, dO read; D, dQ written */
+        return 4 * (cta * 4 < s->N ? cdiv(s->N - cta * 4, k->ctas * 4) : 0);
+    case FL_GK_FLASH2_BWD: return flash1_nj(s, k, cta) * (4 + 6 * s->Tr);
     }
     return 0;
 }
@@ -253,6 +267,24 @@ void fl_gpu_cta_access(const fl_gpu_sched *s, int kk, int64_t cta, int64_t i, fl
         const int64_t ib = (q - 2) / 7, e = (q - 2) % 7, q0 = ib * Br, qr = min64(Br, N - q0);
         static const int ts[7] = {FL_GT_Q, FL_GT_O, FL_GT_l, FL_GT_m, FL_GT_O, FL_GT_l, FL_GT_m};
         tile(a, ts[e], e >= 4, q0, 0, qr, ts[e] == FL_GT_Q || ts[e] == FL_GT_O ? d : 1);
+        return;
+    }
+    case FL_GK_FLASH2_BWD_PRE: {
+        const int64_t q0 = cta * 4 + (i / 4) * k->ctas * 4, nq = min64(4, N - q0), e = i % 4;
+        static const int ts[4] = {FL_GT_O, FL_GT_dO, FL_GT_D, FL_GT_dQ};
+        tile(a, ts[e], e >= 2, q0, 0, nq, e == 2 ? 1 : d);
+        return;
+    }
+    case FL_GK_FLASH2_BWD: { /* per key block: K_j, V_j; per i: Q, dO, L, D, dQ read, dQ written; dK_j, dV_j */
+        const int64_t per = 4 + 6 * s->Tr, j = cta + (i / per) * k->ctas, q = i % per;
+        const int64_t c0 = j * Bc, bc = min64(Bc, N - c0);
+        if (q < 2 || q >= per - 2) {
+            tile(a, q < 2 ? (q ? FL_GT_V : FL_GT_K) : (q == per - 2 ? FL_GT_dK : FL_GT_dV), q >= 2, c0, 0, bc, d);
+            return;
+        }
+        const int64_t ib = (q - 2) / 6, e = (q - 2) % 6, q0 = ib * Br, qr = min64(Br, N - q0);
+        static const int ts[6] = {FL_GT_Q, FL_GT_dO, FL_GT_L, FL_GT_D, FL_GT_dQ, FL_GT_dQ};
+        tile(a, ts[e], e == 5, q0, 0, qr, ts[e] == FL_GT_L || ts[e] == FL_GT_D ? 1 : d);
         return;
     }
     case FL_GK_FLASH2: /* Q_i; per j: K_j, V_j; O_i, L_i */
