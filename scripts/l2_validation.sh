@@ -16,7 +16,7 @@ echo "# l2_validation.sh: flashlab l2 (three-level model: HBM, L2, SRAM) vs ncu 
 echo "# measured: figures/data/gpu_ncu.csv (kernels at commit $(prov "$data/gpu_ncu.csv")), figures/data/gpu_ncu_bwd.csv (commit $(prov "$data/gpu_ncu_bwd.csv")); ncu --cache-control all (L2 emptied before each kernel)"
 echo "# predicted: flashlab l2 --algo A --pass P --N N --d D --Br BR --Bc BC --dtype T --format csv (defaults: --l2-mb 60 --sector 32 --sms 132, occupancy rule G3), at commit $commit, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "# error_pct = 100 (predicted - measured) / measured; two_level_pct: the same for the two-level model's HBM reads (model_read_B) taken as DRAM reads"
-echo "# modelled: forward standard, flash1, flash2; backward standard, flash2 (docs/l2_model.md); flash1 backward rows: not modelled (predicted empty)"
+echo "# modelled: every row (standard, flash1, flash2; forward and backward; docs/l2_model.md)"
 echo "algo,pass,dtype,N,d,Br,Bc,measured_dram_read_B,predicted_dram_read_B,error_pct,model_read_B,two_level_pct,measured_sm_read_B,predicted_sm_read_B,ctas_per_sm,waves"
 seen=""
 for f in "$data/gpu_ncu.csv" "$data/gpu_ncu_bwd.csv"; do
@@ -24,10 +24,6 @@ for f in "$data/gpu_ncu.csv" "$data/gpu_ncu_bwd.csv"; do
     key="$algo,$pass,$dtype,$N,$d,$Br,$Bc"
     case " $seen " in *" $key "*) continue ;; esac   # a configuration measured twice: its first row
     seen="$seen $key"
-    if [ "$pass" != fwd ] && [ "$algo" = flash1 ]; then
-      echo "$key,$dr,,,$mr,$(awk -v p="$mr" -v m="$dr" 'BEGIN{printf "%.1f", 100*(p-m)/m}'),$smr,,,"
-      continue
-    fi
     out=$("$cli" l2 --algo "$algo" --pass "$pass" --N "$N" --d "$d" --Br "$Br" --Bc "$Bc" --dtype "$dtype" --format csv)
     per=$(echo "$out" | grep -v '^#' | awk -F, 'NR>1 && $8!="total" {s=s (s?"/":"") $10; w=w (w?"/":"") $11} END{print s "," w}')
     tot=$(echo "$out" | awk -F, '$8=="total"{print $14 "," $13}')

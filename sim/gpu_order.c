@@ -71,8 +71,6 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
     s->N = N, s->d = d, s->Br = Br, s->Bc = Bc, s->elem_bytes = elem_bytes;
     s->Tr = cdiv(N, Br), s->Tc = cdiv(N, Bc);
     s->M_eff = fl_footprint_pass(algo, bwd, 1, d, Br, Bc, d); /* (F0), (F1), (F2), (F2b) */
-    if (bwd && algo == FL_ALGO_FLASH1)
-        return fl_fail(FL_EINVAL, "--pass: the flash1 backward kernel is not modelled (docs/l2_model.md §5)");
     const int eb = elem_bytes;
     tensor(s, FL_GT_Q, "Q", N, d, eb);
     tensor(s, FL_GT_K, "K", N, d, eb);
@@ -106,6 +104,16 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
         tensor(s, FL_GT_O, "O", N, d, 4);
         tensor(s, FL_GT_l, "l", N, 1, 4);
         tensor(s, FL_GT_m, "m", N, 1, 4);
+        if (bwd) { /* kernels/attn_flash2_bwd.cu launch_flash_bwd<FA1>: dQ in fp32 */
+            tensor(s, FL_GT_dO, "dO", N, d, eb);
+            tensor(s, FL_GT_dQ, "dQ", N, d, 4);
+            tensor(s, FL_GT_dK, "dK", N, d, eb);
+            tensor(s, FL_GT_dV, "dV", N, d, eb);
+            kernel(s, FL_GK_FLASH1_BWD_INIT, "fl_flash1_bwd_init", min64(cdiv(N * d, CHUNK), 1024), 0, 0);
+            kernel(s, FL_GK_FLASH1_BWD, "fl_flash_bwd (FA1)", 0,
+                   4 * (2 * Bc * (d + 1) + 2 * Bc * d + 2 * Br * (d + 1) + 2 * Br * (Bc + 1) + 2 * Br + Br + Br * d), 7);
+            break;
+        }
         kernel(s, FL_GK_FLASH1_INIT, "fl_flash1_init", min64(cdiv(N * d, CHUNK), 1024), 0, 0);
         const int64_t smem = 4 * (Bc * (d + 1) + Bc * d + Br * (d + 1) + Br * d + Br * (Bc + 1) + 6 * Br);
         kernel(s, FL_GK_FLASH1, "fl_flash1_fwd", 0, smem, 7); /* skew: one query-block step (7 accesses) */
@@ -134,7 +142,7 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
     }
     for (int k = 0; k < s->nkernels; k++) FL_TRY(occupancy(mc, &s->k[k]));
     for (int k = 0; k < s->nkernels; k++) /* the wavefronts are cooperative: at most what is resident */
-        if (s->k[k].kind == FL_GK_FLASH1 || s->k[k].kind == FL_GK_FLASH2_BWD)
+        if (s->k[k].kind == FL_GK_FLASH1 || s->k[k].kind == FL_GK_FLASH2_BWD || s->k[k].kind == FL_GK_FLASH1_BWD)
             s->k[k].ctas = min64(s->Tc, s->k[k].per_sm * mc->sms);
     uint64_t at = 0; /* 2 MiB-aligned bases, in the order above */
     for (int t = 0; t < FL_GT_COUNT; t++) {
@@ -175,6 +183,8 @@ int64_t fl_gpu_cta_len(const fl_gpu_sched *s, int kk, int64_t cta)
     case FL_GK_FLASH2_BWD_PRE: /* 4 rows (one a warp) per iteration: O, dO read; D, dQ written */
         return 4 * (cta * 4 < s->N ? cdiv(s->N - cta * 4, k->ctas * 4) : 0);
     case FL_GK_FLASH2_BWD: return flash1_nj(s, k, cta) * (4 + 6 * s->Tr);
+    case FL_GK_FLASH1_BWD_INIT: return 3 * init_n(s->N * s->d, cta, k->ctas);
+    case FL_GK_FLASH1_BWD: return flash1_nj(s, k, cta) * (4 + 7 * s->Tr);
     }
     return 0;
 }
@@ -285,6 +295,23 @@ void fl_gpu_cta_access(const fl_gpu_sched *s, int kk, int64_t cta, int64_t i, fl
         const int64_t ib = (q - 2) / 6, e = (q - 2) % 6, q0 = ib * Br, qr = min64(Br, N - q0);
         static const int ts[6] = {FL_GT_Q, FL_GT_dO, FL_GT_L, FL_GT_D, FL_GT_dQ, FL_GT_dQ};
         tile(a, ts[e], e == 5, q0, 0, qr, ts[e] == FL_GT_L || ts[e] == FL_GT_D ? 1 : d);
+        return;
+    }
+    case FL_GK_FLASH1_BWD_INIT: { /* grid-stride chunks: dQ, dK, dV = 0, element by element */
+        const int64_t x = cta * CHUNK + (i / 3) * k->ctas * CHUNK, e = i % 3;
+        tile(a, e == 0 ? FL_GT_dQ : e == 1 ? FL_GT_dK : FL_GT_dV, 1, 0, x, 1, min64(CHUNK, N * d - x));
+        return;
+    }
+    case FL_GK_FLASH1_BWD: { /* per key block: K_j, V_j; per i: Q, dO, O, l, m, dQ read, dQ written; dK_j, dV_j */
+        const int64_t per = 4 + 7 * s->Tr, j = cta + (i / per) * k->ctas, q = i % per;
+        const int64_t c0 = j * Bc, bc = min64(Bc, N - c0);
+        if (q < 2 || q >= per - 2) {
+            tile(a, q < 2 ? (q ? FL_GT_V : FL_GT_K) : (q == per - 2 ? FL_GT_dK : FL_GT_dV), q >= 2, c0, 0, bc, d);
+            return;
+        }
+        const int64_t ib = (q - 2) / 7, e = (q - 2) % 7, q0 = ib * Br, qr = min64(Br, N - q0);
+        static const int ts[7] = {FL_GT_Q, FL_GT_dO, FL_GT_O, FL_GT_l, FL_GT_m, FL_GT_dQ, FL_GT_dQ};
+        tile(a, ts[e], e == 6, q0, 0, qr, ts[e] == FL_GT_l || ts[e] == FL_GT_m ? 1 : d);
         return;
     }
     case FL_GK_FLASH2: /* Q_i; per j: K_j, V_j; O_i, L_i */

@@ -12,8 +12,8 @@
  * Modelled: standard forward (fl_std_scores, fl_std_softmax_row or _3pass, fl_std_pv) and
  * backward (kernels/attn_standard_bwd.cu: fl_std_nn, fl_std_nt, fl_std_dsoftmax_row or _2pass,
  * fl_std_nn, fl_std_nn), flash1 forward (fl_flash1_init, fl_flash1_fwd), flash2 forward
- * (fl_flash2_fwd) and backward (fl_flash2_bwd_pre, the wavefront fl_flash_bwd); one head, no
- * mask.  Not modelled: the flash1 backward (style FA1).
+ * (fl_flash2_fwd) and backward (fl_flash2_bwd_pre, the wavefront fl_flash_bwd), flash1 backward
+ * (fl_flash1_bwd_init, fl_flash_bwd style FA1); one head, no mask.
  * The element totals per tensor equal fl_run's counts for the same problem (tests/test_l2_order.c).
  */
 #ifndef FL_GPU_ORDER_H
@@ -50,7 +50,8 @@ typedef enum {
     FL_GK_STD_SOFTMAX_ROW, FL_GK_STD_SOFTMAX_3PASS, /* a CTA per row of S */
     FL_GK_STD_DSOFTMAX_ROW, FL_GK_STD_DSOFTMAX_2PASS, /* a CTA per row of P, dP */
     FL_GK_FLASH1_INIT, FL_GK_FLASH1, FL_GK_FLASH2,
-    FL_GK_FLASH2_BWD_PRE, FL_GK_FLASH2_BWD /* kernels/attn_flash2_bwd.cu, style FA2 */
+    FL_GK_FLASH2_BWD_PRE, FL_GK_FLASH2_BWD, /* kernels/attn_flash2_bwd.cu, style FA2 */
+    FL_GK_FLASH1_BWD_INIT, FL_GK_FLASH1_BWD /* the same file, style FA1 */
 } fl_gk_kind;
 
 typedef struct {
@@ -82,7 +83,7 @@ fl_gpu_machine fl_gpu_machine_h200(void);
 #define FL_GPU_MAX_KERNELS 6
 typedef struct {
     fl_algo algo;
-    int bwd; /* the backward pass's kernels (standard, flash2) */
+    int bwd; /* the backward pass's kernels */
     int64_t N, d, Br, Bc, Tr, Tc, M_eff; /* M_eff: the footprint (F0/F1/F2) the model runs with */
     int elem_bytes;
     int64_t sms; /* the machine's SMs (a wave is sms x per_sm CTAs) */
@@ -91,8 +92,7 @@ typedef struct {
     fl_gpu_kernel k[FL_GPU_MAX_KERNELS];
 } fl_gpu_sched;
 
-/* Describes the kernels of algo (forward: standard, flash1, flash2; bwd = 1: the backward alone,
- * standard or flash2; one head, no mask) at N, d, blocks Br x Bc, elements of elem_bytes (2 or 4) on machine
+/* Describes the kernels of algo (standard, flash1, flash2; bwd = 1: the backward alone; one head, no mask) at N, d, blocks Br x Bc, elements of elem_bytes (2 or 4) on machine
  * mc.  FL_EINVAL naming the option when the schedule is not modelled or an input is out of range
  * (N, d, Br, Bc >= 1; a CTA must fit on an SM). */
 fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_t Br, int64_t Bc, int elem_bytes,

@@ -50,7 +50,7 @@ Test(l2_order, totals_equal_the_model_per_tensor)
             for (int k = 0; k < 2; k++)
                 for (int b = 0; b < 3; b++) {
                     totals_equal_fl_run(algos[a], 0, Ns[n], ds[k], bs[b][0], bs[b][1], 2);
-                    if (algos[a] != FL_ALGO_FLASH1) totals_equal_fl_run(algos[a], 1, Ns[n], ds[k], bs[b][0], bs[b][1], 2);
+                    totals_equal_fl_run(algos[a], 1, Ns[n], ds[k], bs[b][0], bs[b][1], 2);
                 }
     /* standard's three-pass softmax and two-pass dsoftmax (N > M_eff), fp32 */
     totals_equal_fl_run(FL_ALGO_STANDARD, 0, 3000, 16, 16, 16, 4);
@@ -119,7 +119,6 @@ Test(l2_order, occupancy_from_shared_memory_and_threads)
     cr_assert_eq(fl_gpu_sched_build(FL_ALGO_STANDARD, 0, 16384, 64, 64, 64, 2, &mc, &s), FL_OK);
     cr_assert_eq(s.k[1].per_sm, 16);
     cr_assert_eq(fl_gpu_sched_build(FL_ALGO_FLASH2_GQA, 0, 64, 64, 64, 64, 2, &mc, &s), FL_EINVAL);
-    cr_assert_eq(fl_gpu_sched_build(FL_ALGO_FLASH1, 1, 64, 64, 64, 64, 2, &mc, &s), FL_EINVAL);
 }
 
 Test(l2_order, cli_prints_dram_beside_sm_bytes_and_refuses_bad_input)

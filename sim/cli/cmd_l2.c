@@ -20,7 +20,7 @@ static const char *usage =
     "  --algo A          standard, flash1 or flash2\n"
     "  --N, --d          sequence length, head dimension\n"
     "  --Br, --Bc        the kernel's tile sizes\n"
-    "  --pass P          fwd, or bwd (the backward alone; standard, flash2)   [fwd]\n"
+    "  --pass P          fwd, or bwd (the backward alone)                     [fwd]\n"
     "  --dtype T         fp16, bf16 or fp32                                  [fp16]\n"
     "  --l2-mb X         L2 capacity in MiB                                  [60]\n"
     "  --sector B        sector bytes                                        [32]\n"
