@@ -1,5 +1,5 @@
-/* gpu_order.c: the kernels of kernels/attn_standard.cu, attn_flash1.cu and attn_flash2.cu as
- * grids of CTAs with per-CTA tile-access lists, and their GPU order (gpu_order.h,
+/* gpu_order.c: the kernels of kernels/attn_standard.cu, attn_flash1.cu, attn_flash2.cu,
+ * attn_standard_bwd.cu and attn_flash2_bwd.cu (both styles) as grids of CTAs with per-CTA tile-access lists, and their GPU order (gpu_order.h,
  * docs/l2_model.md rules G1-G3). */
 #include "gpu_order.h"
 
@@ -137,8 +137,7 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
                4 * (Br * (d + 1) + Bc * (d + 1) + Bc * d + Br * (Bc + 1) + Br * d + 3 * Br), 0);
         break;
     default:
-        return fl_fail(FL_EINVAL, "--algo: the L2 model describes the kernels of standard, flash1 and flash2 "
-                                  "(forward) only");
+        return fl_fail(FL_EINVAL, "--algo: the L2 model describes the kernels of standard, flash1 and flash2 only");
     }
     for (int k = 0; k < s->nkernels; k++) FL_TRY(occupancy(mc, &s->k[k]));
     for (int k = 0; k < s->nkernels; k++) /* the wavefronts are cooperative: at most what is resident */

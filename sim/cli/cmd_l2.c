@@ -1,4 +1,4 @@
-/* cmd_l2.c: `flashlab l2`: a forward schedule's kernels in GPU order through an L2 of given
+/* cmd_l2.c: `flashlab l2`: a schedule's kernels (forward or backward) in GPU order through an L2 of given
  * capacity: the DRAM bytes they read, beside the SM<->L2 bytes and the model's HBM bytes
  * (docs/l2_model.md).  A model, not a measurement. */
 #include <inttypes.h>
@@ -13,7 +13,7 @@
 
 static const char *usage =
     "usage: flashlab l2 --algo A --N N --d D --Br BR --Bc BC [options]\n"
-    "Runs the kernels of kernels/attn_<A>.cu (forward, one head, no mask) in GPU order - CTAs in\n"
+    "Runs the kernels of kernels/attn_<A>*.cu (one head, no mask) in GPU order - CTAs in\n"
     "launch order, in waves of SMs x CTAs-per-SM, their tile accesses interleaved - through a\n"
     "fully associative LRU L2 of 32-byte sectors, and prints the DRAM bytes read per kernel beside\n"
     "the SM<->L2 bytes and the two-level model's HBM bytes (docs/l2_model.md).\n\n"
