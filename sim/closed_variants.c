@@ -188,22 +188,38 @@ fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, 
     ck c = {0};
     fl_counts r = {0};
     r.sram_peak = b->footprint;
+    /* A segment's counts depend only on its (Nq, Nk) and kv_first (the mask rule and the group
+     * are the problem's): each shape is counted once, so batch x heads segments cost no more
+     * than one (batch = heads = 4096 took hours before max-events could refuse it). */
+    fl_counts memo[2];
+    int64_t memo_nq[2] = {-1, -1}, memo_nk[2] = {-1, -1};
     for (int64_t k = 0; k < sg.nseg; k++) {
         const fl_seg *s = &sg.seg[k];
-        switch (p->algo) {
-        case FL_ALGO_STANDARD:
-            if (bwd) standard_bwd(&c, p, s, b, &r);
-            else standard_fwd(&c, p, s, b, &r);
-            break;
-        case FL_ALGO_FLASH1:
-            if (bwd) flash_bwd(&c, 1, s, b, p->d, &r);
-            else flash1_fwd(&c, s, b, p->d, &r);
-            break;
-        default:
-            if (bwd) flash_bwd(&c, 0, s, b, p->d, &r);
-            else flash2_fwd(&c, s, b, p->d, &r);
-            break;
+        const int f = s->kv_first != 0;
+        if (memo_nq[f] != s->Nq || memo_nk[f] != s->Nk) {
+            fl_counts t = {0};
+            switch (p->algo) {
+            case FL_ALGO_STANDARD:
+                if (bwd) standard_bwd(&c, p, s, b, &t);
+                else standard_fwd(&c, p, s, b, &t);
+                break;
+            case FL_ALGO_FLASH1:
+                if (bwd) flash_bwd(&c, 1, s, b, p->d, &t);
+                else flash1_fwd(&c, s, b, p->d, &t);
+                break;
+            default:
+                if (bwd) flash_bwd(&c, 0, s, b, p->d, &t);
+                else flash2_fwd(&c, s, b, p->d, &t);
+                break;
+            }
+            memo[f] = t;
+            memo_nq[f] = s->Nq;
+            memo_nk[f] = s->Nk;
         }
+        acc(&c, &r.reads, memo[f].reads);
+        acc(&c, &r.writes, memo[f].writes);
+        acc(&c, &r.events, memo[f].events);
+        r.sram_peak = fl_max64(r.sram_peak, memo[f].sram_peak);
     }
     fl_segments_free(&sg);
     r.total = add(&c, r.reads, r.writes);

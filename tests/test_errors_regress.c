@@ -191,3 +191,14 @@ Test(errors_regress, regress_message_is_one_line)
                "count", "--algo", "flash1\r");
     EXPECT_BAD_NAMES("--N", "sweep", "--N", "64,\n128");
 }
+
+/* Found by review: the closed form of a multi-head problem was computed segment by segment and
+ * tile by tile (batch x heads x N/Bc steps), so `--batch 512 --heads 512` at N = 10^6 took
+ * minutes before --max-events could refuse it (4096 x 4096: hours, 2 GB).  Each segment shape is
+ * now counted once; the timeout makes this test fail on the old code. */
+Test(errors_regress, regress_many_heads_refused_fast, .timeout = 20.0)
+{
+    EXPECT_BAD("--max-events: flash2 at N = 1000000, d = 64, M = 98304 makes 11892837318656 tile events, "
+               "more than the limit 10000000000; raise --max-events or M",
+               "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "512", "--batch", "512");
+}
