@@ -22,6 +22,10 @@ fl_status fl_segments_build(const fl_problem *p, fl_segments *out)
     if (!fl_mul_ok(Hq, out->Tq, &out->q_rows) || !fl_mul_ok(Hkv, out->Tk, &out->k_rows) ||
         !fl_mul_ok(B, Hq / G, &nseg) || nseg > (int64_t)(SIZE_MAX / sizeof(fl_seg)))
         return fl_fail(FL_EOVERFLOW, "--batch/--heads: the packed tensors are too large");
+    if (nseg > FL_MAX_SEGMENTS)
+        return fl_fail(FL_EINVAL, "--batch/--heads: %lld (batch, head) problems, more than %lld; "
+                                  "count one batch or fewer heads and scale", (long long)nseg,
+                       (long long)FL_MAX_SEGMENTS);
     out->seg = malloc((size_t)(nseg ? nseg : 1) * sizeof *out->seg);
     if (!out->seg) return fl_fail(FL_ENOMEM, "out of memory for %lld segments", (long long)nseg);
     for (int64_t b = 0; b < B; b++) {

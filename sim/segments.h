@@ -22,8 +22,12 @@ typedef struct {
     int64_t Tq, Tk;
 } fl_segments;
 
+/* Most (batch, head) problems one run may hold (the list takes about 100 bytes each). */
+#define FL_MAX_SEGMENTS (INT64_C(1) << 20)
+
 /* Builds the segments of p (which must pass fl_problem_check).  FL_ENOMEM if the list cannot be
- * allocated, FL_EOVERFLOW when the packed sizes do not fit.  Free with fl_segments_free. */
+ * allocated, FL_EOVERFLOW when the packed sizes do not fit, FL_EINVAL (naming --batch/--heads)
+ * beyond FL_MAX_SEGMENTS segments.  Free with fl_segments_free. */
 fl_status fl_segments_build(const fl_problem *p, fl_segments *out);
 
 /* Frees the list; NULL or an empty list is a no-op. */

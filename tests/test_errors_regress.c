@@ -202,3 +202,11 @@ Test(errors_regress, regress_many_heads_refused_fast, .timeout = 20.0)
                "more than the limit 10000000000; raise --max-events or M",
                "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "512", "--batch", "512");
 }
+
+/* Same finding: the segment list alone (about 100 bytes per (batch, head) problem) is capped. */
+Test(errors_regress, regress_segment_list_capped, .timeout = 20.0)
+{
+    EXPECT_BAD("--batch/--heads: 16777216 (batch, head) problems, more than 1048576; count one batch or "
+               "fewer heads and scale",
+               "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "4096", "--batch", "4096");
+}
