@@ -14,6 +14,7 @@ struct fl_machine {
     fl_buf bufs[FL_MAX_BUFS];
     int64_t sram_used, sram_peak;
     int64_t events;
+    int64_t reads, writes; /* running totals over tensors (= the sums of their counters) */
     fl_trace_fn trace;
     void *trace_ctx;
 };
@@ -52,11 +53,11 @@ void fl_machine_set_trace(fl_machine *m, fl_trace_fn fn, void *ctx)
     m->trace_ctx = ctx;
 }
 
-static void emit(fl_machine *m, fl_event_kind kind, const char *tensor, const fl_buf *b,
+static inline void emit(fl_machine *m, fl_event_kind kind, const char *tensor, const fl_buf *b,
                  int64_t r0, int64_t c0, int64_t nr, int64_t nc)
 {
     fl_event ev = {kind, tensor, b->name, r0, c0, nr, nc, m->sram_used,
-                   fl_machine_reads(m), fl_machine_writes(m)};
+                   m->reads, m->writes};
     m->trace(&ev, m->trace_ctx);
 }
 
@@ -221,6 +222,7 @@ fl_status fl_load(fl_machine *m, fl_buf *b, int t, int64_t r0, int64_t c0, int64
     if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "load");
     fl_tensor *T = &m->tensors[t];
     T->reads += nr * nc; /* rule R1: one read per element moved HBM -> SRAM */
+    m->reads += nr * nc;
     m->events++;
     if (m->mode == FL_COMPUTE || m->trace) load_slow(m, b, T, r0, c0, nr, nc);
     return FL_OK;
@@ -232,24 +234,17 @@ fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0
     if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "store");
     fl_tensor *T = &m->tensors[t];
     T->writes += nr * nc; /* rule R2: one write per element moved SRAM -> HBM */
+    m->writes += nr * nc;
     m->events++;
     if (m->mode == FL_COMPUTE || m->trace) store_slow(m, b, T, r0, c0, nr, nc);
     return FL_OK;
 }
 
-int64_t fl_machine_reads(const fl_machine *m)
-{
-    int64_t s = 0;
-    for (int i = 0; i < m->ntensors; i++) s += m->tensors[i].reads;
-    return s;
-}
-
-int64_t fl_machine_writes(const fl_machine *m)
-{
-    int64_t s = 0;
-    for (int i = 0; i < m->ntensors; i++) s += m->tensors[i].writes;
-    return s;
-}
+/* The running totals kept by fl_load/fl_store: equal to the sums of the tensors' counters, which
+ * only those two functions change; O(1), so a trace (which reports them on every event) stays
+ * cheap. */
+int64_t fl_machine_reads(const fl_machine *m) { return m->reads; }
+int64_t fl_machine_writes(const fl_machine *m) { return m->writes; }
 
 int64_t fl_machine_sram_peak(const fl_machine *m) { return m->sram_peak; }
 int64_t fl_machine_sram_used(const fl_machine *m) { return m->sram_used; }

@@ -10,7 +10,7 @@ fl_sweep_spec fl_sweep_spec_init(void)
 {
     fl_sweep_spec s;
     memset(&s, 0, sizeof s);
-    for (int a = 0; a < FL_NALGO; a++) s.algos[s.nalgos++] = a;
+    for (int a = 0; a <= FL_ALGO_FLASH2; a++) s.algos[s.nalgos++] = a; /* the forward three */
     s.elem_bytes = fl_problem_default().elem_bytes;
     s.max_events = fl_problem_default().max_events;
     return s;

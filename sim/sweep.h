@@ -51,7 +51,7 @@ typedef struct {
     int64_t events;  /* tile events executed, summed over rows */
 } fl_sweep_stats;
 
-/* A spec with no lists, all three schedules, fp16 sizes and fl_problem_default's event limit. */
+/* A spec with no lists, the three schedules standard, flash1, flash2 (one head, forward), fp16 sizes and fl_problem_default's event limit. */
 fl_sweep_spec fl_sweep_spec_init(void);
 
 /* The default sweep of `flashlab report` and `flashlab bound`: all three forward schedules,

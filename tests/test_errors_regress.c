@@ -153,7 +153,7 @@ Test(errors_regress, regress_block_search_at_int64_max)
  * catalogue's 2.  (`flashlab report` also printed its whole table before failing: see below.) */
 Test(errors_regress, regress_unwritable_output_is_status_2)
 {
-    EXPECT_BAD("/proc/self/x.csv: cannot create a file there (No such file or directory)",
+    EXPECT_BAD("--output: cannot create /proc/self/x.csv (No such file or directory)",
                "sweep", "--N", "64", "--output", "/proc/self/x.csv");
     static char *fake_gnuplot[] = {"FLASHLAB_GNUPLOT=true", NULL}; /* passes the gnuplot check */
     const char *const plot[] = {"flashlab", "plot", "--out", "/proc/no-such-dir", NULL};

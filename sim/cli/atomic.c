@@ -16,7 +16,8 @@ fl_status fl_atomic_open(fl_atomic_file *af, const char *path)
         snprintf(af->tmp, sizeof af->tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof af->tmp)
         return fl_fail(FL_EIO, "--output: path too long");
     int fd = mkstemp(af->tmp);
-    if (fd < 0) return fl_fail(FL_EIO, "%s: cannot create a file there (%s)", path, strerror(errno));
+    if (fd < 0) /* a path the user named: bad input (exit 2), not an internal failure */
+        return fl_fail(FL_EINVAL, "--output: cannot create %s (%s)", path, strerror(errno));
     fchmod(fd, 0644);
     if (!(af->f = fdopen(fd, "w"))) {
         close(fd);

@@ -2,7 +2,8 @@
  *
  * fl_atomic_open creates a temporary file beside `path` (same directory, so rename is atomic);
  * write to af->f; fl_atomic_commit flushes, closes and renames it onto path; fl_atomic_abort
- * closes and removes it.  After either, af is finished.  Errors are FL_EIO naming the path. */
+ * closes and removes it.  After either, af is finished.  A file that cannot be created is
+ * FL_EINVAL (naming --output); a failed write is FL_EIO naming the path. */
 #ifndef FL_CLI_ATOMIC_H
 #define FL_CLI_ATOMIC_H
 

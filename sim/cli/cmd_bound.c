@@ -134,7 +134,7 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
         fl_select outr = {FL_ALGO_STANDARD, 0, 0, 0, FL_REGIME_STD_OUT};
         if (!fl_law_constant(t, &in, FL_SHAPE_ND_N2, &c))
             fprintf(out, "  tiles hold all of d (M >= 3d²) and a row of S fits (N <= M):  c = %.3f ± %.3f   "
-                         "R² %.4f  (%zu points): Theta(Nd + N²), M does not matter\n", c.c, c.se, c.r2, c.n);
+                         "R² %.4f  (%zu points): Theta(Nd + N²); M moves only the constant\n", c.c, c.se, c.r2, c.n);
         if (!fl_law_constant(t, &outr, FL_SHAPE_ND_N2, &c))
             fprintf(out, "  limited SRAM (d chunked, or N > M):                           c = %.3f ± %.3f   "
                          "R² %.4f  (%zu points): above Theta(Nd + N²)\n", c.c, c.se, c.r2, c.n);

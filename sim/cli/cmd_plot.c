@@ -157,9 +157,10 @@ static void remove_tmp(const char *tmp)
 
 static fl_status make_dir(const char *p)
 {
-    if (mkdir(p, 0755) && errno != EEXIST) return fl_fail(FL_EIO, "figures: cannot create directory %s (%s)", p, strerror(errno));
+    if (mkdir(p, 0755) && errno != EEXIST)
+        return fl_fail(FL_EINVAL, "--out: cannot create directory %s (%s)", p, strerror(errno));
     struct stat st;
-    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EIO, "figures: %s is not a directory", p);
+    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EINVAL, "--out: %s is not a directory", p);
     return FL_OK;
 }
 

@@ -92,11 +92,11 @@ void fl_list_free(fl_list *l)
     l->n = 0;
 }
 
-fl_status fl_list_parse_algos(const char *s, int algos[3], int *n)
+fl_status fl_list_parse_algos(const char *s, int *algos, int *n)
 {
     *n = 0;
     if (s && strcmp(s, "all") == 0) {
-        for (int a = 0; a < FL_NALGO; a++) algos[(*n)++] = a;
+        for (int a = 0; a <= FL_ALGO_FLASH2; a++) algos[(*n)++] = a;
         return FL_OK;
     }
     if (!s || !*s) return fl_fail(FL_EINVAL, "--algo: needs at least one schedule");
@@ -105,7 +105,7 @@ fl_status fl_list_parse_algos(const char *s, int algos[3], int *n)
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char name[32];
-        if (len == 0 || len >= sizeof name)
+        if (*n == FL_NALGO || len == 0 || len >= sizeof name)
             return fl_fail(FL_EINVAL, "--algo: empty or overlong item in '%s'", s);
         memcpy(name, p, len);
         name[len] = 0;

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "problem.h"
 #include "status.h"
 
 #define FL_LIST_MAX 4096
@@ -30,9 +31,10 @@ typedef struct {
  * messages ("--N").  Every value must lie in [min, max].  On error *out is empty (v NULL). */
 fl_status fl_list_parse(const char *opt, const char *s, int64_t min, int64_t max, fl_list *out);
 
-/* Parses a schedule list: "all" or comma-separated names (standard, flash1, flash2), each at
- * most once, into algos[0..*n).  FL_EINVAL naming --algo otherwise. */
-fl_status fl_list_parse_algos(const char *s, int algos[3], int *n);
+/* Parses a schedule list: "all" (standard, flash1, flash2) or comma-separated names
+ * (fl_algo_parse: flash2-gqa too), each at most once, into algos[0..*n), which has room for
+ * FL_NALGO.  FL_EINVAL naming --algo otherwise. */
+fl_status fl_list_parse_algos(const char *s, int *algos, int *n);
 
 /* Frees the values; the list becomes empty.  NULL or an empty list is a no-op. */
 void fl_list_free(fl_list *l);

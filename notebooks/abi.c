@@ -1,0 +1,72 @@
+/* abi.c: prints, as JSON, the size and field offsets of every C structure notebooks/flashlab.py
+ * mirrors with ctypes.  `python3 flashlab.py --check-abi <this program>` compares them (ctest:
+ * notebooks_abi), so a field added to a header cannot silently shift the binding's view. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "machine.h"
+#include "problem.h"
+#include "run.h"
+#include "masks.h"
+
+static int first;
+#define BEGIN(T) (printf("%s\"%s\": {\"sizeof\": %zu", first++ ? ", " : "", #T, sizeof(T)))
+#define FIELD(T, f) printf(", \"%s\": %zu", #f, offsetof(T, f))
+#define END() fputs("}", stdout)
+
+int main(void)
+{
+    fputs("{", stdout);
+    BEGIN(fl_problem);
+    FIELD(fl_problem, algo); FIELD(fl_problem, N); FIELD(fl_problem, d); FIELD(fl_problem, M);
+    FIELD(fl_problem, Br); FIELD(fl_problem, Bc); FIELD(fl_problem, seed);
+    FIELD(fl_problem, elem_bytes); FIELD(fl_problem, max_events); FIELD(fl_problem, Nk);
+    FIELD(fl_problem, causal); FIELD(fl_problem, window_left); FIELD(fl_problem, window_right);
+    FIELD(fl_problem, batch); FIELD(fl_problem, heads); FIELD(fl_problem, kv_heads);
+    FIELD(fl_problem, pass); FIELD(fl_problem, cu_seqlens_q); FIELD(fl_problem, cu_seqlens_k);
+    END();
+    BEGIN(fl_blocks);
+    FIELD(fl_blocks, Br); FIELD(fl_blocks, Bc); FIELD(fl_blocks, Bd); FIELD(fl_blocks, footprint);
+    FIELD(fl_blocks, overridden); FIELD(fl_blocks, paper_Br); FIELD(fl_blocks, paper_Bc);
+    FIELD(fl_blocks, paper_footprint);
+    END();
+    BEGIN(fl_counts);
+    FIELD(fl_counts, reads); FIELD(fl_counts, writes); FIELD(fl_counts, total);
+    FIELD(fl_counts, events); FIELD(fl_counts, sram_peak);
+    END();
+    BEGIN(fl_tensor_counts);
+    FIELD(fl_tensor_counts, name); FIELD(fl_tensor_counts, reads); FIELD(fl_tensor_counts, writes);
+    FIELD(fl_tensor_counts, elem_bytes);
+    END();
+    BEGIN(fl_result);
+    FIELD(fl_result, p); FIELD(fl_result, b); FIELD(fl_result, b_bwd); FIELD(fl_result, ntensors);
+    FIELD(fl_result, t);
+    FIELD(fl_result, reads); FIELD(fl_result, writes); FIELD(fl_result, total);
+    FIELD(fl_result, bytes); FIELD(fl_result, sram_peak); FIELD(fl_result, events);
+    FIELD(fl_result, closed); FIELD(fl_result, fwd_total); FIELD(fl_result, bwd_total);
+    FIELD(fl_result, segments); FIELD(fl_result, computed); FIELD(fl_result, max_abs_err);
+    FIELD(fl_result, rel_err); FIELD(fl_result, lse_rel_err); FIELD(fl_result, dq_rel_err);
+    FIELD(fl_result, dk_rel_err); FIELD(fl_result, dv_rel_err);
+    END();
+    BEGIN(fl_event);
+    FIELD(fl_event, kind); FIELD(fl_event, tensor); FIELD(fl_event, buf); FIELD(fl_event, r0);
+    FIELD(fl_event, c0); FIELD(fl_event, nr); FIELD(fl_event, nc); FIELD(fl_event, sram_used);
+    FIELD(fl_event, reads); FIELD(fl_event, writes);
+    END();
+    BEGIN(fl_tensor);
+    FIELD(fl_tensor, name); FIELD(fl_tensor, rows); FIELD(fl_tensor, cols);
+    FIELD(fl_tensor, elem_bytes); FIELD(fl_tensor, data); FIELD(fl_tensor, reads);
+    FIELD(fl_tensor, writes);
+    END();
+    BEGIN(fl_buf);
+    FIELD(fl_buf, name); FIELD(fl_buf, rows); FIELD(fl_buf, cols); FIELD(fl_buf, x);
+    FIELD(fl_buf, live);
+    END();
+    BEGIN(fl_mask);
+    FIELD(fl_mask, Nq); FIELD(fl_mask, Nk); FIELD(fl_mask, causal); FIELD(fl_mask, left);
+    FIELD(fl_mask, right); FIELD(fl_mask, has_a); FIELD(fl_mask, has_b); FIELD(fl_mask, a);
+    FIELD(fl_mask, b);
+    END();
+    puts("}");
+    return 0;
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""run_all.py: executes course notebooks top to bottom (nbclient) and reads their check cells.
+
+    python3 run_all.py --expect pass notebooks/solutions/*.ipynb
+    python3 run_all.py --expect fail notebooks/lab*.ipynb
+
+Every code cell tagged "check" must print at least one line "CHECK <id>: PASS|FAIL|SKIP" (made
+by flashlab.check; SKIP only where the data a check needs does not exist here, e.g. no recorded
+GPU measurements, and never for every check of a notebook).  --expect pass: every check passes (the solutions).  --expect fail: every check
+fails (the untouched exercises: a check that passes with no answer given checks nothing).
+--expect any: only run.  Any error in any cell, a check cell that prints no CHECK line, or a
+notebook slower than --limit seconds fails the run (exit 1).  The notebooks run in their own
+folder with this environment (ctest sets FLASHLAB_LIB and FLASHLAB_CLI), so `import flashlab`
+works through PYTHONPATH.
+"""
+import argparse
+import os
+import pathlib
+import re
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+CHECK = re.compile(r"^CHECK (\S+): (PASS|FAIL|SKIP)\s*$", re.M)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run(path, expect, limit):
+    import nbclient
+    import nbformat
+    nb = nbformat.read(str(path), as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=limit, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    problems = []
+    t0 = time.monotonic()
+    try:
+        client.execute()
+    except Exception as e:  # CellExecutionError, DeadKernelError, timeouts: all failures
+        first = ANSI.sub("", str(e)).strip().splitlines()
+        problems.append("execution failed: " + "\n    ".join(first[-25:]))
+    secs = time.monotonic() - t0
+    if secs > limit:
+        problems.append(f"took {secs:.1f} s, more than the limit of {limit} s")
+    results = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or "check" not in cell.metadata.get("tags", []):
+            continue
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        found = CHECK.findall(text)
+        if not found and not problems:
+            problems.append(f"check cell {i} printed no CHECK line")
+        for cid, verdict in found:
+            results.append((cid, verdict))
+            if verdict == "SKIP":
+                continue
+            if expect == "pass" and verdict != "PASS":
+                detail = text.split(f"CHECK {cid}: FAIL", 1)[1].strip().splitlines()[:3]
+                problems.append(f"check {cid} FAILS with the solution: {' / '.join(detail)}")
+            if expect == "fail" and verdict != "FAIL":
+                problems.append(f"check {cid} PASSES with the untouched exercise (it checks nothing)")
+    npass = sum(v == "PASS" for _, v in results)
+    nskip = sum(v == "SKIP" for _, v in results)
+    if results and nskip == len(results):
+        problems.append("every check skipped: nothing was checked")
+    print(f"{path.name}: {secs:.1f} s, {len(results)} checks: {npass} pass, "
+          f"{len(results) - npass - nskip} fail, {nskip} skipped (no data here)"
+          f" -> {'OK' if not problems else 'FAILED'} (expected: {expect})")
+    for p in problems:
+        print("   ", p)
+    return not problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--expect", choices=("pass", "fail", "any"), default="any")
+    ap.add_argument("--limit", type=float, default=60.0, help="seconds per notebook [60]")
+    ap.add_argument("notebooks", nargs="+", type=pathlib.Path)
+    a = ap.parse_args()
+    try:
+        import nbclient, nbformat, ipykernel  # noqa: F401
+    except ImportError as e:
+        print(f"run_all: {e}: install the notebook runner (scripts/install-deps.sh, or "
+              f"python3 -m pip install nbclient nbformat ipykernel)")
+        return 1
+    for var in ("FLASHLAB_LIB", "FLASHLAB_CLI"):  # the notebooks run in their own folder
+        if os.environ.get(var):
+            os.environ[var] = str(pathlib.Path(os.environ[var]).resolve())
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = str(HERE) + (os.pathsep + path if path else "")
+    ok = all([run(p.resolve(), a.expect, a.limit) for p in a.notebooks])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+# %% [markdown]
+# # Lab 3: the M sweep
+#
+# **One idea:** the tiled schedules' HBM traffic falls like $1/M$.  The FlashAttention paper
+# (Theorem 2) says flash attention makes $\Theta(N^2 d^2 / M)$ HBM accesses for $d \le M \le Nd$,
+# and (Proposition 3) that no exact attention algorithm can do asymptotically better over that
+# whole range; any exact algorithm also has to read $Q, K, V$ and write $O$ at least once:
+# $4Nd$ elements.  Here you sweep $M$ on the count-only machine, fit the constant in front of
+# $N^2d^2/M$, find where the law stops, and compare the paper's block sizes with what really fits.
+# Handout: `docs/labs/lab3.md`.
+
+# %%
+import math, os, shutil, subprocess, tempfile
+import sys, pathlib
+for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
+    if (p / "flashlab.py").exists():
+        sys.path.insert(0, str(p))
+import flashlab as fl
+
+N, d = 4096, 64
+Ms = [512 * 2 ** k for k in range(12)]            # 512 ... 1048576 elements
+sweep = {}                                        # (algo, M) -> the machine's result
+for M in Ms:
+    for algo in fl.CLASSIC:
+        sweep[algo, M] = fl.run(algo, N=N, d=d, M=M)
+law = lambda M: N * N * d * d / M
+print(f"N = {N}, d = {d}, Nd = {N * d}; ratio = total / (N^2 d^2 / M)")
+print(f"{'M':>8} | {'standard':>11} | {'flash1':>11} {'ratio':>6} {'Bc':>5} | {'flash2':>11} {'ratio':>6} {'B':>5}")
+for M in Ms:
+    s, f1, f2 = sweep["standard", M], sweep["flash1", M], sweep["flash2", M]
+    print(f"{M:8d} | {s.total:11d} | {f1.total:11d} {f1.total / law(M):6.2f} {f1.Bc:5d} | "
+          f"{f2.total:11d} {f2.total / law(M):6.2f} {f2.Br:5d}")
+
+# %% [markdown]
+# The same numbers on log-log axes, with the lower bound $4Nd$ (drawn with the project's figure
+# style, `figures/style.gp`, when gnuplot is installed):
+
+# %%
+def plot_sweep(fits=None):
+    if not shutil.which("gnuplot"):
+        print("gnuplot not found: see the table above")
+        return
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    with open(tmp / "sweep.dat", "w") as f:
+        for M in Ms:
+            f.write(f"{M} " + " ".join(str(sweep[a, M].total) for a in fl.CLASSIC) + "\n")
+    colour = {"flash1": "#1f77b4", "flash2": "#2ca02c"}   # style.gp's schedule colours
+    fit_lines = "".join(f", c{i} * {N * N * d * d} / x ls 4 lc rgb '{colour[a]}' title 'fit {c:.2f} N²d²/M ({a})'"
+                        for i, (a, c) in enumerate((fits or {}).items(), 1))
+    script = f"""
+    load '{fl.ROOT / "figures" / "style.gp"}'
+    set terminal pngcairo size 800,520 background rgb 'white'
+    set output '{tmp / "sweep.png"}'
+    set logscale xy
+    set format y '10^{{%L}}'
+    set xlabel 'SRAM size M (elements)'
+    set ylabel 'HBM reads + writes (elements)'
+    set title 'N = {N}, d = {d}'
+    set arrow from {N * d}, graph 0 to {N * d}, graph 1 nohead dt 3 lc rgb '#999999'
+    set label 'M = Nd' at {N * d}, graph 0.06 left offset 0.5, 0
+    set xrange [256:2e6]
+    set key bottom left
+    {"".join(f"c{i} = {c}; " for i, c in enumerate((fits or {}).values(), 1))}
+    plot '{tmp / "sweep.dat"}' using 1:2 with linespoints ls 1 title 'standard', \\
+         '' using 1:3 with linespoints ls 2 title 'flash1', \\
+         '' using 1:4 with linespoints ls 3 title 'flash2', \\
+         {4 * N * d} ls 5 title 'lower bound 4Nd'{fit_lines}
+    """
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    from IPython.display import Image, display
+    display(Image(filename=str(tmp / "sweep.png")))
+
+plot_sweep()
+
+# %% [markdown]
+# ## Exercise 1: napkin math for the constant
+#
+# For small $M$ (a block of several rows but well below $d$: $32d \le M \le 2d^2$), flash2's square block $B$ satisfies roughly
+# $4Bd \approx M$ (the four $B \times d$ buffers dominate its footprint), so $T_r = N/B \approx 4Nd/M$.
+# Flash2 reads all of $K$ and $V$ once per row block.  Predict the constant
+# `c_napkin` in flash2's traffic $\approx c \cdot N^2d^2/M$ for small $M$.
+
+# %%
+# TODO: one number
+### BEGIN STUB
+c_napkin = None
+### END STUB
+### BEGIN SOLUTION
+c_napkin = 8     # K and V: 2 N d per row block, times T_r = 4 N d / M
+### END SOLUTION
+
+# %% check
+small = [M for M in Ms if 32 * d <= M <= 2 * d * d]   # B of a few rows up to about d/2
+ratios = [sweep["flash2", M].total / law(M) for M in small]
+problems = []
+if c_napkin is None:
+    problems.append("no prediction yet")
+elif not all(abs(c_napkin - r) <= 0.15 * r for r in ratios):
+    problems.append(f"c_napkin = {c_napkin}; the machine's ratios for M <= d^2 are "
+                    f"{[round(r, 2) for r in ratios]} (count the reads of K and V per row block)")
+fl.check("lab3.napkin", problems)
+
+# %% [markdown]
+# ## Exercise 2: fit the constant over the paper's range
+#
+# Over $d \le M \le Nd$ (the points of `Ms` in that range), fit $c$ in
+# $\text{total} \approx c\,N^2d^2/M$ for flash1 and flash2 so that **every point weighs the same**:
+# minimise $\sum_i (\text{total}_i / x_i - c)^2$ with $x_i = N^2d^2/M_i$ (this is how
+# `flashlab bound` fits it).  Also give `spread`: for flash2, the largest ratio
+# $\text{total}/x$ in the range divided by the smallest.  A $\Theta$ law promises a bounded spread,
+# not a constant ratio.
+
+# %%
+regime = [M for M in Ms if d <= M <= N * d]
+# TODO: c_fit = {"flash1": ..., "flash2": ...} and spread
+### BEGIN STUB
+c_fit = None
+spread = None
+### END STUB
+### BEGIN SOLUTION
+c_fit = {a: sum(sweep[a, M].total / law(M) for M in regime) / len(regime) for a in ("flash1", "flash2")}
+r2 = [sweep["flash2", M].total / law(M) for M in regime]
+spread = max(r2) / min(r2)
+print("c:", {a: round(c, 2) for a, c in c_fit.items()}, " flash2 spread:", round(spread, 2))
+### END SOLUTION
+
+# %% check
+problems = []
+if not c_fit or spread is None:
+    problems.append("c_fit and spread are not answered yet")
+else:
+    for a in ("flash1", "flash2"):
+        r = [fl.run(a, N=N, d=d, M=M).total / law(M) for M in regime]   # fresh counts
+        want = sum(r) / len(r)
+        if not fl.close(c_fit.get(a), want, 1e-9):
+            problems.append(f"c_fit[{a}] = {c_fit.get(a)}: the least-squares c of equally weighted "
+                            f"ratios is their mean (over {len(regime)} points with d <= M <= Nd)")
+    r = [sweep["flash2", M].total / law(M) for M in regime]
+    if not fl.close(spread, max(r) / min(r), 1e-9):
+        problems.append(f"spread = {spread}")
+fl.check("lab3.fit", problems)
+
+# %%
+if c_fit:
+    plot_sweep(c_fit)
+
+# %% [markdown]
+# ## Exercise 3: where the law stops
+#
+# Past $M = Nd$ the law no longer applies.  Flash2's traffic keeps falling until one block holds
+# all $N$ rows ($T_r = 1$): then $Q, K, V$ are read once and nothing can improve.  For $N = 1024$,
+# $d = 64$, find `M_flat`: the smallest $M$ at which flash2 uses a single row block.  (Flash2's
+# buffers: $Q_i, O_i, K_j, V_j$ of $B \times d$, $S_{ij}$ of $B \times B$, $m_i, \ell_i$ of
+# $B \times 1$.)
+
+# %%
+# TODO: one number
+### BEGIN STUB
+M_flat = None
+### END STUB
+### BEGIN SOLUTION
+M_flat = fl.footprint("flash2", 64, 1024, 1024)   # 4Nd + N^2 + 2N
+### END SOLUTION
+
+# %% check
+problems = []
+if M_flat is None:
+    problems.append("no answer yet")
+else:
+    at, below = fl.run("flash2", N=1024, d=64, M=M_flat), fl.run("flash2", N=1024, d=64, M=M_flat - 1)
+    if at.Br != 1024:
+        problems.append(f"at M = {M_flat} flash2's block is only {at.Br} rows: M is too small")
+    elif below.Br == 1024:
+        problems.append(f"at M = {M_flat - 1} flash2 already uses one block: M_flat is smaller")
+fl.check("lab3.flat", problems)
+
+# %% [markdown]
+# ## Exercise 4: the paper's block sizes vs what fits
+#
+# Algorithm 1 of the FlashAttention paper sets $B_c = \lceil M/4d \rceil$, $B_r = \min(B_c, d)$.
+# But flash1's buffers need $2B_cd + 2B_rd + B_rB_c + 6B_r$ elements (docs/model.md eq. (F1)):
+# $K_j, V_j, Q_i, O_i$, the score tile and six row vectors.  On an A100 ($M$ = 98304 fp16
+# elements = 192 KiB) with $d = 128$: give the paper's `paper_Bc`, `paper_Br`, the elements
+# `paper_need` its buffers would take, and `paper_fits` (True or False).
+
+# %%
+# TODO
+### BEGIN STUB
+paper_Bc = None
+paper_Br = None
+paper_need = None
+paper_fits = None
+### END STUB
+### BEGIN SOLUTION
+M_a100, d128 = 98304, 128
+paper_Bc = math.ceil(M_a100 / (4 * d128))
+paper_Br = min(paper_Bc, d128)
+paper_need = 2 * paper_Bc * d128 + 2 * paper_Br * d128 + paper_Br * paper_Bc + 6 * paper_Br
+paper_fits = paper_need <= M_a100
+### END SOLUTION
+
+# %% check
+b = fl.blocks("flash1", N=1024, d=128, M=98304)
+problems = []
+if None in (paper_Bc, paper_Br, paper_need, paper_fits):
+    problems.append("not all four answered yet")
+else:
+    for name, mine, lib in (("paper_Bc", paper_Bc, b["paper_Bc"]), ("paper_Br", paper_Br, b["paper_Br"]),
+                            ("paper_need", paper_need, b["paper_footprint"]),
+                            ("paper_fits", paper_fits, b["paper_footprint"] <= 98304)):
+        if mine != lib:
+            problems.append(f"{name} = {mine}: not what the library computes")
+fl.check("lab3.paper-blocks", problems)
+
+# %% [markdown]
+# What the project does instead (rule B1: keep the paper's shape, shrink $B_c$ until it fits),
+# as `flashlab count --explain` prints it:
+
+# %%
+print(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", 128, "--M", 98304, "--explain"))
+
+# %% [markdown]
+# ## Take-away
+#
+# Within the paper's range the ratio total / $(N^2d^2/M)$ stays within a small factor (the
+# spread), which is what $\Theta$ promises; the constant depends on the schedule and on the
+# regime of $M$.  Standard attention's traffic hardly moves with $M$: its $4N^2$ for $S$ and $P$ is
+# paid whatever the SRAM size.  And the paper's block rule over-fills SRAM for large $d$.
+
+# %% [markdown] solution
+# **Instructor notes.** c_napkin = 8 (the machine: 8.6 to 9.3 for 2048 ≤ M ≤ 8192).  The fitted
+# constants at N = 4096, d = 64 over 64 ≤ M ≤ Nd come out at about 15.4 (flash1) and 13.1
+# (flash2), flash2's spread about 2.8: its ratio climbs at both ends, at small M because the
+# block is rounded down to whole rows (B = 1 at M = 512) and at large M because the score tile
+# $S_{ij}$ ($B^2$) takes a growing share of SRAM.
+# M_flat = 4Nd + N² + 2N = 1312768 for N = 1024, d = 64, far above Nd = 65536.  Paper blocks at
+# d = 128: Bc = 192, Br = 128, need 107264 > 98304: they do not fit; rule B1 shrinks Bc to 168.

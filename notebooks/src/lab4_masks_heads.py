@@ -1,0 +1,279 @@
+# %% [markdown]
+# # Lab 4: masks and heads: find the bug
+#
+# **One idea:** the mask and head conventions are part of the kernel's *contract*, and a wrong
+# convention gives a fast, exact-looking, wrong answer.  Each exercise hands you a small piece of
+# Python that a reasonable person could have written, with one bug; you fix it.  The checks compare
+# your fix with the library's one implementation of the rules (`reference/masks.h`,
+# `reference/heads.h`; docs/model.md rules K1–K4, H1, V1), and the machine shows what each
+# convention costs in HBM traffic.  Handout: `docs/labs/lab4.md`.
+#
+# Conventions (the seeds): query $i$ of $N_q$ and key $j$ of $N_k$;
+# causal **top-left** (PyTorch SDPA `is_causal`) keeps $j \le i$; causal **bottom-right**
+# (FlashAttention ≥ 2.1) keeps $j \le i + N_k - N_q$; the FA2 **window** $(L, R)$ keeps
+# $i + N_k - N_q - L \le j \le i + N_k - N_q + R$ ($-1$: that side unbounded).  A row that keeps no
+# key outputs zeros.
+
+# %%
+import sys, pathlib
+for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
+    if (p / "flashlab.py").exists():
+        sys.path.insert(0, str(p))
+import flashlab as fl
+
+def show(m):
+    for row in m:
+        print("   ", " ".join("x" if k else "." for k in row))
+
+def first_difference(mine, nq, nk, ref):
+    """The first row where two keep matrices differ, as a message; None when equal."""
+    if mine is None:
+        return "no answer yet"
+    for i in range(nq):
+        if list(mine[i]) != list(ref[i]):
+            return f"Nq={nq}, Nk={nk}: row {i} keeps {list(mine[i])}, the rule keeps {list(ref[i])}"
+    return None
+
+# %% [markdown]
+# ## Exercise 1: the decode bug
+#
+# A serving engine decodes two new tokens against a cache of five keys ($N_q = 2$, $N_k = 5$).
+# Its test reference was written from PyTorch's `is_causal` habit:
+
+# %%
+def causal_keep_buggy(nq, nk):
+    return [[1 if j <= i else 0 for j in range(nk)] for i in range(nq)]
+
+print("what the buggy reference keeps for Nq = 2, Nk = 5 (x = attend):")
+show(causal_keep_buggy(2, 5))
+
+# %% [markdown]
+# Write `decode_keep(nq, nk)` with FlashAttention ≥ 2.1's convention (the new queries are the
+# *last* $N_q$ positions of the sequence).  It must also handle $N_q > N_k$ (the first rows keep
+# nothing).
+
+# %%
+def decode_keep(nq, nk):
+    # TODO
+    ### BEGIN STUB
+    return None
+    ### END STUB
+    ### BEGIN SOLUTION
+    return [[1 if j <= i + nk - nq else 0 for j in range(nk)] for i in range(nq)]
+    ### END SOLUTION
+
+# %% check
+problems = []
+for nq, nk in ((2, 5), (5, 2), (4, 4), (1, 7), (3, 9)):
+    msg = first_difference(decode_keep(nq, nk), nq, nk, fl.mask_matrix(nq, nk, "bottom-right"))
+    if msg:
+        problems.append(msg)
+        break
+fl.check("lab4.decode-corner", problems)
+
+# %% [markdown]
+# Why did the engine's tests not catch it?  Among these shapes $(N_q, N_k)$, which give **the same
+# mask** under both corners, so that a test on them cannot see the bug?
+# `(1, 1), (4, 4), (1, 8), (8, 1), (3, 5)`.  Give the set `blind_shapes`.
+
+# %%
+candidates = [(1, 1), (4, 4), (1, 8), (8, 1), (3, 5)]
+# TODO
+### BEGIN STUB
+blind_shapes = None
+### END STUB
+### BEGIN SOLUTION
+blind_shapes = {(1, 1), (4, 4)}     # equal lengths: both corners are the same lower triangle
+### END SOLUTION
+
+# %% check
+truth = {s for s in candidates if fl.mask_matrix(*s, "top-left") == fl.mask_matrix(*s, "bottom-right")}
+problems = []
+if blind_shapes is None:
+    problems.append("no answer yet")
+else:
+    for s in sorted(set(blind_shapes) - truth):
+        problems.append(f"{s}: the corners differ here, so a test on this shape does see the bug")
+    for s in sorted(truth - set(blind_shapes)):
+        problems.append(f"{s}: both corners give the same mask here")
+fl.check("lab4.blind-tests", problems)
+
+# %% [markdown]
+# The wrong corner is not only wrong but *cheaper*: the machine skips every tile that is entirely
+# masked (rule K2), and top-left masks almost the whole cache away.  Flash2, 256 new queries over a
+# 1024-key cache:
+
+# %%
+for corner in ("none", "top-left", "bottom-right"):
+    r = fl.run("flash2", N=256, Nk=1024, d=64, M=20000, causal=corner)
+    print(f"{corner:>12}: K reads {r.tensors['K'][0]:>7d}, total {r.total:>7d}")
+
+# %% [markdown]
+# ## Exercise 2: the window that forgot the corner
+#
+# A local-attention reference (FA2's `window_size=(L, R)`):
+
+# %%
+def window_keep_buggy(nq, nk, left, right):
+    keep = []
+    for i in range(nq):
+        lo = -10**9 if left < 0 else i - left
+        hi = 10**9 if right < 0 else i + right
+        keep.append([1 if lo <= j <= hi else 0 for j in range(nk)])
+    return keep
+
+print("buggy, Nq = 3, Nk = 6, window (1, 0):")
+show(window_keep_buggy(3, 6, 1, 0))
+print("the rule:")
+show(fl.mask_matrix(3, 6, "none", 1, 0))
+
+# %% [markdown]
+# Fix it as `window_keep(nq, nk, left, right)` (no causal mask; $-1$ = unbounded side).
+
+# %%
+def window_keep(nq, nk, left, right):
+    # TODO
+    ### BEGIN STUB
+    return None
+    ### END STUB
+    ### BEGIN SOLUTION
+    shift = nk - nq
+    keep = []
+    for i in range(nq):
+        lo = -10**9 if left < 0 else i + shift - left
+        hi = 10**9 if right < 0 else i + shift + right
+        keep.append([1 if lo <= j <= hi else 0 for j in range(nk)])
+    return keep
+    ### END SOLUTION
+
+# %% check
+problems = []
+for nq, nk, L, R in ((3, 6, 1, 0), (6, 3, 2, 1), (5, 5, 2, 2), (4, 9, -1, 0), (4, 9, 3, -1), (7, 7, 0, 0)):
+    msg = first_difference(window_keep(nq, nk, L, R), nq, nk, fl.mask_matrix(nq, nk, "none", L, R))
+    if msg:
+        problems.append(f"window ({L}, {R}): {msg}")
+        break
+fl.check("lab4.window", problems)
+
+# %% [markdown]
+# ## Exercise 3: varlen offsets
+#
+# Variable-length batches are packed into one tensor and described by `cu_seqlens`: $B + 1$
+# offsets, starting at 0, nondecreasing, ending at the token count (rule V1).  This helper builds
+# them from the lengths, and the library refuses the result:
+
+# %%
+import itertools
+def cu_seqlens_buggy(lengths):
+    return list(itertools.accumulate(lengths))
+
+lengths = [100, 300, 0, 250]
+try:
+    fl.cu_seqlens_check(cu_seqlens_buggy(lengths), batch=len(lengths), total=sum(lengths))
+except fl.FlashlabError as e:
+    print("refused:", e)
+
+# %% [markdown]
+# Fix it as `cu_seqlens(lengths)`.
+
+# %%
+def cu_seqlens(lengths):
+    # TODO
+    ### BEGIN STUB
+    return None
+    ### END STUB
+    ### BEGIN SOLUTION
+    return [0] + list(itertools.accumulate(lengths))
+    ### END SOLUTION
+
+# %% check
+problems = []
+for ls in ([100, 300, 0, 250], [7], [0, 0, 5], [3, 1, 4, 1, 5]):
+    cu = cu_seqlens(ls)
+    if cu is None:
+        problems.append("no answer yet")
+        break
+    try:
+        fl.cu_seqlens_check(cu, batch=len(ls), total=sum(ls))
+    except fl.FlashlabError as e:
+        problems.append(f"lengths {ls}: the library refuses {cu}: {e}")
+        continue
+    got = [cu[b + 1] - cu[b] for b in range(len(ls))]
+    if got != ls:
+        problems.append(f"lengths {ls}: your offsets {cu} describe lengths {got}")
+fl.check("lab4.varlen", problems)
+
+# %% [markdown]
+# Packing is not only about correctness: padding every sequence to the longest one moves the
+# padding too.  Causal flash2 over the packed batch vs the same batch padded to 300 tokens each:
+
+# %%
+if cu_seqlens(lengths) is not None:
+    packed = fl.run("flash2", N=sum(lengths), d=64, M=20000, batch=len(lengths),
+                    cu_seqlens_q=cu_seqlens(lengths), causal="bottom-right")
+    padded = fl.run("flash2", N=max(lengths), d=64, M=20000, batch=len(lengths), causal="bottom-right")
+    print(f"packed: {packed.total:,d} elements moved; padded to {max(lengths)}: {padded.total:,d}")
+else:
+    print("(fix cu_seqlens first)")
+
+# %% [markdown]
+# ## Exercise 4: which K/V head does a query head read?
+#
+# Grouped-query attention: $H_q$ query heads share $H_{kv}$ key/value heads ($H_{kv}$ divides
+# $H_q$).  A model port maps them like this:
+
+# %%
+def kv_head_buggy(h, Hq, Hkv):
+    return h % Hkv
+
+print("buggy, Hq = 6, Hkv = 2:", [kv_head_buggy(h, 6, 2) for h in range(6)])
+
+# %% [markdown]
+# Shapes line up and nothing crashes, yet the model's outputs are wrong: FlashAttention (and the
+# models trained with it) give each K/V head a group of *consecutive* query heads (rule H1).
+# Fix it as `kv_head(h, Hq, Hkv)`.
+
+# %%
+def kv_head(h, Hq, Hkv):
+    # TODO
+    ### BEGIN STUB
+    return None
+    ### END STUB
+    ### BEGIN SOLUTION
+    return h // (Hq // Hkv)
+    ### END SOLUTION
+
+# %% check
+problems = []
+for Hq, Hkv in ((6, 2), (8, 2), (8, 1), (8, 8), (32, 8)):
+    mine = [kv_head(h, Hq, Hkv) for h in range(Hq)]
+    ref = [fl.kv_head(h, Hq, Hkv) for h in range(Hq)]
+    if mine != ref:
+        problems.append(f"Hq={Hq}, Hkv={Hkv}: you map {mine}, the rule maps {ref}")
+        break
+fl.check("lab4.gqa", problems)
+
+# %% [markdown]
+# Sharing K/V heads saves HBM *storage*; whether it saves *traffic* depends on the schedule.
+# Flash2 runs one query head at a time and reloads the shared K/V for each; `flash2-gqa` stacks
+# the group's query heads so each K/V tile is loaded once per group:
+
+# %%
+for algo in ("flash2", "flash2-gqa"):
+    r = fl.run(algo, N=512, d=64, M=40000, heads=8, kv_heads=2)
+    print(f"{algo:>10}: K reads {r.tensors['K'][0]:>8,d}, V reads {r.tensors['V'][0]:>8,d}, total {r.total:>9,d}")
+
+# %% [markdown]
+# ## Take-away
+#
+# Masks and head maps are conventions, not mathematics: top-left vs bottom-right agree on square
+# problems and differ exactly in decode; a window is anchored at the same corner; offsets start at
+# 0; groups are consecutive.  Test with unequal lengths, and check the convention before the
+# numerics.
+
+# %% [markdown] solution
+# **Instructor notes.** decode_keep keeps $j \le i + N_k - N_q$; blind shapes: {(1, 1), (4, 4)}
+# (equal lengths; (1, 8) is the classic decode case where top-left keeps only key 0).  The window
+# must be shifted by $N_k - N_q$ like the causal corner.  cu_seqlens needs the leading 0 (the
+# buggy version has $B$ entries and the library names the rule).  GQA: $h \,//\, (H_q/H_{kv})$;
+# the interleaved map `h % Hkv` is the classic porting bug.

@@ -1,0 +1,199 @@
+/* cmd_trace.c: `flashlab trace`: the tile events of small runs, as CSV or JSON lines (trace.h).
+ * Each requested schedule runs through fl_run with fl_trace_event as its trace callback.  The
+ * whole trace is written to a temporary file first, so an error leaves nothing half-written:
+ * with --out the file is renamed into place, otherwise it is copied to stdout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "run.h"
+#include "trace.h"
+
+static const char *usage =
+    "usage: flashlab trace [options]\n"
+    "Writes every tile event of a run (load, store, alloc, free: tensor, buffer, tile, SRAM use,\n"
+    "counters so far) as CSV or JSON lines.  Columns: docs/labs/lab2.md.  Meant for small runs:\n"
+    "the defaults give flash1 and flash2 8 x 8 tiles.\n"
+    "  --algo LIST   a schedule, a comma list, classic (standard,flash1,flash2) or all [classic]\n"
+    "  --N N         sequence length                                  [64]\n"
+    "  --d D         head dimension                                   [8]\n"
+    "  --M M         SRAM capacity in elements                        [384]\n"
+    "  --Br B, --Bc B  block sizes (default: the schedule's rule)\n"
+    "  --Nk N        key length                                       [N]\n"
+    "  --causal C    none, top-left or bottom-right (masked-out tiles are skipped) [none]\n"
+    "  --window L,R  FA2 local window (-1 = unbounded side)           [-1,-1]\n"
+    "  --pass P      fwd, bwd or fwd+bwd (bwd: only the backward's events; the forward that\n"
+    "                produces its inputs runs untraced and uncounted)  [fwd]\n"
+    "  --compute     run on real values (checked against the reference), not count-only\n"
+    "  --seed S      seed of the random inputs (--compute)            [1]\n"
+    "  --format F    csv or jsonl                                     [csv]\n"
+    "  --out FILE    write to FILE (atomically) instead of stdout\n"
+    "  --max-events E  refuse runs with more tile events than E       [100000]\n"
+    "  --help        this text\n";
+
+typedef struct {
+    fl_algo algos[FL_NALGO];
+    int nalgos, compute;
+    fl_problem p;
+    fl_trace_format fmt;
+    const char *out;
+} opts;
+
+/* A comma list of distinct schedule names, "classic" (standard,flash1,flash2) or "all".  Every
+ * item is checked as written: an empty item is an error and nothing is cut off. */
+static fl_status parse_algos(const char *s, opts *o)
+{
+    o->nalgos = 0;
+    if (strcmp(s, "all") == 0) {
+        for (int a = 0; a < FL_NALGO; a++) o->algos[o->nalgos++] = (fl_algo)a;
+        return FL_OK;
+    }
+    if (strcmp(s, "classic") == 0) s = "standard,flash1,flash2";
+    for (const char *item = s;; item++) {
+        const size_t len = strcspn(item, ",");
+        char tok[32];
+        fl_algo a;
+        if (len == 0)
+            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
+        if (len >= sizeof tok)
+            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose %s)", (int)len, item,
+                           fl_algo_choices());
+        memcpy(tok, item, len);
+        tok[len] = 0;
+        FL_TRY(fl_algo_parse(tok, &a));
+        for (int k = 0; k < o->nalgos; k++)
+            if (o->algos[k] == a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", tok);
+        o->algos[o->nalgos++] = a;
+        item += len;
+        if (!*item) break;
+    }
+    return FL_OK;
+}
+
+static fl_status parse_pass(const char *v, fl_pass *out)
+{
+    if (strcmp(v, "fwd") == 0) *out = FL_PASS_FWD;
+    else if (strcmp(v, "bwd") == 0) *out = FL_PASS_BWD;
+    else if (strcmp(v, "fwd+bwd") == 0) *out = FL_PASS_FWD_BWD;
+    else return fl_fail(FL_EINVAL, "--pass: unknown pass '%s' (choose fwd, bwd or fwd+bwd)", v);
+    return FL_OK;
+}
+
+static fl_status parse_window(const char *v, fl_problem *p)
+{
+    int64_t w[2], n;
+    FL_TRY(fl_parse_i64_list("--window", v, -1, INT64_MAX / 4, w, 2, &n));
+    if (n != 2) return fl_fail(FL_EINVAL, "--window: needs two values L,R (each >= 0, or -1 for unbounded)");
+    p->window_left = w[0];
+    p->window_right = w[1];
+    return FL_OK;
+}
+
+/* Returns -1 after printing help, else a status. */
+static int parse(int argc, char **argv, opts *o)
+{
+    const int64_t big = INT64_MAX / 4;
+    fl_args a;
+    const char *name, *iv, *v;
+    int k;
+    memset(o, 0, sizeof *o);
+    o->p = fl_problem_default();
+    o->p.N = 64;
+    o->p.d = 8;
+    o->p.M = 384;
+    o->p.max_events = 100000;
+    o->fmt = FL_TRACE_CSV;
+    FL_TRY(parse_algos("classic", o));
+    fl_args_init(&a, argc, argv);
+    while ((k = fl_args_next(&a, &name, &iv)) == 1) {
+        if ((strcmp(name, "--help") == 0 || strcmp(name, "--compute") == 0) && iv)
+            return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, iv);
+        if (strcmp(name, "--help") == 0) {
+            fputs(usage, stdout);
+            return -1;
+        }
+        if (strcmp(name, "--compute") == 0) {
+            o->compute = 1;
+            continue;
+        }
+        FL_TRY(fl_args_value(&a, name, iv, &v));
+        if (strcmp(name, "--algo") == 0) FL_TRY(parse_algos(v, o));
+        else if (strcmp(name, "--N") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.N));
+        else if (strcmp(name, "--d") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.d));
+        else if (strcmp(name, "--M") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.M));
+        else if (strcmp(name, "--Br") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Br));
+        else if (strcmp(name, "--Bc") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Bc));
+        else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
+        else if (strcmp(name, "--max-events") == 0) FL_TRY(fl_parse_i64(name, v, 1, INT64_MAX, &o->p.max_events));
+        else if (strcmp(name, "--format") == 0) FL_TRY(fl_trace_format_parse(v, &o->fmt));
+        else if (strcmp(name, "--Nk") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Nk));
+        else if (strcmp(name, "--causal") == 0) FL_TRY(fl_causal_parse(v, &o->p.causal));
+        else if (strcmp(name, "--window") == 0) FL_TRY(parse_window(v, &o->p));
+        else if (strcmp(name, "--pass") == 0) FL_TRY(parse_pass(v, &o->p.pass));
+        else if (strcmp(name, "--out") == 0) {
+            if (!*v) return fl_fail(FL_EINVAL, "--out: needs a file name");
+            o->out = v;
+        } else return fl_fail(FL_EINVAL, "%s: unknown option for trace (see flashlab trace --help)", name);
+    }
+    return k < 0 ? FL_EINVAL : FL_OK;
+}
+
+/* Runs every schedule into f. */
+static fl_status trace_all(const opts *o, FILE *f)
+{
+    fl_trace_writer w;
+    fl_result r;
+    fl_trace_init(&w, f, o->fmt);
+    for (int i = 0; i < o->nalgos; i++) {
+        fl_problem p = o->p;
+        p.algo = o->algos[i];
+        fl_trace_begin_run(&w, fl_algo_name(p.algo), p.M);
+        FL_TRY(fl_run(&p, o->compute ? FL_COMPUTE : FL_COUNT, fl_trace_event, &w, &r));
+    }
+    return fl_trace_finish(&w);
+}
+
+static fl_status copy_to_stdout(FILE *f)
+{
+    char buf[1 << 14];
+    size_t n;
+    rewind(f);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (fwrite(buf, 1, n, stdout) != n) return fl_fail(FL_EIO, "trace: writing to stdout failed");
+    if (ferror(f) || fflush(stdout) != 0) return fl_fail(FL_EIO, "trace: writing to stdout failed");
+    return FL_OK;
+}
+
+int fl_cmd_trace(int argc, char **argv)
+{
+    opts o;
+    int s = parse(argc, argv, &o);
+    if (s < 0) return 0;
+    if (s) return fl_cli_error(s);
+    if (!o.out) {
+        FILE *f = tmpfile();
+        if (!f) return fl_cli_error(fl_fail(FL_EIO, "trace: cannot create a temporary file"));
+        s = trace_all(&o, f);
+        if (!s) s = copy_to_stdout(f);
+        fclose(f);
+        return s ? fl_cli_error(s) : 0;
+    }
+    size_t len = strlen(o.out) + 16;
+    char *tmp = malloc(len);
+    if (!tmp) return fl_cli_error(fl_fail(FL_ENOMEM, "trace: out of memory"));
+    snprintf(tmp, len, "%s.tmp", o.out);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        s = fl_fail(FL_EIO, "--out: cannot write '%s'", o.out);
+        free(tmp);
+        return fl_cli_error(s);
+    }
+    s = trace_all(&o, f);
+    if (fclose(f) != 0 && !s) s = fl_fail(FL_EIO, "--out: writing '%s' failed", o.out);
+    if (!s && rename(tmp, o.out) != 0) s = fl_fail(FL_EIO, "--out: cannot rename the trace to '%s'", o.out);
+    if (s) remove(tmp);
+    free(tmp);
+    return s ? fl_cli_error(s) : 0;
+}

@@ -1,0 +1,104 @@
+/* test_report.c: `flashlab report` and `flashlab plot`: the report runs, prints the table beside
+ * the paper's values, the fits and the examples, and writes every figure (PNG, PDF, SVG) into the
+ * directory it names; without gnuplot it says so in one line, exits 2 and writes nothing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli_runner.h"
+
+static int have_gnuplot(void)
+{
+    return system("gnuplot -e \"set terminal pngcairo; set terminal pdfcairo; set terminal svg\" >/dev/null 2>&1") == 0;
+}
+
+/* Nonzero when path starts with magic. */
+static int starts_with(const char *path, const char *magic)
+{
+    char buf[16] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, strlen(magic), f);
+    fclose(f);
+    return n == strlen(magic) && memcmp(buf, magic, n) == 0;
+}
+
+Test(report, prints_the_table_fits_examples_and_writes_every_figure, .timeout = 300)
+{
+    if (!have_gnuplot()) cr_skip_test("gnuplot (pngcairo, pdfcairo, svg) is not installed: apt-get install gnuplot-nox");
+    char dir[] = "/tmp/flashlab-report-XXXXXX", out[128], path[256], cmd[256];
+    cr_assert(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/rep", dir);
+    const char *a[] = {"report", "--out", out, NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    const char *want[] = {"standard", "flash1", "flash2", "40.3 GB", "4.4 GB", "forward + backward",
+                          "-1 within 1 SE: yes", "c N²d²/M", "Omega(Nd)", "PASS", out};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_assert(strstr(r->out, want[i]), "report lacks '%s':\n%s", want[i], r->out);
+    cr_assert(!strstr(r->out, "FAIL"), "%s", r->out);
+    const char *figs[] = {"fig_a_traffic_vs_M", "fig_b_traffic_vs_N", "fig_c_traffic_vs_Bc", "fig_d_ratio_vs_M"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s.png", out, figs[i]);
+        cr_assert(starts_with(path, "\x89PNG"), "%s", path);
+        snprintf(path, sizeof path, "%s/%s.pdf", out, figs[i]);
+        cr_assert(starts_with(path, "%PDF"), "%s", path);
+        snprintf(path, sizeof path, "%s/%s.svg", out, figs[i]);
+        cr_assert(starts_with(path, "<?xml") || starts_with(path, "<svg"), "%s", path);
+    }
+    snprintf(path, sizeof path, "%s/data/report_sweep.csv", out);
+    cr_assert(starts_with(path, "# flashlab"), "%s", path);
+    snprintf(cmd, sizeof cmd, "ls -A %s | grep -q flashlab-tmp", out);
+    cr_assert_neq(system(cmd), 0, "temporary directory left in %s", out);
+    free(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    system(cmd);
+}
+
+Test(report, without_gnuplot_one_line_exit_2_and_no_files)
+{
+    char dir[] = "/tmp/flashlab-nognu-XXXXXX", out[128];
+    cr_assert(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/rep", dir);
+    setenv("FLASHLAB_GNUPLOT", "/nonexistent/gnuplot", 1);
+    const char *a[] = {"report", "--out", out, NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 2);
+    cr_assert_eq(cli_lines(r->err), 1, "%s", r->err);
+    cr_assert(strstr(r->err, "gnuplot"), "%s", r->err);
+    cr_assert_eq(r->out[0], 0, "a half report was printed:\n%s", r->out);
+    struct stat st;
+    cr_assert(stat(out, &st) != 0, "the output directory was created");
+    free(r);
+    const char *p[] = {"plot", "--out", out, NULL};
+    r = cli_run(p);
+    cr_assert_eq(r->status, 2);
+    cr_assert(stat(out, &st) != 0, "plot created the output directory");
+    free(r);
+    rmdir(dir);
+}
+
+Test(report, no_figures_prints_the_report_and_writes_nothing)
+{
+    const char *a[] = {"report", "--no-figures", "--sram", "h100", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "M = 131072 elements (h100"), "%s", r->out);
+    cr_assert(!strstr(r->out, "Figures (a)"), "%s", r->out);
+    free(r);
+}
+
+Test(report, bad_options_are_refused)
+{
+    const char *a[] = {"report", "--sram", "v100", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 2);
+    cr_assert(strstr(r->err, "--sram") && cli_lines(r->err) == 1, "%s", r->err);
+    free(r);
+    const char *b[] = {"plot", "--out", "/tmp/it's", NULL};
+    r = cli_run(b);
+    cr_assert_eq(r->status, 2, "%s", r->err);
+    free(r);
+}
