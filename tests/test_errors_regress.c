@@ -9,6 +9,7 @@
 #include "attention_ref.h"
 #include "ops.h"
 #include "problem.h"
+#include "run.h"
 #include "status.h"
 
 /* fuzz_cli finding 1: `flashlab example` with no name printed its usage on stdout as well. */
@@ -62,15 +63,19 @@ Test(errors_regress, regress_block_rules_at_int64_max)
     fl_blocks b;
     p.N = 1;
     p.d = 1;
-    p.M = INT64_MAX;
+    p.M = FL_SIZE_MAX;
     p.algo = FL_ALGO_STANDARD; /* cube side t: 3(t+1)^2 <= M was computed in int64 */
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
     cr_expect(b.footprint >= 3 && b.footprint <= p.M);
-    p.algo = FL_ALGO_FLASH1; /* the paper's 4d overflowed */
-    p.d = INT64_MAX / 2;
+    p.algo = FL_ALGO_FLASH1; /* the paper's M + 4d - 1 overflowed */
+    p.d = FL_SIZE_MAX;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY);
     cr_expect(strstr(fl_last_error(), "--M: flash1 needs more than 9223372036854775807") != NULL, "%s",
               fl_last_error());
+    /* beyond FL_SIZE_MAX the problem itself is refused (fuzz_problem finding below) */
+    p.M = INT64_MAX;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
+    cr_expect_str_eq(fl_last_error(), "--M: 9223372036854775807 is more than the largest size 2305843009213693951");
 }
 
 /* fuzz_cli finding 4: flash1's paper block ceil(M/4d) computed M + 4d - 1, which overflowed
@@ -132,21 +137,45 @@ Test(errors_regress, regress_nan_score_propagates)
 
 /* Found by test_errors_api: the block rules' binary search computed hi - lo + 1, which
  * overflowed for hi = INT64_MAX (N from the library API), so flash2 at M = INT64_MAX reported
- * "M is too small" (and UBSan: signed overflow) instead of the overflow of its counts. */
+ * "M is too small" (and UBSan: signed overflow) instead of the overflow of its counts.  Sizes
+ * that large are now refused first; the search is checked at the largest accepted size. */
 Test(errors_regress, regress_block_search_at_int64_max)
 {
     fl_problem p = fl_problem_default();
     fl_blocks b;
     p.algo = FL_ALGO_FLASH2;
-    p.N = INT64_MAX;
+    p.N = FL_SIZE_MAX;
     p.d = 1;
-    p.M = INT64_MAX;
+    p.M = FL_SIZE_MAX;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
     cr_expect(b.Br >= 1 && b.footprint <= p.M);
     p.algo = FL_ALGO_FLASH1;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
     p.algo = FL_ALGO_STANDARD;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+}
+
+/* fuzz_problem finding: sizes beyond 2^61 - 1 from the library API (the CLI stops there) made
+ * the mask's Nq + Nk overflow (UBSan, reference/masks.c) and reached block rules and closed
+ * forms never written for them; fl_problem_check now refuses every size field above
+ * FL_SIZE_MAX, naming it. */
+Test(errors_regress, regress_sizes_above_FL_SIZE_MAX_refused)
+{
+    fl_problem p = fl_problem_default();
+    fl_result r;
+    p.N = INT64_C(5836665117077491974);
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
+    cr_expect_str_eq(fl_last_error(), "--N: 5836665117077491974 is more than the largest size 2305843009213693951");
+    p = fl_problem_default();
+    p.heads = p.kv_heads = INT64_MAX;
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
+    cr_expect_str_eq(fl_last_error(), "--heads: 9223372036854775807 is more than the largest size 2305843009213693951");
+    p = fl_problem_default();
+    p.window_right = FL_SIZE_MAX + 1;
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
+    p.window_right = FL_SIZE_MAX; /* the largest is fine */
+    p.N = 64;
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK, "%s", fl_last_error());
 }
 
 /* Found by review: an output path that cannot be written (FL_EIO) exited with status 1, not the
