@@ -25,6 +25,7 @@
  * (C0b) standard backward: the five steps of sched_standard_bwd.c, below.
  * where f = kv_first and a = 1 - f (a later query head of a shared K/V head adds to dK, dV).
  */
+#include "problem_ext.h"
 #include "problem.h"
 #include "segments.h"
 
@@ -182,6 +183,7 @@ static int plain(const fl_problem *p, int bwd)
 
 fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
+    if (fl_algo_is_ext(p->algo)) return fl_ext_closed_form(p, b, out); /* sim/problem_ext.c */
     if (plain(p, bwd)) return fl_closed_form_plain(p, b, out);
     fl_segments sg;
     FL_TRY(fl_segments_build(p, &sg));

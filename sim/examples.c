@@ -6,6 +6,7 @@
 
 #include "../reference/attention_ref.h"
 #include "ops.h"
+#include "run.h"
 
 /* Prints one row's online softmax tile by tile (docs/model.md eq. (OS)): m, l, the numerator u
  * and the rescale factor after each tile; checks the result against the full softmax and the
@@ -55,8 +56,68 @@ static int ex_two_tile(FILE *out)
     return ok;
 }
 
+/* deep dive, "Paged KV is a lookup": the final, partially used page can be loaded past the
+ * sequence (whole tiles); masking those scores does not make NaN safe, since 0 * NaN = NaN.
+ * Part 1 by hand (a dense P V over the last tile, as an MMA does); part 2 on the machine. */
+static int ex_nan_padding(FILE *out)
+{
+    enum { T = 4, DV = 2 };
+    const double s[T] = {1.0, 0.0, -INFINITY, -INFINITY}; /* keys 8, 9; rows 2, 3 are padding */
+    const double V[T * DV] = {10, 0, 0, 10, NAN, NAN, 0, 0};
+    double pr[T], l = 0.0, naive[DV] = {0, 0}, skip[DV] = {0, 0};
+    fprintf(out, "A cache of Nk = 10 keys in pages of 4 rows, block table [5, 2, 7]: logical page 2 "
+                 "(physical 7)\nholds keys 8, 9 and two padding rows, which a whole-tile load "
+                 "(tile = page) reads too.\n\n"
+                 "1. The last tile by hand (one query, the 1/sqrt(d) scale omitted):\n"
+                 "   scores [1, 0, masked, masked] -> -inf;  P = exp(s - 1) = [1, e^-1, 0, 0]\n"
+                 "   value rows [10, 0], [0, 10], [NaN, NaN] (padding row 2), [0, 0] (padding row 3)\n");
+    for (int j = 0; j < T; j++) {
+        pr[j] = exp(s[j] - 1.0);
+        l += pr[j];
+    }
+    for (int j = 0; j < T; j++)
+        for (int c = 0; c < DV; c++) {
+            naive[c] += pr[j] * V[j * DV + c] / l;               /* dense: 0 * NaN = NaN */
+            if (s[j] != -INFINITY) skip[c] += pr[j] * V[j * DV + c] / l; /* masked skipped */
+        }
+    const double e1 = exp(-1.0), want[DV] = {10.0 / (1.0 + e1), 10.0 * e1 / (1.0 + e1)};
+    fprintf(out, "   naive O = P V / l (every row, masked ones times 0) = [%g, %g]\n", naive[0], naive[1]);
+    fprintf(out, "   skipping masked rows (or finite padding)          = [%.6f, %.6f]\n\n", skip[0], skip[1]);
+    int ok = isnan(naive[0]) && isnan(naive[1]) && fabs(skip[0] - want[0]) < 1e-12 &&
+             fabs(skip[1] - want[1]) < 1e-12;
+
+    fl_problem p = fl_problem_default();
+    const int64_t table[] = {5, 2, 7};
+    fl_result r;
+    p.algo = FL_ALGO_DECODE;
+    p.N = 1;
+    p.Nk = 10;
+    p.d = 8;
+    p.M = 2000;
+    p.page_size = 4;
+    p.pool_pages = 8;
+    p.block_table = table;
+    p.block_table_len = 3;
+    p.pad_value = NAN;
+    fprintf(out, "2. The machine: flashlab run --algo decode --N 1 --Nk 10 --d 8 --M 2000 --page-size 4 \\\n"
+                 "     --pool-pages 8 --block-table 5,2,7 --pad nan\n");
+    const fl_status st = fl_run(&p, FL_COMPUTE, NULL, NULL, &r);
+    const char *msg = fl_last_error();
+    fprintf(out, "   refused: %s\n", st ? msg : "(accepted: WRONG)");
+    ok &= st == FL_EINVAL && strstr(msg, "row 2 of physical page 7") && strstr(msg, "logical page 2");
+    p.pad_value = 0.0;
+    const fl_status st0 = fl_run(&p, FL_COMPUTE, NULL, NULL, &r);
+    fprintf(out, "   with --pad 0: %s, rel. error %.3e against the reference (the pool's 5 unused\n"
+                 "   pages hold NaN and are never loaded: only the last page's loaded rows must be finite)\n",
+            st0 ? fl_last_error() : "runs", st0 ? NAN : r.rel_err);
+    ok &= st0 == FL_OK && r.rel_err <= 1e-12;
+    fprintf(out, "\nnan-padding: %s\n", ok ? "PASS" : "FAIL");
+    return ok;
+}
+
 static const fl_example examples[] = {
     {"two-tile", "online softmax over two tiles, step by step (handbook and deep dive rows)", ex_two_tile},
+    {"nan-padding", "paged KV: NaN in the last page's padding rows -- the failure and the check", ex_nan_padding},
 };
 
 const fl_example *fl_examples(int *n)

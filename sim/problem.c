@@ -3,12 +3,14 @@
 #include "problem.h"
 
 #include "../reference/heads.h"
+#include "problem_ext.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const algo_names[FL_NALGO] = {"standard", "flash1", "flash2", "flash2-gqa"};
+static const char *const algo_names[FL_NALGO] = {"standard", "flash1", "flash2", "flash2-gqa",
+    "decode", "blocksparse", "memeff", "softmax-safe", "softmax-online"};
 
 const char *fl_algo_name(fl_algo a)
 {
@@ -53,6 +55,16 @@ fl_problem fl_problem_default(void)
     p.batch = p.heads = 1;
     p.kv_heads = 0;
     p.pass = FL_PASS_FWD;
+    /* issue 4 items 5-7 (sim/problem_ext.h) */
+    p.page_size = 0;
+    p.pool_pages = 0;
+    p.page_seed = 0;
+    p.block_table = NULL;
+    p.block_table_len = 0;
+    p.splits = 1;
+    p.pad_value = 0.0;
+    p.density = 1.0;
+    p.mask_seed = 1;
     return p;
 }
 
@@ -99,6 +111,7 @@ fl_status fl_problem_check(const fl_problem *p)
                                "a sequence is empty on both sides or on neither",
                                (long long)b, (long long)(cq[b + 1] - cq[b]), (long long)(ck[b + 1] - ck[b]));
     }
+    FL_TRY(fl_ext_check(p)); /* issue 4 items 5-7: sim/problem_ext.c */
     return FL_OK;
 }
 
@@ -258,6 +271,7 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b)
     fl_problem_lengths(p, &r.nq, &r.nk);
     const int64_t n = fl_max64(r.nq, r.nk);
     memset(b, 0, sizeof *b);
+    if (fl_algo_is_ext(p->algo)) return fl_ext_blocks(p, b); /* sim/problem_ext.c */
     b->Bd = p->d;
     switch (p->algo) {
     case FL_ALGO_FLASH1: {

@@ -18,7 +18,13 @@ typedef enum {
     FL_ALGO_FLASH1 = 1,   /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
     FL_ALGO_FLASH2 = 2,   /* FlashAttention-2 forward: query-owned loop */
     FL_ALGO_FLASH2_GQA = 3, /* flash2 with the query heads of a GQA group stacked: K/V loaded once per group */
-    FL_NALGO = 4
+    /* issue 4, items 5-7 (sim/problem_ext.h) */
+    FL_ALGO_DECODE = 4,         /* flash-decoding: split-KV over a (paged) KV cache */
+    FL_ALGO_BLOCKSPARSE = 5,    /* block-sparse FlashAttention (paper, Algorithm 5 / Prop. 4) */
+    FL_ALGO_MEMEFF = 6,         /* Rabe-Staats memory-efficient chunked attention */
+    FL_ALGO_SOFTMAX_SAFE = 7,   /* softmax alone, safe: 3 passes (Milakov-Gimelshein Alg. 2) */
+    FL_ALGO_SOFTMAX_ONLINE = 8, /* softmax alone, online normalizer: 2 passes (Alg. 3) */
+    FL_NALGO = 9
 } fl_algo;
 
 /* The schedule's name ("standard", "flash1", "flash2", "flash2-gqa"), or NULL for an unknown
@@ -27,6 +33,11 @@ const char *fl_algo_name(fl_algo a);
 
 /* "standard, flash1, ... or X": every schedule name, for messages. */
 const char *fl_algo_choices(void);
+
+/* Nonzero for the schedules of issue 4 items 5-7 (decode, blocksparse, memeff, softmax-safe,
+ * softmax-online: sim/problem_ext.h).  Each has a problem of its own (a KV cache, a block mask,
+ * a score matrix), so `all` and the default sweeps leave them out: they are named explicitly. */
+int fl_algo_is_ext(fl_algo a);
 
 /* Parses a schedule name; FL_EINVAL (message names --algo and the choices) if unknown. */
 fl_status fl_algo_parse(const char *name, fl_algo *out);
@@ -63,6 +74,19 @@ typedef struct {
      * are the caller's and must outlive the run. */
     const int64_t *cu_seqlens_q;
     const int64_t *cu_seqlens_k;
+    /* ---- Variants of issue 4 items 5-7: decode, block-sparse, memory-efficient, softmax
+     * (sim/problem_ext.h states the rules; defaults in fl_problem_default, checks in
+     * fl_problem_check).  Rabe-Staats' query and key chunk sizes are Br and Bc. ---- */
+    int64_t page_size;           /* decode: rows per KV-cache page; 0 = contiguous cache */
+    int64_t pool_pages;          /* decode: physical pages in the pool; 0 = twice the pages used */
+    uint64_t page_seed;          /* decode: 0 = identity block table, else a random placement */
+    const int64_t *block_table;  /* decode: explicit table (caller-owned), NULL = page_seed's */
+    int64_t block_table_len;     /*   entries; must equal ceil(Nk / page_size) */
+    int64_t splits;              /* decode: split-KV splits (flash-decoding); 1 */
+    double pad_value;            /* decode, compute: rows beyond Nk in the last page; 0 */
+    double density;              /* block-sparse: probability s that a block is kept, (0, 1]; 1 */
+    uint64_t mask_seed;          /* block-sparse: seed of the block mask; 1 */
+    /* ---- end of issue 4 items 5-7 ---- */
 } fl_problem;
 
 /* The query and key lengths of the longest sequence (N and Nk without varlen).  Assumes

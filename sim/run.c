@@ -8,6 +8,7 @@
 #include "../reference/attention_bwd.h"
 #include "../reference/attention_ref.h"
 #include "../reference/rng.h"
+#include "problem_ext.h"
 #include "schedules.h"
 #include "segments.h"
 
@@ -18,6 +19,11 @@ fl_schedule_fn fl_schedule_for(fl_algo a)
     case FL_ALGO_FLASH1: return fl_schedule_flash1;
     case FL_ALGO_FLASH2:
     case FL_ALGO_FLASH2_GQA: return fl_schedule_flash2;
+    case FL_ALGO_DECODE: return fl_schedule_decode;
+    case FL_ALGO_BLOCKSPARSE: return fl_schedule_blocksparse;
+    case FL_ALGO_MEMEFF: return fl_schedule_memeff;
+    case FL_ALGO_SOFTMAX_SAFE: return fl_schedule_softmax_safe;
+    case FL_ALGO_SOFTMAX_ONLINE: return fl_schedule_softmax_online;
     default: return NULL;
     }
 }
@@ -184,6 +190,7 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
                        "more than the limit %lld; raise --max-events or M",
                        fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M,
                        (long long)events, (long long)p->max_events);
+    if (fl_algo_is_ext(p->algo)) return fl_run_ext(p, mode, trace, trace_ctx, &b, &cf, r); /* problem_ext.h */
     fl_segments sg;
     FL_TRY(fl_segments_build(p, &sg));
     fl_status s = FL_OK;

@@ -53,6 +53,13 @@ fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_bloc
 fl_status fl_schedule_flash1(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
 fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
 
+/* issue 4 items 5-7 (contracts in their files: decode and softmax take other tensors) */
+fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_softmax_safe(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_softmax_online(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+
 /* Backward passes.  They read what the forward of the same algorithm saved (standard: P;
  * flash1: l, m; flash2 and flash2-gqa: L), found by name, and write dQ, dK, dV. */
 fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);

@@ -15,7 +15,7 @@ typedef struct {
     char err[8192];
 } cli_result;
 
-static void cli_slurp(int fd, char *buf, size_t cap)
+static inline void cli_slurp(int fd, char *buf, size_t cap)
 {
     size_t n = 0;
     ssize_t k;
@@ -32,7 +32,7 @@ static void cli_slurp(int fd, char *buf, size_t cap)
 
 /* Runs FLASHLAB_CLI with argv (NULL-terminated, without the program name); stdin is /dev/null.
  * Returns a heap result the caller frees. */
-static cli_result *cli_run(const char *const *args)
+static inline cli_result *cli_run(const char *const *args)
 {
     int po[2], pe[2];
     cli_result *r = calloc(1, sizeof *r);
@@ -65,7 +65,7 @@ static cli_result *cli_run(const char *const *args)
 }
 
 /* Number of '\n'-terminated lines in s. */
-static int cli_lines(const char *s)
+static inline int cli_lines(const char *s)
 {
     int n = 0;
     for (; *s; s++) n += *s == '\n';

@@ -1,6 +1,7 @@
 /* test_optimize.c: the tiling search never loses to the fixed schedules, reports simulated
  * counts, and beats flash2's square blocks where the model says it should. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,4 +82,37 @@ Test(optimize, nothing_fits_is_a_capacity_error)
     cr_assert(strstr(fl_last_error(), "--M"), "%s", fl_last_error());
     p.M = 100000;
     cr_assert_eq(fl_optimize(&p, 0, &o), FL_EINVAL);
+}
+
+#include "cli_runner.h"
+
+Test(optimize_cli, frontier_csv_rows_never_above_flash1_or_flash2)
+{
+    const char *a[] = {"optimize", "--N", "1000", "--d", "32", "--M", "2048:65536:x4", "--format", "csv", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "\nN,d,M,best_algo,Br,Bc,best_total,flash1_total,flash2_total,lower_bound,constant\n"),
+              "%s", r->out);
+    int rows = 0;
+    for (char *line = strtok(r->out, "\n"); line; line = strtok(NULL, "\n")) {
+        long long N, d, M, Br, Bc, best, f1, f2;
+        char algo[32];
+        if (sscanf(line, "%lld,%lld,%lld,%31[^,],%lld,%lld,%lld,%lld,%lld", &N, &d, &M, algo, &Br, &Bc, &best,
+                   &f1, &f2) != 9)
+            continue;
+        rows++;
+        cr_assert_leq(best, f1, "M=%lld", M);
+        cr_assert_leq(best, f2, "M=%lld", M);
+    }
+    cr_assert_eq(rows, 3);
+    free(r);
+}
+
+Test(optimize_cli, block_options_are_refused)
+{
+    const char *a[] = {"optimize", "--Br", "64", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 2);
+    cr_assert(strstr(r->err, "--Br: optimize searches"), "%s", r->err);
+    free(r);
 }

@@ -10,6 +10,7 @@ int fl_cmd_sweep(int argc, char **argv);  /* flashlab sweep  (cmd_sweep.c)  */
 int fl_cmd_bound(int argc, char **argv);  /* flashlab bound  (cmd_bound.c)  */
 int fl_cmd_plot(int argc, char **argv);   /* flashlab plot   (cmd_plot.c)   */
 int fl_cmd_report(int argc, char **argv); /* flashlab report (cmd_report.c) */
+int fl_cmd_optimize(int argc, char **argv); /* flashlab optimize (cmd_optimize.c) */
 int fl_cmd_trace(int argc, char **argv);   /* flashlab trace (cmd_trace.c) */
 
 /* Prints "flashlab: <last error>" on stderr and returns fl_exit_code(s). */

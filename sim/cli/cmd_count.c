@@ -1,6 +1,7 @@
 /* cmd_count.c: `flashlab count` (count-only machine) and `flashlab run` (compute mode, checked
  * against the reference).  Both run each requested schedule through fl_run. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -13,7 +14,8 @@ static const char *usage =
     "usage: flashlab %s [options]\n"
     "%s"
     "  --algo LIST   standard, flash1, flash2, flash2-gqa, a comma list, or all [all;\n"
-    "                flash2-gqa is in all when --kv-heads < --heads]\n"
+    "                flash2-gqa is in all when --kv-heads < --heads]; also, named only:\n"
+    "                decode, blocksparse, memeff, softmax-safe, softmax-online (docs/model.md §6)\n"
     "  --N N         query sequence length (packed tokens with --cu-seqlens-q) [1024]\n"
     "  --d D         head dimension                                   [64]\n"
     "  --M M         SRAM capacity in elements (overrides --sram)     [98304 = A100 192 KiB, fp16]\n"
@@ -34,6 +36,12 @@ static const char *usage =
     "  --format F    table, csv or json                               [table]\n"
     "  --explain     show how the blocks were chosen (the paper's sizes, their footprint)\n"
     "  --max-events E  refuse runs with more tile events than E (0: no limit) [1e10]\n"
+    "  decode:       --splits S (split-KV)  --page-size P (paged cache; default contiguous)\n"
+    "                --pool-pages K  --page-seed S (0 = identity table)  --block-table 5,2,7\n"
+    "                --pad X (run: the last page's rows beyond Nk; nan poisons them)\n"
+    "  blocksparse:  --density s in (0, 1]  --mask-seed S\n"
+    "  memeff:       --Br/--Bc are Rabe-Staats' query and key chunk sizes\n"
+    "  softmax-*:    softmax of each row of an N x Nk matrix\n"
     "  --help        this text\n";
 
 #define FL_CLI_MAX_BATCH 4096
@@ -45,7 +53,17 @@ typedef struct {
     int explain;
     int set_N, set_batch;
     int64_t cuq[FL_CLI_MAX_BATCH + 1], cuk[FL_CLI_MAX_BATCH + 1], ncuq, ncuk;
+    int64_t table[FL_CLI_MAX_BATCH]; /* --block-table */
 } opts;
+
+/* A double (nan and inf allowed): strtod over the whole string. */
+static fl_status parse_double(const char *opt, const char *v, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    if (!*v || *end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, v);
+    return FL_OK;
+}
 
 /* A comma list of distinct schedule names, or "all".  Every item is checked as written: an
  * empty item (",flash1", "flash1,") is an error, and no length is cut off. */
@@ -95,7 +113,7 @@ static fl_status parse_algos(const char *s, opts *o)
     o->all = 0;
     if (strcmp(s, "all") == 0) { /* flash2-gqa joins when there are groups (finish_algos) */
         for (int a = 0; a < FL_NALGO; a++)
-            if (a != FL_ALGO_FLASH2_GQA) o->algos[o->nalgos++] = a;
+            if (a <= FL_ALGO_FLASH2) o->algos[o->nalgos++] = a; /* not gqa, not problem_ext's */
         o->all = 1;
         return FL_OK;
     }
@@ -173,12 +191,25 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
         else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
         else if (strcmp(name, "--max-events") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->p.max_events));
         else if (strcmp(name, "--format") == 0) FL_TRY(fl_format_parse(v, &o->fmt));
+        /* decode, blocksparse (sim/problem_ext.h) */
+        else if (strcmp(name, "--splits") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.splits));
+        else if (strcmp(name, "--page-size") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.page_size));
+        else if (strcmp(name, "--pool-pages") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.pool_pages));
+        else if (strcmp(name, "--page-seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.page_seed));
+        else if (strcmp(name, "--block-table") == 0) {
+            FL_TRY(fl_parse_i64_list(name, v, -big, big, o->table, FL_CLI_MAX_BATCH, &o->p.block_table_len));
+            o->p.block_table = o->table;
+        }
+        else if (strcmp(name, "--pad") == 0) FL_TRY(parse_double(name, v, &o->p.pad_value));
+        else if (strcmp(name, "--density") == 0) FL_TRY(parse_double(name, v, &o->p.density));
+        else if (strcmp(name, "--mask-seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.mask_seed));
         else return fl_fail(FL_EINVAL, "%s: unknown option for %s (see flashlab %s --help)", name, cmd, cmd);
     }
     if (k < 0) return FL_EINVAL;
     FL_TRY(finish_varlen(o));
     if (o->all && o->p.kv_heads && o->p.kv_heads < o->p.heads) o->algos[o->nalgos++] = FL_ALGO_FLASH2_GQA;
     FL_TRY(fl_presets_resolve(sram, dtype, M_given, &o->p.M, &o->p.elem_bytes)); /* presets.h */
+    o->p.algo = (fl_algo)o->algos[0]; /* each schedule's own rules are checked by fl_run */
     return fl_problem_check(&o->p);
 }
 

@@ -29,7 +29,7 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
     } else if (fmt == FL_FMT_JSON) {
         fputs("[", out);
     } else {
-        fprintf(out, "%-9s %7s %5s %9s %6s %6s %15s %15s %15s %15s %9s", "schedule", "N", "d", "M",
+        fprintf(out, "%-14s %7s %5s %9s %6s %6s %15s %15s %15s %15s %9s", "schedule", "N", "d", "M",
                 "Br", "Bc", "HBM reads", "HBM writes", "HBM total", "closed form", "SRAM peak");
         fputs(with_errors ? "  rel. error\n" : "\n", out);
     }
@@ -115,7 +115,7 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
         fputc('}', out);
         break;
     case FL_FMT_TABLE:
-        fprintf(out, "%-9s %7" PRId64 " %5" PRId64 " %9" PRId64 " %6" PRId64 " %6" PRId64 " %15" PRId64
+        fprintf(out, "%-14s %7" PRId64 " %5" PRId64 " %9" PRId64 " %6" PRId64 " %6" PRId64 " %15" PRId64
                      " %15" PRId64 " %15" PRId64 " %15" PRId64 " %9" PRId64,
                 name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->reads, r->writes, r->total,
                 r->closed.total, r->sram_peak);

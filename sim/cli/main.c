@@ -17,6 +17,7 @@ static const struct {
     {"bound", fl_cmd_bound, "fit the IO laws (slopes in M, N, d; c in c*N^2d^2/M) with GSL"},
     {"plot", fl_cmd_plot, "regenerate the figures (PNG, PDF, SVG) with gnuplot"},
     {"report", fl_cmd_report, "the main job: GPT-2-medium table, fits, examples, figures"},
+    {"optimize", fl_cmd_optimize, "search loop order, GQA grouping and blocks for the fewest HBM accesses"},
     {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
 };
 
