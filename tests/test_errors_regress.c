@@ -9,6 +9,8 @@
 #include "attention_ref.h"
 #include "ops.h"
 #include "problem.h"
+#include "problem_ext.h"
+#include "rng.h"
 #include "run.h"
 #include "status.h"
 
@@ -237,4 +239,33 @@ Test(errors_regress, regress_segment_list_capped, .timeout = 20.0)
     EXPECT_BAD("--batch/--heads: 16777216 (batch, head) problems, more than 1048576; count one batch or "
                "fewer heads and scale",
                "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "4096", "--batch", "4096");
+}
+
+/* Found by review: a random block table (--page-seed) shuffled an array as large as the pool, so
+ * --pool-pages 2000000000000 failed with "out of memory" (exit status 1) and 10^8 pages took
+ * 800 MB.  The shuffle is now sparse; it must give exactly the tables the dense one gave. */
+Test(errors_regress, regress_sparse_block_table_shuffle)
+{
+    fl_problem p = fl_problem_default();
+    fl_decode_geom g = {0};
+    int64_t table[64], perm[200];
+    for (uint64_t seed = 1; seed <= 300; seed++)
+        for (int64_t pages = 1; pages <= 40; pages += 13) {
+            p.page_seed = seed;
+            g.pages = pages;
+            g.pool = pages + (int64_t)(seed % 150);
+            cr_assert_eq(fl_decode_block_table(&p, &g, table), FL_OK);
+            uint64_t st = seed; /* the dense Fisher-Yates the rule was written with */
+            for (int64_t k = 0; k < g.pool; k++) perm[k] = k;
+            for (int64_t k = 0; k < pages; k++) {
+                const int64_t r = k + (int64_t)(fl_rng_next(&st) % (uint64_t)(g.pool - k));
+                const int64_t t = perm[k];
+                perm[k] = perm[r];
+                perm[r] = t;
+                cr_assert_eq(table[k], perm[k], "seed %llu, pool %lld, entry %lld",
+                             (unsigned long long)seed, (long long)g.pool, (long long)k);
+            }
+        }
+    EXPECT_OK("count", "--algo", "decode", "--N", "1", "--Nk", "100", "--page-size", "16",
+              "--pool-pages", "2000000000000", "--page-seed", "5");
 }
