@@ -238,7 +238,8 @@ Test(errors_regress, regress_segment_list_capped, .timeout = 20.0)
 {
     EXPECT_BAD("--batch/--heads: 16777216 (batch, head) problems, more than 1048576; count one batch or "
                "fewer heads and scale",
-               "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "4096", "--batch", "4096");
+               "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "4096", "--batch", "4096",
+               "--max-events", "0");
 }
 
 /* Found by review: a random block table (--page-seed) shuffled an array as large as the pool, so
@@ -268,4 +269,19 @@ Test(errors_regress, regress_sparse_block_table_shuffle)
         }
     EXPECT_OK("count", "--algo", "decode", "--N", "1", "--Nk", "100", "--page-size", "16",
               "--pool-pages", "2000000000000", "--page-seed", "5");
+}
+
+/* fuzz_cli finding: `count --algo flash2 --heads 6 --kv-heads 2 --N 230584007582 --max-events
+ * 100000` timed out: the closed form of a multi-segment problem walks every row block
+ * (N / Br = 10^9 steps) before --max-events can refuse it.  A cheap lower bound of the events
+ * (every row block stores its output; a backward touches every key block) now refuses first. */
+Test(errors_regress, regress_walking_closed_form_refused_fast, .timeout = 20.0)
+{
+    EXPECT_BAD("--max-events: flash2 at N = 230584007582, d = 16, M = 98304 makes at least 4906042716 tile "
+               "events, more than the limit 100000; raise --max-events or M",
+               "count", "--algo", "flash2", "--heads", "6", "--kv-heads", "2", "--N", "230584007582", "--d", "16",
+               "--max-events", "100000");
+    EXPECT_BAD_NAMES("--max-events: flash2 at N = 1, d = 64, M = 98304 makes at least", "count", "--algo", "flash2",
+                     "--pass", "bwd", "--N", "1", "--Nk", "2305843009213693951", "--window", "0,0", "--causal",
+                     "bottom-right", "--heads", "2", "--kv-heads", "1", "--max-events", "100000");
 }
