@@ -72,7 +72,12 @@ class Problem(C.Structure):
                 ("Nk", C.c_int64), ("causal", C.c_int), ("window_left", C.c_int64),
                 ("window_right", C.c_int64), ("batch", C.c_int64), ("heads", C.c_int64),
                 ("kv_heads", C.c_int64), ("pass_", C.c_int),
-                ("cu_seqlens_q", C.POINTER(C.c_int64)), ("cu_seqlens_k", C.POINTER(C.c_int64))]
+                ("cu_seqlens_q", C.POINTER(C.c_int64)), ("cu_seqlens_k", C.POINTER(C.c_int64)),
+                # issue 4 items 5-7 (sim/problem.h): decode, block-sparse
+                ("page_size", C.c_int64), ("pool_pages", C.c_int64), ("page_seed", C.c_uint64),
+                ("block_table", C.POINTER(C.c_int64)), ("block_table_len", C.c_int64),
+                ("splits", C.c_int64), ("pad_value", C.c_double), ("density", C.c_double),
+                ("mask_seed", C.c_uint64)]
 
 
 class Blocks(C.Structure):
@@ -214,7 +219,9 @@ def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes
             v = CAUSAL[v]
         if k == "pass_" and isinstance(v, str):
             v = PASSES[v]
-        if k in ("cu_seqlens_q", "cu_seqlens_k"):
+        if k == "block_table":  # decode: a list of physical pages; its length goes with it
+            p.block_table_len = len(v)
+        if k in ("cu_seqlens_q", "cu_seqlens_k", "block_table"):
             v = (C.c_int64 * len(v))(*v)
             p._keep.append(v)
             v = C.cast(v, C.POINTER(C.c_int64))

@@ -66,6 +66,8 @@ fl_status fl_ext_check(const fl_problem *p)
     const fl_algo a = p->algo;
     const char *name = fl_algo_name(a);
     if (p->page_size < 0) return fl_fail(FL_EINVAL, "--page-size: must be an integer >= 1 (0 = contiguous cache)");
+    if (p->page_size > (INT64_C(1) << 32))
+        return fl_fail(FL_EINVAL, "--page-size: at most 2^32 rows per page (got %lld)", (long long)p->page_size);
     if (p->pool_pages < 0) return fl_fail(FL_EINVAL, "--pool-pages: must be an integer >= 1 (0 = twice the pages used)");
     if (p->splits < 1) return fl_fail(FL_EINVAL, "--splits: the number of KV splits must be an integer >= 1");
     if (p->block_table_len < 0 || (p->block_table_len > 0) != (p->block_table != NULL))
@@ -124,12 +126,13 @@ static int64_t fd(const fl_problem *p, int64_t Br, int64_t Bc)
     if (p->splits > 1) f = add(&c, f, add(&c, mul(&c, Br, p->d), mul(&c, 2, Br)));
     return c.ovf ? -1 : f;
 }
-/* (FM) memeff: max(F2, 2 Br d + 4 Br) -- the key loop, then the combination */
-static int64_t fm(int64_t d, int64_t Br, int64_t Bc)
+/* (FM) memeff: F2 + Br d + 2 Br -- the key loop's buffers and the combination's O_i, g_i, l_i */
+static int64_t fm(const fl_problem *p, int64_t Br, int64_t Bc)
 {
     ck c = {0};
-    const int64_t f = f2(d, Br, Bc), g = add(&c, mul(&c, 2, mul(&c, Br, d)), mul(&c, 4, Br));
-    return (f < 0 || c.ovf) ? -1 : fl_max64(f, g);
+    const int64_t f = f2(p->d, Br, Bc), g = add(&c, mul(&c, Br, p->d), mul(&c, 2, Br));
+    const int64_t r = add(&c, f, g);
+    return (f < 0 || c.ovf) ? -1 : r;
 }
 /* (FX) softmax: a tile Br x Bc and m, l per row */
 static int64_t fx(int64_t Br, int64_t Bc)
@@ -189,8 +192,15 @@ static fl_status blocks_decode(const fl_problem *p, fl_blocks *b)
     int64_t Bc = p->Bc;
     if (!Bc) {
         Bc = largest(P ? P : Nk, p->M, fd, p, Br, 1);
-        if (P)
-            while (Bc > 1 && P % Bc) Bc--;
+        if (P && P % Bc) { /* the largest divisor of P that is <= Bc: O(sqrt P) */
+            int64_t best = 1;
+            for (int64_t k = 1; k <= P / k; k++)
+                if (P % k == 0) {
+                    if (k <= Bc) best = fl_max64(best, k);
+                    if (P / k <= Bc) best = fl_max64(best, P / k);
+                }
+            Bc = best;
+        }
     }
     b->Br = Br;
     b->Bc = Bc;
@@ -239,11 +249,25 @@ fl_status fl_ext_blocks(const fl_problem *p, fl_blocks *b)
     case FL_ALGO_SOFTMAX_ONLINE: return blocks_softmax(p, b);
     case FL_ALGO_BLOCKSPARSE: return b2(p, p->N, b); /* (BS) = B2: the mask is over flash2's tiles */
     case FL_ALGO_MEMEFF: {
-        FL_TRY(b2(p, p->N, b)); /* (BM) B2, chunks Br x Bc */
-        b->footprint = fm(p->d, b->Br, b->Bc);
+        /* (BM) chunks Br x Bc: the largest square B <= N with FM(B, B) <= M, unless given */
+        const int64_t need = fm(p, 1, 1);
+        if (need < 0 || need > p->M)
+            return fl_fail(FL_ECAPACITY, "--M: memeff needs at least %lld elements of SRAM for its "
+                                         "smallest chunks (Br = Bc = 1, d = %lld, eq. FM); M = %lld is too small",
+                           (long long)need, (long long)p->d, (long long)p->M);
+        int64_t lo = 1, hi = p->N;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo + 1) / 2, f = fm(p, mid, mid);
+            if (f >= 0 && f <= p->M) lo = mid; else hi = mid - 1;
+        }
+        b->Br = p->Br ? p->Br : lo;
+        b->Bc = p->Bc ? p->Bc : lo;
+        b->Bd = p->d;
+        b->overridden = p->Br || p->Bc;
+        b->footprint = fm(p, b->Br, b->Bc);
         if (b->footprint < 0 || b->footprint > p->M)
             return fl_fail(FL_EINVAL, "--Br/--Bc: memeff chunks Br = %lld, Bc = %lld need %lld "
-                                      "elements of SRAM to combine (docs/model.md eq. FM), more than M = %lld",
+                                      "elements of SRAM (docs/model.md eq. FM), more than M = %lld",
                            (long long)b->Br, (long long)b->Bc, (long long)b->footprint, (long long)p->M);
         return FL_OK;
     }
@@ -445,4 +469,46 @@ fl_status fl_ext_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts 
                                      "overflow 64-bit arithmetic", (long long)N, (long long)Nk, (long long)d);
     *out = r;
     return FL_OK;
+}
+
+void fl_ext_explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    switch (p->algo) {
+    case FL_ALGO_DECODE: {
+        fl_decode_geom g;
+        fl_decode_geometry(p, b, &g);
+        fprintf(out, "  rule BD: Br = the largest B <= Nq with FD(B, B) <= M; Bc = the largest <= Nk%s with\n"
+                     "    FD = F2 + [paged] + [splits > 1](Br d + 2 Br) <= M (docs/model.md eq. FD)\n",
+                g.paged ? " dividing the page size" : "");
+        fprintf(out, "  rule SD: Nq = %lld queries over Nk = %lld keys; %lld split%s of %lld keys (asked %lld)",
+                (long long)g.Nq, (long long)g.Nk, (long long)g.S, g.S == 1 ? "" : "s", (long long)g.Ls,
+                (long long)p->splits);
+        if (g.paged)
+            fprintf(out, "; pages of %lld: %lld used of a pool of %lld, tiles loaded whole (%lld padding rows)",
+                    (long long)g.P, (long long)g.pages, (long long)g.pool, (long long)(g.Tc * g.Bc - g.Nk));
+        fputc('\n', out);
+        break;
+    }
+    case FL_ALGO_BLOCKSPARSE: {
+        const fl_bsmask mk = fl_bsmask_make(p->N, p->N, b->Br, b->Bc, p->density, p->mask_seed);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < mk.Tr; i++)
+            for (int64_t j = 0; j < mk.Tc; j++) kept += fl_bsmask_block(&mk, i, j);
+        fprintf(out, "  rule BS = B2 (flash2's square blocks); mask KS: each block kept with probability s = %g\n"
+                     "    (seed %llu): %lld of %lld blocks kept (%.4f)\n", p->density,
+                (unsigned long long)p->mask_seed, (long long)kept, (long long)(mk.Tr * mk.Tc),
+                (double)kept / (double)(mk.Tr * mk.Tc));
+        break;
+    }
+    case FL_ALGO_MEMEFF:
+        fprintf(out, "  rule BM: query chunks Br and key chunks Bc (Rabe-Staats' query_chunk_size,\n"
+                     "    key_chunk_size): the largest square with F2 + Br d + 2 Br <= M (eq. FM),\n"
+                     "    unless --Br/--Bc\n");
+        break;
+    default:
+        fprintf(out, "  rule BX: Bc = min(Nk, M - 2), Br = the most rows with Br Bc + 2 Br <= M (eq. FX);\n"
+                     "    %s: %d reads + 1 write per element (eq. CX)\n",
+                fl_algo_name(p->algo), p->algo == FL_ALGO_SOFTMAX_SAFE ? 3 : 2);
+        break;
+    }
 }

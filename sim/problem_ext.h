@@ -12,6 +12,7 @@
 #define FL_PROBLEM_EXT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "problem.h"
 #include "run.h"
@@ -33,6 +34,10 @@ fl_status fl_ext_blocks(const fl_problem *p, fl_blocks *b);
 
 /* The closed forms CD, CS, CM, CX (docs/model.md).  FL_EOVERFLOW if a count overflows. */
 fl_status fl_ext_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
+
+/* Prints the block rule of an ext algorithm and what it derived (decode: pages, splits; blocksparse:
+ * the kept blocks; memeff: chunks; softmax: passes) for `--explain`. */
+void fl_ext_explain(FILE *out, const fl_problem *p, const fl_blocks *b);
 
 /* ---- decode geometry, shared by the schedule, the closed form and the runner ---- */
 typedef struct {
@@ -67,5 +72,9 @@ void fl_decode_split_tiles(const fl_decode_geom *g, int64_t t0, int64_t t1, int6
  * paged cache and its block table; softmax: X), runs the schedule, compares with reference/. */
 fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                      const fl_blocks *b, const fl_counts *cf, fl_result *r);
+
+/* A compute run of an ext algorithm that also copies its output into out (N x d values, or
+ * N x Nk for softmax): for comparing two layouts or schedules value by value. */
+fl_status fl_run_ext_values(const fl_problem *p, double *out, fl_result *r);
 
 #endif

@@ -123,8 +123,9 @@ static fl_status add_cache(fl_machine *m, const fl_problem *p, const fl_blocks *
     return FL_OK;
 }
 
-fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
-                     const fl_blocks *b, const fl_counts *cf, fl_result *r)
+/* fl_run_ext, and with out (not NULL, compute mode) a copy of the output. */
+static fl_status run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
+                         const fl_blocks *b, const fl_counts *cf, double *out, fl_result *r)
 {
     const int64_t N = p->N, Nk = fl_ext_Nk(p), d = p->d;
     const int softmax = p->algo == FL_ALGO_SOFTMAX_SAFE || p->algo == FL_ALGO_SOFTMAX_ONLINE;
@@ -193,6 +194,7 @@ fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
         goto done;
     }
     const double *O = fl_tensor_get(m, io.O)->data;
+    if (out) memcpy(out, O, (size_t)nout * sizeof *out);
     r->computed = 1;
     r->max_abs_err = fl_max_abs_diff(O, Oref, nout);
     r->rel_err = fl_rel_err(O, Oref, nout);
@@ -207,4 +209,21 @@ done:
     free(Lref);
     fl_machine_free(m);
     return s;
+}
+
+fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
+                     const fl_blocks *b, const fl_counts *cf, fl_result *r)
+{
+    return run_ext(p, mode, trace, trace_ctx, b, cf, NULL, r);
+}
+
+fl_status fl_run_ext_values(const fl_problem *p, double *out, fl_result *r)
+{
+    fl_blocks b;
+    fl_counts cf;
+    if (!fl_algo_is_ext(p->algo))
+        return fl_fail(FL_EINVAL, "--algo: fl_run_ext_values runs decode, blocksparse, memeff or softmax");
+    FL_TRY(fl_blocks_choose(p, &b));
+    FL_TRY(fl_closed_form(p, &b, &cf));
+    return run_ext(p, FL_COMPUTE, NULL, NULL, &b, &cf, out, r);
 }

@@ -76,7 +76,7 @@ fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_swe
     FL_TRY(fl_sweep_size(s, &st.configs));
     const int64_t *Br = s->Br ? s->Br : &zero, *Bc = s->Bc ? s->Bc : &zero;
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
-    fl_problem p = fl_problem_default();
+    fl_problem p = s->base ? *s->base : fl_problem_default();
     p.elem_bytes = s->elem_bytes;
     p.max_events = s->max_events;
     fl_result r;

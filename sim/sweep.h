@@ -34,6 +34,8 @@ typedef struct {
     int M_upto_Nd;           /* keep only M <= N*d */
     int elem_bytes;          /* bytes per element of Q, K, V, O, S, P */
     int64_t max_events;      /* per configuration; 0 = no limit */
+    const fl_problem *base;  /* the fields no list sets (Nk, masks, heads, pass, decode's cache,
+                              * blocksparse's mask...); NULL = fl_problem_default() */
 } fl_sweep_spec;
 
 /* Receives the sweep's results in order.  Any callback may be NULL. */

@@ -5,6 +5,9 @@
 #include "ext_check.h"
 
 #include "blocksparse.h"
+#include "examples.h"
+
+#include <stdlib.h>
 
 static fl_problem bs_problem(int64_t N, int64_t d, int64_t M, double s, uint64_t seed)
 {
@@ -99,4 +102,39 @@ Test(blocksparse, bad_density_is_refused)
     p.density = 0.5;
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
     cr_expect(strstr(fl_last_error(), "blocksparse") != NULL, "%s", fl_last_error());
+}
+
+Test(blocksparse, example_blocksparse_density_passes)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    const fl_example *e = fl_example_find("sparse-density");
+    cr_assert_not_null(e);
+    cr_expect_eq(e->run(devnull), 1, "flashlab example sparse-density fails");
+    fclose(devnull);
+}
+
+/* `flashlab sweep` carries the fixed fields (here the density) into every configuration: its
+ * rows equal fl_run's counts for the same problems. */
+Test(blocksparse, sweep_carries_the_density)
+{
+    char cmd[512], line[1024];
+    snprintf(cmd, sizeof cmd, "%s sweep --algo blocksparse --N 1000,3000 --density 0.25 --mask-seed 4",
+             FLASHLAB_CLI);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    int rows = 0, matched = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || strncmp(line, "blocksparse,", 12)) continue;
+        rows++;
+        long long N = atoll(line + 12);
+        fl_problem p = bs_problem(N, 64, 98304, 0.25, 4);
+        fl_result r;
+        cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK);
+        char want[64];
+        snprintf(want, sizeof want, ",%lld,", (long long)r.total);
+        matched += strstr(line, want) != NULL;
+    }
+    cr_expect_eq(pclose(f), 0);
+    cr_expect_eq(rows, 2);
+    cr_expect_eq(matched, 2, "sweep rows differ from fl_run at density 0.25");
 }

@@ -151,6 +151,8 @@ Test(decode, bad_caches_are_refused_with_the_rule)
     p = decode_problem(1, 40, 8, 2000);
     p.page_size = -1;
     refused(p, "--page-size");
+    p.page_size = (INT64_C(1) << 32) + 1; /* a divisor search over P stays cheap */
+    refused(p, "--page-size");
     p.page_size = 16;
     p.pool_pages = 2;
     refused(p, "--pool-pages");
@@ -193,4 +195,82 @@ Test(decode, example_nan_padding_passes)
     cr_assert_not_null(e);
     cr_expect_eq(e->run(devnull), 1, "flashlab example nan-padding fails");
     fclose(devnull);
+}
+
+Test(decode, example_decode_traffic_passes)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    const fl_example *e = fl_example_find("decode-traffic");
+    cr_assert_not_null(e);
+    cr_expect_eq(e->run(devnull), 1, "flashlab example decode-traffic fails");
+    fclose(devnull);
+}
+
+/* One decode step (all queries in one block, every tile kept): the headline of eq. (CD),
+ * written out here independently of sim/problem_ext.c:
+ *   reads  = S' Nq d + 2 d Nk' + pages + [S' > 1] S' Nq (d + 2)
+ *   writes = [S' > 1] S' Nq (d + 2) + Nq (d + 1)
+ * with Nk' = Nk (contiguous) or ceil(Nk / Bc) Bc (paged: whole tiles). */
+Test(decode, one_step_headline_formula)
+{
+    const int64_t Nks[] = {1, 100, 1000, 4097}, Ss[] = {1, 2, 5, 64}, Ps[] = {0, 16, 256};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 3; c++)
+                for (int64_t Nq = 1; Nq <= 4; Nq += 3) {
+                    fl_problem p = decode_problem(Nq, Nks[a], 32, 20000);
+                    p.splits = Ss[b];
+                    p.page_size = Ps[c];
+                    fl_result r;
+                    check_exact(&p, 0, &r);
+                    const int64_t d = 32, Nk = Nks[a], Bc = r.b.Bc, P = Ps[c];
+                    const int64_t U = P ? P : Bc, units = (Nk + U - 1) / U;
+                    const int64_t per = (units + (Ss[b] < units ? Ss[b] : units) - 1) / (Ss[b] < units ? Ss[b] : units);
+                    const int64_t S = (units + per - 1) / per;
+                    const int64_t Nkp = P ? (Nk + Bc - 1) / Bc * Bc : Nk, pages = P ? (Nk + P - 1) / P : 0;
+                    const int64_t part = S > 1 ? S * Nq * (d + 2) : 0;
+                    cr_assert_eq(r.b.Br, Nq);
+                    cr_expect_eq(r.reads, S * Nq * d + 2 * d * Nkp + pages + part,
+                                 "Nq %lld Nk %lld S %lld P %lld: reads %lld", (long long)Nq, (long long)Nk,
+                                 (long long)Ss[b], (long long)P, (long long)r.reads);
+                    cr_expect_eq(r.writes, part + Nq * (d + 1));
+                }
+}
+
+/* The same comparison value by value: paged (identity or shuffled table) and contiguous with
+ * the same key tiles and one split give the same doubles, bit for bit. */
+Test(decode, paged_equals_contiguous_bit_for_bit)
+{
+    const int64_t Nq = 5, d = 16, Nks[] = {37, 128, 300};
+    double *a = malloc(Nq * d * sizeof *a), *c = malloc(Nq * d * sizeof *c);
+    cr_assert(a && c);
+    for (size_t k = 0; k < 3; k++)
+        for (uint64_t seed = 0; seed < 3; seed++) {
+            fl_problem p = decode_problem(Nq, Nks[k], d, 4000);
+            p.page_size = 32;
+            p.page_seed = seed; /* 0: identity table */
+            p.pool_pages = 30;
+            fl_result r;
+            cr_assert_eq(fl_run_ext_values(&p, a, &r), FL_OK, "%s", fl_last_error());
+            cr_expect(r.rel_err <= FL_TEST_REL_TOL);
+            const int64_t Bc = r.b.Bc;
+            p.page_size = p.page_seed = p.pool_pages = 0;
+            p.Bc = Bc;
+            cr_assert_eq(fl_run_ext_values(&p, c, &r), FL_OK, "%s", fl_last_error());
+            cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "Nk %lld, page seed %llu: paged != contiguous",
+                         (long long)Nks[k], (unsigned long long)seed);
+        }
+    for (int64_t S = 2; S <= 5; S += 3) { /* splits: any two placements of the pages agree */
+        fl_problem p = decode_problem(Nq, 300, d, 4000);
+        p.page_size = 32;
+        p.pool_pages = 30;
+        p.splits = S;
+        fl_result r;
+        cr_assert_eq(fl_run_ext_values(&p, a, &r), FL_OK, "%s", fl_last_error());
+        p.page_seed = 17;
+        cr_assert_eq(fl_run_ext_values(&p, c, &r), FL_OK, "%s", fl_last_error());
+        cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "S = %lld: shuffled pages changed values", (long long)S);
+    }
+    free(a);
+    free(c);
 }

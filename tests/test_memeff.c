@@ -37,7 +37,9 @@ Test(memeff, moves_the_chunk_summaries_more_than_flash2)
     fl_result me, f2;
     fl_problem p = memeff_problem(N, d, M, 0, 0);
     check_exact(&p, 0, &me);
-    p.algo = FL_ALGO_FLASH2;
+    p.algo = FL_ALGO_FLASH2; /* at memeff's blocks (flash2's own rule picks larger ones) */
+    p.Br = me.b.Br;
+    p.Bc = me.b.Bc;
     cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &f2), FL_OK, "%s", fl_last_error());
     cr_assert_eq(me.b.Br, f2.b.Br);
     cr_assert_eq(me.b.Bc, f2.b.Bc);
@@ -45,4 +47,30 @@ Test(memeff, moves_the_chunk_summaries_more_than_flash2)
     cr_expect_eq(me.reads - f2.reads, N * Tc * (d + 3), "reads: %lld more", (long long)(me.reads - f2.reads));
     /* flash2 also writes L (N); memeff writes only O */
     cr_expect_eq(me.writes - (f2.writes - N), N * Tc * (d + 2));
+}
+
+/* The CLI table puts Rabe-Staats and softmax alone beside flash2 (one row each). */
+Test(memeff, cli_table_beside_flash2)
+{
+    char cmd[512], line[1024];
+    snprintf(cmd, sizeof cmd, "%s count --algo flash2,memeff,softmax-safe,softmax-online --N 4096 "
+                              "--format csv", FLASHLAB_CLI);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    int rows = 0, seen = 0;
+    char me[64];
+    fl_problem p = memeff_problem(4096, 64, 98304, 0, 0);
+    fl_result r;
+    cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK);
+    snprintf(me, sizeof me, ",%lld,", (long long)r.total);
+    while (fgets(line, sizeof line, f)) {
+        rows++;
+        /* 4 accesses per element safe, 3 online: 4 N^2 = 67108864 and 3 N^2 = 50331648 */
+        if (!strncmp(line, "softmax-safe,4096,", 18)) seen += strstr(line, ",67108864,") != NULL;
+        if (!strncmp(line, "softmax-online,4096,", 20)) seen += strstr(line, ",50331648,") != NULL;
+        if (!strncmp(line, "memeff,4096,", 12)) seen += strstr(line, me) != NULL;
+    }
+    cr_expect_eq(pclose(f), 0);
+    cr_expect_eq(rows, 5, "header + 4 rows, got %d lines", rows);
+    cr_expect_eq(seen, 3, "the memeff and softmax rows carry their totals");
 }

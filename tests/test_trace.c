@@ -53,11 +53,14 @@ static void check_against_machine(fl_problem p)
         cr_assert_eq(x.cap, p.M);
         cr_assert_leq(x.used, p.M, "SRAM use above M in the trace");
         if (x.used > peak) peak = x.used;
-        if (strcmp(x.event, "alloc") == 0) {
-            cr_assert_lt(nbuf, 64);
-            snprintf(buf_name[nbuf], 16, "%s", x.buf);
-            buf_rows[nbuf] = x.nr;
-            buf_cols[nbuf++] = x.nc;
+        if (strcmp(x.event, "alloc") == 0) { /* the latest allocation of each buffer name */
+            int slot = 0;
+            while (slot < nbuf && strcmp(buf_name[slot], x.buf) != 0) slot++;
+            cr_assert_lt(slot, 64);
+            if (slot == nbuf) nbuf++;
+            snprintf(buf_name[slot], 16, "%s", x.buf);
+            buf_rows[slot] = x.nr;
+            buf_cols[slot] = x.nc;
             cr_assert_eq(x.tr, -1);
             continue;
         }

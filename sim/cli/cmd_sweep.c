@@ -20,6 +20,7 @@
 #include "listparse.h"
 #include "presets.h"
 #include "sweep.h"
+#include "problem_opts.h"
 
 static const char *usage =
     "usage: flashlab sweep [options]\n"
@@ -40,6 +41,9 @@ static const char *usage =
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
     "  --progress      show a progress bar on stderr (default: only on a terminal)\n"
+    "  fixed for every configuration (as for count): --Nk, --causal, --window, --batch, --heads,\n"
+    "                  --kv-heads, --pass; decode: --splits, --page-size, --pool-pages, --page-seed;\n"
+    "                  blocksparse: --density, --mask-seed\n"
     "  --help          this text\n\n"
     "Order: schedule, then N, d, M, Br, Bc (the last varies fastest), each in the order given.\n"
     "Configurations that cannot run (M below the smallest tile, an override that does not fit,\n"
@@ -120,6 +124,9 @@ int fl_cmd_sweep(int argc, char **argv)
     const int64_t big = INT64_MAX / 4;
     fl_list N = {0}, d = {0}, M = {0}, Br = {0}, Bc = {0};
     fl_sweep_spec s = fl_sweep_spec_init();
+    static fl_popts po; /* the fields no list sets: s.base (static: its arrays are large) */
+    fl_popts_init(&po);
+    s.base = &po.p;
     fl_format fmt = FL_FMT_CSV;
     const char *sram = NULL, *dtype = NULL, *output = NULL;
     int progress = isatty(2);
@@ -148,6 +155,9 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--max-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &s.max_events);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
+            e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
+        else if (fl_popts_take(&po, name, v, &e)) {} /* the problem's other fields */
         else e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;

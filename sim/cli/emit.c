@@ -1,5 +1,6 @@
 /* emit.c: results as a table, CSV or JSON (see emit.h). */
 #include "emit.h"
+#include "problem_ext.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -25,7 +26,8 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
               "hbm_bytes,tile_events,Bd", out);
         fputs(with_errors ? ",max_abs_err,rel_err" : "", out);
         fputs(",pass,Nk,causal,window_left,window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total", out);
-        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err\n" : "\n", out);
+        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err" : "", out);
+        fputs(",splits,page_size,density\n", out); /* decode, blocksparse (docs/model.md §8) */
     } else if (fmt == FL_FMT_JSON) {
         fputs("[", out);
     } else {
@@ -72,7 +74,7 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                 p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
                 p->cu_seqlens_q != NULL, r->fwd_total, r->bwd_total);
         if (e->with_errors) fprintf(out, ",%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err);
-        fputc('\n', out);
+        fprintf(out, ",%" PRId64 ",%" PRId64 ",%.10g\n", p->splits, p->page_size, p->density);
         break;
     case FL_FMT_JSON:
         fprintf(out, "%s\n  {\"algo\": \"%s\", \"N\": %" PRId64 ", \"d\": %" PRId64 ", \"M\": %" PRId64
@@ -94,6 +96,8 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
         if (p->pass & FL_PASS_BWD)
             fprintf(out, ", \"bwd_blocks\": {\"Br\": %" PRId64 ", \"Bc\": %" PRId64 ", \"Bd\": %" PRId64 "}",
                     r->b_bwd.Br, r->b_bwd.Bc, r->b_bwd.Bd);
+        fprintf(out, ", \"splits\": %" PRId64 ", \"page_size\": %" PRId64 ", \"density\": %.10g",
+                p->splits, p->page_size, p->density); /* decode, blocksparse */
         fputs(",\n   \"tensors\": {", out);
         for (int t = 0; t < r->ntensors; t++)
             fprintf(out, "%s\"%s\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64
@@ -177,11 +181,14 @@ void fl_emit_explain(FILE *out, const fl_result *r)
                 p->N <= p->M ? "holds whole rows (N <= M): 1 read + 1 write per element"
                              : "cannot hold a row (N > M): 3 passes, 3 reads + 1 write per element");
         break;
-    default: break;
+    default:
+        if (fl_algo_is_ext(p->algo)) fl_ext_explain(out, p, b); /* sim/problem_ext.c */
+        break;
     }
     fprintf(out, "  chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s", b->overridden ? " (override)" : "",
             b->Br, b->Bc, p->algo == FL_ALGO_STANDARD ? ", Bd = " : "");
     if (p->algo == FL_ALGO_STANDARD) fprintf(out, "%" PRId64, b->Bd);
     fprintf(out, "; footprint %" PRId64 " of M = %" PRId64 " elements; Tr = %" PRId64 ", Tc = %" PRId64 "\n",
-            b->footprint, p->M, (p->N + b->Br - 1) / b->Br, (p->N + b->Bc - 1) / b->Bc);
+            b->footprint, p->M, (p->N + b->Br - 1) / b->Br,
+            (fl_algo_is_ext(p->algo) ? fl_ext_Nk(p) + b->Bc - 1 : p->N + b->Bc - 1) / b->Bc);
 }

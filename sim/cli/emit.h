@@ -1,6 +1,8 @@
 /* emit.h: writing results as a table, CSV or JSON.  The CSV columns are a contract (docs/cli.md):
  *   algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total,sram_peak,closed_form_total,hbm_bytes,
- *   tile_events,Bd   and, for run, max_abs_err,rel_err.  Counts are elements. */
+ *   tile_events,Bd   and, for run, max_abs_err,rel_err; then pass,Nk,causal,window_left,
+ *   window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total, for run dq_rel_err,dk_rel_err,
+ *   dv_rel_err, and last splits,page_size,density.  Counts are elements. */
 #ifndef FL_CLI_EMIT_H
 #define FL_CLI_EMIT_H
 

@@ -95,27 +95,28 @@ void fl_list_free(fl_list *l)
 fl_status fl_list_parse_algos(const char *s, int *algos, int *n)
 {
     *n = 0;
-    if (s && strcmp(s, "all") == 0) {
+    if (s && strcmp(s, "all") == 0) { /* the forward three; the others are named explicitly */
         for (int a = 0; a <= FL_ALGO_FLASH2; a++) algos[(*n)++] = a;
         return FL_OK;
     }
-    if (!s || !*s) return fl_fail(FL_EINVAL, "--algo: needs at least one schedule");
-    const char *p = s;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char name[32];
-        if (*n == FL_NALGO || len == 0 || len >= sizeof name)
-            return fl_fail(FL_EINVAL, "--algo: empty or overlong item in '%s'", s);
-        memcpy(name, p, len);
-        name[len] = 0;
+    if (!s) s = "";
+    for (const char *item = s;; item++) {
+        const size_t len = strcspn(item, ",");
+        char tok[32];
         fl_algo a;
-        FL_TRY(fl_algo_parse(name, &a));
+        if (len == 0)
+            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
+        if (len >= sizeof tok)
+            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose %s)", (int)len, item,
+                           fl_algo_choices());
+        memcpy(tok, item, len);
+        tok[len] = 0;
+        FL_TRY(fl_algo_parse(tok, &a));
         for (int k = 0; k < *n; k++)
-            if (algos[k] == (int)a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", name);
+            if (algos[k] == (int)a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", tok);
         algos[(*n)++] = (int)a;
-        if (!comma) break;
-        p = comma + 1;
+        item += len;
+        if (!*item) break;
     }
     return FL_OK;
 }

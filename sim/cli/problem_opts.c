@@ -1,6 +1,7 @@
 /* problem_opts.c: one parser for the options that describe a problem (see problem_opts.h). */
 #include "problem_opts.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -24,12 +25,27 @@ const char fl_popts_usage[] =
     "  --kv-heads H  key/value heads, dividing --heads (1 = MQA)      [heads]\n"
     "  --cu-seqlens-q LIST  varlen: batch+1 offsets 0,...,N of the packed queries\n"
     "  --cu-seqlens-k LIST  varlen: the same for the keys (default: --cu-seqlens-q)\n"
-    "  --max-events E  refuse runs with more tile events than E (0: no limit) [1e10]\n";
+    "  --max-events E  refuse runs with more tile events than E (0: no limit) [1e10]\n"
+    "  decode:       --splits S (split-KV)  --page-size P (paged cache; default contiguous)\n"
+    "                --pool-pages K  --page-seed S (0 = identity table)  --block-table 5,2,7\n"
+    "                --pad X (run: the last page's rows beyond Nk; nan poisons them)\n"
+    "  blocksparse:  --density s in (0, 1]  --mask-seed S\n"
+    "  memeff:       --Br/--Bc are Rabe-Staats' query and key chunk sizes\n"
+    "  softmax-*:    softmax of each row of an N x Nk matrix\n";
 
 void fl_popts_init(fl_popts *o)
 {
     memset(o, 0, sizeof *o);
     o->p = fl_problem_default();
+}
+
+/* A double (nan and inf allowed): strtod over the whole string. */
+static fl_status parse_double(const char *opt, const char *v, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    if (!*v || *end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, v);
+    return FL_OK;
 }
 
 static fl_status parse_pass(const char *v, fl_pass *out)
@@ -76,6 +92,18 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
     else if (strcmp(name, "--cu-seqlens-k") == 0)
         *s = fl_parse_i64_list(name, v, 0, big, o->cuk, FL_CLI_MAX_BATCH + 1, &o->ncuk);
     else if (strcmp(name, "--max-events") == 0) *s = fl_parse_i64(name, v, 0, INT64_MAX, &p->max_events);
+    /* decode, blocksparse (sim/problem_ext.h) */
+    else if (strcmp(name, "--splits") == 0) *s = fl_parse_i64(name, v, 1, big, &p->splits);
+    else if (strcmp(name, "--page-size") == 0) *s = fl_parse_i64(name, v, 1, big, &p->page_size);
+    else if (strcmp(name, "--pool-pages") == 0) *s = fl_parse_i64(name, v, 1, big, &p->pool_pages);
+    else if (strcmp(name, "--page-seed") == 0) *s = fl_parse_u64(name, v, &p->page_seed);
+    else if (strcmp(name, "--block-table") == 0) {
+        *s = fl_parse_i64_list(name, v, -big, big, o->table, FL_CLI_MAX_BATCH, &p->block_table_len);
+        p->block_table = o->table;
+    }
+    else if (strcmp(name, "--pad") == 0) *s = parse_double(name, v, &p->pad_value);
+    else if (strcmp(name, "--density") == 0) *s = parse_double(name, v, &p->density);
+    else if (strcmp(name, "--mask-seed") == 0) *s = fl_parse_u64(name, v, &p->mask_seed);
     else return 0;
     return 1;
 }

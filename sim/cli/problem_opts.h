@@ -18,6 +18,7 @@ typedef struct {
     int64_t M_given;          /* --M, 0 = from --sram */
     int set_N, set_batch;
     int64_t cuq[FL_CLI_MAX_BATCH + 1], cuk[FL_CLI_MAX_BATCH + 1], ncuq, ncuk;
+    int64_t table[FL_CLI_MAX_BATCH]; /* --block-table */
 } fl_popts;
 
 /* The help lines of these options, for a command's usage text. */

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# device_run.sh: everything one call to the lent H200 does, in one script (the device keeps
+# nothing between calls).  Run from the repository root (a copy of it); results go to $OUT.
+#   STEPS: build (both builds), validate --quick, validate (the matrix, CSV), compute-sanitizer
+#   memcheck + racecheck (--quick), ncu_traffic.sh (CSV), timing of a few cases.
+# Usage: OUT=/some/dir kernels/device_run.sh [steps...]   (default: all)
+set -uo pipefail
+OUT=${OUT:?set OUT}
+STEPS=${*:-"build quick validate memcheck racecheck ncu timing"}
+L=$OUT/logs; mkdir -p "$L"   # packed into $OUT/logs.tgz at the end (8 files come back at most)
+export FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-$(cat .commit 2>/dev/null || echo unknown)}
+log() { echo "=== $(date -u +%H:%M:%S) $*"; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /opt/nvidia/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
+{
+  log "machine"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+  nvcc --version | tail -2; cmake --version | head -1; echo "sanitizer: $SAN"
+} 2>&1 | tee "$L/machine.txt"
+if has build; then
+  log build
+  # the device image has no GSL (sim/ needs it): a copy of the build machine's static GSL may
+  # travel in .gsl/ (include/, lib/)
+  GSLOPT=; [ -d .gsl ] && GSLOPT="-DGSL_ROOT_DIR=$PWD/.gsl -DGSL_INCLUDE_DIR=$PWD/.gsl/include -DGSL_LIBRARY=$PWD/.gsl/lib/libgsl.a -DGSL_CBLAS_LIBRARY=$PWD/.gsl/lib/libgslcblas.a"
+  (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $GSLOPT && time cmake --build build -j16) >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; exit 1; }
+  grep -E 'warning|error' "$L/build.log" | head -20
+fi
+B=build
+if has quick; then log "validate --quick"; timeout 300 $B/flashlab-gpu validate --quick --csv "$OUT/gpu_quick.csv" 2>&1 | tail -12; fi
+if has validate; then
+  log "validate (matrix)"
+  timeout 420 $B/flashlab-gpu validate --csv "$OUT/gpu_validate.csv" >"$L/validate.log" 2>&1; echo "rc=$?"
+  grep -v ' ok$' "$L/validate.log" | head -30; tail -2 "$L/validate.log"
+fi
+if has memcheck; then
+  log memcheck
+  timeout 420 "$SAN" --tool memcheck --leak-check full $B/flashlab-gpu validate --quick >"$L/memcheck.log" 2>&1; echo "rc=$?"
+  tail -4 "$L/memcheck.log"
+fi
+if has racecheck; then
+  log racecheck
+  timeout 420 "$SAN" --tool racecheck $B/flashlab-gpu validate --quick ${RACE_ONLY:-} >"$L/racecheck.log" 2>&1; echo "rc=$?"
+  tail -4 "$L/racecheck.log"
+fi
+if has ncu; then
+  log ncu
+  timeout 500 scripts/ncu_traffic.sh $B "$OUT/gpu_ncu.csv" ${NCU_CONF:-} 2>&1 | tail -30
+fi
+if has diag; then  # why SM<->L2 sectors differ from the counters: L1 view and L2 request coalescing
+  log diag
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | sort | tail -1)
+  "$NCU" --query-metrics --chip gh100 >"$L/ncu_metrics_gh100.txt" 2>&1 || true
+  grep -E '(lrc__|lts__t_sectors_srcunit_ltcfabric|l1tex__m_xbar2l1tex_read_sectors|l1tex__t_sectors_pipe_lsu_mem_global_op_ld)' "$L/ncu_metrics_gh100.txt" | head -40
+  for m in l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum \
+           l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld.sum lts__t_requests_srcunit_tex_op_read.sum \
+           lts__t_sectors_srcunit_ltcfabric_op_read.sum lrc__t_sectors.sum lrc__t_sectors_op_read.sum lts__t_sectors_op_read.sum; do
+    for cfg in "flash2 --Br 64 --Bc 64" "flash2 --Br 16 --Bc 16" "flash1 --Br 64 --Bc 128"; do
+      v=$("$NCU" --cache-control all --clock-control none --kernel-name regex:^fl_ --metrics $m --print-units base --csv --page raw \
+          $B/flashlab-gpu-timing run --algo $cfg --dtype fp16 --N 4096 --d 64 --no-check 2>&1 | tail -n +1 | python3 -c "
+import csv,sys
+rows=[r for r in csv.reader(l for l in sys.stdin if l.startswith('\"'))]
+if not rows or '$m' not in rows[0]: print('n/a'); sys.exit()
+c=rows[0].index('$m'); t=0
+for r in rows[1:]:
+    try: t+=float(r[c].replace(',',''))
+    except ValueError: pass
+print(int(t))")
+      echo "diag $cfg $m $v"
+    done
+  done 2>&1 | tee "$L/ncu_diag.txt"
+fi
+if has timing; then
+  log timing
+  for a in "flash2 --Br 64 --Bc 64" "flash2 --Br 128 --Bc 64" "flash1 --Br 64 --Bc 128" "standard --Br 64 --Bc 64"; do
+    for N in 4096 16384; do
+      timeout 120 $B/flashlab-gpu-timing run --algo $a --dtype fp16 --N $N --d 128 --reps 10 --no-check | grep -E 'median|run '
+    done
+  done 2>&1 | tee "$L/timing.txt"
+  for N in 4096 16384; do
+    timeout 120 $B/flashlab-gpu-timing run --algo flash2 --bwd --Br 32 --Bc 32 --dtype fp16 --N $N --d 128 --reps 5 --no-check | grep -E 'median|run '
+  done 2>&1 | tee -a "$L/timing.txt"
+fi
+log done
+tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$L"

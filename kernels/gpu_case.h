@@ -1,0 +1,58 @@
+/* gpu_case.h: one validation case of the GPU harness: run a kernel once on random inputs and
+ * compare it with the model and with the reference.
+ *
+ * fl_gpu_case_run
+ *   1. model counts: fl_run(FL_COUNT) on the same schedule, N, d, Br, Bc, with M = the kernel's
+ *      footprint M_eff (checked equal to fl_footprint first), elem_bytes of the storage type;
+ *   2. inputs: Q, K, V uniform in [-1, 1) from reference/rng (never zeros), rounded to the
+ *      storage type; outputs poisoned with 0xFF bytes (NaN in every type) before the run;
+ *   3. one counted, timed launch of the whole schedule;
+ *   4. counters against the model, tensor by tensor (elements read and written);
+ *   5. accuracy on sampled rows (all rows when N <= 64): the kernel's max error against the fp64
+ *      reference (fl_ref_attention on the rounded inputs) must be at most twice the error of a
+ *      naive implementation in the same precision (scores, probabilities and output rounded to
+ *      the storage type, fp32 accumulation: what a framework's unfused attention does), plus
+ *      half an ulp of the output's scale (eps/2 * max|O_ref|: the rounding any stored output
+ *      carries); every output element must have been written (no NaN left).
+ */
+#ifndef FL_GPU_CASE_H
+#define FL_GPU_CASE_H
+
+#include <stdint.h>
+
+#include "attn.h"
+
+struct fl_gpu_case {
+    const fl_kernel_info *k;
+    int N;           /* queries */
+    int causal;      /* 0 none, 1 top-left, 2 bottom-right */
+    uint64_t seed;
+    const char *tag; /* a label for the CSV ("matrix", "ABA-1", ...) */
+    int check;       /* compute the reference and the accuracy check */
+    int reps;        /* extra timed launches after the counted one (0: none) */
+    int Nk;          /* keys; 0 = N (only the flash2 forward takes Nk != N) */
+};
+
+struct fl_gpu_outcome {
+    long m_eff;
+    int model_ok;                     /* the model has this case (else its columns are -1) */
+    char model_msg[256];
+    long long model_rd[FL_NT], model_wr[FL_NT], model_reads, model_writes, model_bytes;
+    long long gpu_rd[FL_NT], gpu_wr[FL_NT], gpu_reads, gpu_writes, gpu_bytes;
+    long long model_rd_bytes, model_wr_bytes, gpu_rd_bytes, gpu_wr_bytes; /* bytes read / written */
+    long long gpu_polls;              /* flash1's flag polls (synchronisation, not compared) */
+    int tensors_equal;                /* every tensor's reads and writes equal the model's */
+    double ratio, bytes_ratio;        /* gpu / model totals */
+    double max_err, naive_err, tol, L_err;
+    long long unwritten;              /* output elements still NaN (poison) after the run */
+    int acc_ok;
+    int wait_timeout;                 /* flash1's hand-off wait gave up */
+    double ms, ms_median;             /* counted launch; median of reps extra launches */
+    int ok;                           /* counts equal (or no model) and accuracy passed */
+};
+
+/* Runs one case; returns 0 when it ran (ok says whether it passed), nonzero on a setup error
+ * (message printed). */
+int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o);
+
+#endif
