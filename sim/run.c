@@ -211,10 +211,12 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
     memset(&bb, 0, sizeof bb);
     FL_TRY(fl_blocks_choose(p, &b));
     if (bwd) FL_TRY(fl_blocks_choose_pass(p, 1, &bb));
-    if (!fl_algo_is_ext(p->algo) && p->max_events > 0 && walks_blocks(p)) {
-        /* the closed forms of many segments walk every row (column) block: refuse a run that
-         * must exceed the limit before walking ~N/Br blocks per segment to count it exactly */
-        const int64_t lb = events_lower_bound(p, &b, bwd ? &bb : NULL);
+    if (p->max_events > 0 && (p->algo == FL_ALGO_DECODE || (!fl_algo_is_ext(p->algo) && walks_blocks(p)))) {
+        /* these closed forms walk every row (column) block: refuse a run that must exceed the
+         * limit before walking ~N/Br blocks per segment to count it exactly (decode runs one
+         * segment and stores every row block's output too) */
+        const int64_t lb = p->algo == FL_ALGO_DECODE ? fl_cdiv(p->N, b.Br)
+                                                     : events_lower_bound(p, &b, bwd ? &bb : NULL);
         if (lb > p->max_events)
             return fl_fail(FL_EINVAL,
                            "--max-events: %s at N = %lld, d = %lld, M = %lld makes at least %lld tile "

@@ -285,3 +285,12 @@ Test(errors_regress, regress_walking_closed_form_refused_fast, .timeout = 20.0)
                      "--pass", "bwd", "--N", "1", "--Nk", "2305843009213693951", "--window", "0,0", "--causal",
                      "bottom-right", "--heads", "2", "--kv-heads", "1", "--max-events", "100000");
 }
+
+/* fuzz_cli finding: `count --algo decode --N 1071671015 --d 202 --max-events 100000` timed out
+ * under the sanitizers (0.9 s natively, linear in N): decode's closed form walks every query
+ * block.  Decode stores every row block's output, so ceil(N / Br) bounds its events. */
+Test(errors_regress, regress_decode_many_queries_refused_fast, .timeout = 20.0)
+{
+    EXPECT_BAD_NAMES("--max-events: decode at N = 2305843009213693951, d = 202, M = 98304 makes at least",
+                     "count", "--algo", "decode", "--N", "2305843009213693951", "--d", "202", "--max-events", "100000");
+}
