@@ -16,7 +16,7 @@ set format y '10^{%L}'
 set xlabel 'SRAM size M (elements)'
 set ylabel 'HBM accesses (elements, reads + writes)'
 set title sprintf('(a) HBM traffic vs SRAM size M, d = %d (curves end at M = Nd)', d)
-set key top right
+set key outside right top
 set xrange [1500:4.2e6]
 set yrange [1e5:2e10]
 sel(a, n) = (strcol(1) eq a && $2 == n) ? $9 : NaN

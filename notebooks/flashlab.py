@@ -160,6 +160,7 @@ _sig("fl_run", C.c_int, _P(Problem), C.c_int, TRACE_FN, C.c_void_p, _P(Result))
 _sig("fl_blocks_choose", C.c_int, _P(Problem), _P(Blocks))
 _sig("fl_closed_form", C.c_int, _P(Problem), _P(Blocks), _P(Counts))
 _sig("fl_footprint", C.c_int64, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int64)
+_sig("fl_footprint_pass", C.c_int64, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int64, C.c_int64)
 _sig("fl_machine_alloc", C.c_void_p, C.c_int64, C.c_int, C.c_char_p)
 _sig("fl_machine_free", None, C.c_void_p)
 _sig("fl_machine_set_trace", None, C.c_void_p, TRACE_FN, C.c_void_p)
@@ -279,9 +280,14 @@ def blocks(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
     return {k: getattr(b, k) for k, _ in Blocks._fields_}
 
 
-def footprint(algo, d, Br, Bc, Bd=None):
-    """SRAM elements a schedule's buffers take for these blocks (docs/model.md F0/F1/F2)."""
-    return _lib.fl_footprint(ALGOS.index(algo), d, Br, Bc, d if Bd is None else Bd)
+def footprint(algo, d, Br, Bc, Bd=None, bwd=False, G=1):
+    """SRAM elements a schedule's buffers take for these blocks: the forward's (docs/model.md
+    F0/F1/F2, fl_footprint) or, with bwd=True, the backward's (F1b/F2b, fl_footprint_pass; G query
+    heads stacked for flash2-gqa)."""
+    Bd = d if Bd is None else Bd
+    if bwd or G != 1:
+        return _lib.fl_footprint_pass(ALGOS.index(algo), int(bwd), G, d, Br, Bc, Bd)
+    return _lib.fl_footprint(ALGOS.index(algo), d, Br, Bc, Bd)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -497,14 +503,16 @@ def cli(*args, check=True):
 
 
 def trace(algo="classic", N=64, d=8, M=384, **opts):
-    """The events of `flashlab trace` as a list of dicts (numbers as ints).  opts: Br, Bc,
-    max_events, compute=True."""
+    """The events of `flashlab trace` as a list of dicts (numbers as ints).  opts: Br, Bc, Nk,
+    causal='bottom-right', window=(L, R), pass_='bwd', max_events, compute=True."""
     args = ["trace", "--algo", algo, "--N", N, "--d", d, "--M", M]
     for k, v in opts.items():
         if k == "compute":
             args += ["--compute"] if v else []
+        elif k == "window":
+            args += ["--window", f"{v[0]},{v[1]}"]
         else:
-            args += ["--" + k.replace("_", "-"), v]
+            args += ["--" + k.rstrip("_").replace("_", "-"), v]
     rows = list(csv.DictReader(io.StringIO(cli(*args))))
     for r in rows:
         for k, v in r.items():

@@ -17,7 +17,9 @@ import argparse
 import os
 import pathlib
 import re
+import shutil
 import sys
+import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -25,19 +27,42 @@ CHECK = re.compile(r"^CHECK (\S+): (PASS|FAIL|SKIP)\s*$", re.M)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def run(path, expect, limit):
+def execute(nb, path, limit):
+    """Runs nb top to bottom in a fresh python3 kernel.  The kernel talks over IPC sockets in a
+    private temporary folder (no TCP ports to race for when ctest runs notebooks in parallel);
+    a kernel that dies before running any cell is started once more.  Returns an error message
+    or None."""
+    import jupyter_client
     import nbclient
+    for attempt in (1, 2):
+        tmp = tempfile.mkdtemp(prefix="fl_nb_")
+        km = jupyter_client.KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(tmp, "k"))
+        client = nbclient.NotebookClient(nb, km=km, timeout=limit, kernel_name="python3",
+                                         resources={"metadata": {"path": str(path.parent)}})
+        try:
+            client.execute()
+            return None
+        except Exception as e:  # CellExecutionError, DeadKernelError, timeouts: all failures
+            started = any(c.get("execution_count") for c in nb.cells if c.cell_type == "code")
+            if attempt == 1 and not started:
+                print(f"{path.name}: the kernel did not start ({type(e).__name__}); starting it once more")
+                continue
+            first = ANSI.sub("", str(e)).strip().splitlines()
+            return "execution failed: " + "\n    ".join(first[-25:])
+        finally:
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(path, expect, limit):
     import nbformat
     nb = nbformat.read(str(path), as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=limit, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
     problems = []
     t0 = time.monotonic()
-    try:
-        client.execute()
-    except Exception as e:  # CellExecutionError, DeadKernelError, timeouts: all failures
-        first = ANSI.sub("", str(e)).strip().splitlines()
-        problems.append("execution failed: " + "\n    ".join(first[-25:]))
+    err = execute(nb, path, limit)
+    if err:
+        problems.append(err)
     secs = time.monotonic() - t0
     if secs > limit:
         problems.append(f"took {secs:.1f} s, more than the limit of {limit} s")
@@ -63,7 +88,7 @@ def run(path, expect, limit):
     if results and nskip == len(results):
         problems.append("every check skipped: nothing was checked")
     print(f"{path.name}: {secs:.1f} s, {len(results)} checks: {npass} pass, "
-          f"{len(results) - npass - nskip} fail, {nskip} skipped (no data here)"
+          f"{len(results) - npass - nskip} fail" + (f", {nskip} skipped (no data here)" if nskip else "") +
           f" -> {'OK' if not problems else 'FAILED'} (expected: {expect})")
     for p in problems:
         print("   ", p)

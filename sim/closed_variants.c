@@ -26,22 +26,10 @@
  * where f = kv_first and a = 1 - f (a later query head of a shared K/V head adds to dK, dV).
  */
 #include "problem_ext.h"
+#include "checked.h"
 #include "problem.h"
 #include "segments.h"
 
-typedef struct { int ovf; } ck;
-static int64_t mul(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_mul_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
-static int64_t add(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_add_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
 static void acc(ck *c, int64_t *x, int64_t v) { *x = add(c, *x, v); }
 
 static void flash2_fwd(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
@@ -181,6 +169,36 @@ static int plain(const fl_problem *p, int bwd)
            p->window_left == -1 && p->window_right == -1;
 }
 
+/* One segment's counts into *r (sram_peak: the largest of the segment's buffers). */
+static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b,
+                           fl_counts *r)
+{
+    switch (p->algo) {
+    case FL_ALGO_STANDARD:
+        if (bwd) standard_bwd(c, p, s, b, r);
+        else standard_fwd(c, p, s, b, r);
+        break;
+    case FL_ALGO_FLASH1:
+        if (bwd) flash_bwd(c, 1, s, b, p->d, r);
+        else flash1_fwd(c, s, b, p->d, r);
+        break;
+    default:
+        if (bwd) flash_bwd(c, 0, s, b, p->d, r);
+        else flash2_fwd(c, s, b, p->d, r);
+        break;
+    }
+}
+
+/* r += n * x (counts), peak = max */
+static void add_times(ck *c, fl_counts *r, const fl_counts *x, int64_t n)
+{
+    if (n <= 0) return;
+    acc(c, &r->reads, mul(c, n, x->reads));
+    acc(c, &r->writes, mul(c, n, x->writes));
+    acc(c, &r->events, mul(c, n, x->events));
+    r->sram_peak = fl_max64(r->sram_peak, x->sram_peak);
+}
+
 fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
     if (fl_algo_is_ext(p->algo)) return fl_ext_closed_form(p, b, out); /* sim/problem_ext.c */
@@ -190,38 +208,35 @@ fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, 
     ck c = {0};
     fl_counts r = {0};
     r.sram_peak = b->footprint;
-    /* A segment's counts depend only on its (Nq, Nk) and kv_first (the mask rule and the group
-     * are the problem's): each shape is counted once, so batch x heads segments cost no more
-     * than one (batch = heads = 4096 took hours before max-events could refuse it). */
-    fl_counts memo[2];
-    int64_t memo_nq[2] = {-1, -1}, memo_nk[2] = {-1, -1};
-    for (int64_t k = 0; k < sg.nseg; k++) {
-        const fl_seg *s = &sg.seg[k];
-        const int f = s->kv_first != 0;
-        if (memo_nq[f] != s->Nq || memo_nk[f] != s->Nk) {
-            fl_counts t = {0};
-            switch (p->algo) {
-            case FL_ALGO_STANDARD:
-                if (bwd) standard_bwd(&c, p, s, b, &t);
-                else standard_fwd(&c, p, s, b, &t);
-                break;
-            case FL_ALGO_FLASH1:
-                if (bwd) flash_bwd(&c, 1, s, b, p->d, &t);
-                else flash1_fwd(&c, s, b, p->d, &t);
-                break;
-            default:
-                if (bwd) flash_bwd(&c, 0, s, b, p->d, &t);
-                else flash2_fwd(&c, s, b, p->d, &t);
-                break;
-            }
-            memo[f] = t;
-            memo_nq[f] = s->Nq;
-            memo_nk[f] = s->Nk;
+    /* The sums below loop over the row and key blocks of one segment per sequence.  Refuse,
+     * before looping, counts that cannot fit: every count is at most
+     * 8 (Hq Tq + Hkv Tk) d (Tr + Tc + 2) + 8 Hq Tq Nk_max, a small factor above the largest. */
+    {
+        const int64_t T = add(&c, fl_cdiv(sg.max_nq, b->Br), fl_cdiv(sg.max_nk, b->Bc));
+        const int64_t rows = add(&c, sg.q_rows, sg.k_rows);
+        add(&c, mul(&c, 8, mul(&c, mul(&c, rows, p->d), add(&c, T, 2))), mul(&c, 8, mul(&c, sg.q_rows, sg.max_nk)));
+        if (c.ovf) {
+            fl_segments_free(&sg);
+            return fl_fail(FL_EOVERFLOW, "--N/--d/--batch/--heads: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",
+                           (long long)p->N, (long long)p->d);
         }
-        acc(&c, &r.reads, memo[f].reads);
-        acc(&c, &r.writes, memo[f].writes);
-        acc(&c, &r.events, memo[f].events);
-        r.sram_peak = fl_max64(r.sram_peak, memo[f].sram_peak);
+    }
+    /* Within a sequence the segments differ only in their offsets and in kv_first: per sequence,
+     * Hkv segments come first on their K/V head and Hq/G - Hkv do not (0 for flash2-gqa).  Without
+     * varlen every sequence is alike. */
+    const int64_t per = sg.Hq / sg.G, nfirst = sg.Hkv, nother = per - sg.Hkv;
+    const int64_t nseq = sg.cq ? sg.nseq : (sg.nseg ? 1 : 0), times = sg.cq ? 1 : p->batch;
+    for (int64_t i = 0; i < nseq; i++) {
+        fl_seg s;
+        fl_segment_at(&sg, i * per, &s); /* head 0: first on its K/V head */
+        fl_counts f = {0}, o = {0};
+        segment_counts(&c, p, bwd, &s, b, &f);
+        add_times(&c, &r, &f, mul(&c, times, nfirst));
+        if (nother > 0) {
+            s.kv_first = 0;
+            segment_counts(&c, p, bwd, &s, b, &o);
+            add_times(&c, &r, &o, mul(&c, times, nother));
+        }
     }
     fl_segments_free(&sg);
     r.total = add(&c, r.reads, r.writes);

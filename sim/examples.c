@@ -196,6 +196,10 @@ static int ex_blocksparse_density(FILE *out)
 
 static const fl_example examples[] = {
     {"two-tile", "online softmax over two tiles, step by step (handbook and deep dive rows)", ex_two_tile},
+    {"backward", "gradients with a bottom-right keep mask, (Nq, Nk) = (2,5), (5,2), (4,4), vs the reference", fl_ex_backward},
+    {"causal-corners", "top-left vs bottom-right keep matrices for unequal lengths; tile classes", fl_ex_causal_corners},
+    {"mask-polarity", "a padding mask (True = exclude) reused as a keep mask picks 1000, not 10", fl_ex_mask_polarity},
+    {"gqa-map", "query heads onto K/V heads: 6 over 2 is 0,0,0,1,1,1; MQA; the traffic GQA saves", fl_ex_gqa_map},
     {"nan-padding", "paged KV: NaN in the last page's padding rows -- the failure and the check", ex_nan_padding},
     {"decode-traffic", "one token over a 32k cache: K and V reads are 99.9% of the traffic", ex_decode_traffic},
     {"sparse-density", "block-sparse traffic against the density s: linear (Prop. 4)", ex_blocksparse_density},

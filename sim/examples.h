@@ -15,6 +15,12 @@ typedef struct {
     int (*run)(FILE *out);
 } fl_example;
 
+/* The variants' examples (examples_variants.c), registered in the table of examples.c. */
+int fl_ex_backward(FILE *out);
+int fl_ex_causal_corners(FILE *out);
+int fl_ex_mask_polarity(FILE *out);
+int fl_ex_gqa_map(FILE *out);
+
 /* All examples, in listing order; *n receives their number. */
 const fl_example *fl_examples(int *n);
 

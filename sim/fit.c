@@ -37,6 +37,36 @@ fl_status fl_fit_line(const double *x, const double *y, size_t n, fl_fit *f)
     return FL_OK;
 }
 
+fl_status fl_fit_line_rel(const double *x, const double *y, size_t n, fl_fit *f)
+{
+    double a, b, c00, c01, c11, chisq;
+    if (n < 3) return fl_fail(FL_EINVAL, "fit: %zu points; a line with standard errors needs at least 3", n);
+    double *w = malloc(2 * n * sizeof *w), *yhat = w + n;
+    if (!w) return fl_fail(FL_ENOMEM, "fit: out of memory");
+    fl_status s = FL_OK;
+    for (size_t i = 0; i < n && !s; i++) {
+        if (!(y[i] > 0.0)) s = fl_fail(FL_EINVAL, "fit: relative residuals need positive y (point %zu)", i);
+        else w[i] = 1.0 / (y[i] * y[i]);
+    }
+    if (!s && gsl_fit_wlinear(x, 1, w, 1, y, 1, n, &a, &b, &c00, &c01, &c11, &chisq))
+        s = fl_fail(FL_EINVAL, "fit: gsl_fit_wlinear failed (all x equal?)");
+    if (!s) {
+        /* gsl_fit_wlinear's covariance takes the weights as exact 1/sigma^2; scale it by the
+         * residual variance chisq/(n-2) so that the errors come from the data, as gsl_fit_linear's */
+        const double scale = chisq / (double)(n - 2);
+        for (size_t i = 0; i < n; i++) yhat[i] = a + b * x[i];
+        f->slope = b;
+        f->intercept = a;
+        f->se_slope = sqrt(c11 * scale);
+        f->se_intercept = sqrt(c00 * scale);
+        f->r2 = r_squared(y, yhat, n);
+        f->n = n;
+        if (!isfinite(b) || !isfinite(f->se_slope)) s = fl_fail(FL_EINVAL, "fit: degenerate data (all x equal)");
+    }
+    free(w);
+    return s;
+}
+
 /* Fills lx, ly with natural logs; FL_EINVAL on a non-positive value. */
 static fl_status logs(const double *x, const double *y, size_t n, double *lx, double *ly)
 {
@@ -148,6 +178,28 @@ fl_status fl_law_constant(const fl_table *t, const fl_select *sel, fl_shape sh, 
     size_t n;
     FL_TRY(gather(t, sel, FL_AXIS_M, sh, 1, &x, &y, &n));
     fl_status s = fl_fit_ratio(x, y, n, f);
+    free(x), free(y);
+    return s;
+}
+
+fl_status fl_law_two_term(const fl_table *t, const fl_select *sel, fl_fit *f)
+{
+    double *x, *y;
+    size_t n = 0;
+    x = malloc((t->n ? t->n : 1) * sizeof *x);
+    y = malloc((t->n ? t->n : 1) * sizeof *y);
+    if (!x || !y) {
+        free(x), free(y);
+        return fl_fail(FL_ENOMEM, "fit: out of memory");
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const fl_point *p = &t->p[i];
+        if (!keep(sel, p)) continue;
+        const double Nd = (double)p->N * (double)p->d;
+        x[n] = Nd / (double)p->M;        /* (L2): total/(Nd) = a + c Nd/M */
+        y[n++] = (double)p->total / Nd;
+    }
+    fl_status s = fl_fit_line_rel(x, y, n, f);
     free(x), free(y);
     return s;
 }

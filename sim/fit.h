@@ -2,6 +2,7 @@
  *
  * Generic fits (any data):
  *   fl_fit_line   y = a + b x                       gsl_fit_linear; SEs from the residuals
+ *   fl_fit_line_rel  the same with relative residuals  gsl_fit_wlinear, weights 1/y^2
  *   fl_fit_power  ln y = a + b ln x (b: log-log slope, e^a: prefactor)
  *   fl_fit_ratio  y ~= c x with relative residuals: gsl_fit_mul on (1, y_i/x_i), so every
  *                 point weighs the same whatever its size; R^2 is taken in log space.
@@ -42,6 +43,9 @@ typedef struct {
 } fl_fit_const;
 
 fl_status fl_fit_line(const double *x, const double *y, size_t n, fl_fit *f);
+/* The same line with relative residuals, (y - a - b x)/y: gsl_fit_wlinear with weights 1/y^2,
+ * its covariance scaled by the residual variance (errors from the data, as fl_fit_line's). */
+fl_status fl_fit_line_rel(const double *x, const double *y, size_t n, fl_fit *f);
 fl_status fl_fit_power(const double *x, const double *y, size_t n, fl_fit *f);
 fl_status fl_fit_ratio(const double *x, const double *y, size_t n, fl_fit_const *f);
 
@@ -67,5 +71,11 @@ fl_status fl_law_fit(const fl_table *t, const fl_select *sel, fl_axis x, fl_fit 
 
 /* c in total ~= c * shape over the selected points (fl_fit_ratio). */
 fl_status fl_law_constant(const fl_table *t, const fl_select *sel, fl_shape s, fl_fit_const *f);
+
+/* The two-term law (docs/analysis.md eq. (L2)): total ~= a Nd + c N^2 d^2 / M, i.e. the Omega(Nd)
+ * floor plus the Theta(N^2 d^2 / M) passes, fitted as the line total/(Nd) = a + c (Nd/M)
+ * with relative residuals (fl_fit_line_rel), so the small-M points that carry the floor count as
+ * much as the large ones: f->intercept = a, f->slope = c, their standard errors, R^2. */
+fl_status fl_law_two_term(const fl_table *t, const fl_select *sel, fl_fit *f);
 
 #endif

@@ -247,6 +247,7 @@ int64_t fl_machine_reads(const fl_machine *m) { return m->reads; }
 int64_t fl_machine_writes(const fl_machine *m) { return m->writes; }
 
 int64_t fl_machine_sram_peak(const fl_machine *m) { return m->sram_peak; }
+void fl_machine_reset_peak(fl_machine *m) { m->sram_peak = m->sram_used; }
 int64_t fl_machine_sram_used(const fl_machine *m) { return m->sram_used; }
 int64_t fl_machine_events(const fl_machine *m) { return m->events; }
 int64_t fl_machine_capacity(const fl_machine *m) { return m->M; }

@@ -118,6 +118,10 @@ fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0
 int64_t fl_machine_reads(const fl_machine *m);
 int64_t fl_machine_writes(const fl_machine *m);
 int64_t fl_machine_sram_peak(const fl_machine *m);
+
+/* Restarts the peak record from the current SRAM use (fl_run reports a backward pass's own peak
+ * after a forward it does not count). */
+void fl_machine_reset_peak(fl_machine *m);
 int64_t fl_machine_sram_used(const fl_machine *m);
 int64_t fl_machine_events(const fl_machine *m);
 int64_t fl_machine_capacity(const fl_machine *m);

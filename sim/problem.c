@@ -1,6 +1,7 @@
 /* problem.c: schedule names, block-size rules, footprints and closed forms (see problem.h).
  * Equation labels refer to docs/model.md. */
 #include "problem.h"
+#include "checked.h"
 
 #include "../reference/heads.h"
 #include "problem_ext.h"
@@ -141,20 +142,6 @@ int64_t fl_problem_group(const fl_problem *p)
     return p->algo == FL_ALGO_FLASH2_GQA ? fl_problem_group_ratio(p) : 1;
 }
 
-/* Checked arithmetic with a sticky overflow flag, so a formula reads as a formula. */
-typedef struct { int ovf; } ck;
-static int64_t mul(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_mul_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
-static int64_t add(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_add_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
 
 int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
 {
@@ -246,8 +233,8 @@ static const char *need_text(int64_t need, char *buf, size_t n)
 
 static fl_status too_small(const rule *r)
 {
-    char nb[48];
     const fl_problem *p = r->p;
+    char nb[48];
     int64_t need = fl_footprint_pass(p->algo, r->bwd, r->G, p->d, 1, 1, p->algo == FL_ALGO_STANDARD ? 1 : p->d);
     return fl_fail(FL_ECAPACITY,
                    "--M: %s%s needs %s%s elements of SRAM for its smallest tiles "

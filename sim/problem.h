@@ -27,6 +27,11 @@ typedef enum {
     FL_NALGO = 9
 } fl_algo;
 
+/* "all" in the CLI, sweeps and the report: the paper's three schedules (standard, flash1,
+ * flash2), values 0 .. FL_NALGO_CORE - 1.  flash2-gqa is named explicitly (it equals flash2 for
+ * one K/V head per query head). */
+#define FL_NALGO_CORE 3
+
 /* The schedule's name ("standard", "flash1", "flash2", "flash2-gqa"), or NULL for an unknown
  * value. */
 const char *fl_algo_name(fl_algo a);

@@ -1,6 +1,7 @@
 /* problem_ext.c: rules, blocks and closed forms of decode, blocksparse, memeff and softmax
  * (see problem_ext.h).  Equation labels refer to docs/model.md. */
 #include "problem_ext.h"
+#include "checked.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -97,20 +98,6 @@ fl_status fl_ext_check(const fl_problem *p)
     return FL_OK;
 }
 
-/* Checked arithmetic with a sticky overflow flag (as in problem.c). */
-typedef struct { int ovf; } ck;
-static int64_t mul(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_mul_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
-static int64_t add(ck *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!fl_add_ok(a, b, &r)) { c->ovf = 1; return 0; }
-    return r;
-}
 
 /* (F2) 2 Br d + 2 Bc d + Br Bc + 2 Br, -1 on overflow */
 static int64_t f2(int64_t d, int64_t Br, int64_t Bc) { return fl_footprint(FL_ALGO_FLASH2, d, Br, Bc, d); }

@@ -2,6 +2,7 @@
 #include "run.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,16 +97,19 @@ static fl_status check(fl_machine *m, const fl_problem *p, const fl_segments *sg
         goto out;
     }
     for (int64_t k = 0; k < io.nseg && !s; k++) {
-        const fl_seg *g = &io.seg[k];
+        fl_seg seg;
+        fl_segment_at(io.segs, k, &seg);
+        const fl_seg *g = &seg;
         for (int64_t h = 0; h < g->group && !s; h++) {
             const int64_t q0 = g->q0 + h * g->qstride;
+            const fl_keep_fn keep = fl_mask_is_dense(&g->mask) ? NULL : fl_mask_keep_fn;
             if (!bwd) {
                 s = fl_ref_attention(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d, scale,
-                                     fl_mask_keep_fn, &g->mask, O + q0 * d, L + q0);
+                                     keep, &g->mask, O + q0 * d, L + q0);
                 continue;
             }
             s = fl_ref_attention_bwd(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d,
-                                     dO + q0 * d, scale, fl_mask_keep_fn, &g->mask, dQ + q0 * d, tk, tv,
+                                     dO + q0 * d, scale, keep, &g->mask, dQ + q0 * d, tk, tv,
                                      O + q0 * d, L + q0, NULL, NULL);
             for (int64_t i = 0; i < g->Nk * d; i++) {
                 dK[g->k0 * d + i] += tk[i];
@@ -129,43 +133,47 @@ out:
     return s;
 }
 
-/* Sits between the machine and the caller's trace: hides the forward of a bwd-only run and
- * measures the backward's SRAM peak. */
-typedef struct {
-    fl_trace_fn fn;
-    void *ctx;
-    int visible;
-    int64_t peak;
-} relay;
-
-static void relay_event(const fl_event *ev, void *ctx)
+/* Copies n values into tensor t, or fills it at random from *st when src is NULL. */
+static void fill(fl_machine *m, int t, const double *src, int64_t n, uint64_t *st)
 {
-    relay *rl = ctx;
-    if (!rl->visible) return;
-    if (ev->sram_used > rl->peak) rl->peak = ev->sram_used;
-    if (rl->fn) rl->fn(ev, rl->ctx);
+    double *x = fl_tensor_get(m, t)->data;
+    if (src) memcpy(x, src, (size_t)n * sizeof *x);
+    else fl_rng_fill(st, x, n, -1.0, 1.0);
 }
 
-static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segments *sg, int bwd, fl_qkvo *io)
+/* Copies tensor `name` out to dst (if both exist). */
+static void copy_out(fl_machine *m, const char *name, double *dst)
+{
+    const int t = fl_tensor_find(m, name);
+    if (t < 0 || !dst) return;
+    const fl_tensor *T = fl_tensor_get(m, t);
+    memcpy(dst, T->data, (size_t)(T->rows * T->cols) * sizeof *dst);
+}
+
+static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segments *sg, int bwd,
+                             const fl_values *in, fl_qkvo *io)
 {
     const int eb = p->elem_bytes;
+    /* rule R8 (docs/model.md): accumulators that cross HBM are fp32: flash1's running O,
+     * updated in HBM after every key block, and every backward's dQ (FlashAttention's dq_accum) */
+    const int ob = p->algo == FL_ALGO_FLASH1 ? 4 : eb;
     io->dO = io->dQ = io->dK = io->dV = -1;
     FL_TRY(fl_tensor_add(m, "Q", sg->q_rows, p->d, eb, &io->Q));
     FL_TRY(fl_tensor_add(m, "K", sg->k_rows, p->d, eb, &io->K));
     FL_TRY(fl_tensor_add(m, "V", sg->k_rows, p->d, eb, &io->V));
-    FL_TRY(fl_tensor_add(m, "O", sg->q_rows, p->d, eb, &io->O));
+    FL_TRY(fl_tensor_add(m, "O", sg->q_rows, p->d, ob, &io->O));
     if (bwd) {
         FL_TRY(fl_tensor_add(m, "dO", sg->q_rows, p->d, eb, &io->dO));
-        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, eb, &io->dQ));
+        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, 4, &io->dQ));
         FL_TRY(fl_tensor_add(m, "dK", sg->k_rows, p->d, eb, &io->dK));
         FL_TRY(fl_tensor_add(m, "dV", sg->k_rows, p->d, eb, &io->dV));
     }
     if (fl_computes(m)) {
         uint64_t st = p->seed;
-        fl_rng_fill(&st, fl_tensor_get(m, io->Q)->data, sg->q_rows * p->d, -1.0, 1.0);
-        fl_rng_fill(&st, fl_tensor_get(m, io->K)->data, sg->k_rows * p->d, -1.0, 1.0);
-        fl_rng_fill(&st, fl_tensor_get(m, io->V)->data, sg->k_rows * p->d, -1.0, 1.0);
-        if (bwd) fl_rng_fill(&st, fl_tensor_get(m, io->dO)->data, sg->q_rows * p->d, -1.0, 1.0);
+        fill(m, io->Q, in ? in->Q : NULL, sg->q_rows * p->d, &st);
+        fill(m, io->K, in ? in->K : NULL, sg->k_rows * p->d, &st);
+        fill(m, io->V, in ? in->V : NULL, sg->k_rows * p->d, &st);
+        if (bwd) fill(m, io->dO, in ? in->dO : NULL, sg->q_rows * p->d, &st);
     }
     return FL_OK;
 }
@@ -202,8 +210,8 @@ static int walks_blocks(const fl_problem *p)
            p->window_left != -1 || p->window_right != -1;
 }
 
-fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
-                 fl_result *r)
+static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
+                     fl_values *vals, fl_result *r)
 {
     const int bwd = (p->pass & FL_PASS_BWD) != 0, fwd_counted = (p->pass & FL_PASS_FWD) != 0;
     fl_blocks b, bb;
@@ -239,18 +247,18 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
     fl_status s = FL_OK;
     fl_machine *m = NULL;
     int64_t snap[FL_MAX_TENSORS][2] = {{0}}, snap_events = 0;
-    relay rl = {trace, trace_ctx, fwd_counted, 0};
     if (mode == FL_COMPUTE && (s = check_compute_size(p, &sg))) goto done;
     if (!(m = fl_machine_alloc(p->M, mode, fl_algo_name(p->algo)))) {
         s = FL_ENOMEM;
         goto done;
     }
-    fl_machine_set_trace(m, relay_event, &rl);
+    /* a bwd-only run hides the forward from the trace (and from the counts and peak below) */
+    fl_machine_set_trace(m, fwd_counted ? trace : NULL, trace_ctx);
     fl_qkvo io;
-    if ((s = add_tensors(m, p, &sg, bwd, &io))) goto done;
+    if ((s = add_tensors(m, p, &sg, bwd, vals, &io))) goto done;
     io.q_rows = sg.q_rows;
     io.k_rows = sg.k_rows;
-    io.seg = sg.seg;
+    io.segs = &sg;
     io.nseg = sg.nseg;
     if ((s = fl_schedule_for(p->algo)(m, p, &b, io))) goto done;
     memset(r, 0, sizeof *r);
@@ -262,7 +270,10 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
         snap_events = fl_machine_events(m);
     }
     r->fwd_total = fwd_counted ? fl_machine_reads(m) + fl_machine_writes(m) : 0;
-    rl.visible = 1;
+    if (!fwd_counted) {
+        fl_machine_reset_peak(m);
+        fl_machine_set_trace(m, trace, trace_ctx);
+    }
     if (bwd && (s = fl_schedule_bwd_for(p->algo)(m, p, &bb, io))) goto done;
 
     r->p = *p;
@@ -298,13 +309,33 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
     }
     r->total = r->reads + r->writes;
     r->bwd_total = bwd ? r->total - r->fwd_total : 0;
-    r->sram_peak = fwd_counted ? fl_machine_sram_peak(m) : rl.peak;
+    r->sram_peak = fl_machine_sram_peak(m);
     r->events = fl_machine_events(m) - snap_events;
     r->lse_rel_err = r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = NAN;
     r->max_abs_err = r->rel_err = NAN;
     if (mode == FL_COMPUTE) s = check(m, p, &sg, io, bwd, r);
+    if (vals && !s) {
+        copy_out(m, "O", vals->O);
+        copy_out(m, "L", vals->L);
+        if (bwd) {
+            copy_out(m, "dQ", vals->dQ);
+            copy_out(m, "dK", vals->dK);
+            copy_out(m, "dV", vals->dV);
+        }
+    }
 done:
     fl_machine_free(m);
     fl_segments_free(&sg);
     return s;
+}
+
+fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
+                 fl_result *r)
+{
+    return run(p, mode, trace, trace_ctx, NULL, r);
+}
+
+fl_status fl_run_values(const fl_problem *p, fl_values *v, fl_result *r)
+{
+    return run(p, FL_COMPUTE, NULL, NULL, v, r);
 }

@@ -57,4 +57,16 @@ typedef struct {
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                  fl_result *r);
 
+/* Values in and out of a compute run, in the packed layout of sim/segments.h (query rows
+ * heads * Tq, key rows kv_heads * Tk; Tq = batch * N, or N with varlen).  Inputs NULL are
+ * random as in fl_run; outputs NULL are not copied.  L has one value per query row. */
+typedef struct {
+    const double *Q, *K, *V, *dO; /* inputs (dO: backward only) */
+    double *O, *L, *dQ, *dK, *dV; /* outputs (L: schedules that save it; dQ, dK, dV: backward) */
+} fl_values;
+
+/* fl_run in FL_COMPUTE mode with the caller's inputs and a copy of the outputs: the worked
+ * examples and the notebooks use it to look at the numbers themselves. */
+fl_status fl_run_values(const fl_problem *p, fl_values *v, fl_result *r);
+
 #endif

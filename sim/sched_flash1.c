@@ -111,7 +111,11 @@ fl_status fl_schedule_flash1(fl_machine *m, const fl_problem *p, const fl_blocks
     const int64_t rows[11] = {Bc, Bc, Br, Br, Br, Br, Br, Br, Br, Br, Br};
     const int64_t cols[11] = {d, d, d, d, 1, 1, Bc, 1, 1, 1, 1};
     for (int k = 0; k < 11; k++) FL_TRY(fl_sram_alloc(m, names[k], rows[k], cols[k], &B[k]));
-    for (int64_t s = 0; s < io.nseg; s++) FL_TRY(segment(m, p, b, &io, &io.seg[s], l_t, m_t, B));
+    for (int64_t s = 0; s < io.nseg; s++) {
+        fl_seg sg;
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(segment(m, p, b, &io, &sg, l_t, m_t, B));
+    }
     for (int k = 0; k < 11; k++) fl_sram_free(m, B[k]);
     return FL_OK;
 }

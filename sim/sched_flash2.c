@@ -41,7 +41,7 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
         if (j0 < j1)
             for (int64_t g = 0; g < G; g++) { /* line 4 */
                 fl_buf v = fl_buf_rows(Qi, g * br);
-                FL_TRY(fl_load(m, &v, io->Q, sg->q0 + g * sg->qstride + r0, 0, br, d));
+                FL_TRY(fl_load(m, g ? &v : Qi, io->Q, sg->q0 + g * sg->qstride + r0, 0, br, d));
             }
         fl_op_fill(Oi, rows, d, 0.0); /* line 5 */
         fl_op_fill(li, rows, 1, 0.0);
@@ -65,8 +65,8 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
             }
         for (int64_t g = 0; g < G; g++) {
             const fl_buf o = fl_buf_rows(Oi, g * br), l = fl_buf_rows(mi, g * br);
-            FL_TRY(fl_store(m, &o, io->O, sg->q0 + g * sg->qstride + r0, 0, br, d)); /* line 14 */
-            FL_TRY(fl_store(m, &l, L_t, sg->q0 + g * sg->qstride + r0, 0, br, 1));   /* line 15 */
+            FL_TRY(fl_store(m, g ? &o : Oi, io->O, sg->q0 + g * sg->qstride + r0, 0, br, d)); /* line 14 */
+            FL_TRY(fl_store(m, g ? &l : mi, L_t, sg->q0 + g * sg->qstride + r0, 0, br, 1));   /* line 15 */
         }
     }
     return FL_OK;
@@ -88,8 +88,11 @@ fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl_blocks
     FL_TRY(fl_sram_alloc(m, "m_i", G * Br, 1, &mi));
     FL_TRY(fl_sram_alloc(m, "l_i", G * Br, 1, &li));
 
-    for (int64_t s = 0; s < io.nseg; s++)
-        FL_TRY(segment(m, b, &io, &io.seg[s], L_t, Qi, Oi, Kj, Vj, Sij, mi, li, scale, d));
+    for (int64_t s = 0; s < io.nseg; s++) {
+        fl_seg sg;
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(segment(m, b, &io, &sg, L_t, Qi, Oi, Kj, Vj, Sij, mi, li, scale, d));
+    }
 
     fl_buf *all[] = {Qi, Oi, Kj, Vj, Sij, mi, li};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) fl_sram_free(m, all[k]);

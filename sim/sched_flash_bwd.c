@@ -18,6 +18,8 @@
  * 13      dP_ij = dO_i V_j^T
  * 14      dS_ij = P_ij o (dP_ij - D_i)
  * 15      dQ_i += dS_ij K_j / sqrt(d), write dQ_i              -> Br d writes
+ *         (the paper's line 15 says "load dQ_i ... write back": that load is line 9's, counted
+ *          once per tile)
  * 16      dK_j += dS_ij^T Q_i / sqrt(d)
  * 18    write dK_j, dV_j                                       -> 2 Bc d writes
  *
@@ -77,7 +79,7 @@ static fl_status load_g(fl_machine *m, fl_buf *b, int t, const fl_seg *sg, int64
 {
     for (int64_t g = 0; g < sg->group; g++) {
         fl_buf v = fl_buf_rows(b, g * br);
-        FL_TRY(fl_load(m, &v, t, sg->q0 + g * sg->qstride + r0, 0, br, nc));
+        FL_TRY(fl_load(m, g ? &v : b, t, sg->q0 + g * sg->qstride + r0, 0, br, nc));
     }
     return FL_OK;
 }
@@ -86,19 +88,17 @@ static fl_status store_g(fl_machine *m, const fl_buf *b, int t, const fl_seg *sg
 {
     for (int64_t g = 0; g < sg->group; g++) {
         const fl_buf v = fl_buf_rows(b, g * br);
-        FL_TRY(fl_store(m, &v, t, sg->q0 + g * sg->qstride + r0, 0, br, nc));
+        FL_TRY(fl_store(m, g ? &v : b, t, sg->q0 + g * sg->qstride + r0, 0, br, nc));
     }
     return FL_OK;
 }
 
-/* flash2 lines 3-4: dQ = 0, D = rowsum(dO o O), per query head, in row blocks of Br */
-static fl_status preprocess(fl_machine *m, const fl_qkvo *io, const fl_seg *sg, const ctx *c)
+/* flash2 lines 3-4: dQ = 0, D = rowsum(dO o O), per query head, in row blocks of Br, through
+ * the buffers O_i, dO_i, D_i */
+static fl_status preprocess(fl_machine *m, const fl_qkvo *io, const fl_seg *sg, const ctx *c, fl_buf *Oi,
+                            fl_buf *dOi, fl_buf *Di)
 {
-    fl_buf *Oi, *dOi, *Di;
     const int64_t d = c->d, Br = c->Br;
-    FL_TRY(fl_sram_alloc(m, "O_i", Br, d, &Oi));
-    FL_TRY(fl_sram_alloc(m, "dO_i", Br, d, &dOi));
-    FL_TRY(fl_sram_alloc(m, "D_i", Br, 1, &Di));
     for (int64_t g = 0; g < sg->group; g++)
         for (int64_t r0 = 0; r0 < sg->Nq; r0 += Br) {
             const int64_t br = fl_min64(Br, sg->Nq - r0), row = sg->q0 + g * sg->qstride + r0;
@@ -114,9 +114,6 @@ static fl_status preprocess(fl_machine *m, const fl_qkvo *io, const fl_seg *sg, 
             fl_op_fill(Oi, br, d, 0.0);
             FL_TRY(fl_store(m, Oi, io->dQ, row, 0, br, d)); /* line 3: dQ = 0 */
         }
-    fl_sram_free(m, Oi);
-    fl_sram_free(m, dOi);
-    fl_sram_free(m, Di);
     return FL_OK;
 }
 
@@ -229,7 +226,18 @@ static fl_status run(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_
         c.L_t = fl_tensor_find(m, "L");
         if (c.L_t < 0) return fl_fail(FL_EBOUNDS, "flash2 backward: the forward's L is not in HBM");
         FL_TRY(fl_tensor_add(m, "D", io.q_rows, 1, 4, &c.D_t));
-        for (int64_t s = 0; s < io.nseg; s++) FL_TRY(preprocess(m, &io, &io.seg[s], &c));
+        fl_buf *Oi, *dOi, *Di;
+        FL_TRY(fl_sram_alloc(m, "O_i", Br, d, &Oi));
+        FL_TRY(fl_sram_alloc(m, "dO_i", Br, d, &dOi));
+        FL_TRY(fl_sram_alloc(m, "D_i", Br, 1, &Di));
+        for (int64_t s = 0; s < io.nseg; s++) {
+            fl_seg sg;
+            fl_segment_at(io.segs, s, &sg);
+            FL_TRY(preprocess(m, &io, &sg, &c, Oi, dOi, Di));
+        }
+        fl_sram_free(m, Oi);
+        fl_sram_free(m, dOi);
+        fl_sram_free(m, Di);
     } else {
         c.l_t = fl_tensor_find(m, "l");
         c.m_t = fl_tensor_find(m, "m");
@@ -248,8 +256,10 @@ static fl_status run(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_
     for (int k = 0; k < n; k++)
         if (spec[k].need) FL_TRY(fl_sram_alloc(m, spec[k].name, spec[k].rows, spec[k].cols, spec[k].b));
     for (int64_t s = 0; s < io.nseg; s++) {
-        if (style == FA1) FL_TRY(zero_init(m, &io, &io.seg[s], &c, &B));
-        FL_TRY(segment(m, &io, &io.seg[s], &c, &B));
+        fl_seg sg;
+        fl_segment_at(io.segs, s, &sg);
+        if (style == FA1) FL_TRY(zero_init(m, &io, &sg, &c, &B));
+        FL_TRY(segment(m, &io, &sg, &c, &B));
     }
     for (int k = 0; k < n; k++)
         if (spec[k].need) fl_sram_free(m, *spec[k].b);

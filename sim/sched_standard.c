@@ -16,6 +16,10 @@
  *  step 3: for each row block i: for each d-chunk c: O tile = 0; for each key block j: load
  *          P[i,j], load V[j,c], accumulate; write the O tile                   eq. (C0.4)
  *
+ * Several (batch, head) segments: each step runs over every segment before the next begins (one
+ * batched kernel per step, as a framework runs it); the counts are those of the segments one by
+ * one, and each step's buffers are allocated once.
+ *
  * Masks (docs/model.md §masks): the materializing baseline is mask-oblivious in its traffic, like
  * S = QK^T; S.masked_fill(~keep, -inf): every tile of S is computed, written and read, and the
  * masked entries are set to -inf on chip (the rule needs no HBM tensor).  A row with no legal
@@ -31,16 +35,25 @@
 #include "ops.h"
 #include "schedules.h"
 
-fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, int64_t d, int A_t, int64_t a0,
-                            int64_t na, int B_t, int64_t b0, int64_t nb, int C_t, int64_t c0,
-                            double alpha, const fl_mask *mk)
+fl_status fl_std_bufs_alloc(fl_machine *m, const fl_blocks *b, fl_buf *B[3])
+{
+    FL_TRY(fl_sram_alloc(m, "X_ik", b->Br, b->Bd, &B[0]));
+    FL_TRY(fl_sram_alloc(m, "Y_jk", b->Bc, b->Bd, &B[1]));
+    return fl_sram_alloc(m, "Z_ij", b->Br, b->Bc, &B[2]);
+}
+
+void fl_std_bufs_free(fl_machine *m, fl_buf *B[3])
+{
+    for (int k = 0; k < 3; k++) fl_sram_free(m, B[k]);
+}
+
+fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int A_t,
+                            int64_t a0, int64_t na, int B_t, int64_t b0, int64_t nb, int C_t,
+                            int64_t c0, double alpha, const fl_mask *mk)
 {
     const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
     const int64_t Td = fl_cdiv(d, Bd);
-    fl_buf *At, *Bt, *Ct;
-    FL_TRY(fl_sram_alloc(m, "A_ik", Br, Bd, &At));
-    FL_TRY(fl_sram_alloc(m, "B_jk", Bc, Bd, &Bt));
-    FL_TRY(fl_sram_alloc(m, "C_ij", Br, Bc, &Ct));
+    fl_buf *At = B[0], *Bt = B[1], *Ct = B[2];
     for (int64_t r0 = 0; r0 < na; r0 += Br) {
         const int64_t br = fl_min64(Br, na - r0);
         if (Td == 1) FL_TRY(fl_load(m, At, A_t, a0 + r0, 0, br, d)); /* A_i stays for every j */
@@ -57,25 +70,21 @@ fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, int64_t d, int A_
             FL_TRY(fl_store(m, Ct, C_t, c0 + r0, q, br, bc));
         }
     }
-    fl_sram_free(m, At);
-    fl_sram_free(m, Bt);
-    fl_sram_free(m, Ct);
     return FL_OK;
 }
 
-fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, int64_t d, int P_t, int64_t p0,
-                            int64_t np, int64_t nk, int V_t, int64_t v0, int O_t, int64_t o0,
-                            double alpha, int transP, int acc)
+fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int P_t,
+                            int64_t p0, int64_t np, int64_t nk, int V_t, int64_t v0, int O_t,
+                            int64_t o0, double alpha, int transP, int acc)
 {
     const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
     /* untransposed: output rows index P's rows (np of them), the sum runs over P's nk columns;
      * transposed: output rows index P's columns (nk), the sum runs over P's np rows */
     const int64_t nout = transP ? nk : np, nsum = transP ? np : nk;
     const int64_t Bo = transP ? Bc : Br, Bs = transP ? Br : Bc;
-    fl_buf *Pt, *Vt, *Ot;
-    FL_TRY(fl_sram_alloc(m, "P_ij", Br, Bc, &Pt));
-    FL_TRY(fl_sram_alloc(m, "V_jk", Bs, Bd, &Vt));
-    FL_TRY(fl_sram_alloc(m, "O_ik", Bo, Bd, &Ot));
+    /* P tiles in Z (Br x Bc); V tiles of Bs rows and O tiles of Bo rows in X (Br x Bd) and
+     * Y (Bc x Bd) */
+    fl_buf *Pt = B[2], *Vt = transP ? B[0] : B[1], *Ot = transP ? B[1] : B[0];
     for (int64_t r0 = 0; r0 < nout; r0 += Bo) {
         const int64_t br = fl_min64(Bo, nout - r0);
         for (int64_t k0 = 0; k0 < d; k0 += Bd) {
@@ -102,21 +111,20 @@ fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, int64_t d, int P_
             FL_TRY(fl_store(m, Ot, O_t, o0 + r0, k0, br, bk));
         }
     }
-    fl_sram_free(m, Pt);
-    fl_sram_free(m, Vt);
-    fl_sram_free(m, Ot);
     return FL_OK;
 }
 
-/* step 2: P = softmax(S), row by row, for the nq x nk score block at row s0 */
+/* step 2: P = softmax(S), row by row, for the nq x nk score block at row s0; *tp is the row
+ * buffer, kept between segments of the same shape (the caller frees it) */
 static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, int64_t s0,
-                         int64_t nq, int64_t nk)
+                         int64_t nq, int64_t nk, fl_buf **tp)
 {
     const int64_t M = p->M;
     fl_buf *t;
     if (nk <= M) { /* whole rows fit: R rows per tile, one read and one write per element */
         const int64_t R = fl_min64(M / nk, nq);
-        FL_TRY(fl_sram_alloc(m, "S_rows", R, nk, &t));
+        FL_TRY(fl_sram_realloc(m, "S_rows", R, nk, tp));
+        t = *tp;
         for (int64_t r0 = 0; r0 < nq; r0 += R) {
             const int64_t nr = fl_min64(R, nq - r0);
             FL_TRY(fl_load(m, t, S_t, s0 + r0, 0, nr, nk));
@@ -134,7 +142,8 @@ static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, i
             FL_TRY(fl_store(m, t, P_t, s0 + r0, 0, nr, nk));
         }
     } else { /* a row does not fit: safe softmax in three passes over chunks of M */
-        FL_TRY(fl_sram_alloc(m, "S_chunk", 1, M, &t));
+        FL_TRY(fl_sram_realloc(m, "S_chunk", 1, M, tp));
+        t = *tp;
         for (int64_t r = 0; r < nq; r++) {
             double mx = -INFINITY, sum = 0.0; /* per-row scalars (rule R3) */
             for (int64_t c0 = 0; c0 < nk; c0 += M) { /* pass 1: max */
@@ -158,7 +167,6 @@ static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, i
             }
         }
     }
-    fl_sram_free(m, t);
     return FL_OK;
 }
 
@@ -169,15 +177,28 @@ fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_bloc
     int S_t, P_t;
     FL_TRY(fl_tensor_add(m, "S", io.q_rows, nk, p->elem_bytes, &S_t));
     FL_TRY(fl_tensor_add(m, "P", io.q_rows, nk, p->elem_bytes, &P_t));
+    /* step by step over all segments (one batched kernel per step, like a framework's
+     * attention): each step's buffers are allocated once */
+    fl_buf *B[3], *rows = NULL;
+    fl_seg sg;
+    FL_TRY(fl_std_bufs_alloc(m, b, B)); /* step 1: S = QK^T / sqrt(d), masked entries -inf */
     for (int64_t s = 0; s < io.nseg; s++) {
-        const fl_seg *sg = &io.seg[s];
-        /* step 1: S = QK^T / sqrt(d), masked entries -inf */
-        FL_TRY(fl_std_product_nt(m, b, p->d, io.Q, sg->q0, sg->Nq, io.K, sg->k0, sg->Nk, S_t,
-                                 sg->q0, scale, &sg->mask));
-        FL_TRY(softmax(m, p, S_t, P_t, sg->q0, sg->Nq, sg->Nk)); /* step 2 */
-        /* step 3: O = PV */
-        FL_TRY(fl_std_product_nn(m, b, p->d, P_t, sg->q0, sg->Nq, sg->Nk, io.V, sg->k0, io.O, sg->q0,
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(fl_std_product_nt(m, b, B, p->d, io.Q, sg.q0, sg.Nq, io.K, sg.k0, sg.Nk, S_t, sg.q0,
+                                 scale, &sg.mask));
+    }
+    fl_std_bufs_free(m, B);
+    for (int64_t s = 0; s < io.nseg; s++) { /* step 2: P = softmax(S) */
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(softmax(m, p, S_t, P_t, sg.q0, sg.Nq, sg.Nk, &rows));
+    }
+    fl_sram_free(m, rows);
+    FL_TRY(fl_std_bufs_alloc(m, b, B)); /* step 3: O = PV */
+    for (int64_t s = 0; s < io.nseg; s++) {
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(fl_std_product_nn(m, b, B, p->d, P_t, sg.q0, sg.Nq, sg.Nk, io.V, sg.k0, io.O, sg.q0,
                                  1.0, 0, 0));
     }
+    fl_std_bufs_free(m, B);
     return FL_OK;
 }

@@ -22,14 +22,15 @@
 
 /* step 3 for the nq x nk block at row s0 */
 static fl_status dsoftmax(fl_machine *m, const fl_problem *p, int P_t, int dP_t, int dS_t,
-                          int64_t s0, int64_t nq, int64_t nk)
+                          int64_t s0, int64_t nq, int64_t nk, fl_buf **Pp, fl_buf **Gp)
 {
     const int64_t M = p->M;
     fl_buf *Pt, *Gt;
     if (2 * nk <= M) { /* whole rows fit */
         const int64_t R = fl_min64(M / (2 * nk), nq);
-        FL_TRY(fl_sram_alloc(m, "P_rows", R, nk, &Pt));
-        FL_TRY(fl_sram_alloc(m, "dP_rows", R, nk, &Gt));
+        FL_TRY(fl_sram_realloc(m, "P_rows", R, nk, Pp));
+        FL_TRY(fl_sram_realloc(m, "dP_rows", R, nk, Gp));
+        Pt = *Pp, Gt = *Gp;
         for (int64_t r0 = 0; r0 < nq; r0 += R) {
             const int64_t nr = fl_min64(R, nq - r0);
             FL_TRY(fl_load(m, Pt, P_t, s0 + r0, 0, nr, nk));
@@ -45,8 +46,9 @@ static fl_status dsoftmax(fl_machine *m, const fl_problem *p, int P_t, int dP_t,
         }
     } else { /* two passes over chunks of C = floor(M/2) */
         const int64_t C = M / 2;
-        FL_TRY(fl_sram_alloc(m, "P_chunk", 1, C, &Pt));
-        FL_TRY(fl_sram_alloc(m, "dP_chunk", 1, C, &Gt));
+        FL_TRY(fl_sram_realloc(m, "P_chunk", 1, C, Pp));
+        FL_TRY(fl_sram_realloc(m, "dP_chunk", 1, C, Gp));
+        Pt = *Pp, Gt = *Gp;
         for (int64_t r = 0; r < nq; r++) {
             double D = 0.0; /* per-row scalar (rule R3) */
             for (int64_t c0 = 0; c0 < nk; c0 += C) { /* pass 1: D_i */
@@ -66,8 +68,6 @@ static fl_status dsoftmax(fl_machine *m, const fl_problem *p, int P_t, int dP_t,
             }
         }
     }
-    fl_sram_free(m, Pt);
-    fl_sram_free(m, Gt);
     return FL_OK;
 }
 
@@ -80,23 +80,36 @@ fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_
     if (P_t < 0) return fl_fail(FL_EBOUNDS, "standard backward: the forward's P is not in HBM");
     FL_TRY(fl_tensor_add(m, "dP", io.q_rows, nk, p->elem_bytes, &dP_t));
     FL_TRY(fl_tensor_add(m, "dS", io.q_rows, nk, p->elem_bytes, &dS_t));
-    for (int64_t s = 0; s < io.nseg; s++) {
-        const fl_seg *sg = &io.seg[s];
-        const int acc = !sg->kv_first;
-        /* 1: dV = P^T dO */
-        FL_TRY(fl_std_product_nn(m, b, d, P_t, sg->q0, sg->Nq, sg->Nk, io.dO, sg->q0, io.dV, sg->k0,
-                                 1.0, 1, acc));
-        /* 2: dP = dO V^T */
-        FL_TRY(fl_std_product_nt(m, b, d, io.dO, sg->q0, sg->Nq, io.V, sg->k0, sg->Nk, dP_t, sg->q0,
-                                 1.0, NULL));
-        /* 3: dS = P o (dP - D) */
-        FL_TRY(dsoftmax(m, p, P_t, dP_t, dS_t, sg->q0, sg->Nq, sg->Nk));
-        /* 4: dQ = dS K / sqrt(d) */
-        FL_TRY(fl_std_product_nn(m, b, d, dS_t, sg->q0, sg->Nq, sg->Nk, io.K, sg->k0, io.dQ, sg->q0,
-                                 scale, 0, 0));
-        /* 5: dK = dS^T Q / sqrt(d) */
-        FL_TRY(fl_std_product_nn(m, b, d, dS_t, sg->q0, sg->Nq, sg->Nk, io.Q, sg->q0, io.dK, sg->k0,
-                                 scale, 1, acc));
+    /* step by step over all segments, each step's buffers allocated once (as in the forward) */
+    fl_buf *B[3], *Pr = NULL, *Gr = NULL;
+    fl_seg sg;
+    FL_TRY(fl_std_bufs_alloc(m, b, B));
+    for (int64_t s = 0; s < io.nseg; s++) { /* 1: dV = P^T dO */
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(fl_std_product_nn(m, b, B, d, P_t, sg.q0, sg.Nq, sg.Nk, io.dO, sg.q0, io.dV, sg.k0, 1.0, 1,
+                                 !sg.kv_first));
     }
+    for (int64_t s = 0; s < io.nseg; s++) { /* 2: dP = dO V^T */
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(fl_std_product_nt(m, b, B, d, io.dO, sg.q0, sg.Nq, io.V, sg.k0, sg.Nk, dP_t, sg.q0, 1.0, NULL));
+    }
+    fl_std_bufs_free(m, B);
+    for (int64_t s = 0; s < io.nseg; s++) { /* 3: dS = P o (dP - D) */
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(dsoftmax(m, p, P_t, dP_t, dS_t, sg.q0, sg.Nq, sg.Nk, &Pr, &Gr));
+    }
+    fl_sram_free(m, Pr);
+    fl_sram_free(m, Gr);
+    FL_TRY(fl_std_bufs_alloc(m, b, B));
+    for (int64_t s = 0; s < io.nseg; s++) { /* 4: dQ = dS K / sqrt(d) */
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(fl_std_product_nn(m, b, B, d, dS_t, sg.q0, sg.Nq, sg.Nk, io.K, sg.k0, io.dQ, sg.q0, scale, 0, 0));
+    }
+    for (int64_t s = 0; s < io.nseg; s++) { /* 5: dK = dS^T Q / sqrt(d) */
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(fl_std_product_nn(m, b, B, d, dS_t, sg.q0, sg.Nq, sg.Nk, io.Q, sg.q0, io.dK, sg.k0, scale, 1,
+                                 !sg.kv_first));
+    }
+    fl_std_bufs_free(m, B);
     return FL_OK;
 }

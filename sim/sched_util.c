@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "schedules.h"
+#include "segments.h"
 
 fl_buf fl_buf_rows(const fl_buf *b, int64_t r0)
 {
@@ -28,16 +29,14 @@ int fl_tensor_find(fl_machine *m, const char *name)
     return -1;
 }
 
-int64_t fl_seg_max_group(const fl_qkvo *io)
-{
-    int64_t g = 1;
-    for (int64_t s = 0; s < io->nseg; s++) g = fl_max64(g, io->seg[s].group);
-    return g;
-}
+int64_t fl_seg_max_group(const fl_qkvo *io) { return io->segs->G; }
 
-int64_t fl_seg_max_nk(const fl_qkvo *io)
+int64_t fl_seg_max_nk(const fl_qkvo *io) { return io->segs->max_nk; }
+
+fl_status fl_sram_realloc(fl_machine *m, const char *name, int64_t rows, int64_t cols, fl_buf **b)
 {
-    int64_t n = 1;
-    for (int64_t s = 0; s < io->nseg; s++) n = fl_max64(n, io->seg[s].Nk);
-    return n;
+    if (*b && (*b)->live && (*b)->rows == rows && (*b)->cols == cols) return FL_OK;
+    fl_sram_free(m, *b);
+    *b = NULL;
+    return fl_sram_alloc(m, name, rows, cols, b);
 }

@@ -37,12 +37,18 @@ typedef struct {
     fl_mask mask;
 } fl_seg;
 
+/* The segments of a run, computed on demand (sim/segments.h). */
+typedef struct fl_segments fl_segments;
+
+/* Segment k (0 <= k < nseg) of s. */
+void fl_segment_at(const fl_segments *s, int64_t k, fl_seg *out);
+
 typedef struct {
     int Q, K, V, O;     /* tensor ids */
     int dO, dQ, dK, dV; /* backward pass only (-1 otherwise) */
     int64_t q_rows;     /* rows of Q (and of the per-row statistics a schedule adds) */
     int64_t k_rows;     /* rows of K */
-    const fl_seg *seg;  /* the segments, run in order */
+    const fl_segments *segs; /* the segments, run in order k = 0 .. nseg - 1 */
     int64_t nseg;
 } fl_qkvo;
 
@@ -85,24 +91,31 @@ void fl_tile_mask(fl_buf *b, const fl_mask *mk, int64_t r0, int64_t rows_per_hea
 /* The id of the tensor called name, or -1. */
 int fl_tensor_find(fl_machine *m, const char *name);
 
-/* Largest query group over the segments (the rows a group schedule stacks in one tile). */
+/* Query heads a segment stacks (the rows a group schedule stacks in one tile: G). */
 int64_t fl_seg_max_group(const fl_qkvo *io);
 
-/* Largest key length over the segments. */
+/* The longest sequence's key length. */
 int64_t fl_seg_max_nk(const fl_qkvo *io);
 
 /* standard's two tiled products (sched_standard.c), shared by its forward and backward, on
- * blocks (Br, Bc, Bd) (eq. (F0)):
+ * blocks (Br, Bc, Bd) (eq. (F0)), through the three buffers of fl_std_bufs_alloc (X: Br x Bd,
+ * Y: Bc x Bd, Z: Br x Bc), which the caller allocates once for many products:
  *   _nt: C[c0 + i, j] = alpha sum_k A[a0 + i, k] B[b0 + j, k] for i < na, j < nb (C = A B^T),
  *        entries the mask mk drops (if not NULL) set to -inf;
  *   _nn: O[o0 + i, k] (+)= alpha sum_j P[p0 + i, j] V[v0 + j, k] (O = P V: i < np, j < nk) or,
  *        with transP, alpha sum_i P[p0 + i, j] V[v0 + i, k] (O = P^T V: rows j < nk); with acc
  *        each output tile starts from its value in HBM (read-modify-write) instead of 0. */
-fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, int64_t d, int A_t, int64_t a0,
-                            int64_t na, int B_t, int64_t b0, int64_t nb, int C_t, int64_t c0,
-                            double alpha, const fl_mask *mk);
-fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, int64_t d, int P_t, int64_t p0,
-                            int64_t np, int64_t nk, int V_t, int64_t v0, int O_t, int64_t o0,
-                            double alpha, int transP, int acc);
+fl_status fl_std_bufs_alloc(fl_machine *m, const fl_blocks *b, fl_buf *B[3]);
+void fl_std_bufs_free(fl_machine *m, fl_buf *B[3]);
+fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int A_t,
+                            int64_t a0, int64_t na, int B_t, int64_t b0, int64_t nb, int C_t,
+                            int64_t c0, double alpha, const fl_mask *mk);
+fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int P_t,
+                            int64_t p0, int64_t np, int64_t nk, int V_t, int64_t v0, int O_t,
+                            int64_t o0, double alpha, int transP, int acc);
+
+/* Makes *b a live buffer of rows x cols: keeps it when it already is one of that shape, else
+ * frees it (if live) and allocates anew.  *b NULL: allocates. */
+fl_status fl_sram_realloc(fl_machine *m, const char *name, int64_t rows, int64_t cols, fl_buf **b);
 
 #endif

@@ -1,6 +1,7 @@
 /* sweep.c: grids of count-only runs (see sweep.h). */
 #include "sweep.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,4 +180,81 @@ const fl_point *fl_table_find(const fl_table *t, fl_algo a, int64_t N, int64_t d
         if (p->algo == a && p->N == N && p->d == d && p->M == M) return p;
     }
     return NULL;
+}
+
+/* Splits line (modified) at commas into at most cap fields; returns the count. */
+static int split(char *line, char **f, int cap)
+{
+    int n = 0;
+    for (char *p = line;;) {
+        if (n == cap) return n + 1; /* too many: the caller only needs to know "more" */
+        f[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = 0;
+        p = c + 1;
+    }
+    return n;
+}
+
+static int to_i64(const char *s, int64_t *v)
+{
+    char *end;
+    if (!*s || *s == '-' || *s == '+') return 0;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || *end) return 0;
+    *v = x;
+    return 1;
+}
+
+fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t)
+{
+    static const char *const head = "algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total";
+    char line[4096];
+    char *f[40];
+    long ln = 0;
+    int have_header = 0, pass_col = -1;
+    while (fgets(line, sizeof line, in)) {
+        ln++;
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n')
+            return fl_fail(FL_EINVAL, "%s:%ld: line longer than %zu characters", name, ln, sizeof line - 2);
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (!len || line[0] == '#') continue;
+        if (!have_header) {
+            if (strncmp(line, head, strlen(head)) != 0)
+                return fl_fail(FL_EINVAL, "%s:%ld: expected the header of `flashlab sweep` (%s,...)", name, ln, head);
+            int n = split(line, f, 40);
+            for (int i = 0; i < n && i < 40; i++)
+                if (strcmp(f[i], "pass") == 0) pass_col = i;
+            have_header = 1;
+            continue;
+        }
+        int n = split(line, f, 40);
+        if (n < 14) return fl_fail(FL_EINVAL, "%s:%ld: a row needs at least 14 columns (algo .. Bd), got %d", name, ln, n);
+        fl_algo a;
+        if (fl_algo_parse(f[0], &a)) return fl_fail(FL_EINVAL, "%s:%ld: unknown schedule '%s'", name, ln, f[0]);
+        if (pass_col >= 0 && pass_col < n && strcmp(f[pass_col], "fwd") != 0)
+            return fl_fail(FL_EINVAL, "%s:%ld: pass '%s': the fitted laws are about the forward pass (fwd rows only)",
+                           name, ln, f[pass_col]);
+        int64_t v[14];
+        for (int i = 1; i < 14; i++)
+            if (!to_i64(f[i], &v[i]))
+                return fl_fail(FL_EINVAL, "%s:%ld: column %d ('%s') is not a non-negative integer", name, ln, i + 1, f[i]);
+        fl_result r;
+        memset(&r, 0, sizeof r);
+        r.p = fl_problem_default();
+        r.p.algo = a;
+        r.p.N = v[1], r.p.d = v[2], r.p.M = v[3];
+        r.b.Br = v[4], r.b.Bc = v[5], r.b.Bd = v[13];
+        r.reads = v[6], r.writes = v[7], r.total = v[8];
+        r.sram_peak = v[9], r.closed.total = v[10], r.bytes = v[11], r.events = v[12];
+        if (r.p.N < 1 || r.p.d < 1 || r.p.M < 1 || r.total < 1)
+            return fl_fail(FL_EINVAL, "%s:%ld: N, d, M and hbm_total must be >= 1", name, ln);
+        FL_TRY(fl_table_add(t, &r));
+    }
+    if (ferror(in)) return fl_fail(FL_EIO, "%s: read error", name);
+    if (!have_header) return fl_fail(FL_EINVAL, "%s: no CSV header (is it the output of flashlab sweep?)", name);
+    return FL_OK;
 }

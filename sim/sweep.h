@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "run.h"
 
@@ -34,8 +35,10 @@ typedef struct {
     int M_upto_Nd;           /* keep only M <= N*d */
     int elem_bytes;          /* bytes per element of Q, K, V, O, S, P */
     int64_t max_events;      /* per configuration; 0 = no limit */
-    const fl_problem *base;  /* the fields no list sets (Nk, masks, heads, pass, decode's cache,
-                              * blocksparse's mask...); NULL = fl_problem_default() */
+    const fl_problem *base;  /* NULL (= fl_problem_default()), or the problem every configuration
+                              * starts from: the fields no list sets (Nk, masks, heads, pass,
+                              * decode's cache, blocksparse's mask, seed); the lists, elem_bytes
+                              * and max_events above replace its fields */
 } fl_sweep_spec;
 
 /* Receives the sweep's results in order.  Any callback may be NULL. */
@@ -94,6 +97,13 @@ fl_status fl_sweep_collect(const fl_sweep_spec *s, fl_table *t, fl_sweep_stats *
 
 /* Frees t's points; t becomes empty.  NULL is a no-op. */
 void fl_table_free(fl_table *t);
+
+/* Reads the CSV that `flashlab sweep` (or `count --format csv`) writes into t (appending):
+ * '#' lines and blank lines are skipped; the first other line must be the header, starting
+ * algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total; each row needs at least the 14 columns up to
+ * Bd, with integer counts.  Rows of a pass other than fwd are refused (the laws are about the
+ * forward pass).  FL_EINVAL naming name:line and the rule on a malformed line. */
+fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t);
 
 /* The first point with these coordinates (any blocks), or NULL. */
 const fl_point *fl_table_find(const fl_table *t, fl_algo a, int64_t N, int64_t d, int64_t M);

@@ -95,3 +95,74 @@ Test(bwd, standard_saves_P_flash_recomputes)
         if (!strcmp(r.t[t].name, "O")) cr_assert_eq(r.t[t].reads, p.N * p.d, "flash2: O read once (D)");
     }
 }
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Test(bwd, dense_closed_forms_written_out)
+{
+    /* docs/model.md (C2b), (C1b), (C0b) for one dense head, Nq = Nk = N, written out here
+     * independently of sim/closed_variants.c */
+    const int64_t Ns[] = {1, 9, 100, 333, 1024};
+    const int64_t ds[] = {8, 64};
+    const int64_t Ms[] = {3000, 20000, 98304};
+    int n = 0;
+    for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 2; j++)
+            for (size_t k = 0; k < 3; k++)
+                for (size_t a = 0; a < 3; a++) {
+                    fl_problem p = fl_problem_default();
+                    p.algo = algos[a], p.N = Ns[i], p.d = ds[j], p.M = Ms[k], p.pass = FL_PASS_BWD;
+                    fl_result r;
+                    if (fl_run(&p, FL_COUNT, NULL, NULL, &r) != FL_OK) continue;
+                    const int64_t N = p.N, d = p.d, Nd = N * d;
+                    const int64_t Tr = cdiv(N, r.b_bwd.Br), Tc = cdiv(N, r.b_bwd.Bc), Td = cdiv(d, r.b_bwd.Bd);
+                    int64_t reads, writes;
+                    if (p.algo == FL_ALGO_FLASH2) {
+                        reads = 4 * Nd + Tc * N * (3 * d + 2);
+                        writes = N + 3 * Nd + Tc * Nd;
+                        cr_assert_eq(r.events, 4 * Tr + Tc * (4 + 6 * Tr));
+                    } else if (p.algo == FL_ALGO_FLASH1) {
+                        reads = 2 * Nd + Tc * N * (4 * d + 2);
+                        writes = 5 * Nd + Tc * Nd;
+                        cr_assert_eq(r.events, Tr + 2 * Tc + Tc * (4 + 7 * Tr));
+                    } else {
+                        reads = (N * N * Td + Nd * Tc)                 /* 1: dV = P^T dO */
+                                + ((Td == 1 ? Nd : Nd * Tc) + Nd * Tr) /* 2: dP = dO V^T */
+                                + (2 * N <= p.M ? 2 : 4) * N * N        /* 3: dS */
+                                + (N * N * Td + Nd * Tr)                 /* 4: dQ = dS K */
+                                + (N * N * Td + Nd * Tc);                /* 5: dK = dS^T Q */
+                        writes = 2 * N * N + 3 * Nd;
+                    }
+                    cr_assert_eq(r.reads, reads, "%s N=%lld d=%lld M=%lld", fl_algo_name(p.algo), (long long)N,
+                                 (long long)d, (long long)p.M);
+                    cr_assert_eq(r.writes, writes, "%s N=%lld d=%lld M=%lld", fl_algo_name(p.algo), (long long)N,
+                                 (long long)d, (long long)p.M);
+                    n++;
+                }
+    cr_assert_gt(n, 80);
+}
+
+static void count_events(const fl_event *ev, void *ctx)
+{
+    if (ev->kind == FL_EV_LOAD || ev->kind == FL_EV_STORE) ++*(int64_t *)ctx;
+}
+
+Test(bwd, bwd_alone_traces_only_the_backward)
+{
+    const fl_algo all[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
+    for (size_t a = 0; a < 4; a++) {
+        fl_problem p = fl_problem_default();
+        p.algo = all[a], p.N = 200, p.d = 16, p.M = 5000, p.heads = 4, p.kv_heads = 2, p.pass = FL_PASS_BWD;
+        int64_t n = 0;
+        fl_result r, f;
+        cr_assert_eq(fl_run(&p, FL_COUNT, count_events, &n, &r), FL_OK, "%s", fl_last_error());
+        cr_assert_eq(n, r.events, "%s: traced %lld events, counted %lld", fl_algo_name(p.algo), (long long)n,
+                     (long long)r.events);
+        p.pass = FL_PASS_FWD;
+        cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &f), FL_OK);
+        p.pass = FL_PASS_FWD_BWD;
+        n = 0;
+        cr_assert_eq(fl_run(&p, FL_COUNT, count_events, &n, &r), FL_OK);
+        cr_assert_eq(n, r.events);
+    }
+}

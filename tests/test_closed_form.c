@@ -40,7 +40,7 @@ static int check_one(fl_algo a, int64_t N, int64_t d, int64_t M, int64_t Br, int
     if (a == FL_ALGO_FLASH1) {
         cr_assert_eq(r.reads, 2 * Nd + Tc * (2 * Nd + 2 * N));
         cr_assert_eq(r.writes, (Nd + 2 * N) + Tc * (Nd + 2 * N));
-    } else if (a == FL_ALGO_FLASH2) {
+    } else if (a == FL_ALGO_FLASH2 || a == FL_ALGO_FLASH2_GQA) { /* one head: G = 1 */
         cr_assert_eq(r.reads, Nd + 2 * Nd * Tr);
         cr_assert_eq(r.writes, Nd + N);
     } else {

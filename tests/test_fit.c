@@ -126,3 +126,28 @@ Test(law, standard_is_theta_Nd_plus_N2_in_its_regime)
     cr_assert(c.c > 2.0 && c.c < 6.0, "c(Nd + N²): c = %.3f", c.c);
     fl_table_free(&t);
 }
+
+Test(fit, relative_line_recovers_floor_and_slope)
+{
+    enum { n = 12 };
+    double x[n], y[n];
+    for (int i = 0; i < n; i++) {
+        x[i] = pow(2.0, i);
+        y[i] = 3.031 + 12.25 * x[i];
+    }
+    fl_fit f;
+    cr_assert_eq(fl_fit_line_rel(x, y, n, &f), FL_OK, "%s", fl_last_error());
+    cr_assert(fabs(f.intercept - 3.031) < 1e-9 && fabs(f.slope - 12.25) < 1e-9, "a = %.12g, c = %.12g",
+              f.intercept, f.slope);
+    /* with 3% multiplicative noise the floor is still found within a few standard errors */
+    uint64_t st = 99;
+    for (int i = 0; i < n; i++) {
+        double u[1];
+        fl_rng_fill(&st, u, 1, -0.03, 0.03);
+        y[i] = (3.031 + 12.25 * x[i]) * (1.0 + u[0]);
+    }
+    cr_assert_eq(fl_fit_line_rel(x, y, n, &f), FL_OK);
+    cr_assert(f.se_intercept > 0.0 && fabs(f.intercept - 3.031) < 4.0 * f.se_intercept, "a = %g ± %g",
+              f.intercept, f.se_intercept);
+    cr_assert(fabs(f.slope - 12.25) < 4.0 * f.se_slope, "c = %g ± %g", f.slope, f.se_slope);
+}

@@ -100,3 +100,25 @@ Test(heads, gpt2_count_only_is_fast)
     cr_log_info("GPT-2 shape, 4 schedules fwd+bwd: %.3f s", s);
     cr_assert_lt(s, 2.0);
 }
+
+Test(heads, group_schedule_with_windows_and_corners)
+{
+    const int64_t wins[][2] = {{-1, -1}, {2, 0}, {0, 3}, {5, 5}};
+    double worst = 0.0;
+    int n = 0;
+    for (int c = 0; c < 3; c++)
+        for (size_t w = 0; w < 4; w++)
+            for (int q = 1; q <= 3; q += 2) {
+                fl_problem p = fl_problem_default();
+                p.algo = FL_ALGO_FLASH2_GQA, p.N = 19, p.Nk = 11, p.d = 4, p.M = 700, p.batch = 2;
+                p.heads = 6, p.kv_heads = 2, p.causal = (fl_causal)c;
+                p.window_left = wins[w][0], p.window_right = wins[w][1], p.pass = (fl_pass)q;
+                char what[96];
+                snprintf(what, sizeof what, "gqa causal=%d window=%lld,%lld pass=%d", c, (long long)wins[w][0],
+                         (long long)wins[w][1], q);
+                expect_exact(&p, what, NULL);
+                expect_values(&p, what, &worst);
+                n++;
+            }
+    cr_log_info("flash2-gqa with masks: %d configurations, worst rel err %.3e", n, worst);
+}

@@ -181,3 +181,158 @@ Test(sweep_cli, nothing_runnable_is_an_error)
     cr_assert(strstr(r->err, "none of the 2 configurations can run"), "%s", r->err);
     free(r);
 }
+
+#include "presets.h"
+
+Test(presets, numbers_and_overrides)
+{
+    int64_t M;
+    int eb;
+    cr_assert_eq(fl_presets_resolve(NULL, NULL, 0, &M, &eb), FL_OK);
+    cr_assert(M == 98304 && eb == 2, "default: the A100 in fp16 (%lld, %d)", (long long)M, eb);
+    cr_assert_eq(fl_presets_resolve("h100", "fp32", 0, &M, &eb), FL_OK);
+    cr_assert(M == 65536 && eb == 4);
+    cr_assert_eq(fl_presets_resolve("b200", "bf16", 0, &M, &eb), FL_OK);
+    cr_assert(M == 131072 && eb == 2);
+    cr_assert_eq(fl_presets_resolve("h200", "fp16", 4321, &M, &eb), FL_OK);
+    cr_assert(M == 4321 && eb == 2, "--M wins over a preset");
+    cr_assert_eq(fl_presets_resolve("v100", NULL, 0, &M, &eb), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--sram"), "%s", fl_last_error());
+    cr_assert_eq(fl_presets_resolve(NULL, "fp8", 0, &M, &eb), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--dtype"), "%s", fl_last_error());
+    int n;
+    const fl_sram_preset *p = fl_sram_presets(&n);
+    cr_assert_eq(n, 4);
+    for (int i = 0; i < n; i++) cr_assert(p[i].source && strlen(p[i].source) > 20, "%s has no source", p[i].name);
+}
+
+Test(presets, sweep_and_count_take_sram_and_dtype)
+{
+    const char *a[] = {"sweep", "--algo", "flash2", "--sram", "h100", "--dtype", "fp32", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "\nflash2,1024,64,65536,"), "%s", r->out);
+    free(r);
+    const char *b[] = {"count", "--algo", "flash2", "--sram", "a100", "--M", "5000", "--format", "csv", NULL};
+    r = cli_run(b);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "\nflash2,1024,64,5000,"), "%s", r->out);
+    free(r);
+}
+
+Test(sweep_csv, what_sweep_writes_reads_back_as_the_same_table)
+{
+    char path[] = "/tmp/flashlab-csv-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    const char *a[] = {"sweep", "--N", "100,257", "--d", "8,24", "--M", "30,700,5000", "--output", path, NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    free(r);
+    const int64_t N[] = {100, 257}, d[] = {8, 24}, M[] = {30, 700, 5000};
+    fl_sweep_spec s = fl_sweep_spec_init();
+    s.N = N, s.nN = 2, s.d = d, s.nd = 2, s.M = M, s.nM = 3;
+    fl_table want = {0}, got = {0};
+    cr_assert_eq(fl_sweep_collect(&s, &want, NULL), FL_OK);
+    FILE *f = fopen(path, "r");
+    cr_assert_eq(fl_table_read_csv(f, path, &got), FL_OK, "%s", fl_last_error());
+    fclose(f);
+    unlink(path);
+    cr_assert_eq(got.n, want.n);
+    cr_assert(want.skipped > 0, "the grid should include configurations that cannot run");
+    for (size_t i = 0; i < got.n; i++) {
+        const fl_point *g = &got.p[i], *w = &want.p[i];
+        cr_assert(g->algo == w->algo && g->N == w->N && g->d == w->d && g->M == w->M && g->Br == w->Br &&
+                  g->Bc == w->Bc && g->Bd == w->Bd && g->reads == w->reads && g->writes == w->writes &&
+                  g->total == w->total && g->events == w->events && g->bytes == w->bytes, "row %zu", i);
+    }
+    fl_table_free(&want);
+    fl_table_free(&got);
+}
+
+static fl_status read_text(const char *text)
+{
+    FILE *f = tmpfile();
+    fputs(text, f);
+    rewind(f);
+    fl_table t = {0};
+    fl_status s = fl_table_read_csv(f, "x.csv", &t);
+    fclose(f);
+    fl_table_free(&t);
+    return s;
+}
+
+Test(sweep_csv, malformed_input_is_refused_naming_the_line)
+{
+    const char *hdr = "algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total,sram_peak,closed_form_total,hbm_bytes,tile_events,Bd,pass\n";
+    char buf[1024];
+    cr_assert_eq(read_text("# only comments\n"), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "no CSV header"), "%s", fl_last_error());
+    cr_assert_eq(read_text("a,b,c\n"), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "x.csv:1"), "%s", fl_last_error());
+    snprintf(buf, sizeof buf, "%sflash1,64,16,4096,16,16,1,2,3\n", hdr);
+    cr_assert_eq(read_text(buf), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "x.csv:2") && strstr(fl_last_error(), "14 columns"), "%s", fl_last_error());
+    snprintf(buf, sizeof buf, "%sflash9,64,16,4096,16,16,1,2,3,4,3,6,7,16,fwd\n", hdr);
+    cr_assert_eq(read_text(buf), FL_EINVAL);
+    snprintf(buf, sizeof buf, "%sflash1,64,16,4096,16,16,1,2,3x,4,3,6,7,16,fwd\n", hdr);
+    cr_assert_eq(read_text(buf), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "column 9"), "%s", fl_last_error());
+    snprintf(buf, sizeof buf, "%sflash1,64,16,4096,16,16,1,2,3,4,3,6,7,16,bwd\n", hdr);
+    cr_assert_eq(read_text(buf), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "forward"), "%s", fl_last_error());
+    snprintf(buf, sizeof buf, "%s# skipped: ...\n\nflash1,64,16,4096,16,16,1,2,3,4,3,6,7,16,fwd\n", hdr);
+    cr_assert_eq(read_text(buf), FL_OK, "%s", fl_last_error());
+}
+
+Test(sweep_csv, bound_fits_a_sweep_file)
+{
+    char path[] = "/tmp/flashlab-bound-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    const char *a[] = {"sweep", "--algo", "flash1", "--N", "16384", "--d", "16:128:x2", "--M", "4096:2097152:x2",
+                       "--M-upto-Nd", "--output", path, NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    free(r);
+    const char *b[] = {"bound", "--input", path, NULL};
+    r = cli_run(b);
+    unlink(path);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "flash1   d = 64   N = 16384") && strstr(r->out, "Slope in d at N = 16384"), "%s", r->out);
+    free(r);
+    const char *c[] = {"bound", "--input", "/nonexistent.csv", NULL};
+    r = cli_run(c);
+    cr_assert_eq(r->status, 2);
+    cr_assert(strstr(r->err, "--input"), "%s", r->err);
+    free(r);
+}
+
+Test(sweep_cli, variant_options_apply_to_every_configuration_as_in_count)
+{
+    const char *a[] = {"sweep", "--algo", "flash1,flash2", "--N", "300,512", "--pass", "fwd+bwd", "--causal",
+                       "bottom-right", "--heads", "4", "--M", "20000", NULL};
+    cli_result *r = cli_run(a);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    int rows = 0;
+    for (const char *l = strstr(r->out, "\nalgo,"); l && (l = strchr(l + 1, '\n')) && l[1];) {
+        char algo[16];
+        long long N;
+        cr_assert_eq(sscanf(l + 1, "%15[^,],%lld,", algo, &N), 2, "%s", l + 1);
+        char Ns[32];
+        snprintf(Ns, sizeof Ns, "%lld", N);
+        const char *c[] = {"count", "--algo", algo, "--N", Ns, "--pass", "fwd+bwd", "--causal", "bottom-right",
+                           "--heads", "4", "--M", "20000", "--format", "csv", NULL};
+        cli_result *q = cli_run(c);
+        cr_assert_eq(q->status, 0, "%s", q->err);
+        const char *row = strchr(q->out, '\n') + 1;
+        cr_assert(strncmp(l + 1, row, strcspn(row, "\n") + 1) == 0, "sweep row\n%.*s\ndiffers from count\n%s",
+                  (int)strcspn(l + 1, "\n"), l + 1, row);
+        free(q);
+        rows++;
+    }
+    cr_assert_eq(rows, 4, "%s", r->out);
+    free(r);
+}

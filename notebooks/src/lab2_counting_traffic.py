@@ -213,6 +213,8 @@ N, d, M = 256, 16, 2000
 B = None
 
 def my_flash2(m, Q, K, V, O, L, N, d, B):
+    # the machine's calls: buf = m.alloc(name, rows, cols); m.load(buf, tensor, r0, c0, nr, nc);
+    # m.store(buf, tensor, r0, c0, nr, nc); m.free(buf).  Tiles start at the buffer's top-left.
     pass
 ### END STUB
 ### BEGIN SOLUTION

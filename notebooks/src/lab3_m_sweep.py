@@ -18,7 +18,7 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
 import flashlab as fl
 
 N, d = 4096, 64
-Ms = [512 * 2 ** k for k in range(12)]            # 512 ... 1048576 elements
+Ms = [1024 * 2 ** k for k in range(11)]           # 1024 ... 1048576 elements
 sweep = {}                                        # (algo, M) -> the machine's result
 for M in Ms:
     for algo in fl.CLASSIC:
@@ -145,6 +145,16 @@ if c_fit:
     plot_sweep(c_fit)
 
 # %% [markdown]
+# The project's analyzer makes the same fit with GSL, with standard errors, and the log-log slope
+# in $M$ (the law says $-1$): `flashlab bound` over the same points.  Compare its $c$ with yours,
+# and look at its slopes: which schedule follows $1/M$ most closely, and why not the other?  It
+# also fits a two-term law $a\,Nd + c\,N^2d^2/M$ (the $\Omega(Nd)$ floor plus the passes): how
+# does flash2's $c$ there compare with your napkin constant?
+
+# %%
+print(fl.cli("bound", "--N", N, "--d", d, "--M", "1024:262144:x2"))
+
+# %% [markdown]
 # ## Exercise 3: where the law stops
 #
 # Past $M = Nd$ the law no longer applies.  Flash2's traffic keeps falling until one block holds
@@ -229,9 +239,10 @@ print(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", 128, "--M", 98304,
 
 # %% [markdown] solution
 # **Instructor notes.** c_napkin = 8 (the machine: 8.6 to 9.3 for 2048 ≤ M ≤ 8192).  The fitted
-# constants at N = 4096, d = 64 over 64 ≤ M ≤ Nd come out at about 15.4 (flash1) and 13.1
-# (flash2), flash2's spread about 2.8: its ratio climbs at both ends, at small M because the
-# block is rounded down to whole rows (B = 1 at M = 512) and at large M because the score tile
-# $S_{ij}$ ($B^2$) takes a growing share of SRAM.
+# constants at N = 4096, d = 64 over the sweep's points in the paper's range (1024 ≤ M ≤ Nd) come
+# out at about 14.3 (flash1) and 12.8 (flash2), flash2's spread about 2.8: its ratio climbs at
+# both ends, at small M because the block is rounded down to whole rows (B = 3 at M = 1024,
+# where M/4d = 4) and at large M because the score tile $S_{ij}$ ($B^2$) takes a growing share
+# of SRAM.
 # M_flat = 4Nd + N² + 2N = 1312768 for N = 1024, d = 64, far above Nd = 65536.  Paper blocks at
 # d = 128: Bc = 192, Br = 128, need 107264 > 98304: they do not fit; rule B1 shrinks Bc to 168.

@@ -101,6 +101,19 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
         }
     }
 
+    fprintf(out, "\nTwo-term law traffic ~= a Nd + c N²d²/M (the Omega(Nd) floor plus the passes), as the line\n"
+                 "traffic/(Nd) = a + c Nd/M over the same points (gsl_fit_wlinear, relative residuals):\n");
+    for (int ai = 1; ai < 3; ai++) {
+        const fl_algo a = order[ai];
+        int nd = distinct(t, a, 1, ds, 16);
+        for (int j = 0; j < nd; j++) {
+            fl_select s = {a, 0, ds[j], 0, FL_REGIME_PAPER};
+            if (fl_law_two_term(t, &s, &f)) continue;
+            fprintf(out, "  %-8s d = %-4" PRId64 "  a = %6.3f ± %.3f   c = %7.3f ± %.3f   R² %.4f   (%zu points)\n",
+                    fl_algo_name(a), ds[j], f.intercept, f.se_intercept, f.slope, f.se_slope, f.r2, f.n);
+        }
+    }
+
     int nM = distinct(t, FL_ALGO_FLASH1, 2, Ms, 64);
     int64_t Mfix = 0;
     for (int k = 0; k < nM; k++)
@@ -118,14 +131,35 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
         }
     }
 
-    if (dt && dt->n) {
-        fprintf(out, "\nSlope in d at N = %" PRId64 ", M = %" PRId64 " (d = 16..256; flash1: expect 2 while Tc >> 1):\n",
-                dt->p[0].N, dt->p[0].M);
+    /* slope in d: over the d sweep, or else over the (N, M) of t with the most values of d */
+    const fl_table *td = dt && dt->n ? dt : t;
+    int64_t bestN = 0, bestM = 0;
+    int bestn = 0;
+    for (size_t i = 0; i < td->n && td->n <= 20000; i++) { /* quadratic: bounded */
+        const fl_point *p = &td->p[i];
+        if (p->algo != FL_ALGO_FLASH1 && !(dt && dt->n)) continue;
+        int64_t dv[64];
+        int n = 0;
+        for (size_t j = 0; j < td->n; j++) {
+            const fl_point *q = &td->p[j];
+            if (q->algo != p->algo || q->N != p->N || q->M != p->M) continue;
+            int k = 0;
+            while (k < n && dv[k] != q->d) k++;
+            if (k == n && n < 64) dv[n++] = q->d;
+        }
+        if (n > bestn || (n == bestn && (p->N > bestN || (p->N == bestN && p->M > bestM))))
+            bestn = n, bestN = p->N, bestM = p->M;
+    }
+    if (bestn >= 3) {
+        fprintf(out, "\nSlope in d at N = %" PRId64 ", M = %" PRId64 " (d <= M <= Nd; flash1: expect 2 while Tc >> 1):\n",
+                bestN, bestM);
         for (int ai = 0; ai < 3; ai++) {
-            fl_select s = {order[ai], 0, 0, 0, FL_REGIME_PAPER};
-            if (fl_law_fit(dt, &s, FL_AXIS_D, &f)) continue;
+            fl_select s = {order[ai], bestN, 0, bestM, FL_REGIME_PAPER};
+            if (fl_law_fit(td, &s, FL_AXIS_D, &f)) continue;
             print_fit_row(out, fl_algo_name(order[ai]), &f, NULL);
         }
+    } else {
+        fprintf(out, "\nSlope in d: needs at least 3 values of d at one (N, M) (and at most 20000 rows).\n");
     }
 
     fprintf(out, "\nStandard attention (Algorithm 0), c in traffic ~= c (Nd + N²):\n");
@@ -164,6 +198,8 @@ static const char *usage =
     "  --N LIST      sequence lengths          [512:65536:x2]\n"
     "  --d LIST      head dimensions           [64,128]\n"
     "  --M LIST      SRAM sizes (elements); only M <= N*d is used  [4096:8388608:x2]\n"
+    "  --input FILE  fit the rows of a CSV written by `flashlab sweep` ('-': stdin) instead\n"
+    "                of running the default sweep (forward rows; the d fit uses its own d values)\n"
     "  --all-N       print the M-slope for every N (default: the largest N only)\n"
     "  --help        this text\n";
 
@@ -175,6 +211,7 @@ int fl_cmd_bound(int argc, char **argv)
     fl_table t = {0}, dt = {0};
     fl_sweep_stats st;
     int brief = 1, status = 0;
+    const char *input = NULL;
     fl_status e = FL_OK;
     fl_args a;
     const char *name, *iv, *v;
@@ -188,6 +225,7 @@ int fl_cmd_bound(int argc, char **argv)
         if (strcmp(name, "--all-N") == 0) { brief = 0; continue; }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);
+        else if (strcmp(name, "--input") == 0) input = v;
         else if (strcmp(name, "--d") == 0) fl_list_free(&d), e = fl_list_parse(name, v, 1, big, &d);
         else if (strcmp(name, "--M") == 0) fl_list_free(&M), e = fl_list_parse(name, v, 1, big, &M);
         else e = fl_fail(FL_EINVAL, "%s: unknown option for bound (see flashlab bound --help)", name);
@@ -197,10 +235,31 @@ int fl_cmd_bound(int argc, char **argv)
     if (N.n) s.N = N.v, s.nN = N.n;
     if (d.n) s.d = d.v, s.nd = d.n;
     if (M.n) s.M = M.v, s.nM = M.n;
-    if ((e = fl_sweep_collect(&s, &t, &st)) || (e = fl_sweep_collect(&ds, &dt, NULL))) goto fail;
-    printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
-           "sweep: %" PRId64 " configurations (%" PRId64 " skipped), %" PRId64 " tile events; "
-           "d sweep: %zu configurations\n\n", st.configs, st.skipped, st.events, dt.n);
+    if (input) {
+        if (N.n || d.n || M.n) {
+            e = fl_fail(FL_EINVAL, "--input: the grid comes from the file; --N, --d, --M do not apply");
+            goto fail;
+        }
+        FILE *in = strcmp(input, "-") == 0 ? stdin : fopen(input, "r");
+        if (!in) {
+            e = fl_fail(FL_EINVAL, "--input: cannot open %s", input);
+            goto fail;
+        }
+        e = fl_table_read_csv(in, input, &t);
+        if (in != stdin) fclose(in);
+        if (e) goto fail;
+        if (!t.n) {
+            e = fl_fail(FL_EINVAL, "--input: %s has no rows", input);
+            goto fail;
+        }
+        printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
+               "input: %s, %zu rows\n\n", input, t.n);
+    } else {
+        if ((e = fl_sweep_collect(&s, &t, &st)) || (e = fl_sweep_collect(&ds, &dt, NULL))) goto fail;
+        printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
+               "sweep: %" PRId64 " configurations (%" PRId64 " skipped), %" PRId64 " tile events; "
+               "d sweep: %zu configurations\n\n", st.configs, st.skipped, st.events, dt.n);
+    }
     if ((e = fl_bound_print(stdout, &t, &dt, brief))) goto fail;
     goto done;
 fail:

@@ -269,6 +269,6 @@ int fl_cmd_plot(int argc, char **argv)
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_figures_write(dir, scripts, stderr, &n);
     if (e) return fl_cli_error(e);
-    printf("figures written to %s/ (%d files: PNG, PDF, SVG of figures (a)-(d), data in %s/data/)\n", dir, n, dir);
+    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), and their data in data/)\n", dir, n);
     return 0;
 }

@@ -24,6 +24,9 @@
 #define PAPER_STANDARD_GB 40.3
 #define PAPER_FLASH_GB 4.4
 
+/* The default sweep (fl_sweep_spec_report) as a command, for the CSV's provenance line. */
+#define SWEEP_COMMAND "flashlab sweep --N 512:65536:x2 --d 64,128 --M 4096:8388608:x2 --M-upto-Nd"
+
 static const char *usage =
     "usage: flashlab report [options]\n"
     "The main job.  Prints the HBM traffic of standard, flash1 and flash2 for the GPT-2-medium\n"
@@ -107,6 +110,7 @@ int fl_cmd_report(int argc, char **argv)
     int64_t Mgiven = 0;
     fl_table t = {0}, dt = {0};
     fl_sweep_stats st;
+    FILE *csv = NULL;
     const fl_sram_preset *pre = NULL;
     fl_status e = FL_OK;
     fl_args a;
@@ -142,8 +146,15 @@ int fl_cmd_report(int argc, char **argv)
     if ((e = table(&o, pre))) goto fail;
     fflush(stdout);
 
+    /* one run of the default sweep: kept in memory for the fits and as CSV for DIR/data/ */
     fl_sweep_spec s = fl_sweep_spec_report(), ds = fl_analysis_dsweep();
-    if ((e = fl_sweep_collect(&s, &t, &st)) || (e = fl_sweep_collect(&ds, &dt, NULL))) goto fail;
+    if (o.figures && !(csv = tmpfile())) {
+        e = fl_fail(FL_EIO, "report: cannot create a temporary file");
+        goto fail;
+    }
+    if ((e = csv ? fl_sweep_write_csv(&s, csv, SWEEP_COMMAND, &t, &st) : fl_sweep_collect(&s, &t, &st)) ||
+        (e = fl_sweep_collect(&ds, &dt, NULL)))
+        goto fail;
     printf("\nFitted laws (GSL least squares, ± one standard error) over the default sweep: all three\n"
            "schedules, N = 512..65536, d = 64 and 128, M = 4096..N*d (x2): %" PRId64 " configurations,\n"
            "%" PRId64 " skipped, %.3g tile events.  `flashlab bound --all-N` prints every N.\n\n",
@@ -158,18 +169,24 @@ int fl_cmd_report(int argc, char **argv)
         fl_atomic_file af;
         snprintf(path, sizeof path, "%s/data/report_sweep.csv", o.dir);
         if ((e = fl_atomic_open(&af, path))) goto fail;
-        if ((e = fl_sweep_write_csv(&s, af.f, "flashlab sweep --N 512:65536:x2 --d 64,128 --M 4096:8388608:x2 --M-upto-Nd", NULL, NULL))) {
+        char buf[65536];
+        size_t n;
+        rewind(csv);
+        while ((n = fread(buf, 1, sizeof buf, csv)) > 0) fwrite(buf, 1, n, af.f);
+        if (ferror(csv)) {
             fl_atomic_abort(&af);
+            e = fl_fail(FL_EIO, "report: reading back the sweep's CSV failed");
             goto fail;
         }
         if ((e = fl_atomic_commit(&af))) goto fail;
-        printf("\nFigures (a)-(d) as PNG, PDF and SVG, and their data: %s/ (%d files, + data/report_sweep.csv)\n",
+        printf("\nFigures (a)-(d) as PNG, PDF and SVG, and their data, written to %s (%d files, and data/report_sweep.csv)\n",
                o.dir, nfiles);
     }
     goto done;
 fail:
     status = fl_cli_error(e);
 done:
+    if (csv) fclose(csv);
     fl_table_free(&t);
     fl_table_free(&dt);
     return status;

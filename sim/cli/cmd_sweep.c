@@ -19,8 +19,8 @@
 #include "emit.h"
 #include "listparse.h"
 #include "presets.h"
-#include "sweep.h"
 #include "problem_opts.h"
+#include "sweep.h"
 
 static const char *usage =
     "usage: flashlab sweep [options]\n"
@@ -28,16 +28,16 @@ static const char *usage =
     "(the columns of `flashlab count --format csv`).  LIST is 512,1024,4096 or a range\n"
     "A:B:xK (geometric) or A:B:+K (arithmetic), or a mix: 64,128:1024:x2.\n\n"
     "  --algo LIST     schedules: standard, flash1, flash2, flash2-gqa, a comma list,\n"
-    "                  or all (= standard, flash1, flash2)                          [all]\n"
+    "                  or all (standard, flash1, flash2; + flash2-gqa when --kv-heads < --heads) [all]\n"
     "  --N LIST        sequence lengths                                            [1024]\n"
     "  --d LIST        head dimensions                                             [64]\n"
     "  --M LIST        SRAM capacities in elements (overrides --sram)              [from --sram]\n"
     "  --Br LIST       query block rows (default: each schedule's rule)\n"
     "  --Bc LIST       key/value block rows (default: each schedule's rule)\n"
-    "  --sram GPU      M from a preset: a100, h100, h200, b200 (docs/analysis.md)  [a100]\n"
-    "  --dtype T       fp16, bf16 or fp32: bytes per element, and M from --sram    [fp16]\n"
     "  --M-upto-Nd     keep only M <= N*d for each (N, d) (the paper's regime)\n"
-    "  --max-events E  skip configurations with more tile events than E (0: none) [1e10]\n"
+    "  --sram, --dtype, --seed, --pass, --Nk, --causal, --window, --batch, --heads, --kv-heads,\n"
+    "  --max-events    as in `flashlab count` (one value each, applied to every configuration;\n"
+    "                  varlen --cu-seqlens-* is for count); --M wins over --sram\n"
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
     "  --progress      show a progress bar on stderr (default: only on a terminal)\n"
@@ -122,19 +122,18 @@ fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *comm
 int fl_cmd_sweep(int argc, char **argv)
 {
     const int64_t big = INT64_MAX / 4;
+    static fl_popts po; /* large (the cu_seqlens arrays): not on the stack */
     fl_list N = {0}, d = {0}, M = {0}, Br = {0}, Bc = {0};
     fl_sweep_spec s = fl_sweep_spec_init();
-    static fl_popts po; /* the fields no list sets: s.base (static: its arrays are large) */
-    fl_popts_init(&po);
-    s.base = &po.p;
     fl_format fmt = FL_FMT_CSV;
-    const char *sram = NULL, *dtype = NULL, *output = NULL;
-    int progress = isatty(2);
+    const char *output = NULL;
+    int progress = isatty(2), algo_all = 1;
     int status = 0;
     fl_status e = FL_OK;
     fl_args a;
     const char *name, *iv, *v;
     int k;
+    fl_popts_init(&po);
     fl_args_init(&a, argc, argv);
     while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
@@ -144,29 +143,33 @@ int fl_cmd_sweep(int argc, char **argv)
         if (strcmp(name, "--progress") == 0) { progress = 1; continue; }
         if (strcmp(name, "--M-upto-Nd") == 0) { s.M_upto_Nd = 1; continue; }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
-        if (strcmp(name, "--algo") == 0) e = fl_list_parse_algos(v, s.algos, &s.nalgos);
+        if (strcmp(name, "--algo") == 0) e = fl_list_parse_algos(v, s.algos, &s.nalgos), algo_all = !strcmp(v, "all");
         else if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);
         else if (strcmp(name, "--d") == 0) fl_list_free(&d), e = fl_list_parse(name, v, 1, big, &d);
         else if (strcmp(name, "--M") == 0) fl_list_free(&M), e = fl_list_parse(name, v, 1, big, &M);
         else if (strcmp(name, "--Br") == 0) fl_list_free(&Br), e = fl_list_parse(name, v, 1, big, &Br);
         else if (strcmp(name, "--Bc") == 0) fl_list_free(&Bc), e = fl_list_parse(name, v, 1, big, &Bc);
-        else if (strcmp(name, "--sram") == 0) sram = v;
-        else if (strcmp(name, "--dtype") == 0) dtype = v;
-        else if (strcmp(name, "--max-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &s.max_events);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
         else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
             e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
-        else if (fl_popts_take(&po, name, v, &e)) {} /* the problem's other fields */
-        else e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
+        else if (!fl_popts_take(&po, name, v, &e)) /* the problem's other fields */
+            e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
-    int64_t M1 = 0, N1 = 1024, d1 = 64, configs = 0;
-    if (!e) e = fl_presets_resolve(sram, dtype, 0, &M1, &s.elem_bytes);
+    int64_t configs = 0;
+    /* --sram/--dtype (M unless --M lists it) and the variant rules, checked once for the first
+     * schedule; a rule another schedule of the list breaks makes its rows skipped lines */
+    if (!e && s.nalgos) po.p.algo = (fl_algo)s.algos[0];
+    if (!e) e = fl_popts_finish(&po);
     if (e) goto fail;
-    s.N = N.n ? N.v : &N1, s.nN = N.n ? N.n : 1;
-    s.d = d.n ? d.v : &d1, s.nd = d.n ? d.n : 1;
-    s.M = M.n ? M.v : &M1, s.nM = M.n ? M.n : 1;
+    s.base = &po.p;
+    s.elem_bytes = po.p.elem_bytes;
+    s.max_events = po.p.max_events;
+    if (algo_all && po.p.kv_heads && po.p.kv_heads < po.p.heads) s.algos[s.nalgos++] = FL_ALGO_FLASH2_GQA; /* as count */
+    s.N = N.n ? N.v : &po.p.N, s.nN = N.n ? N.n : 1;
+    s.d = d.n ? d.v : &po.p.d, s.nd = d.n ? d.n : 1;
+    s.M = M.n ? M.v : &po.p.M, s.nM = M.n ? M.n : 1;
     if (Br.n) s.Br = Br.v, s.nBr = Br.n;
     if (Bc.n) s.Bc = Bc.v, s.nBc = Bc.n;
     if ((e = fl_sweep_size(&s, &configs))) goto fail;

@@ -8,6 +8,8 @@
 
 #include "args.h"
 #include "cli.h"
+#include "listparse.h"
+#include "problem_opts.h"
 #include "run.h"
 #include "trace.h"
 
@@ -34,76 +36,37 @@ static const char *usage =
     "  --help        this text\n";
 
 typedef struct {
-    fl_algo algos[FL_NALGO];
+    int algos[FL_NALGO];
     int nalgos, compute;
-    fl_problem p;
+    fl_popts po;
     fl_trace_format fmt;
     const char *out;
 } opts;
 
-/* A comma list of distinct schedule names, "classic" (standard,flash1,flash2) or "all".  Every
- * item is checked as written: an empty item is an error and nothing is cut off. */
+/* A schedule list as fl_list_parse_algos reads it, plus "classic" (standard,flash1,flash2) and
+ * "all" (every schedule). */
 static fl_status parse_algos(const char *s, opts *o)
 {
-    o->nalgos = 0;
     if (strcmp(s, "all") == 0) {
-        for (int a = 0; a < FL_NALGO; a++) o->algos[o->nalgos++] = (fl_algo)a;
+        for (o->nalgos = 0; o->nalgos < FL_NALGO; o->nalgos++) o->algos[o->nalgos] = o->nalgos;
         return FL_OK;
     }
-    if (strcmp(s, "classic") == 0) s = "standard,flash1,flash2";
-    for (const char *item = s;; item++) {
-        const size_t len = strcspn(item, ",");
-        char tok[32];
-        fl_algo a;
-        if (len == 0)
-            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
-        if (len >= sizeof tok)
-            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose %s)", (int)len, item,
-                           fl_algo_choices());
-        memcpy(tok, item, len);
-        tok[len] = 0;
-        FL_TRY(fl_algo_parse(tok, &a));
-        for (int k = 0; k < o->nalgos; k++)
-            if (o->algos[k] == a) return fl_fail(FL_EINVAL, "--algo: '%s' is listed twice", tok);
-        o->algos[o->nalgos++] = a;
-        item += len;
-        if (!*item) break;
-    }
-    return FL_OK;
-}
-
-static fl_status parse_pass(const char *v, fl_pass *out)
-{
-    if (strcmp(v, "fwd") == 0) *out = FL_PASS_FWD;
-    else if (strcmp(v, "bwd") == 0) *out = FL_PASS_BWD;
-    else if (strcmp(v, "fwd+bwd") == 0) *out = FL_PASS_FWD_BWD;
-    else return fl_fail(FL_EINVAL, "--pass: unknown pass '%s' (choose fwd, bwd or fwd+bwd)", v);
-    return FL_OK;
-}
-
-static fl_status parse_window(const char *v, fl_problem *p)
-{
-    int64_t w[2], n;
-    FL_TRY(fl_parse_i64_list("--window", v, -1, INT64_MAX / 4, w, 2, &n));
-    if (n != 2) return fl_fail(FL_EINVAL, "--window: needs two values L,R (each >= 0, or -1 for unbounded)");
-    p->window_left = w[0];
-    p->window_right = w[1];
-    return FL_OK;
+    return fl_list_parse_algos(strcmp(s, "classic") == 0 ? "standard,flash1,flash2" : s, o->algos, &o->nalgos);
 }
 
 /* Returns -1 after printing help, else a status. */
 static int parse(int argc, char **argv, opts *o)
 {
-    const int64_t big = INT64_MAX / 4;
     fl_args a;
     const char *name, *iv, *v;
+    fl_status s;
     int k;
     memset(o, 0, sizeof *o);
-    o->p = fl_problem_default();
-    o->p.N = 64;
-    o->p.d = 8;
-    o->p.M = 384;
-    o->p.max_events = 100000;
+    fl_popts_init(&o->po); /* small defaults: flash1 and flash2 get 8 x 8 tiles */
+    o->po.p.N = 64;
+    o->po.p.d = 8;
+    o->po.M_given = 384;
+    o->po.p.max_events = 100000;
     o->fmt = FL_TRACE_CSV;
     FL_TRY(parse_algos("classic", o));
     fl_args_init(&a, argc, argv);
@@ -120,24 +83,16 @@ static int parse(int argc, char **argv, opts *o)
         }
         FL_TRY(fl_args_value(&a, name, iv, &v));
         if (strcmp(name, "--algo") == 0) FL_TRY(parse_algos(v, o));
-        else if (strcmp(name, "--N") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.N));
-        else if (strcmp(name, "--d") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.d));
-        else if (strcmp(name, "--M") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.M));
-        else if (strcmp(name, "--Br") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Br));
-        else if (strcmp(name, "--Bc") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Bc));
-        else if (strcmp(name, "--seed") == 0) FL_TRY(fl_parse_u64(name, v, &o->p.seed));
-        else if (strcmp(name, "--max-events") == 0) FL_TRY(fl_parse_i64(name, v, 1, INT64_MAX, &o->p.max_events));
         else if (strcmp(name, "--format") == 0) FL_TRY(fl_trace_format_parse(v, &o->fmt));
-        else if (strcmp(name, "--Nk") == 0) FL_TRY(fl_parse_i64(name, v, 1, big, &o->p.Nk));
-        else if (strcmp(name, "--causal") == 0) FL_TRY(fl_causal_parse(v, &o->p.causal));
-        else if (strcmp(name, "--window") == 0) FL_TRY(parse_window(v, &o->p));
-        else if (strcmp(name, "--pass") == 0) FL_TRY(parse_pass(v, &o->p.pass));
         else if (strcmp(name, "--out") == 0) {
             if (!*v) return fl_fail(FL_EINVAL, "--out: needs a file name");
             o->out = v;
-        } else return fl_fail(FL_EINVAL, "%s: unknown option for trace (see flashlab trace --help)", name);
+        } else if (fl_popts_take(&o->po, name, v, &s)) FL_TRY(s);
+        else return fl_fail(FL_EINVAL, "%s: unknown option for trace (see flashlab trace --help)", name);
     }
-    return k < 0 ? FL_EINVAL : FL_OK;
+    if (k < 0) return FL_EINVAL;
+    o->po.p.algo = (fl_algo)o->algos[0];
+    return fl_popts_finish(&o->po);
 }
 
 /* Runs every schedule into f. */
@@ -147,8 +102,8 @@ static fl_status trace_all(const opts *o, FILE *f)
     fl_result r;
     fl_trace_init(&w, f, o->fmt);
     for (int i = 0; i < o->nalgos; i++) {
-        fl_problem p = o->p;
-        p.algo = o->algos[i];
+        fl_problem p = o->po.p;
+        p.algo = (fl_algo)o->algos[i];
         fl_trace_begin_run(&w, fl_algo_name(p.algo), p.M);
         FL_TRY(fl_run(&p, o->compute ? FL_COMPUTE : FL_COUNT, fl_trace_event, &w, &r));
     }
@@ -168,7 +123,7 @@ static fl_status copy_to_stdout(FILE *f)
 
 int fl_cmd_trace(int argc, char **argv)
 {
-    opts o;
+    static opts o; /* large (the cu_seqlens arrays): not on the stack */
     int s = parse(argc, argv, &o);
     if (s < 0) return 0;
     if (s) return fl_cli_error(s);

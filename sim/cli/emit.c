@@ -191,4 +191,20 @@ void fl_emit_explain(FILE *out, const fl_result *r)
     fprintf(out, "; footprint %" PRId64 " of M = %" PRId64 " elements; Tr = %" PRId64 ", Tc = %" PRId64 "\n",
             b->footprint, p->M, (p->N + b->Br - 1) / b->Br,
             (fl_algo_is_ext(p->algo) ? fl_ext_Nk(p) + b->Bc - 1 : p->N + b->Bc - 1) / b->Bc);
+    if (p->algo == FL_ALGO_FLASH2_GQA)
+        fprintf(out, "  rule B2g: square blocks with the %" PRId64 " query heads of a group stacked: a query tile\n"
+                     "    of G*Br rows, 2*G*Br*d + 2*Bc*d + G*Br*Bc + 2*G*Br <= M (docs/model.md eq. F2g)\n",
+                fl_problem_group(p));
+    if (p->pass & FL_PASS_BWD) {
+        const fl_blocks *bb = &r->b_bwd;
+        fprintf(out, "  backward: %s\n", p->algo == FL_ALGO_STANDARD
+                ? "rule B0 on the same tiling; dS rows need 2*Nk <= M to fit (else two passes)"
+                : p->algo == FL_ALGO_FLASH1
+                ? "rule B1b: Br = min(Bc, d), Bc the largest <= ceil(M/4d) with 4*Bc*d + 4*Br*d + 2*Br*Bc + 3*Br <= M (F1b)"
+                : p->algo == FL_ALGO_FLASH2_GQA
+                ? "rule B2gb: Bc the largest with Br = max(1, Bc/G) and 4*Bc*d + 3*G*Br*d + 2*G*Br*Bc + 2*G*Br <= M (F2b)"
+                : "rule B2b: square blocks with 4*Bc*d + 3*Br*d + 2*Br*Bc + 2*Br <= M (F2b)");
+        fprintf(out, "  backward chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "; footprint %" PRId64 " of M\n",
+                bb->overridden ? " (override)" : "", bb->Br, bb->Bc, bb->footprint);
+    }
 }
