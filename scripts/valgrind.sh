@@ -60,7 +60,7 @@ runs=$(cat <<'EOF'
 2|sweep --N 1:4096:+1 --d 1:4096:+1
 2|count --cu-seqlens-q 0,5,3
 2|count --algo decode --N 4 --Nk 100 --page-size 16 --block-table 0,1,2,3,4,-1,5
-2|count --algo flash2 --N 64 --heads 2048 --batch 1024
+2|count --algo flash2 --N 1000000 --heads 4096 --batch 4096
 2|plot --out /proc/self
 EOF
 )
