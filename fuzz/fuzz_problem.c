@@ -137,7 +137,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fl_problem p = fl_problem_default();
     const int part = (int)take(&in, 1);
     const int a = (int)take(&in, 1);
-    p.algo = (fl_algo)(a < 250 ? a % FL_NALGO : a - 252); /* a few invalid values too */
+    /* the three core schedules (fl_footprint is their rule); a few invalid values too */
+    p.algo = (fl_algo)(a < 250 ? a % (FL_ALGO_FLASH2 + 1) : a < 253 ? a - 252 : FL_NALGO + a - 253);
     if (part & 1) compute(&p, &in);
     else full_range(&p, &in);
     return 0;

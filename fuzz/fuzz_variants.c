@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fl_problem p = fl_problem_default();
     int64_t cq[BMAX + 1], ck[BMAX + 1];
     const unsigned a = take(&in), f = take(&in);
-    p.algo = (fl_algo)(a % FL_NALGO);
+    p.algo = (fl_algo)(a % (FL_ALGO_FLASH2_GQA + 1)); /* the schedules with masks, heads, varlen, bwd */
     p.pass = (f & 3) == 0 ? FL_PASS_FWD : (f & 3) == 1 ? FL_PASS_BWD : FL_PASS_FWD_BWD;
     p.causal = (fl_causal)((f >> 2) % 3);
     const int varlen = (f >> 4) & 1, corrupt = (f >> 5) & 1, window = (f >> 6) & 1;

@@ -21,7 +21,7 @@ if [ ${#names[@]} -eq 0 ]; then
 fi
 
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz
+cmake --build --preset fuzz --target $(printf 'fuzz_%s ' "${names[@]}")
 mkdir -p build-fuzz/artifacts build-fuzz/logs
 status=0
 for n in "${names[@]}"; do

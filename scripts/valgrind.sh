@@ -31,8 +31,19 @@ runs=$(cat <<'EOF'
 0|run --algo all --N 130 --d 16 --M 1500 --format csv
 0|run --algo flash2 --N 64 --d 64 --Br 7 --Bc 5 --seed 99 --format json
 0|run --algo standard --N 200 --d 8 --M 150 --format table
+0|run --algo flash2 --N 40 --Nk 57 --d 8 --causal bottom-right --window 5,2 --pass fwd+bwd --format csv
+0|run --algo flash2-gqa --N 24 --d 8 --heads 6 --kv-heads 2 --batch 2 --pass fwd+bwd
+0|run --algo flash1 --cu-seqlens-q 0,5,5,17 --cu-seqlens-k 0,9,9,30 --d 8 --causal top-left --format json
+0|run --algo decode --N 3 --Nk 100 --page-size 16 --page-seed 7 --splits 3 --d 16
+0|run --algo blocksparse --N 64 --d 8 --density 0.5 --M 2000
+0|run --algo memeff --N 50 --d 8
+0|run --algo softmax-online --N 30
+0|sweep --algo flash1,flash2 --N 256:2048:x2 --d 64 --M 4096,16384 --Bc 16:64:+16
+0|bound --N 512,1024,2048 --d 64 --M 4096:65536:x2
+0|trace --algo flash2 --N 16 --d 4 --M 200 --format jsonl
 0|example list
 0|example two-tile
+0|example nan-padding
 2|
 2|frobnicate
 2|count --N 0
@@ -45,6 +56,12 @@ runs=$(cat <<'EOF'
 2|count --explain=yes
 2|example
 2|example nope
+2|sweep --N 64:8:x2
+2|sweep --N 1:4096:+1 --d 1:4096:+1
+2|count --cu-seqlens-q 0,5,3
+2|count --algo decode --N 4 --Nk 100 --page-size 16 --block-table 0,1,2,3,4,-1,5
+2|count --algo flash2 --N 1000000 --heads 4096 --batch 4096
+2|plot --out /proc/self
 EOF
 )
 

@@ -80,6 +80,14 @@ fl_status fl_problem_check(const fl_problem *p)
     if (p->elem_bytes != 2 && p->elem_bytes != 4 && p->elem_bytes != 8)
         return fl_fail(FL_EINVAL, "--dtype: element size must be 2, 4 or 8 bytes");
     if (p->max_events < 0) return fl_fail(FL_EINVAL, "--max-events: must be >= 0 (0 = no limit)");
+    const struct { const char *opt; int64_t v; } sizes[] = {
+        {"--N", p->N}, {"--Nk", p->Nk}, {"--d", p->d}, {"--M", p->M}, {"--Br", p->Br}, {"--Bc", p->Bc},
+        {"--batch", p->batch}, {"--heads", p->heads}, {"--kv-heads", p->kv_heads},
+        {"--window", p->window_left}, {"--window", p->window_right}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) /* sums of two sizes fit in 64 bits */
+        if (sizes[i].v > FL_SIZE_MAX)
+            return fl_fail(FL_EINVAL, "%s: %lld is more than the largest size %lld", sizes[i].opt,
+                           (long long)sizes[i].v, (long long)FL_SIZE_MAX);
     /* Variants (issue 4): docs/model.md K1 (masks), H1 (heads), V1 (varlen). */
     if (p->Nk < 0) return fl_fail(FL_EINVAL, "--Nk: key length must be an integer >= 1 (0 = N)");
     if (!fl_causal_name(p->causal)) return fl_fail(FL_EINVAL, "--causal: unknown corner (choose none, top-left or bottom-right)");

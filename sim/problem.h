@@ -13,6 +13,10 @@
 #include "../reference/masks.h"
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     FL_ALGO_STANDARD = 0, /* FlashAttention paper, Algorithm 0: S and P in HBM */
     FL_ALGO_FLASH1 = 1,   /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
@@ -109,9 +113,13 @@ int64_t fl_problem_group(const fl_problem *p);
  * added later then keep their defaults. */
 fl_problem fl_problem_default(void);
 
-/* Checks N, d, M >= 1, elem_bytes in {2, 4, 8}, and the variant fields (Nk, causal, window,
- * batch/heads/kv_heads, pass, cu_seqlens: docs/model.md K1, H1, V1); FL_EINVAL naming the
- * option and the rule otherwise. */
+/* Largest value of a size field (N, Nk, d, M, Br, Bc, batch, heads, kv_heads, window sides):
+ * 2^61 - 1, the CLI's bound too, so that the sum of any two sizes fits in 64 bits. */
+#define FL_SIZE_MAX (INT64_MAX / 4)
+
+/* Checks N, d, M >= 1, every size field <= FL_SIZE_MAX, elem_bytes in {2, 4, 8}, and the
+ * variant fields (Nk, causal, window, batch/heads/kv_heads, pass, cu_seqlens: docs/model.md K1,
+ * H1, V1); FL_EINVAL naming the option and the rule otherwise. */
 fl_status fl_problem_check(const fl_problem *p);
 
 typedef struct {
@@ -155,5 +163,9 @@ fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
 
 /* The same for one pass (bwd = 0 forward, 1 backward) with that pass's blocks. */
 fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *c);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -283,6 +283,15 @@ void fl_decode_geometry(const fl_problem *p, const fl_blocks *b, fl_decode_geom 
     g->S = fl_cdiv(units, per);
 }
 
+/* The slot of index i in the sparse permutation's hash table (its own, or the empty one where
+ * it goes). */
+static int64_t perm_slot(const int64_t *key, int64_t cap, int64_t i)
+{
+    int64_t h = (int64_t)(((uint64_t)i * UINT64_C(0x9E3779B97F4A7C15)) % (uint64_t)cap);
+    while (key[h] >= 0 && key[h] != i) h = (h + 1) % cap;
+    return h;
+}
+
 fl_status fl_decode_block_table(const fl_problem *p, const fl_decode_geom *g, int64_t *table)
 {
     if (p->block_table) {
@@ -293,19 +302,29 @@ fl_status fl_decode_block_table(const fl_problem *p, const fl_decode_geom *g, in
         for (int64_t k = 0; k < g->pages; k++) table[k] = k;
         return FL_OK;
     }
-    /* a random placement: the first `pages` entries of a Fisher-Yates shuffle of the pool */
-    int64_t *perm = malloc((size_t)g->pool * sizeof *perm);
-    if (!perm) return fl_fail(FL_ENOMEM, "out of memory for a pool of %lld pages", (long long)g->pool);
+    /* a random placement: the first `pages` entries of a Fisher-Yates shuffle of the pool.  The
+     * shuffle is sparse: perm[i] = i except where a swap wrote it, and only those (at most
+     * 2 * pages) are stored, so a pool of 10^12 pages costs no more than the pages used. */
+    const int64_t cap = 4 * g->pages + 4; /* open addressing, load <= 1/2 */
+    int64_t *key = malloc((size_t)cap * sizeof *key), *val = malloc((size_t)cap * sizeof *val);
+    if (!key || !val) {
+        free(key);
+        free(val);
+        return fl_fail(FL_ENOMEM, "out of memory for a block table of %lld pages", (long long)g->pages);
+    }
+    for (int64_t i = 0; i < cap; i++) key[i] = -1;
     uint64_t st = p->page_seed;
-    for (int64_t k = 0; k < g->pool; k++) perm[k] = k;
     for (int64_t k = 0; k < g->pages; k++) {
         const int64_t r = k + (int64_t)(fl_rng_next(&st) % (uint64_t)(g->pool - k));
-        const int64_t t = perm[k];
-        perm[k] = perm[r];
-        perm[r] = t;
-        table[k] = perm[k];
+        const int64_t sk = perm_slot(key, cap, k), sr = perm_slot(key, cap, r);
+        const int64_t vk = key[sk] < 0 ? k : val[sk], vr = key[sr] < 0 ? r : val[sr];
+        key[sk] = k, val[sk] = vr; /* swap perm[k] and perm[r] */
+        const int64_t sr2 = perm_slot(key, cap, r); /* (r may equal k) */
+        key[sr2] = r, val[sr2] = r == k ? vr : vk;
+        table[k] = vr;
     }
-    free(perm);
+    free(key);
+    free(val);
     return FL_OK;
 }
 

@@ -178,6 +178,38 @@ static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segmen
     return FL_OK;
 }
 
+/* A lower bound of the tile events of a core schedule, cheap to compute (saturating): the
+ * forward stores every row block's output at least once (ceil(Nq / Br) per segment), and the
+ * backward touches every key block of a segment that first writes its dK, dV (ceil(Nk / Bc)). */
+static int64_t events_lower_bound(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
+{
+    const int64_t Hq = p->heads, Hkv = p->kv_heads ? p->kv_heads : p->heads;
+    const int64_t G = fl_problem_group(p), Nk = p->Nk ? p->Nk : p->N;
+    const int64_t segs = Hq / G, first = p->algo == FL_ALGO_FLASH2_GQA ? segs : Hkv; /* per sequence */
+    int64_t lb = 0, t;
+    for (int64_t s = 0; s < (p->cu_seqlens_q ? p->batch : 1); s++) {
+        const int64_t *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k ? p->cu_seqlens_k : cq;
+        const int64_t nq = cq ? cq[s + 1] - cq[s] : p->N, nk = cq ? ck[s + 1] - ck[s] : Nk;
+        const int64_t reps = cq ? 1 : p->batch;
+        if (!fl_mul_ok(reps, fl_mul_ok(segs, fl_cdiv(nq, b->Br), &t) ? t : INT64_MAX, &t) ||
+            !fl_add_ok(lb, t, &lb))
+            return INT64_MAX;
+        if (bb && (!fl_mul_ok(reps, fl_mul_ok(first, fl_cdiv(nk, bb->Bc), &t) ? t : INT64_MAX, &t) ||
+                   !fl_add_ok(lb, t, &lb)))
+            return INT64_MAX;
+    }
+    return lb;
+}
+
+/* Whether the closed form walks the blocks of every segment shape (sim/closed_variants.c: all
+ * but the plain forward of one dense head, whose closed form is O(1)). */
+static int walks_blocks(const fl_problem *p)
+{
+    return p->pass != FL_PASS_FWD || p->algo == FL_ALGO_FLASH2_GQA || p->batch != 1 || p->heads != 1 ||
+           p->cu_seqlens_q || (p->Nk != 0 && p->Nk != p->N) || p->causal != FL_CAUSAL_NONE ||
+           p->window_left != -1 || p->window_right != -1;
+}
+
 static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                      fl_values *vals, fl_result *r)
 {
@@ -186,11 +218,22 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     fl_counts cf, cb = {0};
     memset(&bb, 0, sizeof bb);
     FL_TRY(fl_blocks_choose(p, &b));
-    FL_TRY(fl_closed_form_pass(p, 0, &b, &cf));
-    if (bwd) {
-        FL_TRY(fl_blocks_choose_pass(p, 1, &bb));
-        FL_TRY(fl_closed_form_pass(p, 1, &bb, &cb));
+    if (bwd) FL_TRY(fl_blocks_choose_pass(p, 1, &bb));
+    if (p->max_events > 0 && (p->algo == FL_ALGO_DECODE || (!fl_algo_is_ext(p->algo) && walks_blocks(p)))) {
+        /* these closed forms walk every row (column) block: refuse a run that must exceed the
+         * limit before walking ~N/Br blocks per segment to count it exactly (decode runs one
+         * segment and stores every row block's output too) */
+        const int64_t lb = p->algo == FL_ALGO_DECODE ? fl_cdiv(p->N, b.Br)
+                                                     : events_lower_bound(p, &b, bwd ? &bb : NULL);
+        if (lb > p->max_events)
+            return fl_fail(FL_EINVAL,
+                           "--max-events: %s at N = %lld, d = %lld, M = %lld makes at least %lld tile "
+                           "events, more than the limit %lld; raise --max-events or M",
+                           fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M,
+                           (long long)lb, (long long)p->max_events);
     }
+    FL_TRY(fl_closed_form_pass(p, 0, &b, &cf));
+    if (bwd) FL_TRY(fl_closed_form_pass(p, 1, &bb, &cb));
     const int64_t events = cf.events + cb.events; /* both passes execute */
     if (p->max_events > 0 && events > p->max_events)
         return fl_fail(FL_EINVAL,

@@ -70,11 +70,13 @@ Test(errors_api, capacity_and_overflow)
                      "--M: flash1 needs at least 263 elements of SRAM for its smallest tiles "
                      "(Br = Bc = 1, d = 64); M = 262 is too small");
     p = fl_problem_default();
-    p.N = INT64_MAX;
+    p.N = FL_SIZE_MAX;
     p.d = 1;
-    p.M = INT64_MAX;
+    p.M = FL_SIZE_MAX;
     expect_run_error(p, FL_COUNT, FL_EOVERFLOW,
-                     "--N/--d: counts for N = 9223372036854775807, d = 1 would overflow 64-bit arithmetic");
+                     "--N/--d: counts for N = 2305843009213693951, d = 1 would overflow 64-bit arithmetic");
+    p.M = FL_SIZE_MAX + 1;
+    expect_run_error(p, FL_COUNT, FL_EINVAL, "--M: 2305843009213693952 is more than the largest size 2305843009213693951");
     p = fl_problem_default();
     p.algo = FL_ALGO_FLASH2;
     p.N = 1 << 22;

@@ -9,6 +9,9 @@
 #include "attention_ref.h"
 #include "ops.h"
 #include "problem.h"
+#include "problem_ext.h"
+#include "rng.h"
+#include "run.h"
 #include "status.h"
 
 /* fuzz_cli finding 1: `flashlab example` with no name printed its usage on stdout as well. */
@@ -62,15 +65,19 @@ Test(errors_regress, regress_block_rules_at_int64_max)
     fl_blocks b;
     p.N = 1;
     p.d = 1;
-    p.M = INT64_MAX;
+    p.M = FL_SIZE_MAX;
     p.algo = FL_ALGO_STANDARD; /* cube side t: 3(t+1)^2 <= M was computed in int64 */
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
     cr_expect(b.footprint >= 3 && b.footprint <= p.M);
-    p.algo = FL_ALGO_FLASH1; /* the paper's 4d overflowed */
-    p.d = INT64_MAX / 2;
+    p.algo = FL_ALGO_FLASH1; /* the paper's M + 4d - 1 overflowed */
+    p.d = FL_SIZE_MAX;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY);
     cr_expect(strstr(fl_last_error(), "--M: flash1 needs more than 9223372036854775807") != NULL, "%s",
               fl_last_error());
+    /* beyond FL_SIZE_MAX the problem itself is refused (fuzz_problem finding below) */
+    p.M = INT64_MAX;
+    cr_expect_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
+    cr_expect_str_eq(fl_last_error(), "--M: 9223372036854775807 is more than the largest size 2305843009213693951");
 }
 
 /* fuzz_cli finding 4: flash1's paper block ceil(M/4d) computed M + 4d - 1, which overflowed
@@ -132,21 +139,45 @@ Test(errors_regress, regress_nan_score_propagates)
 
 /* Found by test_errors_api: the block rules' binary search computed hi - lo + 1, which
  * overflowed for hi = INT64_MAX (N from the library API), so flash2 at M = INT64_MAX reported
- * "M is too small" (and UBSan: signed overflow) instead of the overflow of its counts. */
+ * "M is too small" (and UBSan: signed overflow) instead of the overflow of its counts.  Sizes
+ * that large are now refused first; the search is checked at the largest accepted size. */
 Test(errors_regress, regress_block_search_at_int64_max)
 {
     fl_problem p = fl_problem_default();
     fl_blocks b;
     p.algo = FL_ALGO_FLASH2;
-    p.N = INT64_MAX;
+    p.N = FL_SIZE_MAX;
     p.d = 1;
-    p.M = INT64_MAX;
+    p.M = FL_SIZE_MAX;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
     cr_expect(b.Br >= 1 && b.footprint <= p.M);
     p.algo = FL_ALGO_FLASH1;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
     p.algo = FL_ALGO_STANDARD;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_OK, "%s", fl_last_error());
+}
+
+/* fuzz_problem finding: sizes beyond 2^61 - 1 from the library API (the CLI stops there) made
+ * the mask's Nq + Nk overflow (UBSan, reference/masks.c) and reached block rules and closed
+ * forms never written for them; fl_problem_check now refuses every size field above
+ * FL_SIZE_MAX, naming it. */
+Test(errors_regress, regress_sizes_above_FL_SIZE_MAX_refused)
+{
+    fl_problem p = fl_problem_default();
+    fl_result r;
+    p.N = INT64_C(5836665117077491974);
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
+    cr_expect_str_eq(fl_last_error(), "--N: 5836665117077491974 is more than the largest size 2305843009213693951");
+    p = fl_problem_default();
+    p.heads = p.kv_heads = INT64_MAX;
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
+    cr_expect_str_eq(fl_last_error(), "--heads: 9223372036854775807 is more than the largest size 2305843009213693951");
+    p = fl_problem_default();
+    p.window_right = FL_SIZE_MAX + 1;
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
+    p.window_right = FL_SIZE_MAX; /* the largest is fine */
+    p.N = 64;
+    cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK, "%s", fl_last_error());
 }
 
 /* Found by review: an output path that cannot be written (FL_EIO) exited with status 1, not the
@@ -187,7 +218,78 @@ Test(errors_regress, regress_sweep_grid_too_large)
 Test(errors_regress, regress_message_is_one_line)
 {
     EXPECT_BAD("--N: '12?3' is not an integer (whole numbers only, no '?')", "count", "--N", "12\n3");
-    EXPECT_BAD("--algo: unknown schedule 'flash1?' (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe or softmax-online)",
-               "count", "--algo", "flash1\r");
+    EXPECT_BAD_NAMES("--algo: unknown schedule 'flash1?' (choose", "count", "--algo", "flash1\r");
     EXPECT_BAD_NAMES("--N", "sweep", "--N", "64,\n128");
+}
+
+/* Found by review: the closed form of a multi-head problem was computed segment by segment and
+ * tile by tile (batch x heads x N/Bc steps), so `--batch 512 --heads 512` at N = 10^6 took
+ * minutes before --max-events could refuse it (4096 x 4096: hours, 2 GB).  Each segment shape is
+ * now counted once; the timeout makes this test fail on the old code. */
+Test(errors_regress, regress_many_heads_refused_fast, .timeout = 20.0)
+{
+    EXPECT_BAD("--max-events: flash2 at N = 1000000, d = 64, M = 98304 makes 11892837318656 tile events, "
+               "more than the limit 10000000000; raise --max-events or M",
+               "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "512", "--batch", "512");
+}
+
+/* Same finding, 4096 x 4096 (batch, head) problems: refused in milliseconds too (the segment
+ * list it once built took 2 GB; segments are now computed on demand). */
+Test(errors_regress, regress_segment_list_capped, .timeout = 20.0)
+{
+    EXPECT_BAD_NAMES("--max-events: flash2 at N = 1000000, d = 64, M = 98304 makes",
+                     "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "4096", "--batch", "4096");
+}
+
+/* Found by review: a random block table (--page-seed) shuffled an array as large as the pool, so
+ * --pool-pages 2000000000000 failed with "out of memory" (exit status 1) and 10^8 pages took
+ * 800 MB.  The shuffle is now sparse; it must give exactly the tables the dense one gave. */
+Test(errors_regress, regress_sparse_block_table_shuffle)
+{
+    fl_problem p = fl_problem_default();
+    fl_decode_geom g = {0};
+    int64_t table[64], perm[200];
+    for (uint64_t seed = 1; seed <= 300; seed++)
+        for (int64_t pages = 1; pages <= 40; pages += 13) {
+            p.page_seed = seed;
+            g.pages = pages;
+            g.pool = pages + (int64_t)(seed % 150);
+            cr_assert_eq(fl_decode_block_table(&p, &g, table), FL_OK);
+            uint64_t st = seed; /* the dense Fisher-Yates the rule was written with */
+            for (int64_t k = 0; k < g.pool; k++) perm[k] = k;
+            for (int64_t k = 0; k < pages; k++) {
+                const int64_t r = k + (int64_t)(fl_rng_next(&st) % (uint64_t)(g.pool - k));
+                const int64_t t = perm[k];
+                perm[k] = perm[r];
+                perm[r] = t;
+                cr_assert_eq(table[k], perm[k], "seed %llu, pool %lld, entry %lld",
+                             (unsigned long long)seed, (long long)g.pool, (long long)k);
+            }
+        }
+    EXPECT_OK("count", "--algo", "decode", "--N", "1", "--Nk", "100", "--page-size", "16",
+              "--pool-pages", "2000000000000", "--page-seed", "5");
+}
+
+/* fuzz_cli finding: `count --algo flash2 --heads 6 --kv-heads 2 --N 230584007582 --max-events
+ * 100000` timed out: the closed form of a multi-segment problem walks every row block
+ * (N / Br = 10^9 steps) before --max-events can refuse it.  A cheap lower bound of the events
+ * (every row block stores its output; a backward touches every key block) now refuses first. */
+Test(errors_regress, regress_walking_closed_form_refused_fast, .timeout = 20.0)
+{
+    EXPECT_BAD("--max-events: flash2 at N = 230584007582, d = 16, M = 98304 makes at least 4906042716 tile "
+               "events, more than the limit 100000; raise --max-events or M",
+               "count", "--algo", "flash2", "--heads", "6", "--kv-heads", "2", "--N", "230584007582", "--d", "16",
+               "--max-events", "100000");
+    EXPECT_BAD_NAMES("--max-events: flash2 at N = 1, d = 64, M = 98304 makes at least", "count", "--algo", "flash2",
+                     "--pass", "bwd", "--N", "1", "--Nk", "2305843009213693951", "--window", "0,0", "--causal",
+                     "bottom-right", "--heads", "2", "--kv-heads", "1", "--max-events", "100000");
+}
+
+/* fuzz_cli finding: `count --algo decode --N 1071671015 --d 202 --max-events 100000` timed out
+ * under the sanitizers (0.9 s natively, linear in N): decode's closed form walks every query
+ * block.  Decode stores every row block's output, so ceil(N / Br) bounds its events. */
+Test(errors_regress, regress_decode_many_queries_refused_fast, .timeout = 20.0)
+{
+    EXPECT_BAD_NAMES("--max-events: decode at N = 2305843009213693951, d = 202, M = 98304 makes at least",
+                     "count", "--algo", "decode", "--N", "2305843009213693951", "--d", "202", "--max-events", "100000");
 }
