@@ -18,6 +18,10 @@
 
 #include "attention_ref.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Q: Nq x d, K: Nk x d, V: Nk x dv, dO: Nq x dv, row-major.  Writes dQ (Nq x d), dK (Nk x d),
  * dV (Nk x dv) and, when not NULL, O (Nq x dv), L (Nq, logsumexp, -inf for an empty row),
  * P (Nq x Nk) and dS (Nq x Nk).  keep NULL keeps every key.  FL_EINVAL for sizes < 1,
@@ -26,5 +30,9 @@ fl_status fl_ref_attention_bwd(int64_t Nq, int64_t Nk, int64_t d, int64_t dv, co
                                const double *K, const double *V, const double *dO, double scale,
                                fl_keep_fn keep, const void *ctx, double *dQ, double *dK, double *dV,
                                double *O, double *L, double *P, double *dS);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

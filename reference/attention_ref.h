@@ -16,6 +16,10 @@
 
 #include "../sim/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* keep(i, j, ctx): nonzero when query i may attend to key j. */
 typedef int (*fl_keep_fn)(int64_t i, int64_t j, const void *ctx);
 
@@ -35,5 +39,9 @@ double fl_ref_softmax_row(const double *s, int64_t n, const double *V, int64_t d
  * all zeros).  NaN anywhere gives NaN. */
 double fl_max_abs_diff(const double *a, const double *b, int64_t n);
 double fl_rel_err(const double *a, const double *b, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     int64_t Nq, Nk, Br, Bc; /* score matrix and block sizes */
     int64_t Tr, Tc;         /* block rows ceil(Nq / Br), block columns ceil(Nk / Bc) */
@@ -29,5 +33,9 @@ int fl_bsmask_block(const fl_bsmask *mk, int64_t bi, int64_t bj);
 /* The keep rule of one score for the reference (fl_keep_fn, ctx = const fl_bsmask *):
  * keep(i, j) = block (i / Br, j / Bc) is kept. */
 int fl_bsmask_keep(int64_t i, int64_t j, const void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

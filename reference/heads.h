@@ -20,6 +20,10 @@
 
 #include "../sim/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* FL_OK when Hq >= 1, Hkv >= 1 and Hkv divides Hq; else FL_EINVAL naming --heads/--kv-heads and
  * the rule broken. */
 fl_status fl_heads_check(int64_t Hq, int64_t Hkv);
@@ -32,5 +36,9 @@ int64_t fl_kv_head(int64_t h, int64_t Hq, int64_t Hkv);
  * breaks the rule, and the rule. */
 fl_status fl_cu_seqlens_check(const char *opt, const int64_t *cu, int64_t n, int64_t batch,
                               int64_t total);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -32,6 +32,10 @@
 
 #include "../sim/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Which corner a causal mask is aligned to when Nq != Nk (the seeds: FlashAttention >= 2.1 is
  * bottom-right; PyTorch SDPA's is_causal is top-left). */
 typedef enum { FL_CAUSAL_NONE = 0, FL_CAUSAL_TOP_LEFT = 1, FL_CAUSAL_BOTTOM_RIGHT = 2 } fl_causal;
@@ -84,5 +88,9 @@ void fl_mask_row_block_range(const fl_mask *mk, int64_t c0, int64_t nc, int64_t 
 
 /* Adapter for fl_ref_attention's keep callback: ctx is a const fl_mask *. */
 int fl_mask_keep_fn(int64_t i, int64_t j, const void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

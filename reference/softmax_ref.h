@@ -6,7 +6,15 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* y[0:n] = exp(x - max x) / sum exp(x - max x), n >= 1, finite x.  y may alias x. */
 void fl_ref_softmax(const double *x, int64_t n, double *y);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

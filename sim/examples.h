@@ -9,6 +9,10 @@
 
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     const char *name;
     const char *summary;
@@ -26,5 +30,9 @@ const fl_example *fl_examples(int *n);
 
 /* The example called name, or NULL. */
 const fl_example *fl_example_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

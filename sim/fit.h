@@ -29,6 +29,10 @@
 
 #include "sweep.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     double slope, intercept;       /* b, a */
     double se_slope, se_intercept; /* standard errors (residual-based) */
@@ -77,5 +81,9 @@ fl_status fl_law_constant(const fl_table *t, const fl_select *sel, fl_shape s, f
  * with relative residuals (fl_fit_line_rel), so the small-M points that carry the floor count as
  * much as the large ones: f->intercept = a, f->slope = c, their standard errors, R^2. */
 fl_status fl_law_two_term(const fl_table *t, const fl_select *sel, fl_fit *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -28,6 +28,10 @@
 
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define FL_MAX_TENSORS 16
 #define FL_MAX_BUFS 32
 #define FL_NAME_LEN 16
@@ -125,5 +129,9 @@ void fl_machine_reset_peak(fl_machine *m);
 int64_t fl_machine_sram_used(const fl_machine *m);
 int64_t fl_machine_events(const fl_machine *m);
 int64_t fl_machine_capacity(const fl_machine *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

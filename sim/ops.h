@@ -11,6 +11,10 @@
 
 #include "machine.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Sets the top-left nr x nc tile of b to v. */
 void fl_op_fill(fl_buf *b, int64_t nr, int64_t nc, double v);
 
@@ -41,5 +45,9 @@ void fl_osm_finish(double l, const double *u, int64_t dv, double *out);
  * FL_ENOMEM if the numerator cannot be allocated. */
 fl_status fl_osm_tiled(const double *s, int64_t n, const double *V, int64_t dv, int64_t tile,
                        double *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,6 +19,10 @@
 
 #include "run.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     fl_result best;           /* the winning schedule and blocks, as simulated */
     fl_result flash1, flash2; /* the fixed schedules at their default rules, as simulated */
@@ -31,5 +35,9 @@ typedef struct {
  * executed.  p->algo, p->Br and p->Bc are ignored (they are what is searched).  FL_ECAPACITY
  * when no schedule fits in M; other errors as fl_run. */
 fl_status fl_optimize(const fl_problem *p, int top, fl_opt *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

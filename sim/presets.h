@@ -19,6 +19,10 @@
 
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     const char *name;        /* "a100" */
     const char *gpu;         /* "NVIDIA A100 (Ampere, sm_80)" */
@@ -50,5 +54,9 @@ int64_t fl_preset_M(const fl_sram_preset *p, int elem_bytes);
  * unknown. */
 fl_status fl_presets_resolve(const char *sram, const char *dtype, int64_t M_given, int64_t *M,
                              int *elem_bytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 #include "../reference/masks.h"
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     FL_ALGO_STANDARD = 0, /* FlashAttention paper, Algorithm 0: S and P in HBM */
     FL_ALGO_FLASH1 = 1,   /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
@@ -159,5 +163,9 @@ fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
 
 /* The same for one pass (bwd = 0 forward, 1 backward) with that pass's blocks. */
 fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *c);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,6 +17,10 @@
 #include "problem.h"
 #include "run.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The number of keys: p->Nk, or p->N when Nk is 0. */
 int64_t fl_ext_Nk(const fl_problem *p);
 
@@ -76,5 +80,9 @@ fl_status fl_run_ext(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
 /* A compute run of an ext algorithm that also copies its output into out (N x d values, or
  * N x Nk for softmax): for comparing two layouts or schedules value by value. */
 fl_status fl_run_ext_values(const fl_problem *p, double *out, fl_result *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

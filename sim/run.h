@@ -23,6 +23,10 @@
 #include "machine.h"
 #include "problem.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     char name[FL_NAME_LEN];
     int64_t reads, writes;
@@ -68,5 +72,9 @@ typedef struct {
 /* fl_run in FL_COMPUTE mode with the caller's inputs and a copy of the outputs: the worked
  * examples and the notebooks use it to look at the numbers themselves. */
 fl_status fl_run_values(const fl_problem *p, fl_values *v, fl_result *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -24,6 +24,10 @@
 #include "machine.h"
 #include "problem.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One attention problem inside the packed tensors (docs/model.md §heads): `group` consecutive
  * query heads (1 except for a group schedule) that share one K/V head.  Query head g of the
  * group has its Nq rows at q0 + g*qstride in Q, O, dO, dQ and in the per-row statistics (L, D,
@@ -117,5 +121,9 @@ fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int
 /* Makes *b a live buffer of rows x cols: keeps it when it already is one of that shape, else
  * frees it (if live) and allocates anew.  *b NULL: allocates. */
 fl_status fl_sram_realloc(fl_machine *m, const char *name, int64_t rows, int64_t cols, fl_buf **b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,6 +19,10 @@
 #include "problem.h"
 #include "schedules.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct fl_segments {
     int64_t nseg;           /* segments: (non-empty sequences) * Hq / G */
     int64_t q_rows, k_rows; /* Hq * Tq and Hkv * Tk */
@@ -39,5 +43,9 @@ fl_status fl_segments_build(const fl_problem *p, fl_segments *out);
 
 /* Frees what fl_segments_build allocated; NULL is a no-op. */
 void fl_segments_free(fl_segments *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     FL_OK = 0,
     FL_EINVAL = 1,    /* an argument breaks a documented rule */
@@ -52,5 +56,9 @@ static inline int64_t fl_max64(int64_t a, int64_t b) { return a > b ? a : b; }
         fl_status fl_try_s_ = (expr);     \
         if (fl_try_s_ != FL_OK) return fl_try_s_; \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 
 #include "run.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     int algos[FL_NALGO];     /* fl_algo values, in output order */
     int nalgos;
@@ -107,5 +111,9 @@ fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t);
 
 /* The first point with these coordinates (any blocks), or NULL. */
 const fl_point *fl_table_find(const fl_table *t, fl_algo a, int64_t N, int64_t d, int64_t M);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

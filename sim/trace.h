@@ -31,6 +31,10 @@
 
 #include "machine.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { FL_TRACE_CSV = 0, FL_TRACE_JSONL = 1 } fl_trace_format;
 
 /* Parses "csv" or "jsonl" (also "json"); FL_EINVAL naming --format otherwise. */
@@ -67,5 +71,9 @@ void fl_trace_event(const fl_event *ev, void *ctx);
 
 /* Flushes the output; FL_EIO ("trace: ...") if any write failed. */
 fl_status fl_trace_finish(fl_trace_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
