@@ -178,8 +178,8 @@ static fl_status blocks_decode(const fl_problem *p, fl_blocks *b)
     }
     int64_t Bc = p->Bc;
     if (!Bc) {
-        Bc = largest(P ? P : Nk, p->M, fd, p, Br, 1);
-        if (P && P % Bc) { /* the largest divisor of P that is <= Bc: O(sqrt P) */
+        Bc = largest(P ? P : Nk, p->M, fd, p, Br, 1); /* 0 when not even Bc = 1 fits */
+        if (P && Bc >= 1 && P % Bc) { /* the largest divisor of P that is <= Bc: O(sqrt P) */
             int64_t best = 1;
             for (int64_t k = 1; k <= P / k; k++)
                 if (P % k == 0) {
@@ -198,7 +198,14 @@ static fl_status blocks_decode(const fl_problem *p, fl_blocks *b)
         return fl_fail(FL_EINVAL, "--Bc: with --page-size %lld the key block must divide the page "
                                   "size (a tile never straddles a page), got %lld",
                        (long long)P, (long long)Bc);
-    if (Bc < 1 || b->footprint < 0 || b->footprint > p->M)
+    if (Bc < 1) { /* no key block fits beside the query block (fd = -1: beyond 64 bits) */
+        const int64_t need1 = fd(p, Br, 1);
+        return fl_fail(FL_EINVAL, "--Br: decode's query block Br = %lld needs %s%lld elements of SRAM even "
+                                  "with Bc = 1 (docs/model.md eq. FD), more than M = %lld",
+                       (long long)Br, need1 < 0 ? "more than " : "", (long long)(need1 < 0 ? INT64_MAX : need1),
+                       (long long)p->M);
+    }
+    if (b->footprint < 0 || b->footprint > p->M)
         return fl_fail(FL_EINVAL, "--Br/--Bc: decode blocks Br = %lld, Bc = %lld need %lld elements "
                                   "of SRAM (docs/model.md eq. FD), more than M = %lld",
                        (long long)Br, (long long)Bc, (long long)b->footprint, (long long)p->M);

@@ -293,3 +293,15 @@ Test(errors_regress, regress_decode_many_queries_refused_fast, .timeout = 20.0)
     EXPECT_BAD_NAMES("--max-events: decode at N = 2305843009213693951, d = 202, M = 98304 makes at least",
                      "count", "--algo", "decode", "--N", "2305843009213693951", "--d", "202", "--max-events", "100000");
 }
+
+/* fuzz_decode finding: a --Br for decode so large that not even Bc = 1 fits left Bc = 0, and the
+ * paged rule computed P % 0: SIGFPE (exit 136) in the CLI, "division by zero" under UBSan. */
+Test(errors_regress, regress_decode_no_key_block_fits)
+{
+    EXPECT_BAD("--Br: decode's query block Br = 40 needs 5369 elements of SRAM even with Bc = 1 "
+               "(docs/model.md eq. FD), more than M = 3000",
+               "count", "--algo", "decode", "--N", "40", "--Nk", "100", "--page-size", "16", "--Br", "40", "--M", "3000");
+    EXPECT_BAD("--Br: decode's query block Br = 40 needs 5368 elements of SRAM even with Bc = 1 "
+               "(docs/model.md eq. FD), more than M = 3000",
+               "count", "--algo", "decode", "--N", "40", "--Nk", "100", "--Br", "40", "--M", "3000");
+}
