@@ -21,26 +21,6 @@
 #include "fuzz_util.h"
 #include "run.h"
 
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} fz_bytes;
-
-static unsigned take(fz_bytes *b)
-{
-    if (!b->n) return 0;
-    b->n--;
-    return *b->p++;
-}
-
-static void check_message(fl_status s)
-{
-    const char *msg = fl_last_error();
-    FZ_CHECK(s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW, "status %d: %s", s, msg);
-    FZ_CHECK(!strncmp(msg, "--", 2), "message does not start with an option: %s", msg);
-    FZ_CHECK(!strchr(msg, '\n'), "message is not one line: %s", msg);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     enum { TMAX = 48 };
@@ -49,31 +29,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_bytes in = {data, size};
     fl_problem p = fl_problem_default();
     int64_t table[TMAX];
-    p.algo = algos[take(&in) % 6];
-    const unsigned f = take(&in);
-    p.N = 1 + take(&in) % 24;
-    p.Nk = 1 + take(&in) % 96;
-    p.d = 1 + take(&in) % 16;
-    p.M = 1 + (take(&in) | take(&in) << 8) % 8000;
-    p.Br = take(&in) % 9;
-    p.Bc = take(&in) % 17;
-    p.seed = take(&in) | (uint64_t)take(&in) << 8;
+    p.algo = algos[fz_take(&in, 1) % 6];
+    const unsigned f = fz_take(&in, 1);
+    p.N = 1 + fz_take(&in, 1) % 24;
+    p.Nk = 1 + fz_take(&in, 1) % 96;
+    p.d = 1 + fz_take(&in, 1) % 16;
+    p.M = 1 + (fz_take(&in, 1) | fz_take(&in, 1) << 8) % 8000;
+    p.Br = fz_take(&in, 1) % 9;
+    p.Bc = fz_take(&in, 1) % 17;
+    p.seed = fz_take(&in, 1) | (uint64_t)fz_take(&in, 1) << 8;
     p.max_events = 20000;
     int table_valid = 1, has_table = 0;
     if (p.algo == FL_ALGO_DECODE) {
         p.causal = (fl_causal)(f % 3);
         if (f & 4) { /* a paged cache */
-            p.page_size = 1 + take(&in) % 12;
+            p.page_size = 1 + fz_take(&in, 1) % 12;
             const int64_t used = (p.Nk + p.page_size - 1) / p.page_size;
-            p.pool_pages = (f & 8) ? used + (int64_t)(take(&in) % 8) - 1 : 0; /* sometimes one short */
+            p.pool_pages = (f & 8) ? used + (int64_t)(fz_take(&in, 1) % 8) - 1 : 0; /* sometimes one short */
             const int64_t pool = p.pool_pages ? p.pool_pages : 2 * used;
-            p.page_seed = (f & 16) ? take(&in) : 0;
+            p.page_seed = (f & 16) ? fz_take(&in, 1) : 0;
             if ((f & 32) && used <= TMAX) { /* an explicit table, perhaps broken */
                 has_table = 1;
-                p.block_table_len = used + ((f & 64) ? (int64_t)(take(&in) % 3) - 1 : 0);
+                p.block_table_len = used + ((f & 64) ? (int64_t)(fz_take(&in, 1) % 3) - 1 : 0);
                 if (p.block_table_len < 1 || p.block_table_len > TMAX) p.block_table_len = used;
                 for (int64_t k = 0; k < p.block_table_len; k++) {
-                    const unsigned v = take(&in);
+                    const unsigned v = fz_take(&in, 1);
                     table[k] = (v & 0x80) ? (int64_t)(v & 0x7f) - 2 : (k * 5 + v) % (pool ? pool : 1);
                 }
                 p.block_table = table;
@@ -86,11 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!has_table) table_valid = pool >= used;
             if (f & 128) p.pad_value = NAN; /* padding rows beyond Nk poisoned */
         }
-        p.splits = 1 + take(&in) % 6;
+        p.splits = 1 + fz_take(&in, 1) % 6;
     } else if (p.algo == FL_ALGO_BLOCKSPARSE) {
         p.Nk = 0;
-        p.density = (1 + take(&in) % 16) / 16.0;
-        p.mask_seed = 1 + take(&in);
+        p.density = (1 + fz_take(&in, 1) % 16) / 16.0;
+        p.mask_seed = 1 + fz_take(&in, 1);
     } else if (p.algo == FL_ALGO_MEMEFF) {
         p.Nk = 0;
     }
@@ -99,14 +79,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (p.algo == FL_ALGO_DECODE && p.page_size)
         FZ_CHECK((s == FL_OK) == table_valid, "block table: fl_problem_check %d, the rules say %s: %s",
                  s, table_valid ? "valid" : "invalid", fl_last_error());
-    if (s) return check_message(s), 0;
+    if (s) return fz_check_message(s), 0;
 
     fl_result r;
     s = fl_run(&p, FL_COMPUTE, NULL, NULL, &r);
     if (s) {
         /* a NaN pad is refused by the machine, naming the page and row (the nan-padding lesson) */
         if (isnan(p.pad_value)) return 0;
-        return check_message(s), 0;
+        return fz_check_message(s), 0;
     }
     FZ_CHECK(r.reads == r.closed.reads && r.writes == r.closed.writes && r.events == r.closed.events,
              "%s: counted %lld/%lld/%lld events, closed form %lld/%lld/%lld", fl_algo_name(p.algo),

@@ -25,29 +25,6 @@
 /* Events a full-range count run may take (keeps each input fast). */
 #define FZ_MAX_EVENTS 20000
 
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} fz_bytes;
-
-static uint64_t take(fz_bytes *b, int k)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < k; i++) {
-        v |= (uint64_t)(b->n ? *b->p : 0) << (8 * i);
-        if (b->n) b->p++, b->n--;
-    }
-    return v;
-}
-
-static void check_message(fl_status s)
-{
-    const char *msg = fl_last_error();
-    FZ_CHECK(s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW, "status %d: %s", s, msg);
-    FZ_CHECK(!strncmp(msg, "--", 2), "message does not start with an option: %s", msg);
-    FZ_CHECK(!strchr(msg, '\n'), "message is not one line: %s", msg);
-}
-
 static void check_blocks(const fl_problem *p, const fl_blocks *b)
 {
     FZ_CHECK(b->Br >= 1 && b->Bc >= 1 && b->Bd >= 1 && b->Bd <= p->d, "blocks %lld %lld %lld",
@@ -80,13 +57,13 @@ static void check_result(const fl_result *r)
 /* Whole int64 range: rules, closed forms, and a count run when it is short. */
 static void full_range(fl_problem *p, fz_bytes *in)
 {
-    p->N = (int64_t)take(in, 8);
-    p->d = (int64_t)take(in, 8);
-    p->M = (int64_t)take(in, 8);
-    p->Br = (int64_t)take(in, 8);
-    p->Bc = (int64_t)take(in, 8);
+    p->N = (int64_t)fz_take(in, 8);
+    p->d = (int64_t)fz_take(in, 8);
+    p->M = (int64_t)fz_take(in, 8);
+    p->Br = (int64_t)fz_take(in, 8);
+    p->Bc = (int64_t)fz_take(in, 8);
     /* half the time, small positive sizes so that runs happen */
-    if (take(in, 1) & 1) {
+    if (fz_take(in, 1) & 1) {
         p->N = 1 + (int64_t)((uint64_t)p->N % 4096);
         p->d = 1 + (int64_t)((uint64_t)p->d % 512);
         p->M = 1 + (int64_t)((uint64_t)p->M % (1 << 22));
@@ -96,33 +73,33 @@ static void full_range(fl_problem *p, fz_bytes *in)
     fl_blocks b;
     fl_counts c;
     fl_status s = fl_blocks_choose(p, &b);
-    if (s) return check_message(s);
+    if (s) return fz_check_message(s);
     check_blocks(p, &b);
     s = fl_closed_form(p, &b, &c);
-    if (s) return check_message(s);
+    if (s) return fz_check_message(s);
     FZ_CHECK(c.total == c.reads + c.writes && c.reads >= 0 && c.writes >= 0 && c.events >= 0,
              "closed form");
     p->max_events = FZ_MAX_EVENTS;
     if (c.events > FZ_MAX_EVENTS) return;
     fl_result r;
     s = fl_run(p, FL_COUNT, NULL, NULL, &r);
-    if (s) return check_message(s);
+    if (s) return fz_check_message(s);
     check_result(&r);
 }
 
 /* Small sizes, real values, checked against the reference. */
 static void compute(fl_problem *p, fz_bytes *in)
 {
-    p->N = 1 + (int64_t)(take(in, 1) % 80);
-    p->d = 1 + (int64_t)(take(in, 1) % 40);
-    p->M = 1 + (int64_t)(take(in, 2) % 12000);
-    p->Br = (int64_t)(take(in, 1) % 24);
-    p->Bc = (int64_t)(take(in, 1) % 24);
-    p->seed = take(in, 8);
+    p->N = 1 + (int64_t)(fz_take(in, 1) % 80);
+    p->d = 1 + (int64_t)(fz_take(in, 1) % 40);
+    p->M = 1 + (int64_t)(fz_take(in, 2) % 12000);
+    p->Br = (int64_t)(fz_take(in, 1) % 24);
+    p->Bc = (int64_t)(fz_take(in, 1) % 24);
+    p->seed = fz_take(in, 8);
     p->max_events = FZ_MAX_EVENTS; /* tiny tiles at N = 80 would take 10^5 events */
     fl_result r;
     fl_status s = fl_run(p, FL_COMPUTE, NULL, NULL, &r);
-    if (s) return check_message(s);
+    if (s) return fz_check_message(s);
     check_blocks(p, &r.b);
     check_result(&r);
     FZ_CHECK(r.computed && r.rel_err <= 1e-12, "%s N=%lld d=%lld M=%lld Br=%lld Bc=%lld: rel err %g",
@@ -135,8 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_bytes in = {data, size};
     fl_problem p = fl_problem_default();
-    const int part = (int)take(&in, 1);
-    const int a = (int)take(&in, 1);
+    const int part = (int)fz_take(&in, 1);
+    const int a = (int)fz_take(&in, 1);
     /* the three core schedules (fl_footprint is their rule); a few invalid values too */
     p.algo = (fl_algo)(a < 250 ? a % (FL_ALGO_FLASH2 + 1) : a < 253 ? a - 252 : FL_NALGO + a - 253);
     if (part & 1) compute(&p, &in);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "status.h"
+
 #define FZ_MAX_ARGS 32
 #define FZ_MAX_INPUT 4096
 
@@ -60,6 +62,33 @@ static inline int fz_int_ok(const char *s, __int128 min, __int128 max, __int128 
     if (neg) v = -v;
     if (val) *val = v;
     return v >= min && v <= max;
+}
+
+/* A reader over the fuzzer's input bytes: fz_take returns the next k bytes as a little-endian
+ * integer, reading 0 once the input runs out. */
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} fz_bytes;
+
+static inline uint64_t fz_take(fz_bytes *b, int k)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++) {
+        v |= (uint64_t)(b->n ? *b->p : 0) << (8 * i);
+        if (b->n) b->p++, b->n--;
+    }
+    return v;
+}
+
+/* The library's error contract for a refused problem: a bad-input status and one line that
+ * starts with the option it names. */
+static inline void fz_check_message(fl_status s)
+{
+    const char *msg = fl_last_error();
+    FZ_CHECK(s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW, "status %d: %s", s, msg);
+    FZ_CHECK(!strncmp(msg, "--", 2), "message does not start with an option: %s", msg);
+    FZ_CHECK(!strchr(msg, '\n'), "message is not one line: %s", msg);
 }
 
 #endif

@@ -21,26 +21,6 @@
 #include "fuzz_util.h"
 #include "run.h"
 
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} fz_bytes;
-
-static unsigned take(fz_bytes *b)
-{
-    if (!b->n) return 0;
-    b->n--;
-    return *b->p++;
-}
-
-static void check_message(fl_status s)
-{
-    const char *msg = fl_last_error();
-    FZ_CHECK(s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW, "status %d: %s", s, msg);
-    FZ_CHECK(!strncmp(msg, "--", 2), "message does not start with an option: %s", msg);
-    FZ_CHECK(!strchr(msg, '\n'), "message is not one line: %s", msg);
-}
-
 /* The varlen rule, written again from docs/model.md V1. */
 static int cu_valid(const int64_t *cu, int64_t batch, int64_t total)
 {
@@ -56,27 +36,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_bytes in = {data, size};
     fl_problem p = fl_problem_default();
     int64_t cq[BMAX + 1], ck[BMAX + 1];
-    const unsigned a = take(&in), f = take(&in);
+    const unsigned a = fz_take(&in, 1), f = fz_take(&in, 1);
     p.algo = (fl_algo)(a % (FL_ALGO_FLASH2_GQA + 1)); /* the schedules with masks, heads, varlen, bwd */
     p.pass = (f & 3) == 0 ? FL_PASS_FWD : (f & 3) == 1 ? FL_PASS_BWD : FL_PASS_FWD_BWD;
     p.causal = (fl_causal)((f >> 2) % 3);
     const int varlen = (f >> 4) & 1, corrupt = (f >> 5) & 1, window = (f >> 6) & 1;
-    p.d = 1 + take(&in) % 12;
-    p.M = 1 + (take(&in) | take(&in) << 8) % 6000;
-    p.Br = take(&in) % 10;
-    p.Bc = take(&in) % 10;
-    p.heads = 1 + take(&in) % 4;
-    p.kv_heads = take(&in) % 5; /* 0 = heads */
+    p.d = 1 + fz_take(&in, 1) % 12;
+    p.M = 1 + (fz_take(&in, 1) | fz_take(&in, 1) << 8) % 6000;
+    p.Br = fz_take(&in, 1) % 10;
+    p.Bc = fz_take(&in, 1) % 10;
+    p.heads = 1 + fz_take(&in, 1) % 4;
+    p.kv_heads = fz_take(&in, 1) % 5; /* 0 = heads */
     if (window) {
-        p.window_left = (int64_t)(take(&in) % 8) - 1;
-        p.window_right = (int64_t)(take(&in) % 8) - 1;
+        p.window_left = (int64_t)(fz_take(&in, 1) % 8) - 1;
+        p.window_right = (int64_t)(fz_take(&in, 1) % 8) - 1;
     }
     int valid = p.kv_heads == 0 || p.heads % p.kv_heads == 0;
     if (varlen) {
-        p.batch = 1 + take(&in) % BMAX;
+        p.batch = 1 + fz_take(&in, 1) % BMAX;
         cq[0] = ck[0] = 0;
         for (int64_t b = 0; b < p.batch; b++) {
-            int64_t nq = take(&in) % 13, nk = take(&in) % 13;
+            int64_t nq = fz_take(&in, 1) % 13, nk = fz_take(&in, 1) % 13;
             if ((nq == 0) != (nk == 0)) nq = nk = 0; /* mostly valid; corruption below */
             cq[b + 1] = cq[b] + nq;
             ck[b + 1] = ck[b] + nk;
@@ -84,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p.N = cq[p.batch] ? cq[p.batch] : 1;
         p.Nk = ck[p.batch] ? ck[p.batch] : 1;
         if (corrupt) { /* one entry moved, or a wrong token count */
-            const unsigned which = take(&in), delta = take(&in);
+            const unsigned which = fz_take(&in, 1), delta = fz_take(&in, 1);
             int64_t *cu = (which & 1) ? ck : cq;
             cu[(which >> 1) % (p.batch + 1)] += (int64_t)(delta % 7) - 3;
             if (which & 0x80) p.N += 1;
@@ -98,21 +78,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int64_t b = 0; valid && b < p.batch; b++)
             valid = (cq[b + 1] == cq[b]) == (kk[b + 1] == kk[b]);
     } else {
-        p.batch = 1 + take(&in) % 3;
-        p.N = 1 + take(&in) % 40;
-        p.Nk = take(&in) % 40; /* 0 = N */
+        p.batch = 1 + fz_take(&in, 1) % 3;
+        p.N = 1 + fz_take(&in, 1) % 40;
+        p.Nk = fz_take(&in, 1) % 40; /* 0 = N */
     }
-    p.seed = take(&in) | (uint64_t)take(&in) << 8;
+    p.seed = fz_take(&in, 1) | (uint64_t)fz_take(&in, 1) << 8;
     p.max_events = 20000;
 
     fl_status s = fl_problem_check(&p);
     FZ_CHECK((s == FL_OK) == valid, "fl_problem_check says %d, the rules say %s: %s", s,
              valid ? "valid" : "invalid", fl_last_error());
-    if (s) return check_message(s), 0;
+    if (s) return fz_check_message(s), 0;
 
     fl_result r;
     s = fl_run(&p, FL_COMPUTE, NULL, NULL, &r);
-    if (s) return check_message(s), 0;
+    if (s) return fz_check_message(s), 0;
     FZ_CHECK(r.reads == r.closed.reads && r.writes == r.closed.writes && r.events == r.closed.events,
              "%s: counted %lld/%lld/%lld events, closed form %lld/%lld/%lld", fl_algo_name(p.algo),
              (long long)r.reads, (long long)r.writes, (long long)r.events, (long long)r.closed.reads,
