@@ -16,6 +16,10 @@
  *                                 O, l, m; dQ, dK, dV zeroed in HBM first
  *   6 standard  attn_standard_bwd.cu  standard backward (Algorithm 3) from the saved P: dP, dS
  *                                 materialized in HBM
+ * The fast versions (issue 7: the same schedules on the tensor cores, kernels/mma.cuh):
+ *   7 flash2    attn_fast_fwd.cu  version 3's schedule with mma.sync, cp.async prefetch, heads
+ *   8 standard  attn_fast_std.cu  version 1's schedule (S, P materialized) with mma.sync
+ *   9 flash2    attn_fast_bwd.cu  version 4's schedule (FlashAttention-2 backward) with mma.sync
  */
 #ifndef FL_KERNELS_ATTN_H
 #define FL_KERNELS_ATTN_H
@@ -32,6 +36,8 @@ static const int fl_dtype_bytes[FL_NDTYPE] = {4, 2, 2};
  * in the entry's storage type).  Workspaces a schedule does not use may be NULL. */
 struct fl_gpu_args {
     int N, d;                /* N: queries (rows of Q, O) */
+    int nbh;                 /* batch x heads, contiguous N x d slices (B, H, N, d); 0 = 1.  Only
+                              * the fast kernels (versions 7-9) take more than one */
     int Nk;                  /* keys (rows of K, V); 0 = N.  Only flash2 forward takes Nk != N */
     int causal;              /* 0 none, 1 top-left, 2 bottom-right (the same when Nk = N) */
     const void *Q, *K, *V;
@@ -41,6 +47,8 @@ struct fl_gpu_args {
     float *L;                /* flash2: logsumexp (N) */
     const void *dO;          /* backward: the upstream gradient (N x d, storage type) */
     float *dQ;               /* backward: dQ accumulator (N x d, fp32) */
+    void *dQout;             /* version 9: dQ in the storage type (NULL: the fp32 accumulator is
+                              * the output, as versions 4-6) */
     void *dK, *dV;           /* backward: outputs (N x d, storage type) */
     float *Dv;               /* backward: D = rowsum(dO o O) (N) */
     void *dPbuf, *dSbuf;     /* standard backward: N x N dP and dS (storage type) */
@@ -70,6 +78,9 @@ const fl_kernel_info *fl_flash1_kernels(int *n);
 const fl_kernel_info *fl_flash2_kernels(int *n);
 const fl_kernel_info *fl_flash2_bwd_kernels(int *n);
 const fl_kernel_info *fl_standard_bwd_kernels(int *n);
+const fl_kernel_info *fl_fast_fwd_kernels(int *n);  /* version 7: tensor-core flash2 forward */
+const fl_kernel_info *fl_fast_std_kernels(int *n);  /* version 8: tensor-core standard forward */
+const fl_kernel_info *fl_fast_bwd_kernels(int *n);  /* version 9: tensor-core flash2 backward */
 
 /* Tiles every kernel family instantiates: the fp16 build sweeps four (Br, Bc); fp32 (the tight
  * comparison) and bf16 take two of them, to keep the build short (CI compiles on 2 cores). */

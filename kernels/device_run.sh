@@ -2,7 +2,10 @@
 # device_run.sh: everything one call to the lent H200 does, in one script (the device keeps
 # nothing between calls).  Run from the repository root (a copy of it); results go to $OUT.
 #   STEPS: build (both builds), validate --quick, validate (the matrix, CSV), compute-sanitizer
-#   memcheck + racecheck (--quick), ncu_traffic.sh (CSV), timing of a few cases.
+#   memcheck + racecheck (--quick), ncu_traffic.sh (CSV), timing of a few cases;
+#   issue 7 (the fast versions 7-9): fastbuild (harness with counters, libflashlab_kernels.so,
+#   the CLI only), fastquick, fastval (their matrix, CSV), fastsan (memcheck + racecheck of them),
+#   bench (bench/gpu_sdpa.py, CSV), fig2 (the GPT-2-medium table: bench/fig2.sh, CSV).
 # Usage: OUT=/some/dir kernels/device_run.sh [steps...]   (default: all)
 set -uo pipefail
 OUT=${OUT:?set OUT}
@@ -20,11 +23,50 @@ if has build; then
   log build
   # the device image has no GSL (sim/ needs it): a copy of the build machine's static GSL may
   # travel in .gsl/ (include/, lib/)
+  [ -d .gsl ] || { [ -d .devwork/.gsl ] && ln -s .devwork/.gsl .gsl; }
   GSLOPT=; [ -d .gsl ] && GSLOPT="-DGSL_ROOT_DIR=$PWD/.gsl -DGSL_INCLUDE_DIR=$PWD/.gsl/include -DGSL_LIBRARY=$PWD/.gsl/lib/libgsl.a -DGSL_CBLAS_LIBRARY=$PWD/.gsl/lib/libgslcblas.a"
   (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $GSLOPT && time cmake --build build -j16) >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; exit 1; }
   grep -E 'warning|error' "$L/build.log" | head -20
 fi
+if has fastbuild; then
+  log fastbuild
+  [ -d .gsl ] || { [ -d .devwork/.gsl ] && ln -s .devwork/.gsl .gsl; }
+  GSLOPT=; [ -d .gsl ] && GSLOPT="-DGSL_ROOT_DIR=$PWD/.gsl -DGSL_INCLUDE_DIR=$PWD/.gsl/include -DGSL_LIBRARY=$PWD/.gsl/lib/libgsl.a -DGSL_CBLAS_LIBRARY=$PWD/.gsl/lib/libgslcblas.a"
+  (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFLASHLAB_GPU_TIMING=OFF $GSLOPT &&
+   time cmake --build build -j16 --target flashlab_gpu flashlab_kernels flashlab_cli) >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; exit 1; }
+  grep -E 'warning|error' "$L/build.log" | head -20
+fi
 B=build
+if has fastquick; then
+  log "fast: validate --quick"
+  for v in 7 8 9; do timeout 300 $B/flashlab-gpu validate --quick --version $v --csv "$L/fast_quick_v$v.csv" 2>&1 | grep -v ' ok$' | tail -8; done
+fi
+if has fastval; then
+  log "fast: validate (matrix)"
+  for v in 7 8 9; do
+    timeout 400 $B/flashlab-gpu validate --version $v --csv "$OUT/gpu_validate_v$v.csv" >"$L/fastval_v$v.log" 2>&1; echo "v$v rc=$?"
+    grep -v ' ok$' "$L/fastval_v$v.log" | head -10; tail -1 "$L/fastval_v$v.log"
+  done
+fi
+if has fastsan; then
+  log "fast: memcheck, racecheck"
+  for t in memcheck racecheck; do
+    for v in 7 8 9; do
+      timeout 300 "$SAN" --tool $t $B/flashlab-gpu validate --quick --version $v --dtype fp16 --d 64 >"$L/fast_${t}_v$v.log" 2>&1
+      echo "$t v$v rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/fast_${t}_v$v.log" | tail -1)"
+    done
+  done
+fi
+if has bench; then
+  log "bench: ours vs SDPA"
+  PYTHONUNBUFFERED=1 timeout 500 python3 bench/gpu_sdpa.py --lib $B/libflashlab_kernels.so --flashlab $B/flashlab \
+    --csv "$OUT/gpu_sdpa.csv" ${BENCH_ARGS:-} >"$L/bench.log" 2>&1; echo "bench rc=$?"
+  grep -E 'gpu_sdpa:|Error|error' "$L/bench.log" | head -10; sed -n '/^shape/,$p' "$L/bench.log"
+fi
+if has fig2; then
+  log "fig2: GPT-2 medium"
+  timeout 400 bash bench/fig2.sh $B "$OUT/gpu_fig2.csv" >"$L/fig2.log" 2>&1; echo "fig2 rc=$?"; tail -25 "$L/fig2.log"
+fi
 if has quick; then log "validate --quick"; timeout 300 $B/flashlab-gpu validate --quick --csv "$OUT/gpu_quick.csv" 2>&1 | tail -12; fi
 if has validate; then
   log "validate (matrix)"

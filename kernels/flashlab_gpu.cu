@@ -38,7 +38,8 @@ static std::vector<const fl_kernel_info *> all_kernels()
 {
     std::vector<const fl_kernel_info *> v;
     const fl_kernel_info *(*tables[])(int *) = {fl_standard_kernels, fl_flash1_kernels, fl_flash2_kernels,
-                                                   fl_flash2_bwd_kernels, fl_standard_bwd_kernels};
+                                                   fl_flash2_bwd_kernels, fl_standard_bwd_kernels,
+                                                   fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels};
     for (auto t : tables) {
         int n;
         const fl_kernel_info *k = t(&n);
@@ -47,10 +48,12 @@ static std::vector<const fl_kernel_info *> all_kernels()
     return v;
 }
 
-static const fl_kernel_info *find_kernel(const char *algo, int dtype, int d, int Br, int Bc, int bwd = 0)
+/* The kernel of this schedule, type and tiles; version 0: the first built (the plainest). */
+static const fl_kernel_info *find_kernel(const char *algo, int dtype, int d, int Br, int Bc, int bwd = 0, int version = 0)
 {
     for (auto k : all_kernels())
-        if (!strcmp(k->algo, algo) && k->dtype == dtype && k->d == d && k->Br == Br && k->Bc == Bc && k->bwd == bwd)
+        if (!strcmp(k->algo, algo) && k->dtype == dtype && k->d == d && k->Br == Br && k->Bc == Bc && k->bwd == bwd &&
+            (!version || k->version == version))
             return k;
     return NULL;
 }
@@ -160,7 +163,7 @@ static int parse_dtype(const char *s, int *dt)
 static int cmd_run(int argc, char **argv)
 {
     const char *algo = "flash2";
-    int64_t N = 1024, Nk = 0, d = 64, Br = 64, Bc = 64, reps = 0, seed = 1;
+    int64_t N = 1024, Nk = 0, d = 64, Br = 64, Bc = 64, reps = 0, seed = 1, version = 0;
     int dt = FL_F16, causal = 0, check = 1, bwd = 0;
     fl_args a;
     const char *name, *iv, *v;
@@ -185,12 +188,13 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(name, "--Bc")) s = fl_parse_i64(name, v, 1, 1024, &Bc);
         else if (!strcmp(name, "--reps")) s = fl_parse_i64(name, v, 0, 1000, &reps);
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 9, &version);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
     }
     if (r < 0) return bad(fl_last_error());
-    const fl_kernel_info *k = find_kernel(algo, dt, (int)d, (int)Br, (int)Bc, bwd);
+    const fl_kernel_info *k = find_kernel(algo, dt, (int)d, (int)Br, (int)Bc, bwd, (int)version);
     if (bwd && N > 2048) check = 0; /* the full fp64 backward reference is O(N^2 d) on the CPU */
     if (!k) return bad("--algo/--dtype/--d/--Br/--Bc: no such kernel is built (see flashlab-gpu list)");
     if (causal && !k->causal_ok) return bad("--causal: this schedule has no causal kernel");
@@ -220,7 +224,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
 {
     const char *csv = NULL, *only_algo = NULL;
     int quick = 0, only_dt = -1, only_pass = -1;
-    int64_t seed = 20261129, only_d = 0;
+    int64_t seed = 20261129, only_d = 0, only_version = 0;
     fl_args a;
     const char *name, *iv, *v;
     int r;
@@ -238,6 +242,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         else if (!strcmp(name, "--d")) s = fl_parse_i64(name, v, 1, 1024, &only_d);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &only_dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 9, &only_version);
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
     }
@@ -253,7 +258,8 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
     std::vector<const fl_kernel_info *> ks; /* optionally only some (sanitizers are slow) */
     for (auto k : all_kernels())
         if ((!only_algo || !strcmp(k->algo, only_algo)) && (only_dt < 0 || k->dtype == only_dt) &&
-            (!only_d || k->d == only_d) && (only_pass < 0 || k->bwd == only_pass))
+            (!only_d || k->d == only_d) && (only_pass < 0 || k->bwd == only_pass) &&
+            (!only_version || k->version == only_version))
             ks.push_back(k);
     if (quick) { /* every kernel once at a small, ragged size (sanitizers, ctest) */
         for (auto k : ks) {
@@ -272,19 +278,20 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
                 for (int N : Ns) add(k, N, 0, "matrix");
             else /* fp32 (tight) and bf16: two tiles at two sizes */
                 for (int N : {1000, 4096}) add(k, N, 0, "matrix");
-            if (k->causal_ok && k->dtype == FL_F16 && (k->Br == 32 || k->Br == 64) && k->Bc <= 64 && k->Br == k->Bc)
+            if (k->causal_ok && k->dtype == FL_F16 &&
+                (k->version >= 7 || ((k->Br == 32 || k->Br == 64) && k->Bc <= 64 && k->Br == k->Bc)))
                 for (int N : {1000, 4096}) add(k, N, 2, "causal");
             /* queries != keys (decode-like and the reverse), no mask and both causal corners; the
              * seeds' 2 x 5 and 5 x 2 examples among them */
             if (!strcmp(k->algo, "flash2") && !k->bwd && k->dtype == FL_F16 && k->Br == k->Bc &&
-                ((k->d == 64 && k->Br == 64) || (k->d == 128 && k->Br == 32)))
+                ((k->d == 64 && k->Br == 64) || (k->d == 128 && k->Br == (k->version == 7 ? 64 : 32))))
                 for (auto nn : {std::pair<int, int>(1000, 4096), {4096, 1000}, {2, 5}, {5, 2}})
                     for (int cm = 0; cm <= 2; cm++) add(k, nn.first, cm, "Nq!=Nk", nn.second);
         }
         /* shapes A, B, A in one process, each checked (the deep dive's mixed-shape lesson) */
         const fl_kernel_info *A = find_kernel("flash2", FL_F16, 64, 64, 64);
         const fl_kernel_info *B = find_kernel("flash2", FL_F16, 128, 32, 32, 1);
-        if (A && B && !only_algo && only_dt < 0 && !only_d && only_pass < 0) {
+        if (A && B && !only_algo && only_dt < 0 && !only_d && only_pass < 0 && !only_version) {
             add(A, 1000, 0, "ABA-A1");
             add(B, 1000, 0, "ABA-B");
             add(A, 1000, 0, "ABA-A2");
@@ -393,9 +400,10 @@ static void usage(FILE *f)
                "  list       the kernel variants built in\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
                "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
+               "             [--version V]: that version of the kernel (7-9: the fast ones; default the first)\n"
                "  validate   the validation matrix and shapes A, B, A (A twice on the same inputs):\n"
                "             [--csv FILE] [--quick] [--seed S]\n"
-               "             [--algo A] [--dtype T] [--d D] [--pass fwd|bwd]: only those kernels\n"
+               "             [--algo A] [--dtype T] [--d D] [--pass fwd|bwd] [--version V]: only those kernels\n"
                "  curve      model counts against M_eff (no GPU): --N N --d D --csv FILE\n\n"
                "Exit status: 0 passed, 1 a case failed, 2 bad input, 77 no GPU.\n", FL_BUILD);
 }

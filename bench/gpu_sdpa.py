@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""gpu_sdpa.py: our fast kernels against PyTorch SDPA's backends, in ONE process, on the same inputs.
+
+Needs a CUDA GPU, PyTorch, and libflashlab_kernels.so (kernels/CMakeLists.txt; built with the
+rest by `cmake --build build`).  Loads the library with ctypes and passes torch's device pointers
+and current stream.  For every shape (dtype x d x N x causal):
+
+  1. inputs Q, K, V (and dO) drawn from N(0, 1) in (B, H, N, d), never zeros;
+  2. every implementation runs once on them; its output is compared with an fp32 reference on the
+     first heads (||out - ref|| / ||ref||, beside SDPA FA2's own error on the same heads) and
+     checked free of NaN (our outputs are poisoned with NaN first);
+  3. timing: warm-up calls, then --reps calls each between two CUDA events; median and p95 ms;
+     TFLOP/s = 4 B H N^2 d / t forward, 10 B H N^2 d / t backward (2.5x: the FlashAttention
+     papers' convention), halved for causal; GB/s of the fewest bytes (Q, K, V read, O written;
+     backward: Q, K, V, O, dO read, dQ, dK, dV written) and, for ours, of the model's bytes
+     (`flashlab count`, the simulator, for the kernel's schedule and tiles);
+  4. ratios of each of ours to SDPA's FA2 backend measured in the same run.
+
+Writes a CSV with provenance (`#` lines) and prints a short table.  This is a benchmark, not a
+test: run it on the GPU machine (kernels/device_run.sh step `bench`).
+
+  python3 bench/gpu_sdpa.py --lib build/libflashlab_kernels.so --flashlab build/flashlab \
+      --csv figures/data/gpu_sdpa.csv [--quick] [--reps 30]
+"""
+import argparse
+import ctypes
+import datetime
+import math
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+DTYPES = {"fp16": (torch.float16, 1), "bf16": (torch.bfloat16, 2)}  # name -> (torch dtype, fl_dtype)
+BATCH = {1024: 64, 2048: 16, 4096: 8, 16384: 2}  # 16 heads; B*N between 16k and 64k tokens
+BACKENDS = [("sdpa-fa2", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION),
+            ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION), ("sdpa-math", SDPBackend.MATH)]
+
+
+def fail(msg):
+    print(f"gpu_sdpa: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+class Lib:
+    """The fast kernels of libflashlab_kernels.so, listed through fl_fast_describe."""
+
+    def __init__(self, path):
+        self.h = ctypes.CDLL(path)
+        self.h.fl_fast_run.restype = ctypes.c_int
+        self.h.fl_fast_run.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 14
+        self.kernels = []
+        i = 0
+        while True:
+            algo = ctypes.create_string_buffer(16)
+            f = [ctypes.c_int() for _ in range(6)]
+            if self.h.fl_fast_describe(i, algo, *[ctypes.byref(x) for x in f]) != 0:
+                break
+            self.kernels.append(dict(i=i, algo=algo.value.decode(), version=f[0].value, bwd=f[1].value,
+                                     dtype=f[2].value, d=f[3].value, Br=f[4].value, Bc=f[5].value))
+            i += 1
+
+    def run(self, k, nbh, N, causal, **t):
+        p = lambda name: ctypes.c_void_p(t[name].data_ptr()) if t.get(name) is not None else None
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        rc = self.h.fl_fast_run(k["i"], nbh, N, causal, p("Q"), p("K"), p("V"), p("O"), p("L"), p("S"), p("P"),
+                                p("dO"), p("dQacc"), p("Dv"), p("dQ"), p("dK"), p("dV"), stream)
+        if rc != 0:
+            fail(f"fl_fast_run refused kernel {k}")
+
+
+def time_ms(fn, warmup, reps):
+    """median and p95 of reps timed calls (CUDA events around each), after warmup calls"""
+    for _ in range(warmup):
+        fn()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in ev:
+        a.record()
+        fn()
+        b.record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in ev)
+    return t[len(t) // 2], t[min(len(t) - 1, int(math.ceil(0.95 * len(t))) - 1)]
+
+
+def reference(q, k, v, do, causal, nref):
+    """fp32 forward (and gradients) on the first nref heads of batch 0"""
+    qf, kf, vf = (x[0, :nref].float().detach().requires_grad_(True) for x in (q, k, v))
+    s = qf @ kf.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[2]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    o = s.softmax(-1) @ vf
+    o.backward(do[0, :nref].float())
+    return o.detach(), qf.grad, kf.grad, vf.grad
+
+
+def rel_err(x, ref, nref):
+    x = x[0, :nref].float()
+    if not torch.isfinite(x).all():
+        return float("nan")
+    return ((x - ref).norm() / ref.norm()).item()
+
+
+def model_bytes(flashlab, k, B, H, N, causal, pass_):
+    """HBM bytes of the kernel's schedule and tiles, from the simulator (fl_run through the CLI)"""
+    d, br, bc = k["d"], k["Br"], k["Bc"]
+    if k["algo"] == "standard":
+        M = br * d + bc * d + br * bc  # F0 (docs/model.md)
+    elif pass_ == "bwd":
+        M = None  # the backward's footprint: let the CLI report it from the tiles
+    else:
+        M = 2 * br * d + 2 * bc * d + br * bc + 2 * br  # F2
+    cmd = [flashlab, "count", "--algo", k["algo"], "--N", str(N), "--d", str(d), "--Br", str(br), "--Bc", str(bc),
+           "--dtype", "fp16", "--batch", str(B), "--heads", str(H), "--pass", pass_, "--format", "csv"]
+    if M is not None:
+        cmd += ["--M", str(M)]
+    if causal:
+        cmd += ["--causal", "bottom-right"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()
+        row = dict(zip(out[0].split(","), out[1].split(",")))
+        return int(row["hbm_bytes"])
+    except (OSError, subprocess.CalledProcessError, KeyError, IndexError) as e:
+        print(f"gpu_sdpa: model bytes unavailable for {k} ({e})", file=sys.stderr)
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--flashlab", default=None, help="the flashlab CLI, for the model's bytes")
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="one shape per d, fp16, for a first look")
+    ap.add_argument("--nref", type=int, default=2, help="heads checked against the fp32 reference")
+    ap.add_argument("--no-bwd", action="store_true")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
+        return 77
+    lib = Lib(a.lib)
+    dev = torch.cuda.get_device_properties(0)
+    torch.manual_seed(20261130)
+    rows = []
+    Ns = [1024, 4096] if a.quick else [1024, 2048, 4096, 16384]
+    dtypes = ["fp16"] if a.quick else ["fp16", "bf16"]
+    for dname in dtypes:
+        tdt, fdt = DTYPES[dname]
+        for d in (64, 128):
+            for N in Ns:
+                for causal in (0, 1):
+                    B, H = BATCH[N], 16
+                    rows += bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal)
+    write_csv(a, dev, rows)
+    return 0
+
+
+def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
+    nbh, flop_f = B * H, 4.0 * B * H * N * N * d * (0.5 if causal else 1.0)
+    flop_b = 2.5 * flop_f
+    el = torch.finfo(tdt).bits // 8
+    min_f = 4 * nbh * N * d * el  # Q, K, V read, O written
+    min_b = 8 * nbh * N * d * el  # Q, K, V, O, dO read; dQ, dK, dV written
+    q, k, v, do = (torch.randn(B, H, N, d, device="cuda", dtype=tdt) for _ in range(4))
+    nref = min(a.nref, H)
+    ro, rdq, rdk, rdv = reference(q, k, v, do, causal, nref)
+    out = []
+
+    def row(impl, version, pass_, kern, ms, p95, err, mbytes, note=""):
+        fl, mb = (flop_f, min_f) if pass_ == "fwd" else (flop_b, min_b)
+        out.append(dict(impl=impl, version=version, pass_=pass_, dtype=dname, B=B, H=H, N=N, d=d, causal=causal,
+                        Br=kern["Br"] if kern else "", Bc=kern["Bc"] if kern else "", median_ms=ms, p95_ms=p95,
+                        tflops=fl / ms / 1e9 if ms else None, gbps_min=mb / ms / 1e6 if ms else None,
+                        model_bytes=mbytes, gbps_model=mbytes / ms / 1e6 if (ms and mbytes) else None,
+                        rel_err=err, note=note))
+        print(f"{dname} d={d:3d} N={N:5d} B={B:2d} {'causal' if causal else 'full  '} {pass_} {impl:16s} "
+              f"{('%sx%s' % (kern['Br'], kern['Bc'])) if kern else '':8s} "
+              f"{ms if ms else float('nan'):8.3f} ms {fl / ms / 1e9 if ms else float('nan'):7.1f} TFLOP/s err {err:.2e} {note}",
+              flush=True)
+
+    # ---- SDPA backends, forward and backward
+    sdpa_err = {}
+    for name, be in BACKENDS:
+        if name == "sdpa-math" and N > 4096:
+            continue  # fp32 S and P of 2 x 16 x 16384^2: minutes per call (the anchor skips it too)
+        try:
+            with sdpa_kernel([be]):
+                f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                o = f()
+                torch.cuda.synchronize()
+                err = rel_err(o, ro, nref)
+                sdpa_err[name] = err
+                ms, p95 = time_ms(f, a.warmup, a.reps)
+                row(name, "", "fwd", None, ms, p95, err, None)
+                if a.no_bwd:
+                    continue
+                qg, kg, vg = (x.detach().requires_grad_(True) for x in (q, k, v))
+                og = F.scaled_dot_product_attention(qg, kg, vg, is_causal=bool(causal))
+                g = torch.autograd.grad(og, (qg, kg, vg), do, retain_graph=True)
+                torch.cuda.synchronize()
+                errb = max(rel_err(g[0], rdq, nref), rel_err(g[1], rdk, nref), rel_err(g[2], rdv, nref))
+                fb = lambda: torch.autograd.grad(og, (qg, kg, vg), do, retain_graph=True)
+                ms, p95 = time_ms(fb, a.warmup, a.reps)
+                row(name, "", "bwd", None, ms, p95, errb, None)
+                del og, g, qg, kg, vg
+        except RuntimeError as e:  # a backend that does not take this shape or type
+            print(f"gpu_sdpa: {name} {dname} N={N} d={d}: {str(e).splitlines()[0]}", file=sys.stderr)
+        torch.cuda.empty_cache()
+
+    # ---- ours: every fast kernel built for this type and d
+    L = torch.empty(nbh * N, device="cuda", dtype=torch.float32)
+    for kern in lib.kernels:
+        if kern["dtype"] != fdt or kern["d"] != d:
+            continue
+        if kern["bwd"] and a.no_bwd:
+            continue
+        impl = f"ours-v{kern['version']}-{kern['algo']}"
+        o = torch.full_like(q, float("nan"))
+        S = P = None
+        if kern["algo"] == "standard":
+            S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
+            P = torch.empty_like(S)
+        if not kern["bwd"]:
+            f = lambda: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, S=S, P=P)
+            f()
+            torch.cuda.synchronize()
+            err = rel_err(o, ro, nref)
+            if torch.isnan(o).any():
+                err = float("nan")
+            ms, p95 = time_ms(f, a.warmup, a.reps)
+            mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "fwd") if a.flashlab else None
+            row(impl, kern["version"], "fwd", kern, ms, p95, err, mbytes)
+        else:
+            # the backward reads O and L of our own forward (version 7, the first built for this d)
+            fk = next(x for x in lib.kernels if x["version"] == 7 and x["dtype"] == fdt and x["d"] == d)
+            lib.run(fk, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L)
+            dQacc = torch.empty(nbh * N * d, device="cuda", dtype=torch.float32)
+            Dv = torch.empty(nbh * N, device="cuda", dtype=torch.float32)
+            dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+            f = lambda: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, dO=do, dQacc=dQacc, Dv=Dv,
+                                dQ=dq, dK=dk, dV=dv)
+            f()
+            torch.cuda.synchronize()
+            err = max(rel_err(dq, rdq, nref), rel_err(dk, rdk, nref), rel_err(dv, rdv, nref))
+            if any(torch.isnan(x).any() for x in (dq, dk, dv)):
+                err = float("nan")
+            ms, p95 = time_ms(f, a.warmup, a.reps)
+            mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "bwd") if a.flashlab else None
+            row(impl, kern["version"], "bwd", kern, ms, p95, err, mbytes)
+        del S, P
+        torch.cuda.empty_cache()
+    # accuracy verdict and ratios to SDPA FA2 measured here
+    fa2 = {r["pass_"]: r for r in out if r["impl"] == "sdpa-fa2"}
+    for r in out:
+        ref = fa2.get(r["pass_"])
+        r["ratio_vs_fa2"] = (ref["median_ms"] / r["median_ms"]) if ref and r["median_ms"] else None
+        e_fa2 = ref["rel_err"] if ref else None
+        r["acc_ok"] = int(r["rel_err"] == r["rel_err"] and (e_fa2 is None or r["rel_err"] <= 2 * e_fa2 + 1e-4))
+    return out
+
+
+def write_csv(a, dev, rows):
+    cols = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "p95_ms",
+            "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note"]
+    tmp = a.csv + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("# gpu_sdpa.py: our fast kernels vs PyTorch SDPA backends, one process, same inputs\n")
+        f.write(f"# commit: {os.environ.get('FLASHLAB_COMMIT', 'unknown')}\n")
+        f.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}\n")
+        f.write(f"# gpu: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, CUDA {torch.version.cuda}\n")
+        f.write(f"# timing: CUDA events around each call, {a.warmup} warm-ups, median and p95 of {a.reps}; "
+                f"TFLOP/s fwd 4BHN^2d/t, bwd 2.5x, causal halved; gbps_min = fewest bytes / t\n")
+        f.write(f"# accuracy: rel_err = ||x - ref|| / ||ref|| on {a.nref} heads vs fp32 (bwd: worst of dQ, dK, dV); "
+                f"acc_ok: <= 2 x SDPA FA2's rel_err + 1e-4\n")
+        f.write("# command: " + " ".join(sys.argv) + "\n")
+        f.write(",".join(c.rstrip("_") for c in cols) + "\n")
+        for r in rows:
+            f.write(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
+                             for c in cols) + "\n")
+    os.replace(tmp, a.csv)
+    # the short table: best of ours per shape against FA2
+    print("\nshape                          pass  best ours (tile)        TFLOP/s   FA2 TFLOP/s  ratio")
+    keys = sorted({(r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) for r in rows})
+    for kk in keys:
+        sel = [r for r in rows if (r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) == kk]
+        ours = [r for r in sel if r["impl"].startswith("ours") and "flash" in r["impl"] and r["acc_ok"]]
+        fa2 = [r for r in sel if r["impl"] == "sdpa-fa2"]
+        if not ours or not fa2:
+            continue
+        b = max(ours, key=lambda r: r["tflops"])
+        print(f"{kk[0]} d={kk[1]:3d} N={kk[2]:5d} {'causal' if kk[3] else 'full  '}  {kk[4]}  "
+              f"{b['impl']:14s} {b['Br']}x{b['Bc']:<5} {b['tflops']:8.1f} {fa2[0]['tflops']:12.1f} "
+              f"{b['tflops'] / fa2[0]['tflops']:6.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+/* attn_fast_fwd.cu: version 7, FlashAttention-2 forward on the tensor cores.
+ *
+ * The same schedule as version 3 (sim/sched_flash2.c; docs/model.md eq. C2): one CTA per query
+ * block i of Br rows: load Q_i once; for each key block j (causal: only those left of the block's
+ * last query) load K_j, V_j; S = Q_i K_j^T; online softmax; O_i = diag(alpha) O_i + P V_j; write
+ * O_i and L_i = m_i + log l_i once.  Reads Nd + 2 Nd Tr (fewer with the causal mask), writes
+ * Nd + N: the byte counters (-DFL_COUNTERS) count every chunk that crosses HBM and
+ * `flashlab-gpu validate` checks them equal to fl_run's counts.
+ *
+ * What makes it fast (kernels/NOTES.md, "Issue 7", has the prediction and measurement of each):
+ *   - mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate); 4 warps, each owns WM*16 query rows;
+ *     S and P stay in registers (the C fragments of S are the A fragments of P V);
+ *   - K_j, V_j arrive by cp.async into a second shared-memory stage while block j-1 is computed
+ *     (the prefetch stage is latency hiding, not schedule: it changes no count; M_eff reports the
+ *     model's footprint F2, the second stage is extra);
+ *   - swizzled shared-memory tiles, ldmatrix (.trans for V): no bank conflicts;
+ *   - the softmax in base 2 with the scale folded in (one FFMA + EX2 per score), row sums kept
+ *     per thread and reduced once at the end;
+ *   - causal: key blocks right of the diagonal are skipped, the mask is applied only on tiles
+ *     that cross it, and the heaviest query blocks are scheduled first.
+ * Heads: grid.y runs over batch x heads (a.nbh), each an N x d slice of contiguous (B, H, N, d)
+ * tensors, which is PyTorch's layout.
+ */
+#include "attn.h"
+#include "mma.cuh"
+
+template <class T, int D, int WM, int BC>
+__global__ void __launch_bounds__(FL_THREADS)
+fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V, T *__restrict__ O,
+            float *__restrict__ L, int N, int Nk, int causal, long off, float scale_log2, fl_gpu_counters *g)
+{
+    constexpr int NW = FL_THREADS / 32, BR = NW * WM * 16;
+    extern __shared__ __align__(128) unsigned char fl_smem[];
+    T *Qs = (T *)fl_smem;     /* BR x D */
+    T *Ks = Qs + BR * D;      /* 2 stages x BC x D */
+    T *Vs = Ks + 2 * BC * D;  /* 2 stages x BC x D */
+    FlCount c;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
+    const long bh = blockIdx.y;
+    Q += bh * N * D; O += bh * N * D; L += bh * N;
+    K += bh * Nk * D; V += bh * Nk * D;
+    /* causal: the last query blocks see the most keys; start them first */
+    const int iblk = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const long r0 = (long)iblk * BR;
+    const int br = (int)min((long)BR, N - r0);
+    const long kend = causal ? max(0L, min((long)Nk, r0 + br + off)) : (long)Nk; /* rule K2 */
+    const int nkb = (int)((kend + BC - 1) / BC);
+
+    if (nkb > 0) { /* a block that sees no key loads nothing (its rows output 0, L = -inf) */
+        fl_load_tile<T, BR, D, FL_THREADS>(Qs, Q + r0 * D, D, br, D, c, FL_T_Q);
+        fl_load_tile<T, BC, D, FL_THREADS>(Ks, K, D, (int)min((long)BC, (long)Nk), D, c, FL_T_K);
+        fl_load_tile<T, BC, D, FL_THREADS>(Vs, V, D, (int)min((long)BC, (long)Nk), D, c, FL_T_V);
+    }
+    fl_cp_commit();
+
+    float o[WM][D / 8][4];
+    float mrow[WM][2], lrow[WM][2]; /* running max (raw scores) and this thread's part of the sum */
+#pragma unroll
+    for (int m = 0; m < WM; m++) {
+#pragma unroll
+        for (int n = 0; n < D / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[m][n][e] = 0.f;
+        mrow[m][0] = mrow[m][1] = -INFINITY;
+        lrow[m][0] = lrow[m][1] = 0.f;
+    }
+    const int wrow = warp * WM * 16; /* the warp's first row in the block */
+
+    for (int j = 0; j < nkb; j++) {
+        const long c0 = (long)j * BC;
+        if (j + 1 < nkb) { /* prefetch K_{j+1}, V_{j+1} into the other stage */
+            const int st = (j + 1) & 1;
+            const long c1 = c0 + BC;
+            const int bc1 = (int)min((long)BC, Nk - c1);
+            fl_load_tile<T, BC, D, FL_THREADS>(Ks + st * BC * D, K + c1 * D, D, bc1, D, c, FL_T_K);
+            fl_load_tile<T, BC, D, FL_THREADS>(Vs + st * BC * D, V + c1 * D, D, bc1, D, c, FL_T_V);
+            fl_cp_commit();
+            fl_cp_wait<1>();
+        } else {
+            fl_cp_wait<0>();
+        }
+        __syncthreads();
+        const T *Kt = Ks + (j & 1) * BC * D, *Vt = Vs + (j & 1) * BC * D;
+
+        float s[WM][BC / 8][4];
+        fl_warp_qk<T, D, WM, BC>(s, Qs + wrow * D, Kt);
+
+        /* mask only tiles that cross the diagonal or the end of the keys */
+        if (c0 + BC > Nk || (causal && c0 + BC - 1 > r0 + wrow + off)) {
+#pragma unroll
+            for (int m = 0; m < WM; m++)
+#pragma unroll
+                for (int n = 0; n < BC / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const long row = r0 + wrow + m * 16 + g4 + ((e >> 1) << 3);
+                        const long col = c0 + n * 8 + 2 * t4 + (e & 1);
+                        if (col >= Nk || (causal && !fl_causal_keep(row, col, off))) s[m][n][e] = -INFINITY;
+                    }
+        }
+        /* online softmax (docs/model.md rule R3), rows g4 (h = 0) and g4 + 8 (h = 1); m in raw
+         * score units, p = 2^(s*scale*log2e - m*scale*log2e): one FFMA and one EX2 a score */
+#pragma unroll
+        for (int m = 0; m < WM; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float mx = mrow[m][h];
+#pragma unroll
+                for (int n = 0; n < BC / 8; n++) mx = fmaxf(mx, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float ms = mx == -INFINITY ? 0.f : mx * scale_log2; /* no key yet: 2^-inf = 0 */
+                const float alpha = fl_ex2(fmaf(mrow[m][h], scale_log2, -ms));
+                mrow[m][h] = mx;
+                float sum = 0.f;
+#pragma unroll
+                for (int n = 0; n < BC / 8; n++) {
+                    s[m][n][2 * h] = fl_ex2(fmaf(s[m][n][2 * h], scale_log2, -ms));
+                    s[m][n][2 * h + 1] = fl_ex2(fmaf(s[m][n][2 * h + 1], scale_log2, -ms));
+                    sum += s[m][n][2 * h] + s[m][n][2 * h + 1];
+                }
+                lrow[m][h] = lrow[m][h] * alpha + sum;
+#pragma unroll
+                for (int n = 0; n < D / 8; n++) {
+                    o[m][n][2 * h] *= alpha;
+                    o[m][n][2 * h + 1] *= alpha;
+                }
+            }
+        fl_warp_pv_regs<T, D, WM, BC>(o, s, Vt);
+        __syncthreads(); /* every warp is done with this stage before it is refilled */
+    }
+
+    /* O_i = diag(l)^-1 O_i, L_i = m_i + log l_i (m_i of the scaled scores, natural log) */
+    float rs[WM][2];
+#pragma unroll
+    for (int m = 0; m < WM; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float l = lrow[m][h];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            rs[m][h] = l > 0.f ? 1.f / l : 0.f;
+            const long row = r0 + wrow + m * 16 + g4 + 8 * h;
+            if (t4 == 0 && row < N) {
+                L[row] = l > 0.f ? mrow[m][h] * scale_log2 * 0.6931471805599453f + logf(l) : -INFINITY;
+                FL_CNT_WR(c, FL_T_L);
+            }
+        }
+    fl_warp_store_rows<T, D, WM>(o, rs, Qs + wrow * D, O + (r0 + wrow) * D, (int)min((long)WM * 16, max(0L, N - r0 - wrow)),
+                                 c, FL_T_O);
+    fl_cnt_flush(c, g, (int)sizeof(T));
+}
+
+template <int D, int WM, int BC> constexpr size_t fast_fwd_smem()
+{
+    return 2 * (size_t)((FL_THREADS / 32) * WM * 16 * D + 4 * BC * D); /* Q + 2 stages of K, V */
+}
+
+template <class T, int D, int WM, int BC> static void launch_fast_fwd(const fl_gpu_args *a)
+{
+    constexpr int BR = (FL_THREADS / 32) * WM * 16;
+    constexpr size_t smem = fast_fwd_smem<D, WM, BC>();
+    static_assert(smem <= 227 * 1024, "fast forward tiles do not fit in shared memory");
+    const int Nk = a->Nk ? a->Nk : a->N;
+    const long off = a->causal == 2 ? (long)Nk - a->N : 0;
+    CUDA_CHECK(cudaFuncSetAttribute(fl_fast_fwd<T, D, WM, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const dim3 grid(FL_CDIV(a->N, BR), a->nbh > 0 ? a->nbh : 1);
+    fl_fast_fwd<T, D, WM, BC><<<grid, FL_THREADS, smem, a->stream>>>(
+        (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
+        1.4426950408889634f / sqrtf((float)D), a->cnt);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* (F2) the model's footprint of the tiles; the prefetch stage is extra (see above) */
+#define F2(D, BR, BC) (2L * (BR) * (D) + 2L * (BC) * (D) + (long)(BR) * (BC) + 2L * (BR))
+#define K7(T, DT, D, WM, BC) {"flash2", 7, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, F2(D, (FL_THREADS / 32) * WM * 16, BC), 1, launch_fast_fwd<T, D, WM, BC>, 0}
+#define K7_SET(T, DT) K7(T, DT, 64, 1, 64), K7(T, DT, 64, 2, 64), K7(T, DT, 64, 2, 128), \
+                      K7(T, DT, 128, 1, 64), K7(T, DT, 128, 2, 32), K7(T, DT, 128, 2, 64)
+/* fp16, d = 64 also sweeps the block sizes for the paper's Figure 2 (GPT-2 medium) */
+#define K7_FIG2(T, DT) K7(T, DT, 64, 1, 32), K7(T, DT, 64, 1, 128), K7(T, DT, 64, 2, 32)
+
+static const fl_kernel_info fast_fwd_table[] = {K7_SET(__half, FL_F16), K7_FIG2(__half, FL_F16), K7_SET(__nv_bfloat16, FL_BF16)};
+
+const fl_kernel_info *fl_fast_fwd_kernels(int *n)
+{
+    *n = (int)(sizeof fast_fwd_table / sizeof fast_fwd_table[0]);
+    return fast_fwd_table;
+}

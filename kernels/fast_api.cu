@@ -1,0 +1,54 @@
+/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-9, built
+ * without counters), for bench/gpu_sdpa.py: Python loads the library with ctypes and passes
+ * PyTorch's device pointers and stream, so that our kernels and PyTorch SDPA's backends run in
+ * one process on the same inputs.  Tensors are contiguous (B, H, N, d): nbh = B * H slices.
+ */
+#include <string.h>
+
+#include "attn.h"
+
+static const fl_kernel_info *fast_kernel(int i)
+{
+    int n7, n8, n9;
+    const fl_kernel_info *t7 = fl_fast_fwd_kernels(&n7), *t8 = fl_fast_std_kernels(&n8), *t9 = fl_fast_bwd_kernels(&n9);
+    if (i < 0) return NULL;
+    if (i < n7) return &t7[i];
+    if ((i -= n7) < n8) return &t8[i];
+    if ((i -= n8) < n9) return &t9[i];
+    return NULL;
+}
+
+extern "C" {
+/* Describes kernel i (0, 1, ...): returns 0 and fills the fields, or -1 past the last one.
+ * algo receives "flash2" or "standard" (at most 15 characters and the NUL). */
+int fl_fast_describe(int i, char *algo, int *version, int *bwd, int *dtype, int *d, int *Br, int *Bc)
+{
+    const fl_kernel_info *k = fast_kernel(i);
+    if (!k) return -1;
+    strncpy(algo, k->algo, 15);
+    algo[15] = 0;
+    *version = k->version; *bwd = k->bwd; *dtype = k->dtype; *d = k->d; *Br = k->Br; *Bc = k->Bc;
+    return 0;
+}
+
+/* Runs kernel i asynchronously on stream (a cudaStream_t; NULL: the default stream) over nbh
+ * heads of N queries and keys.  causal: 0 none, 1 the lower triangle.  Forward: Q, K, V in, O and
+ * L (fp32, nbh * N) out; standard also needs S and P (nbh * N * N each, the storage type).
+ * Backward: Q, K, V, O, L, dO in; dQacc (fp32, nbh * N * d, zeroed by the kernel), Dv (fp32,
+ * nbh * N) workspaces; dQ, dK, dV out (the storage type).  Returns 0, or 2 when i names no kernel
+ * (CUDA errors print a line and exit, as in the harness). */
+int fl_fast_run(int i, int nbh, int N, int causal, const void *Q, const void *K, const void *V, void *O, float *L,
+                void *S, void *P, const void *dO, float *dQacc, float *Dv, void *dQ, void *dK, void *dV, void *stream)
+{
+    const fl_kernel_info *k = fast_kernel(i);
+    if (!k || nbh < 1 || N < 1 || (causal != 0 && causal != 1)) return 2;
+    fl_gpu_args a;
+    memset(&a, 0, sizeof a);
+    a.N = N; a.Nk = N; a.d = k->d; a.nbh = nbh; a.causal = causal;
+    a.Q = Q; a.K = K; a.V = V; a.O = O; a.L = L; a.S = S; a.P = P;
+    a.dO = dO; a.dQ = dQacc; a.Dv = Dv; a.dQout = dQ; a.dK = dK; a.dV = dV;
+    a.stream = (cudaStream_t)stream;
+    k->launch(&a);
+    return 0;
+}
+}
