@@ -27,7 +27,7 @@
 template <class T, int D, int WM, int BC>
 __global__ void __launch_bounds__(FL_THREADS)
 fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V, T *__restrict__ O,
-            float *__restrict__ L, int N, int Nk, int causal, long off, float scale_log2, fl_gpu_counters *g)
+            float *__restrict__ L, int N, int Nk, int causal, int off, float scale_log2, fl_gpu_counters *g)
 {
     constexpr int NW = FL_THREADS / 32, BR = NW * WM * 16;
     extern __shared__ __align__(128) unsigned char fl_smem[];
@@ -41,15 +41,15 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     K += bh * Nk * D; V += bh * Nk * D;
     /* causal: the last query blocks see the most keys; start them first */
     const int iblk = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
-    const long r0 = (long)iblk * BR;
-    const int br = (int)min((long)BR, N - r0);
-    const long kend = causal ? max(0L, min((long)Nk, r0 + br + off)) : (long)Nk; /* rule K2 */
+    /* tile-local indices are int (N * d < 2^31 is checked at launch); head offsets are long */
+    const int r0 = iblk * BR, br = min(BR, N - r0);
+    const int kend = causal ? max(0, min(Nk, r0 + br + off)) : Nk; /* rule K2 */
     const int nkb = (int)((kend + BC - 1) / BC);
 
     if (nkb > 0) { /* a block that sees no key loads nothing (its rows output 0, L = -inf) */
         fl_load_tile<T, BR, D, FL_THREADS>(Qs, Q + r0 * D, D, br, D, c, FL_T_Q);
-        fl_load_tile<T, BC, D, FL_THREADS>(Ks, K, D, (int)min((long)BC, (long)Nk), D, c, FL_T_K);
-        fl_load_tile<T, BC, D, FL_THREADS>(Vs, V, D, (int)min((long)BC, (long)Nk), D, c, FL_T_V);
+        fl_load_tile<T, BC, D, FL_THREADS>(Ks, K, D, min(BC, Nk), D, c, FL_T_K);
+        fl_load_tile<T, BC, D, FL_THREADS>(Vs, V, D, min(BC, Nk), D, c, FL_T_V);
     }
     fl_cp_commit();
 
@@ -67,11 +67,10 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     const int wrow = warp * WM * 16; /* the warp's first row in the block */
 
     for (int j = 0; j < nkb; j++) {
-        const long c0 = (long)j * BC;
+        const int c0 = j * BC;
         if (j + 1 < nkb) { /* prefetch K_{j+1}, V_{j+1} into the other stage */
             const int st = (j + 1) & 1;
-            const long c1 = c0 + BC;
-            const int bc1 = (int)min((long)BC, Nk - c1);
+            const int c1 = c0 + BC, bc1 = min(BC, Nk - c1);
             fl_load_tile<T, BC, D, FL_THREADS>(Ks + st * BC * D, K + c1 * D, D, bc1, D, c, FL_T_K);
             fl_load_tile<T, BC, D, FL_THREADS>(Vs + st * BC * D, V + c1 * D, D, bc1, D, c, FL_T_V);
             fl_cp_commit();
@@ -93,8 +92,8 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
                 for (int n = 0; n < BC / 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const long row = r0 + wrow + m * 16 + g4 + ((e >> 1) << 3);
-                        const long col = c0 + n * 8 + 2 * t4 + (e & 1);
+                        const int row = r0 + wrow + m * 16 + g4 + ((e >> 1) << 3);
+                        const int col = c0 + n * 8 + 2 * t4 + (e & 1);
                         if (col >= Nk || (causal && !fl_causal_keep(row, col, off))) s[m][n][e] = -INFINITY;
                     }
         }
@@ -140,13 +139,13 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
             l += __shfl_xor_sync(0xffffffffu, l, 1);
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             rs[m][h] = l > 0.f ? 1.f / l : 0.f;
-            const long row = r0 + wrow + m * 16 + g4 + 8 * h;
+            const int row = r0 + wrow + m * 16 + g4 + 8 * h;
             if (t4 == 0 && row < N) {
                 L[row] = l > 0.f ? mrow[m][h] * scale_log2 * 0.6931471805599453f + logf(l) : -INFINITY;
                 FL_CNT_WR(c, FL_T_L);
             }
         }
-    fl_warp_store_rows<T, D, WM>(o, rs, Qs + wrow * D, O + (r0 + wrow) * D, (int)min((long)WM * 16, max(0L, N - r0 - wrow)),
+    fl_warp_store_rows<T, D, WM>(o, rs, Qs + wrow * D, O + (r0 + wrow) * D, min(WM * 16, max(0, N - r0 - wrow)),
                                  c, FL_T_O);
     fl_cnt_flush(c, g, (int)sizeof(T));
 }
@@ -162,7 +161,11 @@ template <class T, int D, int WM, int BC> static void launch_fast_fwd(const fl_g
     constexpr size_t smem = fast_fwd_smem<D, WM, BC>();
     static_assert(smem <= 227 * 1024, "fast forward tiles do not fit in shared memory");
     const int Nk = a->Nk ? a->Nk : a->N;
-    const long off = a->causal == 2 ? (long)Nk - a->N : 0;
+    const int off = a->causal == 2 ? Nk - a->N : 0;
+    if ((long)Nk * D >= (1L << 31) || (long)a->N * D >= (1L << 31)) {
+        fprintf(stderr, "flashlab-gpu: flash2 (v7): N * d must be below 2^31 per head\n");
+        exit(2);
+    }
     CUDA_CHECK(cudaFuncSetAttribute(fl_fast_fwd<T, D, WM, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid(FL_CDIV(a->N, BR), a->nbh > 0 ? a->nbh : 1);
     fl_fast_fwd<T, D, WM, BC><<<grid, FL_THREADS, smem, a->stream>>>(

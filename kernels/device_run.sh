@@ -63,6 +63,19 @@ if has bench; then
     --csv "$OUT/gpu_sdpa.csv" ${BENCH_ARGS:-} >"$L/bench.log" 2>&1; echo "bench rc=$?"
   grep -E 'gpu_sdpa:|Error|error' "$L/bench.log" | head -10; sed -n '/^shape/,$p' "$L/bench.log"
 fi
+if has profile; then  # ours vs SDPA FA2 under ncu, side by side: forward, then backward
+  log "profile: ours vs FA2"
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | sort | tail -1)
+  for pa in "--tile 128x64" "--bwd --tile 64x64"; do
+    f=$OUT/ncu_pair$(echo "$pa" | tr -d ' -').txt
+    timeout 300 "$NCU" --cache-control all --clock-control none --kernel-name regex:'fl_fast_fwd<|fl_fast_bwd<|flash_fwd|flash_bwd_dq_dk_dv' \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
+      --section Occupancy --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      python3 bench/profile_pair.py --lib $B/libflashlab_kernels.so $pa ${PROFILE_ARGS:-} >"$f" 2>&1; echo "ncu $pa rc=$?"
+    grep -E '^  [a-zA-Z_]|Duration|Registers Per|Achieved Occ|Theoretical Occ|Executed Ipc A|Issue Slots Busy|Compute \(SM\) Th|No Eligible|Local|Shared Memory Config' "$f" | head -40
+  done
+  (command -v cuobjdump >/dev/null && cuobjdump -sass $B/libflashlab_kernels.so | awk '/Function :/{f=$0} /LDL|STL/{print f; print}' | head -12) 2>&1
+fi
 if has fig2; then
   log "fig2: GPT-2 medium"
   timeout 400 bash bench/fig2.sh $B "$OUT/gpu_fig2.csv" >"$L/fig2.log" 2>&1; echo "fig2 rc=$?"; tail -25 "$L/fig2.log"
