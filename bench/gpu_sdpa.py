@@ -139,6 +139,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one shape per d, fp16, for a first look")
     ap.add_argument("--nref", type=int, default=2, help="heads checked against the fp32 reference")
     ap.add_argument("--no-bwd", action="store_true")
+    ap.add_argument("--skip-versions", default="", help="comma-separated versions of ours to leave out")
+    ap.add_argument("--only-versions", default="", help="comma-separated versions of ours to run (default all)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
@@ -214,8 +216,10 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
 
     # ---- ours: every fast kernel built for this type and d
     L = torch.empty(nbh * N, device="cuda", dtype=torch.float32)
+    skip = {int(x) for x in a.skip_versions.split(",") if x}
+    only = {int(x) for x in a.only_versions.split(",") if x}
     for kern in lib.kernels:
-        if kern["dtype"] != fdt or kern["d"] != d:
+        if kern["dtype"] != fdt or kern["d"] != d or kern["version"] in skip or (only and kern["version"] not in only):
             continue
         if kern["bwd"] and a.no_bwd:
             continue

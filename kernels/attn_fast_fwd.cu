@@ -23,6 +23,7 @@
  */
 #include "attn.h"
 #include "mma.cuh"
+#include "online_softmax.cuh"
 
 template <class T, int D, int WM, int BC>
 __global__ void __launch_bounds__(FL_THREADS)
@@ -35,7 +36,7 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     T *Ks = Qs + BR * D;      /* 2 stages x BC x D */
     T *Vs = Ks + 2 * BC * D;  /* 2 stages x BC x D */
     FlCount c;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
+    const int warp = threadIdx.x >> 5;
     const long bh = blockIdx.y;
     Q += bh * N * D; O += bh * N * D; L += bh * N;
     K += bh * Nk * D; V += bh * Nk * D;
@@ -85,66 +86,16 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
         fl_warp_qk<T, D, WM, BC>(s, Qs + wrow * D, Kt);
 
         /* mask only tiles that cross the diagonal or the end of the keys */
-        if (c0 + BC > Nk || (causal && c0 + BC - 1 > r0 + wrow + off)) {
-#pragma unroll
-            for (int m = 0; m < WM; m++)
-#pragma unroll
-                for (int n = 0; n < BC / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int row = r0 + wrow + m * 16 + g4 + ((e >> 1) << 3);
-                        const int col = c0 + n * 8 + 2 * t4 + (e & 1);
-                        if (col >= Nk || (causal && !fl_causal_keep(row, col, off))) s[m][n][e] = -INFINITY;
-                    }
-        }
-        /* online softmax (docs/model.md rule R3), rows g4 (h = 0) and g4 + 8 (h = 1); m in raw
-         * score units, p = 2^(s*scale*log2e - m*scale*log2e): one FFMA and one EX2 a score */
-#pragma unroll
-        for (int m = 0; m < WM; m++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float mx = mrow[m][h];
-#pragma unroll
-                for (int n = 0; n < BC / 8; n++) mx = fmaxf(mx, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float ms = mx == -INFINITY ? 0.f : mx * scale_log2; /* no key yet: 2^-inf = 0 */
-                const float alpha = fl_ex2(fmaf(mrow[m][h], scale_log2, -ms));
-                mrow[m][h] = mx;
-                float sum = 0.f;
-#pragma unroll
-                for (int n = 0; n < BC / 8; n++) {
-                    s[m][n][2 * h] = fl_ex2(fmaf(s[m][n][2 * h], scale_log2, -ms));
-                    s[m][n][2 * h + 1] = fl_ex2(fmaf(s[m][n][2 * h + 1], scale_log2, -ms));
-                    sum += s[m][n][2 * h] + s[m][n][2 * h + 1];
-                }
-                lrow[m][h] = lrow[m][h] * alpha + sum;
-#pragma unroll
-                for (int n = 0; n < D / 8; n++) {
-                    o[m][n][2 * h] *= alpha;
-                    o[m][n][2 * h + 1] *= alpha;
-                }
-            }
+        if (c0 + BC > Nk || (causal && c0 + BC - 1 > r0 + wrow + off))
+            fl_mask_frag<WM, BC>(s, r0 + wrow, c0, Nk, causal, off);
+        fl_softmax_step<WM, BC, D>(s, o, mrow, lrow, scale_log2);
         fl_warp_pv_regs<T, D, WM, BC>(o, s, Vt);
         __syncthreads(); /* every warp is done with this stage before it is refilled */
     }
 
     /* O_i = diag(l)^-1 O_i, L_i = m_i + log l_i (m_i of the scaled scores, natural log) */
     float rs[WM][2];
-#pragma unroll
-    for (int m = 0; m < WM; m++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float l = lrow[m][h];
-            l += __shfl_xor_sync(0xffffffffu, l, 1);
-            l += __shfl_xor_sync(0xffffffffu, l, 2);
-            rs[m][h] = l > 0.f ? 1.f / l : 0.f;
-            const int row = r0 + wrow + m * 16 + g4 + 8 * h;
-            if (t4 == 0 && row < N) {
-                L[row] = l > 0.f ? mrow[m][h] * scale_log2 * 0.6931471805599453f + logf(l) : -INFINITY;
-                FL_CNT_WR(c, FL_T_L);
-            }
-        }
+    fl_softmax_finish<WM>(mrow, lrow, scale_log2, rs, L, r0 + wrow, N, c);
     fl_warp_store_rows<T, D, WM>(o, rs, Qs + wrow * D, O + (r0 + wrow) * D, min(WM * 16, max(0, N - r0 - wrow)),
                                  c, FL_T_O);
     fl_cnt_flush(c, g, (int)sizeof(T));

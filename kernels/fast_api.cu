@@ -1,4 +1,4 @@
-/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-9, built
+/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-10, built
  * without counters), for bench/gpu_sdpa.py: Python loads the library with ctypes and passes
  * PyTorch's device pointers and stream, so that our kernels and PyTorch SDPA's backends run in
  * one process on the same inputs.  Tensors are contiguous (B, H, N, d): nbh = B * H slices.
@@ -9,12 +9,15 @@
 
 static const fl_kernel_info *fast_kernel(int i)
 {
-    int n7, n8, n9;
-    const fl_kernel_info *t7 = fl_fast_fwd_kernels(&n7), *t8 = fl_fast_std_kernels(&n8), *t9 = fl_fast_bwd_kernels(&n9);
+    const fl_kernel_info *(*tables[])(int *) = {fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels,
+                                                   fl_wg_fwd_kernels};
     if (i < 0) return NULL;
-    if (i < n7) return &t7[i];
-    if ((i -= n7) < n8) return &t8[i];
-    if ((i -= n8) < n9) return &t9[i];
+    for (auto t : tables) {
+        int n;
+        const fl_kernel_info *k = t(&n);
+        if (i < n) return &k[i];
+        i -= n;
+    }
     return NULL;
 }
 

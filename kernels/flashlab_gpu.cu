@@ -39,7 +39,8 @@ static std::vector<const fl_kernel_info *> all_kernels()
     std::vector<const fl_kernel_info *> v;
     const fl_kernel_info *(*tables[])(int *) = {fl_standard_kernels, fl_flash1_kernels, fl_flash2_kernels,
                                                    fl_flash2_bwd_kernels, fl_standard_bwd_kernels,
-                                                   fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels};
+                                                   fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels,
+                                                   fl_wg_fwd_kernels};
     for (auto t : tables) {
         int n;
         const fl_kernel_info *k = t(&n);
@@ -188,7 +189,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(name, "--Bc")) s = fl_parse_i64(name, v, 1, 1024, &Bc);
         else if (!strcmp(name, "--reps")) s = fl_parse_i64(name, v, 0, 1000, &reps);
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
-        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 9, &version);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 10, &version);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
@@ -242,7 +243,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         else if (!strcmp(name, "--d")) s = fl_parse_i64(name, v, 1, 1024, &only_d);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &only_dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
-        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 9, &only_version);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 10, &only_version);
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
     }
@@ -283,8 +284,8 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
                 for (int N : {1000, 4096}) add(k, N, 2, "causal");
             /* queries != keys (decode-like and the reverse), no mask and both causal corners; the
              * seeds' 2 x 5 and 5 x 2 examples among them */
-            if (!strcmp(k->algo, "flash2") && !k->bwd && k->dtype == FL_F16 && k->Br == k->Bc &&
-                ((k->d == 64 && k->Br == 64) || (k->d == 128 && k->Br == (k->version == 7 ? 64 : 32))))
+            if (!strcmp(k->algo, "flash2") && !k->bwd && k->dtype == FL_F16 &&
+                (k->version >= 7 || (k->Br == k->Bc && ((k->d == 64 && k->Br == 64) || (k->d == 128 && k->Br == 32)))))
                 for (auto nn : {std::pair<int, int>(1000, 4096), {4096, 1000}, {2, 5}, {5, 2}})
                     for (int cm = 0; cm <= 2; cm++) add(k, nn.first, cm, "Nq!=Nk", nn.second);
         }
@@ -400,7 +401,7 @@ static void usage(FILE *f)
                "  list       the kernel variants built in\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
                "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
-               "             [--version V]: that version of the kernel (7-9: the fast ones; default the first)\n"
+               "             [--version V]: that version of the kernel (7-10: the fast ones; default the first)\n"
                "  validate   the validation matrix and shapes A, B, A (A twice on the same inputs):\n"
                "             [--csv FILE] [--quick] [--seed S]\n"
                "             [--algo A] [--dtype T] [--d D] [--pass fwd|bwd] [--version V]: only those kernels\n"

@@ -56,8 +56,17 @@ template <int N> __device__ __forceinline__ void fl_cp_wait() { asm volatile("cp
  * elements) into a ROWS x COLS swizzled tile; everything outside is zero-filled.  Chunks that
  * are whole and 16-byte aligned go by cp.async (the caller commits and waits); a ragged edge
  * (cols not a multiple of 8, or rows not 16-byte aligned) is copied element by element.
- * Counts each element read once into c under tensor t.  All NT threads of the CTA call it. */
-template <class T, int ROWS, int COLS, int NT>
+ * Counts each element read once into c under tensor t.  All NT threads of the CTA call it.
+ * SUB: the tile is stored as 64-column sub-tiles (the wgmma layout, fl_tile_off). */
+/* Element offset of (row r, 16-byte chunk ch) in a ROWS x COLS tile: one swizzled tile of COLS
+ * columns, or (SUB) COLS/64 swizzled sub-tiles of ROWS x 64 one after the other (wgmma.cuh). */
+template <int ROWS, int COLS, bool SUB> __device__ __forceinline__ int fl_tile_off(int r, int ch)
+{
+    if constexpr (SUB) return (ch >> 3) * ROWS * 64 + fl_swz<64>(r, ch & 7);
+    else return fl_swz<COLS>(r, ch);
+}
+
+template <class T, int ROWS, int COLS, int NT, bool SUB = false>
 __device__ __forceinline__ void fl_load_tile(T *s, const T *g, long ld, int rows, int cols, FlCount &c, int t)
 {
     constexpr int CH = COLS / 8;
@@ -68,17 +77,17 @@ __device__ __forceinline__ void fl_load_tile(T *s, const T *g, long ld, int rows
              * a multiple of 8, so they share one swizzle and the addresses advance by constants */
             const int r = threadIdx.x / CH, ch = threadIdx.x % CH;
             const T *src = g + (long)r * ld + ch * 8;
-            T *dst = s + fl_swz<COLS>(r, ch);
+            T *dst = s + fl_tile_off<ROWS, COLS, SUB>(r, ch);
 #pragma unroll
             for (int it = 0; it < ROWS * CH / NT; it++)
-                fl_cp16(dst + it * (NT / CH) * COLS, src + (long)it * (NT / CH) * ld, 16);
+                fl_cp16(dst + it * (NT / CH) * (SUB ? 64 : COLS), src + (long)it * (NT / CH) * ld, 16);
             FL_CNT_RDN(c, t, (ROWS * CH / NT) * 8);
             return;
         }
     }
     for (int x = threadIdx.x; x < ROWS * CH; x += NT) {
         const int r = x / CH, ch = x % CH, c0 = ch * 8;
-        T *dst = s + fl_swz<COLS>(r, ch);
+        T *dst = s + fl_tile_off<ROWS, COLS, SUB>(r, ch);
         const int n = (r < rows) ? max(0, min(8, cols - c0)) : 0;
         if (n == 8 && aligned) {
             fl_cp16(dst, g + (long)r * ld + c0, 16);

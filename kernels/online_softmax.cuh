@@ -1,0 +1,90 @@
+/* online_softmax.cuh: the online softmax of the fast forward kernels (versions 7 and 10) on
+ * score fragments in registers: docs/model.md rule R3 (m, l and the rescale of O per row).
+ *
+ * Fragments: s[m][n][e] is the C fragment (mma.sync m16n8, or a wgmma m64nN accumulator seen by
+ * one warp: the same layout) of rows row0 + m*16 + g + 8*(e/2), keys c0 + n*8 + 2t + e%2, with
+ * g = lane/4, t = lane%4.  A row's scores are spread over the 4 lanes of a quad: maxima are
+ * reduced over the quad at once, sums only at the end (fl_softmax_finish).
+ */
+#ifndef FL_KERNELS_ONLINE_SOFTMAX_CUH
+#define FL_KERNELS_ONLINE_SOFTMAX_CUH
+
+#include "mma.cuh"
+
+/* Sets to -inf the scores of keys >= Nk and, causal, of keys j > i + off (rule K4).  Call it
+ * only on tiles that cross the diagonal or the end of the keys; row0 is the warp's first row. */
+template <int WM, int BC>
+__device__ __forceinline__ void fl_mask_frag(float (&s)[WM][BC / 8][4], int row0, int c0, int Nk, int causal, int off)
+{
+    const int lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int m = 0; m < WM; m++)
+#pragma unroll
+        for (int n = 0; n < BC / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = row0 + m * 16 + g4 + ((e >> 1) << 3), col = c0 + n * 8 + 2 * t4 + (e & 1);
+                if (col >= Nk || (causal && col > row + off)) s[m][n][e] = -INFINITY;
+            }
+}
+
+/* One step of the online softmax over a tile of BC keys: m_new = max(m, rowmax(s)); s becomes
+ * P = 2^(s*c - m_new*c) with c = scale*log2(e) (one FFMA and one EX2 a score; m stays in raw
+ * score units); l = alpha*l + rowsum(P) (this thread's part); o *= alpha = 2^((m - m_new)*c). */
+template <int WM, int BC, int D>
+__device__ __forceinline__ void fl_softmax_step(float (&s)[WM][BC / 8][4], float (&o)[WM][D / 8][4], float (&mrow)[WM][2],
+                                                float (&lrow)[WM][2], float scale_log2)
+{
+#pragma unroll
+    for (int m = 0; m < WM; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float mx = mrow[m][h];
+#pragma unroll
+            for (int n = 0; n < BC / 8; n++) mx = fmaxf(mx, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float ms = mx == -INFINITY ? 0.f : mx * scale_log2; /* no key yet: 2^-inf = 0 */
+            const float alpha = fl_ex2(fmaf(mrow[m][h], scale_log2, -ms));
+            mrow[m][h] = mx;
+            float sum = 0.f;
+#pragma unroll
+            for (int n = 0; n < BC / 8; n++) {
+                s[m][n][2 * h] = fl_ex2(fmaf(s[m][n][2 * h], scale_log2, -ms));
+                s[m][n][2 * h + 1] = fl_ex2(fmaf(s[m][n][2 * h + 1], scale_log2, -ms));
+                sum += s[m][n][2 * h] + s[m][n][2 * h + 1];
+            }
+            lrow[m][h] = lrow[m][h] * alpha + sum;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                o[m][n][2 * h] *= alpha;
+                o[m][n][2 * h + 1] *= alpha;
+            }
+        }
+}
+
+/* The end of the row block: rs = 1/l (0 for a row that saw no key), L = m*scale + log l
+ * (natural log; -inf for a row that saw no key) written for rows row0.. below N, counted. */
+template <int WM>
+__device__ __forceinline__ void fl_softmax_finish(const float (&mrow)[WM][2], const float (&lrow)[WM][2], float scale_log2,
+                                                  float (&rs)[WM][2], float *L, int row0, int N, FlCount &c)
+{
+    const int lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int m = 0; m < WM; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float l = lrow[m][h];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            rs[m][h] = l > 0.f ? 1.f / l : 0.f;
+            const int row = row0 + m * 16 + g4 + 8 * h;
+            if (t4 == 0 && row < N) {
+                L[row] = l > 0.f ? mrow[m][h] * scale_log2 * 0.6931471805599453f + logf(l) : -INFINITY;
+                FL_CNT_WR(c, FL_T_L);
+            }
+        }
+    (void)c;
+}
+
+#endif
