@@ -111,7 +111,7 @@ def model_bytes(flashlab, k, B, H, N, causal, pass_):
     if k["algo"] == "standard":
         M = br * d + bc * d + br * bc  # F0 (docs/model.md)
     elif pass_ == "bwd":
-        M = None  # the backward's footprint: let the CLI report it from the tiles
+        M = 4 * bc * d + 3 * br * d + 2 * br * bc + 2 * br  # F2b
     else:
         M = 2 * br * d + 2 * bc * d + br * bc + 2 * br  # F2
     cmd = [flashlab, "count", "--algo", k["algo"], "--N", str(N), "--d", str(d), "--Br", str(br), "--Bc", str(bc),
@@ -141,6 +141,7 @@ def main():
     ap.add_argument("--no-bwd", action="store_true")
     ap.add_argument("--skip-versions", default="", help="comma-separated versions of ours to leave out")
     ap.add_argument("--only-versions", default="", help="comma-separated versions of ours to run (default all)")
+    ap.add_argument("--tiles", default="", help="forward tiles of ours to run, e.g. 128x64,128x128 (default all)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
@@ -158,6 +159,7 @@ def main():
                 for causal in (0, 1):
                     B, H = BATCH[N], 16
                     rows += bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal)
+                    write_csv(a, dev, rows, table=False)  # after every shape: a cut-off run keeps its rows
     write_csv(a, dev, rows)
     return 0
 
@@ -221,6 +223,8 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
     for kern in lib.kernels:
         if kern["dtype"] != fdt or kern["d"] != d or kern["version"] in skip or (only and kern["version"] not in only):
             continue
+        if a.tiles and not kern["bwd"] and kern["algo"] == "flash2" and f"{kern['Br']}x{kern['Bc']}" not in a.tiles.split(","):
+            continue
         if kern["bwd"] and a.no_bwd:
             continue
         impl = f"ours-v{kern['version']}-{kern['algo']}"
@@ -268,7 +272,7 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
     return out
 
 
-def write_csv(a, dev, rows):
+def write_csv(a, dev, rows, table=True):
     cols = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "p95_ms",
             "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note"]
     tmp = a.csv + ".tmp"
@@ -287,6 +291,8 @@ def write_csv(a, dev, rows):
             f.write(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
                              for c in cols) + "\n")
     os.replace(tmp, a.csv)
+    if not table:
+        return
     # the short table: best of ours per shape against FA2
     print("\nshape                          pass  best ours (tile)        TFLOP/s   FA2 TFLOP/s  ratio")
     keys = sorted({(r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) for r in rows})

@@ -55,9 +55,9 @@ if has fastval; then
 fi
 if has fastsan; then
   log "fast: memcheck, racecheck"
-  for t in memcheck racecheck; do
+  for t in ${SAN_TOOLS:-memcheck racecheck}; do
     for v in ${FAST_VERSIONS:-7 8 9 10}; do
-      timeout 300 "$SAN" --tool $t $B/flashlab-gpu validate --quick --version $v --dtype fp16 --d 64 >"$L/fast_${t}_v$v.log" 2>&1
+      timeout ${SAN_TIMEOUT:-90} "$SAN" --tool $t $B/flashlab-gpu validate --quick --version $v --dtype fp16 --d 64 >"$L/fast_${t}_v$v.log" 2>&1
       echo "$t v$v rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/fast_${t}_v$v.log" | tail -1)"
     done
   done
@@ -81,6 +81,10 @@ if has profile; then  # ours vs SDPA FA2 under ncu, side by side: forward, then 
     grep -E '^  [a-zA-Z_]|Duration|Registers Per|Achieved Occ|Theoretical Occ|Executed Ipc A|Issue Slots Busy|Compute \(SM\) Th|No Eligible|Local|Shared Memory Config' "$f" | head -40
   done
   (command -v cuobjdump >/dev/null && cuobjdump -sass $B/libflashlab_kernels.so > "$L/sass.txt") 2>&1
+fi
+if has v3quick; then  # version 3 after the Nq > Nk bottom-right fix (aab0ce7), never re-measured before
+  log "v3 quick (flash2 forward, Nq != Nk)"
+  timeout 200 $B/flashlab-gpu validate --quick --version 3 --csv "$L/v3_quick.csv" 2>&1 | grep -v ' ok$' | tail -5
 fi
 if has fig2; then
   log "fig2: GPT-2 medium"
