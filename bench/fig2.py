@@ -35,8 +35,8 @@ PAPER = "paper (A100, fwd+bwd): standard 66.6 GFLOPs, 40.3 GB HBM R/W, 41.7 ms; 
 
 
 def configs(lib):
-    """our fp16 d = 64 kernels: forward versions 7, 8, 10, backward 9"""
-    return [k for k in lib.kernels if k["dtype"] == 1 and k["d"] == D and k["version"] in (7, 8, 9, 10)]
+    """our fp16 d = 64 kernels: forward versions 7, 8, 10, backward 9 and 11"""
+    return [k for k in lib.kernels if k["dtype"] == 1 and k["d"] == D and k["version"] in (7, 8, 9, 10, 11)]
 
 
 def launches(k):
@@ -45,6 +45,8 @@ def launches(k):
         return 0, 3  # scores, softmax, P V
     if k["version"] == 9:
         return 1, 2  # (the forward for O and L), then preprocessing, main
+    if k["version"] == 11:
+        return 3, 5  # (the standard forward for P), then dV, dP, dS, dQ, dK
     return 0, 1
 
 
@@ -55,12 +57,12 @@ def tensors():
 
 
 def call(lib, k, t, fwd, dq_out=True):
-    """one call of kernel k on the tensors t (the backward reads O, L of the forward fwd)"""
+    """one call of kernel k on the tensors t (a backward reads O, L or P of the forward run before)"""
     q, kk, v, do = t["q"], t["k"], t["v"], t["do"]
     nbh = B * H
-    if k["version"] == 9:
-        lib.run(k, nbh, N, 0, Q=q, K=kk, V=v, O=t["o"], L=t["L"], dO=do, dQacc=t["acc"], Dv=t["Dv"],
-                dQ=t["dq"] if dq_out else None, dK=t["dk"], dV=t["dv"])
+    if k["bwd"]:
+        lib.run(k, nbh, N, 0, Q=q, K=kk, V=v, O=t["o"], L=t["L"], P=t["P"], dO=do, dQacc=t["acc"], Dv=t["Dv"],
+                dQ=t["dq"] if dq_out else None, dK=t["dk"], dV=t["dv"], dP=t["dP"], dS=t["dS"])
     else:
         lib.run(k, nbh, N, 0, Q=q, K=kk, V=v, O=t["o"], L=t["L"], S=t["S"] if k["version"] == 8 else None,
                 P=t["P"] if k["version"] == 8 else None)
@@ -72,9 +74,12 @@ def setup(lib):
     t = dict(q=q, k=k, v=v, do=do, o=torch.empty_like(q), L=torch.empty(nbh * N, device="cuda"),
              S=torch.empty(nbh * N * N, device="cuda", dtype=torch.float16),
              P=torch.empty(nbh * N * N, device="cuda", dtype=torch.float16),
+             dP=torch.empty(nbh * N * N, device="cuda", dtype=torch.float16),
+             dS=torch.empty(nbh * N * N, device="cuda", dtype=torch.float16),
              acc=torch.empty(nbh * N * D, device="cuda"), Dv=torch.empty(nbh * N, device="cuda"),
              dq=torch.empty_like(q), dk=torch.empty_like(q), dv=torch.empty_like(q))
-    fwd = next(x for x in lib.kernels if x["version"] == 10 and x["dtype"] == 1 and x["d"] == D)
+    fwd = {9: next(x for x in lib.kernels if x["version"] == 10 and x["dtype"] == 1 and x["d"] == D),
+           11: next(x for x in lib.kernels if x["version"] == 8 and x["dtype"] == 1 and x["d"] == D)}
     return t, fwd
 
 
@@ -131,8 +136,8 @@ def main():
     t, fwd = setup(lib)
     if a.ncu_pass:
         for k in cfgs:
-            if k["version"] == 9:
-                call(lib, fwd, t, None)
+            if k["bwd"]:
+                call(lib, fwd[k["version"]], t, None)
             call(lib, k, t, fwd, dq_out=False)
         torch.cuda.synchronize()
         print(f"fig2: ncu pass, {len(cfgs)} configurations")
@@ -140,13 +145,14 @@ def main():
     ncu = read_ncu(a.ncu_csv, cfgs) if a.ncu_csv and os.path.exists(a.ncu_csv) else [{} for _ in cfgs]
     rows = []
     for k, nc in zip(cfgs, ncu):
-        if k["version"] == 9:
-            call(lib, fwd, t, None)
+        if k["bwd"]:
+            call(lib, fwd[k["version"]], t, None)
         ms, p95 = time_ms(lambda: call(lib, k, t, fwd), 5, a.reps)
         mb = model_bytes(a.flashlab, k, B, H, N, 0, "bwd" if k["bwd"] else "fwd") if a.flashlab else None
         cb = counters(a.gpu, k) if a.gpu else None
         gflop = 4.0 * B * H * N * N * D / 1e9 * (2.5 if k["bwd"] else 1.0)
-        name = {7: "tiled (v7, mma.sync)", 8: "standard (v8, materializing)", 9: "tiled bwd (v9)", 10: "tiled (v10, wgmma)"}[k["version"]]
+        name = {7: "tiled (v7 mma.sync)", 8: "standard (v8 materializing)", 9: "tiled bwd (v9)", 10: "tiled (v10 wgmma)",
+                11: "standard bwd (v11 materializing)"}[k["version"]]
         rows.append(dict(impl=name, version=k["version"], pass_="bwd" if k["bwd"] else "fwd", Br=k["Br"], Bc=k["Bc"],
                          gflop=gflop, median_ms=ms, p95_ms=p95, model_bytes=mb,
                          counter_bytes=(cb[0] + cb[1]) * B * H if cb else None,

@@ -51,7 +51,7 @@ class Lib:
     def __init__(self, path):
         self.h = ctypes.CDLL(path)
         self.h.fl_fast_run.restype = ctypes.c_int
-        self.h.fl_fast_run.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 14
+        self.h.fl_fast_run.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 16
         self.kernels = []
         i = 0
         while True:
@@ -67,7 +67,7 @@ class Lib:
         p = lambda name: ctypes.c_void_p(t[name].data_ptr()) if t.get(name) is not None else None
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         rc = self.h.fl_fast_run(k["i"], nbh, N, causal, p("Q"), p("K"), p("V"), p("O"), p("L"), p("S"), p("P"),
-                                p("dO"), p("dQacc"), p("Dv"), p("dQ"), p("dK"), p("dV"), stream)
+                                p("dO"), p("dQacc"), p("Dv"), p("dQ"), p("dK"), p("dV"), p("dP"), p("dS"), stream)
         if rc != 0:
             fail(f"fl_fast_run refused kernel {k}")
 
@@ -230,7 +230,7 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
         impl = f"ours-v{kern['version']}-{kern['algo']}"
         o = torch.full_like(q, float("nan"))
         S = P = None
-        if kern["algo"] == "standard":
+        if kern["algo"] == "standard" and not kern["bwd"]:
             S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
             P = torch.empty_like(S)
         if not kern["bwd"]:
@@ -244,14 +244,20 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
             mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "fwd") if a.flashlab else None
             row(impl, kern["version"], "fwd", kern, ms, p95, err, mbytes)
         else:
-            # the backward reads O and L of our own forward (version 7, the first built for this d)
-            fk = next(x for x in lib.kernels if x["version"] == 7 and x["dtype"] == fdt and x["d"] == d)
-            lib.run(fk, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L)
+            # the backward reads what our own forward saved: O and L (flash2: version 7), or P
+            # (standard: version 8, the first built for this d)
+            fv = 8 if kern["algo"] == "standard" else 7
+            fk = next(x for x in lib.kernels if x["version"] == fv and x["dtype"] == fdt and x["d"] == d)
+            dP = dS = None
+            if kern["algo"] == "standard":
+                S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
+                P, dP, dS = torch.empty_like(S), torch.empty_like(S), torch.empty_like(S)
+            lib.run(fk, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, S=S, P=P)
             dQacc = torch.empty(nbh * N * d, device="cuda", dtype=torch.float32)
             Dv = torch.empty(nbh * N, device="cuda", dtype=torch.float32)
             dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
-            f = lambda: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, dO=do, dQacc=dQacc, Dv=Dv,
-                                dQ=dq, dK=dk, dV=dv)
+            f = lambda: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, P=P, dO=do, dQacc=dQacc, Dv=Dv,
+                                dQ=dq, dK=dk, dV=dv, dP=dP, dS=dS)
             f()
             torch.cuda.synchronize()
             err = max(rel_err(dq, rdq, nref), rel_err(dk, rdk, nref), rel_err(dv, rdv, nref))
@@ -260,7 +266,7 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
             ms, p95 = time_ms(f, a.warmup, a.reps)
             mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "bwd") if a.flashlab else None
             row(impl, kern["version"], "bwd", kern, ms, p95, err, mbytes)
-        del S, P
+        S = P = dP = dS = None
         torch.cuda.empty_cache()
     # accuracy verdict and ratios to SDPA FA2 measured here
     fa2 = {r["pass_"]: r for r in out if r["impl"] == "sdpa-fa2"}

@@ -21,6 +21,8 @@
  *   8 standard  attn_fast_std.cu  version 1's schedule (S, P materialized) with mma.sync
  *   9 flash2    attn_fast_bwd.cu  version 4's schedule (FlashAttention-2 backward) with mma.sync
  *  10 flash2    attn_fast_wgmma.cu  version 7 with Hopper's wgmma (sm_90a), V_j transposed on chip
+ *  11 standard  attn_fast_std_bwd.cu  version 6's schedule (Algorithm 3: dP, dS materialized) with
+ *                                 mma.sync (kernels/tc_gemm.cuh, shared with version 8)
  */
 #ifndef FL_KERNELS_ATTN_H
 #define FL_KERNELS_ATTN_H
@@ -83,6 +85,7 @@ const fl_kernel_info *fl_fast_fwd_kernels(int *n);  /* version 7: tensor-core fl
 const fl_kernel_info *fl_fast_std_kernels(int *n);  /* version 8: tensor-core standard forward */
 const fl_kernel_info *fl_fast_bwd_kernels(int *n);  /* version 9: tensor-core flash2 backward */
 const fl_kernel_info *fl_wg_fwd_kernels(int *n);    /* version 10: wgmma flash2 forward (sm_90a) */
+const fl_kernel_info *fl_fast_std_bwd_kernels(int *n); /* version 11: tensor-core standard backward */
 
 /* Tiles every kernel family instantiates: the fp16 build sweeps four (Br, Bc); fp32 (the tight
  * comparison) and bf16 take two of them, to keep the build short (CI compiles on 2 cores). */

@@ -12,14 +12,14 @@
  * dQ_i += is a red.global.add of two fp32 values (sm_90 vector atomics) per pair of elements:
  * the L2 reads and writes each element of dQ_i, which is the model's load (line 9) and store
  * (line 15) of dQ_i, and the counters count it so: one read and one write per element.  The
- * fp32 accumulator is the output the model counts (rule R8); fl_fast_bwd_post rounds it into the
+ * fp32 accumulator is the output the model counts (rule R8); fl_tc_round (tc_gemm.cuh) rounds it into the
  * storage type when the caller asks (a.dQout, PyTorch's dQ): a pass outside the schedule, used by
  * the benchmark and not counted.
  * Products through kernels/mma.cuh; Q_i, dO_i, L_i, D_i are prefetched by cp.async into a second
  * stage while block i-1 is computed (extra SRAM beside M_eff = F2b, as version 7).
  */
 #include "attn.h"
-#include "mma.cuh"
+#include "tc_gemm.cuh"
 
 /* lines 3-4: one row per D/8 threads, 16-byte loads; counts O, dO reads, D and dQ writes. */
 template <class T, int D>
@@ -192,16 +192,6 @@ fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     fl_cnt_flush(c, g, (int)sizeof(T));
 }
 
-/* dQ (storage type) = the fp32 accumulator, rounded: outside the schedule (not counted). */
-template <class T>
-__global__ void fl_fast_bwd_post(const float *__restrict__ acc, T *__restrict__ out, long n2)
-{
-    for (long x = (long)blockIdx.x * blockDim.x + threadIdx.x; x < n2; x += (long)gridDim.x * blockDim.x) {
-        const float2 v = ((const float2 *)acc)[x];
-        ((unsigned *)out)[x] = fl_pack2<T>(v.x, v.y);
-    }
-}
-
 template <int D, int BR> constexpr size_t fast_bwd_smem()
 {
     return 2 * (size_t)(2 * 64 * D + 4 * BR * D + 64 * BR) + 4 * 4 * (size_t)BR;
@@ -223,7 +213,7 @@ template <class T, int D, int BR> static void launch_fast_bwd(const fl_gpu_args 
         (T *)a->dV, N, a->causal ? 1 : 0, scale, scale * 1.4426950408889634f, a->cnt);
     CUDA_CHECK(cudaGetLastError());
     if (a->dQout) {
-        fl_fast_bwd_post<T><<<1024, 256, 0, a->stream>>>(a->dQ, (T *)a->dQout, rows * D / 2);
+        fl_tc_round<T><<<1024, 256, 0, a->stream>>>(a->dQ, (T *)a->dQout, rows * D / 2);
         CUDA_CHECK(cudaGetLastError());
     }
 }

@@ -15,66 +15,7 @@
  * attention" of the FlashAttention paper's Figure 2, made as fast as its own schedule allows.
  */
 #include "attn.h"
-#include "mma.cuh"
-
-template <class T, int D, int WM, int BC>
-__global__ void __launch_bounds__(FL_THREADS)
-fl_fast_scores(const T *__restrict__ Q, const T *__restrict__ K, T *__restrict__ S, int N, int Nk, int causal,
-               long off, float scale, fl_gpu_counters *g)
-{
-    constexpr int BR = (FL_THREADS / 32) * WM * 16;
-    extern __shared__ __align__(128) unsigned char fl_smem[];
-    T *Qs = (T *)fl_smem, *Ks = Qs + BR * D; /* Q_i, 2 stages of K_j */
-    FlCount c;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
-    const long bh = blockIdx.y;
-    Q += bh * N * D; K += bh * Nk * D; S += bh * (long)N * Nk;
-    const long r0 = (long)blockIdx.x * BR;
-    const int br = (int)min((long)BR, N - r0), nkb = (Nk + BC - 1) / BC, wrow = warp * WM * 16;
-    fl_load_tile<T, BR, D, FL_THREADS>(Qs, Q + r0 * D, D, br, D, c, FL_T_Q);
-    fl_load_tile<T, BC, D, FL_THREADS>(Ks, K, D, min(BC, Nk), D, c, FL_T_K);
-    fl_cp_commit();
-    for (int j = 0; j < nkb; j++) {
-        const long c0 = (long)j * BC;
-        if (j + 1 < nkb) {
-            fl_load_tile<T, BC, D, FL_THREADS>(Ks + ((j + 1) & 1) * BC * D, K + (c0 + BC) * D, D,
-                                               (int)min((long)BC, Nk - c0 - BC), D, c, FL_T_K);
-            fl_cp_commit();
-            fl_cp_wait<1>();
-        } else {
-            fl_cp_wait<0>();
-        }
-        __syncthreads();
-        float s[WM][BC / 8][4];
-        fl_warp_qk<T, D, WM, BC>(s, Qs + wrow * D, Ks + (j & 1) * BC * D);
-        /* write S_ij straight from the fragments: a quad's two-element stores fill 32-byte
-         * sectors across the n-tile pair; rows past N and keys past Nk are not stored */
-#pragma unroll
-        for (int m = 0; m < WM; m++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const long row = r0 + wrow + m * 16 + g4 + 8 * h;
-                if (row >= N) continue;
-#pragma unroll
-                for (int n = 0; n < BC / 8; n++) {
-                    const long col = c0 + n * 8 + 2 * t4;
-                    float x0 = s[m][n][2 * h] * scale, x1 = s[m][n][2 * h + 1] * scale;
-                    if (causal && !fl_causal_keep(row, col, off)) x0 = -INFINITY;
-                    if (causal && !fl_causal_keep(row, col + 1, off)) x1 = -INFINITY;
-                    T *p = S + row * Nk + col;
-                    if (col + 1 < Nk && (Nk & 1) == 0) {
-                        *(unsigned *)p = fl_pack2<T>(x0, x1);
-                        FL_CNT_WRN(c, FL_T_S, 2);
-                    } else {
-                        if (col < Nk) { p[0] = fl_from_f<T>(x0); FL_CNT_WR(c, FL_T_S); }
-                        if (col + 1 < Nk) { p[1] = fl_from_f<T>(x1); FL_CNT_WR(c, FL_T_S); }
-                    }
-                }
-            }
-        __syncthreads();
-    }
-    fl_cnt_flush(c, g, (int)sizeof(T));
-}
+#include "tc_gemm.cuh"
 
 /* One CTA per row of S (NT threads).  fits: the row is read once into shared memory (Nk
  * elements); else three passes over HBM as the model's chunked safe softmax.  A row with no
@@ -159,54 +100,6 @@ fl_fast_softmax(const T *__restrict__ S, T *__restrict__ P, long rows, int Nk, i
     fl_cnt_flush(c, g, (int)sizeof(T));
 }
 
-template <class T, int D, int WM, int BC>
-__global__ void __launch_bounds__(FL_THREADS)
-fl_fast_pv(const T *__restrict__ P, const T *__restrict__ V, T *__restrict__ O, int N, int Nk, fl_gpu_counters *g)
-{
-    constexpr int BR = (FL_THREADS / 32) * WM * 16;
-    extern __shared__ __align__(128) unsigned char fl_smem[];
-    T *Ps = (T *)fl_smem, *Vs = Ps + 2 * BR * BC; /* 2 stages of P_ij and of V_j */
-    FlCount c;
-    const int warp = threadIdx.x >> 5, wrow = warp * WM * 16;
-    const long bh = blockIdx.y;
-    P += bh * (long)N * Nk; V += bh * Nk * D; O += bh * N * D;
-    const long r0 = (long)blockIdx.x * BR;
-    const int br = (int)min((long)BR, N - r0), nkb = (Nk + BC - 1) / BC;
-    float o[WM][D / 8][4];
-#pragma unroll
-    for (int m = 0; m < WM; m++)
-#pragma unroll
-        for (int n = 0; n < D / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) o[m][n][e] = 0.f;
-    fl_load_tile<T, BR, BC, FL_THREADS>(Ps, P + r0 * Nk, Nk, br, min(BC, Nk), c, FL_T_P);
-    fl_load_tile<T, BC, D, FL_THREADS>(Vs, V, D, min(BC, Nk), D, c, FL_T_V);
-    fl_cp_commit();
-    for (int j = 0; j < nkb; j++) {
-        const long c0 = (long)j * BC;
-        if (j + 1 < nkb) {
-            const int st = (j + 1) & 1, bc1 = (int)min((long)BC, Nk - c0 - BC);
-            fl_load_tile<T, BR, BC, FL_THREADS>(Ps + st * BR * BC, P + r0 * Nk + c0 + BC, Nk, br, bc1, c, FL_T_P);
-            fl_load_tile<T, BC, D, FL_THREADS>(Vs + st * BC * D, V + (c0 + BC) * D, D, bc1, D, c, FL_T_V);
-            fl_cp_commit();
-            fl_cp_wait<1>();
-        } else {
-            fl_cp_wait<0>();
-        }
-        __syncthreads();
-        fl_warp_pv_smem<T, D, WM, BC>(o, Ps + (j & 1) * BR * BC + wrow * BC, Vs + (j & 1) * BC * D);
-        __syncthreads();
-    }
-    /* stage the output through this block's first P buffer: BR x D fits in 2 BR x BC when BC >= D/2 */
-    static_assert(2 * BC >= D, "the output stage reuses the P buffers");
-    float one[WM][2];
-#pragma unroll
-    for (int m = 0; m < WM; m++) one[m][0] = one[m][1] = 1.f;
-    fl_warp_store_rows<T, D, WM>(o, one, Ps + wrow * D, O + (r0 + wrow) * D, (int)min((long)WM * 16, max(0L, N - r0 - wrow)),
-                                 c, FL_T_O);
-    fl_cnt_flush(c, g, (int)sizeof(T));
-}
-
 template <class T, int D, int WM, int BC> static void launch_fast_std(const fl_gpu_args *a)
 {
     constexpr int BR = (FL_THREADS / 32) * WM * 16, SMT = 256;
@@ -220,18 +113,18 @@ template <class T, int D, int WM, int BC> static void launch_fast_std(const fl_g
         fprintf(stderr, "flashlab-gpu: standard (v8): a row of %d keys does not fit in shared memory\n", Nk);
         exit(2);
     }
-    CUDA_CHECK(cudaFuncSetAttribute(fl_fast_scores<T, D, WM, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm1));
-    CUDA_CHECK(cudaFuncSetAttribute(fl_fast_pv<T, D, WM, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm3));
+    CUDA_CHECK(cudaFuncSetAttribute(fl_tc_nt<T, D, WM, BC, FL_T_Q, FL_T_K, FL_T_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm1));
+    CUDA_CHECK(cudaFuncSetAttribute(fl_tc_nn<T, T, D, WM, BC, FL_T_P, FL_T_V, FL_T_O>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm3));
     CUDA_CHECK(cudaFuncSetAttribute(fl_fast_softmax<T, SMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm2));
     const dim3 grid(FL_CDIV(N, BR), nbh);
-    fl_fast_scores<T, D, WM, BC><<<grid, FL_THREADS, sm1, a->stream>>>((const T *)a->Q, (const T *)a->K, (T *)a->S, N, Nk,
+    fl_tc_nt<T, D, WM, BC, FL_T_Q, FL_T_K, FL_T_S><<<grid, FL_THREADS, sm1, a->stream>>>((const T *)a->Q, (const T *)a->K, (T *)a->S, N, Nk,
                                                                        a->causal, off, 1.0f / sqrtf((float)D), a->cnt);
     CUDA_CHECK(cudaGetLastError());
     const long rows = (long)N * nbh;
     const dim3 g2((unsigned)min(rows, 65535L), (unsigned)FL_CDIV(rows, 65535L));
     fl_fast_softmax<T, SMT><<<g2, SMT, sm2, a->stream>>>((const T *)a->S, (T *)a->P, rows, Nk, fits, a->cnt);
     CUDA_CHECK(cudaGetLastError());
-    fl_fast_pv<T, D, WM, BC><<<grid, FL_THREADS, sm3, a->stream>>>((const T *)a->P, (const T *)a->V, (T *)a->O, N, Nk, a->cnt);
+    fl_tc_nn<T, T, D, WM, BC, FL_T_P, FL_T_V, FL_T_O><<<grid, FL_THREADS, sm3, a->stream>>>((const T *)a->P, (const T *)a->V, (T *)a->O, N, Nk, 1.f, a->cnt);
     CUDA_CHECK(cudaGetLastError());
 }
 

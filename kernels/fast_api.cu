@@ -1,4 +1,4 @@
-/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-10, built
+/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-11, built
  * without counters), for bench/gpu_sdpa.py: Python loads the library with ctypes and passes
  * PyTorch's device pointers and stream, so that our kernels and PyTorch SDPA's backends run in
  * one process on the same inputs.  Tensors are contiguous (B, H, N, d): nbh = B * H slices.
@@ -10,7 +10,7 @@
 static const fl_kernel_info *fast_kernel(int i)
 {
     const fl_kernel_info *(*tables[])(int *) = {fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels,
-                                                   fl_wg_fwd_kernels};
+                                                   fl_wg_fwd_kernels, fl_fast_std_bwd_kernels};
     if (i < 0) return NULL;
     for (auto t : tables) {
         int n;
@@ -38,10 +38,12 @@ int fl_fast_describe(int i, char *algo, int *version, int *bwd, int *dtype, int 
  * heads of N queries and keys.  causal: 0 none, 1 the lower triangle.  Forward: Q, K, V in, O and
  * L (fp32, nbh * N) out; standard also needs S and P (nbh * N * N each, the storage type).
  * Backward: Q, K, V, O, L, dO in; dQacc (fp32, nbh * N * d, zeroed by the kernel), Dv (fp32,
- * nbh * N) workspaces; dQ, dK, dV out (the storage type).  Returns 0, or 2 when i names no kernel
+ * nbh * N) workspaces; dQ, dK, dV out (the storage type); the standard backward reads P of its
+ * forward and needs dPbuf, dSbuf (nbh * N * N each, the storage type).  Returns 0, or 2 when i names no kernel
  * (CUDA errors print a line and exit, as in the harness). */
 int fl_fast_run(int i, int nbh, int N, int causal, const void *Q, const void *K, const void *V, void *O, float *L,
-                void *S, void *P, const void *dO, float *dQacc, float *Dv, void *dQ, void *dK, void *dV, void *stream)
+                void *S, void *P, const void *dO, float *dQacc, float *Dv, void *dQ, void *dK, void *dV, void *dPbuf,
+                void *dSbuf, void *stream)
 {
     const fl_kernel_info *k = fast_kernel(i);
     if (!k || nbh < 1 || N < 1 || (causal != 0 && causal != 1)) return 2;
@@ -49,7 +51,7 @@ int fl_fast_run(int i, int nbh, int N, int causal, const void *Q, const void *K,
     memset(&a, 0, sizeof a);
     a.N = N; a.Nk = N; a.d = k->d; a.nbh = nbh; a.causal = causal;
     a.Q = Q; a.K = K; a.V = V; a.O = O; a.L = L; a.S = S; a.P = P;
-    a.dO = dO; a.dQ = dQacc; a.Dv = Dv; a.dQout = dQ; a.dK = dK; a.dV = dV;
+    a.dO = dO; a.dQ = dQacc; a.Dv = Dv; a.dQout = dQ; a.dK = dK; a.dV = dV; a.dPbuf = dPbuf; a.dSbuf = dSbuf;
     a.stream = (cudaStream_t)stream;
     k->launch(&a);
     return 0;

@@ -40,7 +40,7 @@ static std::vector<const fl_kernel_info *> all_kernels()
     const fl_kernel_info *(*tables[])(int *) = {fl_standard_kernels, fl_flash1_kernels, fl_flash2_kernels,
                                                    fl_flash2_bwd_kernels, fl_standard_bwd_kernels,
                                                    fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels,
-                                                   fl_wg_fwd_kernels};
+                                                   fl_wg_fwd_kernels, fl_fast_std_bwd_kernels};
     for (auto t : tables) {
         int n;
         const fl_kernel_info *k = t(&n);
@@ -189,7 +189,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(name, "--Bc")) s = fl_parse_i64(name, v, 1, 1024, &Bc);
         else if (!strcmp(name, "--reps")) s = fl_parse_i64(name, v, 0, 1000, &reps);
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
-        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 10, &version);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 11, &version);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
@@ -243,7 +243,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         else if (!strcmp(name, "--d")) s = fl_parse_i64(name, v, 1, 1024, &only_d);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &only_dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
-        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 10, &only_version);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 11, &only_version);
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
     }
@@ -401,7 +401,7 @@ static void usage(FILE *f)
                "  list       the kernel variants built in\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
                "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
-               "             [--version V]: that version of the kernel (7-10: the fast ones; default the first)\n"
+               "             [--version V]: that version of the kernel (7-11: the fast ones; default the first)\n"
                "  validate   the validation matrix and shapes A, B, A (A twice on the same inputs):\n"
                "             [--csv FILE] [--quick] [--seed S]\n"
                "             [--algo A] [--dtype T] [--d D] [--pass fwd|bwd] [--version V]: only those kernels\n"

@@ -1,0 +1,37 @@
+# gpu_tflops_vs_N.gp: throughput of our kernels and PyTorch SDPA's backends against N, measured
+# side by side in one process on the same inputs (bench/gpu_sdpa.py -> figures/data/gpu_sdpa.csv).
+# Four panels: d = 64 and 128, no mask and causal; dtype fp16 or bf16 and pass fwd or bwd chosen
+# by variables.  For each of our versions the best tile at each N is drawn (the CSV has them all).
+#
+# usage (from the repository root):
+#   gnuplot -e "fmt='png'; out='figures/gpu_tflops_fwd_fp16.png'; pass='fwd'; dt='fp16'" figures/gpu_tflops_vs_N.gp
+load 'figures/style.gp'
+call 'figures/term.gp'
+if (!exists("pass")) pass = 'fwd'
+if (!exists("dt")) dt = 'fp16'
+data = 'figures/data/gpu_sdpa.csv'
+set datafile separator ','
+set datafile commentschars '#'
+# best TFLOP/s per (impl, d, N, causal) for this pass and dtype: impl,d,N,causal,tflops
+best = sprintf("< awk -F, '!/^#/ && $1!=\"impl\" && $3==\"%s\" && $4==\"%s\" {k=$1\",\"$8\",\"$7\",\"$9; if (!(k in b) || $14>b[k]) b[k]=$14} END {for (k in b) print k\",\"b[k]}' %s | sort -t, -k1,1 -k2,2n -k4,4n -k3,3n", pass, dt, data)
+set logscale x 2
+set xrange [800:20000]
+set xtics (1024, 2048, 4096, 16384)
+set yrange [0:*]
+set offsets 0, 0, graph 0.5, 0   # room above the curves for the key
+set key top left font ',8' maxrows 4
+set multiplot layout 2,2 title sprintf('%s attention, %s, 16 heads, batch x N = 32k-64k tokens, one NVIDIA H200', pass eq 'fwd' ? 'Forward' : 'Backward', dt) font ',11'
+impls = 'sdpa-cudnn sdpa-fa2 sdpa-efficient sdpa-math ours-v7-flash2 ours-v10-flash2 ours-v9-flash2 ours-v8-standard'
+titles = 'SDPA-cuDNN SDPA-FA2 SDPA-mem-efficient SDPA-math ours-v7-(mma.sync) ours-v10-(wgmma) ours-v9-(bwd) ours-v8-(materializing)'
+colors = '#7f7f7f #1f77b4 #17becf #d62728 #2ca02c #006400 #2ca02c #ff7f0e'
+types = '4 5 6 7 9 11 9 13'
+do for [dd in '64 128'] {
+  do for [cz in '0 1'] {
+    set title sprintf('d = %s, %s', dd, cz eq '0' ? 'no mask' : 'causal') font ',10'
+    set ylabel 'TFLOP/s'
+    set xlabel 'N'
+    plot for [i=1:words(impls)] best using ((strcol(1) eq word(impls, i) && strcol(2) eq dd && strcol(4) eq cz) ? $3 : 1/0):5 \
+         with linespoints lw 2 pt (word(types, i)+0) ps 0.9 lc rgb word(colors, i) title word(titles, i)
+  }
+}
+unset multiplot
