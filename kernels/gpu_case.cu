@@ -280,8 +280,11 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     if (k->bwd) { /* the forward first (uncounted) saves O and L; then poison the gradients */
         const fl_kernel_info *f = NULL;
         int nf;
+        /* the fast standard backward (version 11) takes P from the fast standard forward (version
+         * 8), the only standard forward with the causal mask */
         const fl_kernel_info *tab = !strcmp(k->algo, "flash1") ? fl_flash1_kernels(&nf)
-                                    : is_std ? fl_standard_kernels(&nf) : fl_flash2_kernels(&nf);
+                                    : is_std ? (k->version == 11 ? fl_fast_std_kernels(&nf) : fl_standard_kernels(&nf))
+                                             : fl_flash2_kernels(&nf);
         for (int i = 0; i < nf; i++) /* the same tiles if built, else the first of this type */
             if (tab[i].dtype == dt && tab[i].d == d && (!f || (tab[i].Br == k->Br && tab[i].Bc == k->Bc))) f = &tab[i];
         if (!f) { fprintf(stderr, "flashlab-gpu: no %s forward for this backward\n", k->algo); return 1; }
