@@ -273,9 +273,23 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
     for r in out:
         ref = fa2.get(r["pass_"])
         r["ratio_vs_fa2"] = (ref["median_ms"] / r["median_ms"]) if ref and r["median_ms"] else None
-        e_fa2 = ref["rel_err"] if ref else None
-        r["acc_ok"] = int(r["rel_err"] == r["rel_err"] and (e_fa2 is None or r["rel_err"] <= 2 * e_fa2 + 1e-4))
+        r["acc_ok"] = acc_ok(r, ref["rel_err"] if ref else None)
     return out
+
+
+UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8}
+
+
+def acc_ok(r, e_fa2):
+    """1 when r's error is at most twice SDPA FA2's (+1e-4); the materializing versions (8, 11)
+    store S, P (dP, dS) in the storage type, as the model's standard schedule: for them, at most
+    twice the unit roundoff of that type.  NaN (an unwritten output) never passes."""
+    e = r["rel_err"]
+    if e != e:
+        return 0
+    if e_fa2 is None or e <= 2 * e_fa2 + 1e-4:
+        return 1
+    return int(r["impl"].endswith("standard") and e <= 2 * UNIT_ROUNDOFF[r["dtype"]])
 
 
 def write_csv(a, dev, rows, table=True):
@@ -290,7 +304,7 @@ def write_csv(a, dev, rows, table=True):
         f.write(f"# timing: CUDA events around each call, {a.warmup} warm-ups, median and p95 of {a.reps}; "
                 f"TFLOP/s fwd 4BHN^2d/t, bwd 2.5x, causal halved; gbps_min = fewest bytes / t\n")
         f.write(f"# accuracy: rel_err = ||x - ref|| / ||ref|| on {a.nref} heads vs fp32 (bwd: worst of dQ, dK, dV); "
-                f"acc_ok: <= 2 x SDPA FA2's rel_err + 1e-4\n")
+                f"acc_ok: <= 2 x SDPA FA2's rel_err + 1e-4 (materializing versions: or <= 2 x the type's unit roundoff)\n")
         f.write("# command: " + " ".join(sys.argv) + "\n")
         f.write(",".join(c.rstrip("_") for c in cols) + "\n")
         for r in rows:

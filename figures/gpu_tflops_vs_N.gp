@@ -19,12 +19,12 @@ set xrange [800:20000]
 set xtics (1024, 2048, 4096, 16384)
 set yrange [0:*]
 set offsets 0, 0, graph 0.5, 0   # room above the curves for the key
-set key top left font ',8' maxrows 4
+set key top left font ',8' maxrows 5
 set multiplot layout 2,2 title sprintf('%s attention, %s, 16 heads, batch x N = 32k-64k tokens, one NVIDIA H200', pass eq 'fwd' ? 'Forward' : 'Backward', dt) font ',11'
-impls = 'sdpa-cudnn sdpa-fa2 sdpa-efficient sdpa-math ours-v7-flash2 ours-v10-flash2 ours-v9-flash2 ours-v8-standard'
-titles = 'SDPA-cuDNN SDPA-FA2 SDPA-mem-efficient SDPA-math ours-v7-(mma.sync) ours-v10-(wgmma) ours-v9-(bwd) ours-v8-(materializing)'
-colors = '#7f7f7f #1f77b4 #17becf #d62728 #2ca02c #006400 #2ca02c #ff7f0e'
-types = '4 5 6 7 9 11 9 13'
+impls = 'sdpa-cudnn sdpa-fa2 sdpa-efficient sdpa-math ours-v7-flash2 ours-v10-flash2 ours-v9-flash2 ours-v8-standard ours-v11-standard'
+titles = 'SDPA-cuDNN SDPA-FA2 SDPA-mem-efficient SDPA-math ours-v7-(mma.sync) ours-v10-(wgmma) ours-v9-(tiled-bwd) ours-v8-(materializing) ours-v11-(materializing-bwd)'
+colors = '#7f7f7f #1f77b4 #17becf #d62728 #2ca02c #006400 #9467bd #ff7f0e #ff7f0e'
+types = '4 5 6 7 9 11 9 13 13'
 do for [dd in '64 128'] {
   do for [cz in '0 1'] {
     set title sprintf('d = %s, %s', dd, cz eq '0' ? 'no mask' : 'causal') font ',10'

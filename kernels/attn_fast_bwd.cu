@@ -78,10 +78,8 @@ fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     const int i0 = causal ? (int)(c0 / BR) : 0;
 
     float dk[1][D / 8][4], dv[1][D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) dk[0][n][e] = dv[0][n][e] = 0.f;
+    fl_zero(dk);
+    fl_zero(dv);
 
     auto load_q = [&](int i, int st) { /* line 9: Q_i, dO_i (async), L_i, D_i */
         const long r0 = (long)i * BR;
@@ -154,12 +152,7 @@ fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
         {
             const int qw = warp * WQ * 16;
             float dq[WQ][D / 8][4];
-#pragma unroll
-            for (int m = 0; m < WQ; m++)
-#pragma unroll
-                for (int n = 0; n < D / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) dq[m][n][e] = 0.f;
+            fl_zero(dq);
 #pragma unroll
             for (int kk = 0; kk < BC / 16; kk++) {
                 unsigned a[WQ][4]; /* dS (queries x keys) read transposed from dS^T */

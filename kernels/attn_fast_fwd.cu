@@ -40,12 +40,8 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     const long bh = blockIdx.y;
     Q += bh * N * D; O += bh * N * D; L += bh * N;
     K += bh * Nk * D; V += bh * Nk * D;
-    /* causal: the last query blocks see the most keys; start them first */
-    const int iblk = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
-    /* tile-local indices are int (N * d < 2^31 is checked at launch); head offsets are long */
-    const int r0 = iblk * BR, br = min(BR, N - r0);
-    const int kend = causal ? max(0, min(Nk, r0 + br + off)) : Nk; /* rule K2 */
-    const int nkb = (int)((kend + BC - 1) / BC);
+    const FlQueryBlock qb = fl_query_block<BR, BC>(N, Nk, causal, off);
+    const int r0 = qb.r0, br = qb.br, nkb = qb.nkb;
 
     if (nkb > 0) { /* a block that sees no key loads nothing (its rows output 0, L = -inf) */
         fl_load_tile<T, BR, D, FL_THREADS>(Qs, Q + r0 * D, D, br, D, c, FL_T_Q);
@@ -56,12 +52,9 @@ fl_fast_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
 
     float o[WM][D / 8][4];
     float mrow[WM][2], lrow[WM][2]; /* running max (raw scores) and this thread's part of the sum */
+    fl_zero(o);
 #pragma unroll
     for (int m = 0; m < WM; m++) {
-#pragma unroll
-        for (int n = 0; n < D / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) o[m][n][e] = 0.f;
         mrow[m][0] = mrow[m][1] = -INFINITY;
         lrow[m][0] = lrow[m][1] = 0.f;
     }

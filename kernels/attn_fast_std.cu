@@ -2,15 +2,16 @@
  *
  * Version 1's schedule (sim/sched_standard.c, Algorithm 0; docs/model.md eqs. C0.1-C0.4) with the
  * whole head dimension in one chunk (Bd = d):
- *   step 1  fl_fast_scores   per query block i: load Q_i once; for each key block j: load K_j,
+ *   step 1  fl_tc_nt         per query block i: load Q_i once; for each key block j: load K_j,
  *                            S_ij = Q_i K_j^T / sqrt(d) (masked entries -inf: the traffic is
  *                            mask-oblivious), write S_ij                       reads Nd + Nd Tr
  *   step 2  fl_fast_softmax  per row: read the row of S once (it fits: N <= M_eff), write P;
  *                            when N > M_eff, the model's three passes (max, sum, write): 3 reads
- *   step 3  fl_fast_pv       per query block i: O_i = 0; for each key block j: load P_ij, V_j,
+ *   step 3  fl_tc_nn         per query block i: O_i = 0; for each key block j: load P_ij, V_j,
  *                            O_i += P_ij V_j; write O_i once                   reads N^2 + Nd Tr
  * S and P are stored in the storage type (fp16 / bf16), as version 1 and the model (elem_bytes).
- * Products: mma.sync m16n8k16 through kernels/mma.cuh, K_j / (P_ij, V_j) prefetched into a
+ * Products (kernels/tc_gemm.cuh, shared with version 11): mma.sync m16n8k16 through
+ * kernels/mma.cuh, K_j / (P_ij, V_j) prefetched into a
  * second shared-memory stage by cp.async, 4 warps of WM*16 rows.  This is the "standard
  * attention" of the FlashAttention paper's Figure 2, made as fast as its own schedule allows.
  */

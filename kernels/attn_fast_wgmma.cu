@@ -34,10 +34,8 @@ fl_wg_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict_
     const long bh = blockIdx.y;
     Q += bh * N * D; O += bh * N * D; L += bh * N;
     K += bh * Nk * D; V += bh * Nk * D;
-    const int iblk = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
-    const int r0 = iblk * BR, br = min(BR, N - r0);
-    const int kend = causal ? max(0, min(Nk, r0 + br + off)) : Nk; /* rule K2 */
-    const int nkb = (kend + BC - 1) / BC;
+    const FlQueryBlock qb = fl_query_block<BR, BC>(N, Nk, causal, off);
+    const int r0 = qb.r0, br = qb.br, nkb = qb.nkb;
     const int wrow = wg * 64 + (warp & 3) * 16; /* this warp's first row of the block */
 
     if (nkb > 0) {
@@ -48,10 +46,7 @@ fl_wg_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict_
     fl_cp_commit();
 
     float o[1][D / 8][4], mrow[1][2] = {{-INFINITY, -INFINITY}}, lrow[1][2] = {{0.f, 0.f}};
-#pragma unroll
-    for (int n = 0; n < D / 8; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) o[0][n][e] = 0.f;
+    fl_zero(o);
 
     for (int j = 0; j < nkb; j++) {
         const int c0 = j * BC;

@@ -151,6 +151,17 @@ __device__ __forceinline__ float fl_ex2(float x)
     return y;
 }
 
+/* Sets every accumulator of a fragment array to 0. */
+template <int A, int B> __device__ __forceinline__ void fl_zero(float (&x)[A][B][4])
+{
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) x[i][j][e] = 0.f;
+}
+
 /* ---- warp-level products --------------------------------------------------------------------- */
 /* s = A B^T for this warp's WM*16 rows: A is a swizzled tile of KD columns whose rows start at
  * A (the warp's first row), B a swizzled BC x KD tile.  s[m][n] is the C fragment of rows
@@ -159,12 +170,7 @@ template <class T, int KD, int WM, int BC>
 __device__ __forceinline__ void fl_warp_qk(float (&s)[WM][BC / 8][4], const T *A, const T *B)
 {
     const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int m = 0; m < WM; m++)
-#pragma unroll
-        for (int n = 0; n < BC / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[m][n][e] = 0.f;
+    fl_zero(s);
 #pragma unroll
     for (int kk = 0; kk < KD / 16; kk++) {
         unsigned a[WM][4];

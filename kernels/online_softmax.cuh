@@ -1,5 +1,6 @@
-/* online_softmax.cuh: the online softmax of the fast forward kernels (versions 7 and 10) on
- * score fragments in registers: docs/model.md rule R3 (m, l and the rescale of O per row).
+/* online_softmax.cuh: what the fast forward kernels (versions 7 and 10) share: the query block
+ * and its key range, and the online softmax on score fragments in registers (docs/model.md rule
+ * R3: m, l and the rescale of O per row).
  *
  * Fragments: s[m][n][e] is the C fragment (mma.sync m16n8, or a wgmma m64nN accumulator seen by
  * one warp: the same layout) of rows row0 + m*16 + g + 8*(e/2), keys c0 + n*8 + 2t + e%2, with
@@ -10,6 +11,21 @@
 #define FL_KERNELS_ONLINE_SOFTMAX_CUH
 
 #include "mma.cuh"
+
+/* The query block of this CTA and the key blocks it sees (docs/model.md rule K2): causal, the
+ * last query blocks see the most keys and are started first; a block sees keys [0, kend) and
+ * loads nkb blocks of BC.  Tile-local indices are int (N d < 2^31 is checked at launch). */
+struct FlQueryBlock {
+    int r0, br, nkb;
+};
+template <int BR, int BC>
+__device__ __forceinline__ FlQueryBlock fl_query_block(int N, int Nk, int causal, int off)
+{
+    const int iblk = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int r0 = iblk * BR, br = min(BR, N - r0);
+    const int kend = causal ? max(0, min(Nk, r0 + br + off)) : Nk;
+    return {r0, br, (kend + BC - 1) / BC};
+}
 
 /* Sets to -inf the scores of keys >= Nk and, causal, of keys j > i + off (rule K4).  Call it
  * only on tiles that cross the diagonal or the end of the keys; row0 is the warp's first row. */

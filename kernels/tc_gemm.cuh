@@ -95,12 +95,7 @@ fl_tc_nn(const T *__restrict__ P, const T *__restrict__ V, OutT *__restrict__ O,
     const long r0 = (long)blockIdx.x * BR;
     const int br = (int)min((long)BR, N - r0), nkb = (Nk + BC - 1) / BC;
     float o[WM][D / 8][4];
-#pragma unroll
-    for (int m = 0; m < WM; m++)
-#pragma unroll
-        for (int n = 0; n < D / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) o[m][n][e] = 0.f;
+    fl_zero(o);
     fl_load_tile<T, BR, BC, FL_THREADS>(Ps, P + r0 * Nk, Nk, br, min(BC, Nk), c, TP);
     fl_load_tile<T, BC, D, FL_THREADS>(Vs, V, D, min(BC, Nk), D, c, TV);
     fl_cp_commit();
@@ -161,12 +156,7 @@ fl_tc_tn(const T *__restrict__ P, const T *__restrict__ V, T *__restrict__ O, in
     const long k0 = (long)blockIdx.x * BK;
     const int bk = (int)min((long)BK, Nk - k0), nqb = (N + BQ - 1) / BQ;
     float o[WM][D / 8][4];
-#pragma unroll
-    for (int m = 0; m < WM; m++)
-#pragma unroll
-        for (int n = 0; n < D / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) o[m][n][e] = 0.f;
+    fl_zero(o);
     fl_load_tile<T, BQ, BK, FL_THREADS>(Ps, P + k0, Nk, min(BQ, N), bk, c, TP);
     fl_load_tile<T, BQ, D, FL_THREADS>(Vs, V, D, min(BQ, N), D, c, TV);
     fl_cp_commit();

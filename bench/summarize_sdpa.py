@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""summarize_sdpa.py: the tables of kernels/NOTES.md (issue 7) from gpu_sdpa.py's CSVs (no GPU).
+
+  python3 bench/summarize_sdpa.py figures/data/gpu_sdpa.csv [figures/data/gpu_sdpa_run1.csv]
+
+For every shape: our best forward (any version, any tile, accurate) against SDPA FA2 measured in
+the same run; our best backward against FA2's backward; the materializing versions against SDPA's
+math backend.  With two CSVs, the same ratios from the second run and their difference (the
+run-to-run spread the ratios must be read against).
+"""
+import csv
+import sys
+
+
+def load(path):
+    return [r for r in csv.DictReader(l for l in open(path) if not l.startswith("#"))]
+
+
+def best(rows, pred):
+    sel = [r for r in rows if pred(r) and r["acc_ok"] == "1" and r["tflops"]]
+    return max(sel, key=lambda r: float(r["tflops"])) if sel else None
+
+
+def ratios(rows):
+    out = {}
+    shapes = sorted({(r["dtype"], int(r["d"]), int(r["N"]), int(r["causal"])) for r in rows})
+    for dt, d, N, cz in shapes:
+        sh = [r for r in rows if (r["dtype"], int(r["d"]), int(r["N"]), int(r["causal"])) == (dt, d, N, cz)]
+        res = {}
+        for pass_, ours_pred in (("fwd", lambda r: r["impl"].startswith("ours") and "flash2" in r["impl"]),
+                                 ("bwd", lambda r: r["impl"].startswith("ours") and "flash2" in r["impl"]),
+                                 ("std-fwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"]),
+                                 ("std-bwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"])):
+            p = pass_.split("-")[-1]
+            o = best(sh, lambda r: r["pass"] == p and ours_pred(r))
+            ref_impl = "sdpa-math" if pass_.startswith("std") else "sdpa-fa2"
+            ref = best(sh, lambda r: r["pass"] == p and r["impl"] == ref_impl)
+            if o and ref:
+                res[pass_] = (o, float(o["tflops"]), float(ref["tflops"]), float(o["tflops"]) / float(ref["tflops"]))
+        out[(dt, d, N, cz)] = res
+    return out
+
+
+def main():
+    if len(sys.argv) < 2:
+        print("usage: summarize_sdpa.py RUN.csv [OTHER_RUN.csv]", file=sys.stderr)
+        return 2
+    a = ratios(load(sys.argv[1]))
+    b = ratios(load(sys.argv[2])) if len(sys.argv) > 2 else {}
+    print("| dtype | d | N | causal | fwd: ours (version, tile) TFLOP/s | FA2 | ratio | bwd: ours | FA2 | ratio |"
+          " std fwd / math | std bwd / math |" + (" fwd ratio, other run | bwd ratio, other run |" if b else ""))
+    print("|---" * (12 if b else 10) + "|")
+    lo = {}
+    for k, res in a.items():
+        f, bw, sf, sb = (res.get(x) for x in ("fwd", "bwd", "std-fwd", "std-bwd"))
+        cell = lambda x: f"{x[0]['impl'].split('-')[1]} {x[0]['Br']}x{x[0]['Bc']} {x[1]:.0f}" if x else "—"
+        if not (f and bw):
+            print(f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | incomplete |")
+            continue
+        ratio_or_dash = lambda x: f"{x[3]:.1f}x" if x else "— (no math run)"
+        row = (f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {cell(f)} | {f[2]:.0f} | **{f[3]:.2f}** | "
+               f"{cell(bw)} | {bw[2]:.0f} | {bw[3]:.2f} | {ratio_or_dash(sf)} | {ratio_or_dash(sb)} |")
+        if b and k in b:
+            rb = b[k]
+            row += f" {rb['fwd'][3]:.2f} | {rb['bwd'][3]:.2f} |" if "fwd" in rb and "bwd" in rb else " — | — |"
+        print(row)
+        for x in ("fwd", "bwd", "std-fwd", "std-bwd"):
+            if res.get(x):
+                lo.setdefault(x, []).append(res[x][3])
+    for x, v in lo.items():
+        print(f"{x}: ratio min {min(v):.2f}, max {max(v):.2f} over {len(v)} shapes")
+    if b:
+        d = [abs(a[k]["fwd"][3] - b[k]["fwd"][3]) for k in a if k in b and "fwd" in a[k] and "fwd" in b[k]]
+        print(f"fwd ratio, run-to-run |difference|: max {max(d):.3f}, mean {sum(d) / len(d):.3f} over {len(d)} shapes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

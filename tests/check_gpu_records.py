@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""check_gpu_records.py: the recorded GPU results of the fast kernels (issue 7) against today's model.
+
+The GPU machine keeps nothing and CI has no GPU, so what the kernels' byte counters measured lives
+in figures/data/.  This test re-runs the model (the `flashlab count` CLI, fl_run) on every recorded
+case and requires:
+  1. gpu_validate_v{7..11}.csv: for every case, today's model reads and writes (elements) equal the
+     recorded model columns, and the recorded counters equal them (status ok): if the model's
+     counting changes, the kernels' measured counts no longer confirm it, and this fails;
+  2. gpu_fig2.csv: for every configuration, today's model bytes for all 1,024 heads equal the
+     recorded counter bytes;
+  3. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs.
+
+  python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
+"""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def rows_of(path):
+    with open(path) as f:
+        return [r for r in csv.DictReader(l for l in f if not l.startswith("#"))]
+
+
+def count(cli, algo, N, d, Br, Bc, M, dtype, pass_, causal, Nk=None, batch=1, heads=1):
+    cmd = [cli, "count", "--algo", algo, "--N", str(N), "--d", str(d), "--Br", str(Br), "--Bc", str(Bc),
+           "--M", str(M), "--dtype", dtype, "--pass", pass_, "--batch", str(batch), "--heads", str(heads),
+           "--format", "csv"]
+    if Nk and int(Nk) != int(N):
+        cmd += ["--Nk", str(Nk)]
+    if causal:
+        cmd += ["--causal", causal]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
+    lines = out.stdout.strip().splitlines()
+    return dict(zip(lines[0].split(","), lines[1].split(",")))
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cli, src = sys.argv[1], sys.argv[2]
+    data = os.path.join(src, "figures", "data")
+    bad = 0
+    checked = 0
+    for v in range(7, 12):
+        path = os.path.join(data, f"gpu_validate_v{v}.csv")
+        for r in rows_of(path):
+            corner = {"none": None, "top-left": "top-left", "bottom-right": "bottom-right"}[r["corner"]]
+            m = count(cli, r["algo"], r["N"], r["d"], r["Br"], r["Bc"], r["M_eff"], r["dtype"], r["pass"], corner,
+                      r["Nk"])
+            want = (int(r["model_reads"]), int(r["model_writes"]))
+            got = (int(m["hbm_reads"]), int(m["hbm_writes"]))
+            gpu = (int(r["gpu_reads"]), int(r["gpu_writes"]))
+            if got != want or gpu != want or not r["status"].startswith("ok"):
+                bad += 1
+                print(f"v{v} {r['tag']} {r['algo']} {r['pass']} N={r['N']} d={r['d']} {r['Br']}x{r['Bc']}: "
+                      f"model now {got}, recorded model {want}, kernel counters {gpu}, status {r['status']}")
+            checked += 1
+    print(f"check_gpu_records: {checked} recorded cases of versions 7-11 against today's model")
+    for r in rows_of(os.path.join(data, "gpu_fig2.csv")):
+        v = int(r["version"])
+        algo = "standard" if v in (8, 11) else "flash2"
+        bwd = r["pass"] == "bwd"
+        br, bc, d = int(r["Br"]), int(r["Bc"]), 64
+        M = (br * d + bc * d + br * bc) if algo == "standard" else \
+            (4 * bc * d + 3 * br * d + 2 * br * bc + 2 * br) if bwd else (2 * br * d + 2 * bc * d + br * bc + 2 * br)
+        m = count(cli, algo, 1024, d, br, bc, M, "fp16", r["pass"], None, batch=64, heads=16)
+        if int(m["hbm_bytes"]) != int(r["counter_bytes"]) or r["counter_bytes"] != r["model_bytes"]:
+            bad += 1
+            print(f"fig2 v{v} {r['pass']} {br}x{bc}: model now {m['hbm_bytes']} B, recorded counters {r['counter_bytes']}")
+        checked += 1
+    print(f"check_gpu_records: {checked} cases checked in all, {bad} differ")
+    # the summaries and figures still read the records
+    for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]), ("summarize_fig2.py", ["gpu_fig2.csv"])):
+        out = subprocess.run([sys.executable, os.path.join(src, "bench", script)] + [os.path.join(data, a) for a in args],
+                             capture_output=True, text=True)
+        if out.returncode != 0 or "|" not in out.stdout or "incomplete" in out.stdout:
+            bad += 1
+            print(f"{script}: exit {out.returncode}\n{out.stdout[-500:]}{out.stderr[-500:]}")
+    if "--no-figures" not in sys.argv and shutil.which("gnuplot"):
+        tmp = tempfile.mkdtemp()
+        try:
+            figs = [("gpu_tflops_vs_N.gp", "pass='fwd'; dt='bf16'"), ("gpu_fig2_runtime_vs_bytes.gp", "")]
+            for gp, extra in figs:
+                out_png = os.path.join(tmp, gp.replace(".gp", ".png"))
+                e = f"fmt='png'; out='{out_png}'; {extra}"
+                p = subprocess.run(["gnuplot", "-e", e, os.path.join("figures", gp)], cwd=src, capture_output=True, text=True)
+                if p.returncode != 0 or not os.path.exists(out_png) or os.path.getsize(out_png) < 10000 or p.stderr.strip():
+                    bad += 1
+                    print(f"{gp}: gnuplot exit {p.returncode}: {p.stderr.strip()[:300]}")
+        finally:
+            shutil.rmtree(tmp)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
