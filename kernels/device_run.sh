@@ -6,7 +6,8 @@
 #   issue 7 (the fast versions 7-9): fastbuild (harness with counters, libflashlab_kernels.so,
 #   the CLI only), fastquick, fastval (their matrix, CSV), fastsan (memcheck + racecheck of them),
 #   bench (bench/gpu_sdpa.py, CSV), fig2 (the GPT-2-medium table: bench/fig2.sh, CSV).
-# Usage: OUT=/some/dir kernels/device_run.sh [steps...]   (default: all)
+# Usage: OUT=/some/dir FLASHLAB_COMMIT=<hash> kernels/device_run.sh [steps...]   (default: all)
+# (pass the commit: the git HEAD of the device's copy is not this checkout's; the CSVs record it)
 set -uo pipefail
 OUT=${OUT:?set OUT}
 STEPS=${*:-"build quick validate memcheck racecheck ncu timing"}
