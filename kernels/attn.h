@@ -87,6 +87,14 @@ const fl_kernel_info *fl_fast_bwd_kernels(int *n);  /* version 9: tensor-core fl
 const fl_kernel_info *fl_wg_fwd_kernels(int *n);    /* version 10: wgmma flash2 forward (sm_90a) */
 const fl_kernel_info *fl_fast_std_bwd_kernels(int *n); /* version 11: tensor-core standard backward */
 
+/* Defines fn(int *n), which returns a launch file's table and its length. */
+#define FL_TABLE_GETTER(fn, table)                           \
+    const fl_kernel_info *fn(int *n)                         \
+    {                                                        \
+        *n = (int)(sizeof table / sizeof table[0]);          \
+        return table;                                        \
+    }
+
 /* Tiles every kernel family instantiates: the fp16 build sweeps four (Br, Bc); fp32 (the tight
  * comparison) and bf16 take two of them, to keep the build short (CI compiles on 2 cores). */
 #define FL_CDIV(a, b) (((a) + (b) - 1) / (b))

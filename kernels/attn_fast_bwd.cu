@@ -218,8 +218,4 @@ template <class T, int D, int BR> static void launch_fast_bwd(const fl_gpu_args 
 
 static const fl_kernel_info fast_bwd_table[] = {K9_SET(__half, FL_F16), K9_SET(__nv_bfloat16, FL_BF16)};
 
-const fl_kernel_info *fl_fast_bwd_kernels(int *n)
-{
-    *n = (int)(sizeof fast_bwd_table / sizeof fast_bwd_table[0]);
-    return fast_bwd_table;
-}
+FL_TABLE_GETTER(fl_fast_bwd_kernels, fast_bwd_table)

@@ -128,8 +128,4 @@ template <class T, int D, int WM, int BC> static void launch_fast_fwd(const fl_g
 
 static const fl_kernel_info fast_fwd_table[] = {K7_SET(__half, FL_F16), K7_FIG2(__half, FL_F16), K7_SET(__nv_bfloat16, FL_BF16)};
 
-const fl_kernel_info *fl_fast_fwd_kernels(int *n)
-{
-    *n = (int)(sizeof fast_fwd_table / sizeof fast_fwd_table[0]);
-    return fast_fwd_table;
-}
+FL_TABLE_GETTER(fl_fast_fwd_kernels, fast_fwd_table)

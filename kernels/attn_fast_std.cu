@@ -136,8 +136,4 @@ template <class T, int D, int WM, int BC> static void launch_fast_std(const fl_g
 
 static const fl_kernel_info fast_std_table[] = {K8_SET(__half, FL_F16), K8_SET(__nv_bfloat16, FL_BF16)};
 
-const fl_kernel_info *fl_fast_std_kernels(int *n)
-{
-    *n = (int)(sizeof fast_std_table / sizeof fast_std_table[0]);
-    return fast_std_table;
-}
+FL_TABLE_GETTER(fl_fast_std_kernels, fast_std_table)

@@ -112,8 +112,4 @@ template <class T, int D, int WM> static void launch_fast_std_bwd(const fl_gpu_a
 
 static const fl_kernel_info fast_std_bwd_table[] = {K11_SET(__half, FL_F16), K11_SET(__nv_bfloat16, FL_BF16)};
 
-const fl_kernel_info *fl_fast_std_bwd_kernels(int *n)
-{
-    *n = (int)(sizeof fast_std_bwd_table / sizeof fast_std_bwd_table[0]);
-    return fast_std_bwd_table;
-}
+FL_TABLE_GETTER(fl_fast_std_bwd_kernels, fast_std_bwd_table)

@@ -154,8 +154,4 @@ template <class T, int D, int BC, int NWG> static void launch_wg_fwd(const fl_gp
 
 static const fl_kernel_info wg_fwd_table[] = {K10_SET(__half, FL_F16), K10_SET(__nv_bfloat16, FL_BF16)};
 
-const fl_kernel_info *fl_wg_fwd_kernels(int *n)
-{
-    *n = (int)(sizeof wg_fwd_table / sizeof wg_fwd_table[0]);
-    return wg_fwd_table;
-}
+FL_TABLE_GETTER(fl_wg_fwd_kernels, wg_fwd_table)

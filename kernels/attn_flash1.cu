@@ -40,16 +40,6 @@
  */
 #include "attn.h"
 
-__device__ __forceinline__ unsigned fl_ld_acquire(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void fl_st_release(unsigned *p, unsigned v)
-{
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 
 /* line 2: O = 0, l = 0, m = -inf in HBM; the flags start at 0 (not counted: not data). */
 __global__ void __launch_bounds__(FL_THREADS)
@@ -191,17 +181,8 @@ template <class T, int D, int BR, int BC> static void launch_flash1(const fl_gpu
     constexpr size_t smem = flash1_smem<D, BR, BC>();
     static_assert(smem <= 227 * 1024, "flash1 tiles do not fit in shared memory");
     auto kern = fl_flash1_fwd<T, D, BR, BC>;
-    CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int dev, nsm, per_sm;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, FL_THREADS, smem));
-    if (per_sm < 1) {
-        fprintf(stderr, "flashlab-gpu: flash1 Br=%d Bc=%d d=%d: no CTA fits on an SM\n", BR, BC, D);
-        exit(1);
-    }
     const int Tc = FL_CDIV(a->N, BC);
-    const int grid = Tc < per_sm * nsm ? Tc : per_sm * nsm;
+    const int grid = fl_wavefront_grid(kern, smem, Tc, "flash1", BR, BC, D);
 
     fl_flash1_init<<<FL_CDIV(a->N * D, FL_THREADS) < 1024 ? FL_CDIV(a->N * D, FL_THREADS) : 1024,
                         FL_THREADS, 0, a->stream>>>((float *)a->O, a->l, a->m, a->flags, a->N, D, BR, a->cnt);
@@ -233,8 +214,4 @@ static const fl_kernel_info flash1_table[] = {
     K1_PAIR(__nv_bfloat16, FL_BF16, 64), K1_PAIR(__nv_bfloat16, FL_BF16, 128),
 };
 
-const fl_kernel_info *fl_flash1_kernels(int *n)
-{
-    *n = (int)(sizeof flash1_table / sizeof flash1_table[0]);
-    return flash1_table;
-}
+FL_TABLE_GETTER(fl_flash1_kernels, flash1_table)

@@ -155,8 +155,4 @@ static const fl_kernel_info flash2_table[] = {
     K2_PAIR(__nv_bfloat16, FL_BF16, 64), K2_PAIR(__nv_bfloat16, FL_BF16, 128),
 };
 
-const fl_kernel_info *fl_flash2_kernels(int *n)
-{
-    *n = (int)(sizeof flash2_table / sizeof flash2_table[0]);
-    return flash2_table;
-}
+FL_TABLE_GETTER(fl_flash2_kernels, flash2_table)

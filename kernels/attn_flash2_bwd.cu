@@ -35,16 +35,6 @@
  */
 #include "attn.h"
 
-__device__ __forceinline__ unsigned fl_ld_acquire2(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void fl_st_release2(unsigned *p, unsigned v)
-{
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 
 /* lines 3-4: D = rowsum(dO o O), dQ = 0; the flags start at 0 (not counted). */
 template <class T>
@@ -128,7 +118,7 @@ fl_flash_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restri
             const int br = (int)min((long)BR, N - r0);
             if (tid == 0) { /* wait for CTA j-1 to hand dQ_i over */
                 long spins = 0;
-                while (FL_CNT_RD(c, FL_T_FLAGS), fl_ld_acquire2(&flags[ib]) != (unsigned)jb) {
+                while (FL_CNT_RD(c, FL_T_FLAGS), fl_ld_acquire(&flags[ib]) != (unsigned)jb) {
                     if (*(volatile int *)error) break;
                     __nanosleep(128);
                     if (++spins > (1L << 24)) { atomicExch(error, 1); break; }
@@ -199,7 +189,7 @@ fl_flash_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restri
                 __threadfence();
             }
             __syncthreads();
-            if (tid == 0) fl_st_release2(&flags[ib], (unsigned)jb + 1u); /* hand dQ_i to CTA j+1 */
+            if (tid == 0) fl_st_release(&flags[ib], (unsigned)jb + 1u); /* hand dQ_i to CTA j+1 */
         }
         __syncthreads();
         for (int x = tid; x < bc * D; x += FL_THREADS) { /* line 18 */
@@ -221,17 +211,8 @@ template <class T, int D, int BR, int BC, int STYLE> static void launch_flash_bw
     constexpr size_t smem = flash_bwd_smem<D, BR, BC, STYLE>();
     static_assert(smem <= 227 * 1024, "backward tiles do not fit in shared memory");
     auto kern = fl_flash_bwd<T, D, BR, BC, STYLE>;
-    CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int dev, nsm, per_sm;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, FL_THREADS, smem));
-    if (per_sm < 1) {
-        fprintf(stderr, "flashlab-gpu: backward Br=%d Bc=%d d=%d: no CTA fits on an SM\n", BR, BC, D);
-        exit(1);
-    }
     const int N = a->N, Tc = FL_CDIV(N, BC), Tr = FL_CDIV(N, BR);
-    const int grid = Tc < per_sm * nsm ? Tc : per_sm * nsm;
+    const int grid = fl_wavefront_grid(kern, smem, Tc, "backward", BR, BC, D);
     if (STYLE == FA2) {
         const int pre_grid = FL_CDIV(N, FL_THREADS / 32) < 1024 ? FL_CDIV(N, FL_THREADS / 32) : 1024;
         fl_flash2_bwd_pre<T><<<pre_grid, FL_THREADS, 0, a->stream>>>((const T *)a->O, (const T *)a->dO, a->Dv,
@@ -274,8 +255,4 @@ static const fl_kernel_info flash2_bwd_table[] = {
     K1B(float, FL_F32, 64, 32, 32), K1B(__nv_bfloat16, FL_BF16, 64, 32, 32),
 };
 
-const fl_kernel_info *fl_flash2_bwd_kernels(int *n)
-{
-    *n = (int)(sizeof flash2_bwd_table / sizeof flash2_bwd_table[0]);
-    return flash2_bwd_table;
-}
+FL_TABLE_GETTER(fl_flash2_bwd_kernels, flash2_bwd_table)

@@ -203,8 +203,4 @@ static const fl_kernel_info standard_table[] = {
     K0_PAIR(__nv_bfloat16, FL_BF16, 64), K0_PAIR(__nv_bfloat16, FL_BF16, 128),
 };
 
-const fl_kernel_info *fl_standard_kernels(int *n)
-{
-    *n = (int)(sizeof standard_table / sizeof standard_table[0]);
-    return standard_table;
-}
+FL_TABLE_GETTER(fl_standard_kernels, standard_table)

@@ -205,8 +205,4 @@ static const fl_kernel_info standard_bwd_table[] = {
     K0B(float, FL_F32, 64, 32, 32), K0B(__nv_bfloat16, FL_BF16, 64, 32, 32),
 };
 
-const fl_kernel_info *fl_standard_bwd_kernels(int *n)
-{
-    *n = (int)(sizeof standard_bwd_table / sizeof standard_bwd_table[0]);
-    return standard_bwd_table;
-}
+FL_TABLE_GETTER(fl_standard_bwd_kernels, standard_bwd_table)

@@ -136,6 +136,37 @@ __device__ __forceinline__ float fl_warp_sum(float x)
     return x;
 }
 
+/* The wavefront's hand-off flags (versions 2, 4, 5): a load that acquires and a store that
+ * releases at GPU scope, so what a CTA wrote before the release is seen after the acquire. */
+__device__ __forceinline__ unsigned fl_ld_acquire(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void fl_st_release(unsigned *p, unsigned v)
+{
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/* The grid of a wavefront kernel (versions 2, 4, 5): Tc CTAs, or as many as are resident at once
+ * when fewer (every CTA of the wavefront must be running: the hand-off waits for its
+ * predecessor).  Raises the kernel's dynamic shared-memory limit to smem first. */
+template <class Kern>
+static int fl_wavefront_grid(Kern kern, size_t smem, int Tc, const char *what, int BR, int BC, int D)
+{
+    CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int dev, nsm, per_sm;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, FL_THREADS, smem));
+    if (per_sm < 1) {
+        fprintf(stderr, "flashlab-gpu: %s Br=%d Bc=%d d=%d: no CTA fits on an SM\n", what, BR, BC, D);
+        exit(1);
+    }
+    return Tc < per_sm * nsm ? Tc : per_sm * nsm;
+}
+
 /* Causal mask, bottom-right aligned (FlashAttention >= 2.1): with Nq queries over Nk keys,
  * query i keeps key j iff j <= i + (Nk - Nq).  For Nq = Nk (every kernel here) it is the lower
  * triangle j <= i, the same as top-left.  A row with no kept key outputs zeros. */
