@@ -49,7 +49,10 @@ class Lib:
     """The fast kernels of libflashlab_kernels.so, listed through fl_fast_describe."""
 
     def __init__(self, path):
-        self.h = ctypes.CDLL(path)
+        try:
+            self.h = ctypes.CDLL(path)
+        except OSError as e:
+            fail(f"--lib: cannot load {path} ({e}); build it with cmake (kernels/CMakeLists.txt)")
         self.h.fl_fast_run.restype = ctypes.c_int
         self.h.fl_fast_run.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 16
         self.kernels = []

@@ -17,7 +17,17 @@ def main():
     if len(sys.argv) != 2:
         print("usage: summarize_fig2.py gpu_fig2.csv", file=sys.stderr)
         return 2
-    rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+    need = {"version", "pass", "Br", "Bc", "gflop", "median_ms", "model_bytes", "counter_bytes", "ncu_dram_read",
+            "ncu_dram_write", "ncu_l2_read", "ncu_l2_write"}
+    try:
+        with open(sys.argv[1]) as f:
+            rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+    except OSError as e:
+        print(f"summarize_fig2: {sys.argv[1]}: cannot read ({e.strerror})", file=sys.stderr)
+        return 2
+    if not rows or not need <= set(rows[0]):
+        print(f"summarize_fig2: {sys.argv[1]}: not a fig2.py CSV (needs columns {', '.join(sorted(need))})", file=sys.stderr)
+        return 2
 
     def fastest(version):
         sel = [r for r in rows if r["version"] == str(version)]

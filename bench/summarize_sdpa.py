@@ -12,8 +12,24 @@ import csv
 import sys
 
 
+NEED = {"impl", "pass", "dtype", "d", "N", "causal", "Br", "Bc", "tflops", "acc_ok"}
+
+
 def load(path):
-    return [r for r in csv.DictReader(l for l in open(path) if not l.startswith("#"))]
+    """the rows of a gpu_sdpa.py CSV; a missing file or a CSV of another kind: one line, exit 2"""
+    try:
+        with open(path) as f:
+            rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+    except OSError as e:
+        fail(f"{path}: cannot read ({e.strerror})")
+    if not rows or not NEED <= set(rows[0]):
+        fail(f"{path}: not a gpu_sdpa.py CSV (needs columns {', '.join(sorted(NEED))})")
+    return rows
+
+
+def fail(msg):
+    print(f"summarize_sdpa: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 def best(rows, pred):
