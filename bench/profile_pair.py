@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""profile_pair.py: one call of our forward (or backward) kernel and one of PyTorch SDPA's FA2
-backend on the same inputs, for Nsight Compute to profile side by side (kernels/NOTES.md, issue 7).
+"""profile_pair.py: one call of our forward (or backward) kernel and one of a PyTorch SDPA backend
+(FA2 by default) on the same inputs, for Nsight Compute to profile side by side (kernels/NOTES.md,
+issue 7).
 
   ncu --kernel-name regex:'fl_fast|flash' python3 bench/profile_pair.py --lib build/libflashlab_kernels.so \
       --N 4096 --d 128 --B 8 --tile 128x64 [--bwd]
@@ -24,10 +25,12 @@ ap.add_argument("--H", type=int, default=16)
 ap.add_argument("--tile", default="128x64")
 ap.add_argument("--causal", type=int, default=0)
 ap.add_argument("--bwd", action="store_true")
+ap.add_argument("--version", type=int, default=0, help="ours: 7 or 10 forward, 9 backward (default 7 / 9)")
+ap.add_argument("--backend", default="flash", choices=["flash", "cudnn", "efficient"], help="the SDPA backend beside ours")
 a = ap.parse_args()
 lib = Lib(a.lib)
 br, bc = (int(x) for x in a.tile.split("x"))
-ver = 9 if a.bwd else 7
+ver = a.version or (9 if a.bwd else 7)
 k = next(x for x in lib.kernels if x["version"] == ver and x["dtype"] == 1 and x["d"] == a.d and x["Br"] == br and x["Bc"] == bc)
 fk = next(x for x in lib.kernels if x["version"] == 7 and x["dtype"] == 1 and x["d"] == a.d)
 q, kk, v, do = (torch.randn(a.B, a.H, a.N, a.d, device="cuda", dtype=torch.float16) for _ in range(4))
@@ -42,7 +45,9 @@ if a.bwd:
     lib.run(k, nbh, a.N, a.causal, Q=q, K=kk, V=v, O=o, L=L, dO=do, dQacc=acc, Dv=Dv, dQ=dq, dK=dk, dV=dv)
 else:
     lib.run(k, nbh, a.N, a.causal, Q=q, K=kk, V=v, O=o, L=L)
-with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+           "efficient": SDPBackend.EFFICIENT_ATTENTION}[a.backend]
+with sdpa_kernel([backend]):
     qg, kg, vg = (x.detach().requires_grad_(a.bwd) for x in (q, kk, v))
     og = F.scaled_dot_product_attention(qg, kg, vg, is_causal=bool(a.causal))
     if a.bwd:

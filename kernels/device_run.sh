@@ -73,12 +73,16 @@ fi
 if has profile; then  # ours vs SDPA FA2 under ncu, side by side: forward, then backward
   log "profile: ours vs FA2"
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | sort | tail -1)
-  for pa in "--tile 128x64" "--bwd --tile 64x64"; do
+  # PROFILE_ARGS: one pair's arguments of bench/profile_pair.py (default: the two below)
+  if [ -n "${PROFILE_ARGS:-}" ]; then pairs=("$PROFILE_ARGS"); else pairs=("--tile 128x64" "--bwd --tile 64x64"); fi
+  for pa in "${pairs[@]}"; do
     f=$OUT/ncu_pair$(echo "$pa" | tr -d ' -').txt
-    timeout 300 "$NCU" --cache-control all --clock-control none --kernel-name regex:'^fl_fast_(fwd|bwd)$|flash_fwd_kernel|flash_bwd_dq_dk_dv' \
+    # PROFILE_FILTER: ncu's kernel selection (default: ours and FA2's by name)
+    filter=(${PROFILE_FILTER:-}); [ ${#filter[@]} -gt 0 ] || filter=(--kernel-name 'regex:^fl_fast_(fwd|bwd)$|flash_fwd_kernel|flash_bwd_dq_dk_dv')
+    timeout 300 "$NCU" --cache-control all --clock-control none "${filter[@]}" \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
       --section Occupancy --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters \
-      python3 bench/profile_pair.py --lib $B/libflashlab_kernels.so $pa ${PROFILE_ARGS:-} >"$f" 2>&1; echo "ncu $pa rc=$?"
+      python3 bench/profile_pair.py --lib $B/libflashlab_kernels.so $pa >"$f" 2>&1; echo "ncu $pa rc=$?"
     grep -E '^  [a-zA-Z_]|Duration|Registers Per|Achieved Occ|Theoretical Occ|Executed Ipc A|Issue Slots Busy|Compute \(SM\) Th|No Eligible|Local|Shared Memory Config' "$f" | head -40
   done
   (command -v cuobjdump >/dev/null && cuobjdump -sass $B/libflashlab_kernels.so > "$L/sass.txt") 2>&1
