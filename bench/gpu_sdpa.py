@@ -27,11 +27,11 @@ import ctypes
 import datetime
 import math
 import os
-import subprocess
 import sys
 
 import torch
 import torch.nn.functional as F
+from model_cli import count, kernel_footprint
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 DTYPES = {"fp16": (torch.float16, 1), "bf16": (torch.bfloat16, 2)}  # name -> (torch dtype, fl_dtype)
@@ -110,24 +110,12 @@ def rel_err(x, ref, nref):
 
 def model_bytes(flashlab, k, B, H, N, causal, pass_):
     """HBM bytes of the kernel's schedule and tiles, from the simulator (fl_run through the CLI)"""
-    d, br, bc = k["d"], k["Br"], k["Bc"]
-    if k["algo"] == "standard":
-        M = br * d + bc * d + br * bc  # F0 (docs/model.md)
-    elif pass_ == "bwd":
-        M = 4 * bc * d + 3 * br * d + 2 * br * bc + 2 * br  # F2b
-    else:
-        M = 2 * br * d + 2 * bc * d + br * bc + 2 * br  # F2
-    cmd = [flashlab, "count", "--algo", k["algo"], "--N", str(N), "--d", str(d), "--Br", str(br), "--Bc", str(bc),
-           "--dtype", "fp16", "--batch", str(B), "--heads", str(H), "--pass", pass_, "--format", "csv"]
-    if M is not None:
-        cmd += ["--M", str(M)]
-    if causal:
-        cmd += ["--causal", "bottom-right"]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()
-        row = dict(zip(out[0].split(","), out[1].split(",")))
+        M = kernel_footprint(k["algo"], k["d"], k["Br"], k["Bc"], pass_ == "bwd")
+        row = count(flashlab, k["algo"], N, k["d"], k["Br"], k["Bc"], M, "fp16", pass_,
+                    "bottom-right" if causal else None, batch=B, heads=H)
         return int(row["hbm_bytes"])
-    except (OSError, subprocess.CalledProcessError, KeyError, IndexError) as e:
+    except (RuntimeError, KeyError) as e:
         print(f"gpu_sdpa: model bytes unavailable for {k} ({e})", file=sys.stderr)
         return None
 

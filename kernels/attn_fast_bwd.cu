@@ -153,14 +153,7 @@ fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
             const int qw = warp * WQ * 16;
             float dq[WQ][D / 8][4];
             fl_zero(dq);
-#pragma unroll
-            for (int kk = 0; kk < BC / 16; kk++) {
-                unsigned a[WQ][4]; /* dS (queries x keys) read transposed from dS^T */
-#pragma unroll
-                for (int m = 0; m < WQ; m++)
-                    fl_ldsm4t(a[m], dSs + fl_swz<BR>(kk * 16 + (lane & 7) + ((lane >> 4) << 3), (qw + m * 16) / 8 + ((lane >> 3) & 1)));
-                fl_warp_pv_step<T, D, WQ>(dq, a, Ks, kk);
-            }
+            fl_warp_pv_smem_t<T, D, WQ, BC, BR>(dq, dSs, qw, Ks); /* dS read transposed from dS^T */
 #pragma unroll
             for (int m = 0; m < WQ; m++)
 #pragma unroll

@@ -15,6 +15,12 @@ L=$OUT/logs; mkdir -p "$L"   # packed into $OUT/logs.tgz at the end (8 files com
 export FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-$(cat .commit 2>/dev/null || echo unknown)}
 log() { echo "=== $(date -u +%H:%M:%S) $*"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
+# the device image has no GSL (sim/ needs it): a copy of the build machine's static GSL may travel
+# in .gsl/ or .devwork/.gsl/ (include/, lib/); sets GSLOPT, the cmake options that use it
+gsl_opts() {
+  [ -d .gsl ] || { [ -d .devwork/.gsl ] && ln -s .devwork/.gsl .gsl; }
+  GSLOPT=; [ -d .gsl ] && GSLOPT="-DGSL_ROOT_DIR=$PWD/.gsl -DGSL_INCLUDE_DIR=$PWD/.gsl/include -DGSL_LIBRARY=$PWD/.gsl/lib/libgsl.a -DGSL_CBLAS_LIBRARY=$PWD/.gsl/lib/libgslcblas.a"
+}
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /opt/nvidia/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
 {
   log "machine"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
@@ -22,17 +28,13 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /
 } 2>&1 | tee "$L/machine.txt"
 if has build; then
   log build
-  # the device image has no GSL (sim/ needs it): a copy of the build machine's static GSL may
-  # travel in .gsl/ (include/, lib/)
-  [ -d .gsl ] || { [ -d .devwork/.gsl ] && ln -s .devwork/.gsl .gsl; }
-  GSLOPT=; [ -d .gsl ] && GSLOPT="-DGSL_ROOT_DIR=$PWD/.gsl -DGSL_INCLUDE_DIR=$PWD/.gsl/include -DGSL_LIBRARY=$PWD/.gsl/lib/libgsl.a -DGSL_CBLAS_LIBRARY=$PWD/.gsl/lib/libgslcblas.a"
+  gsl_opts
   (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $GSLOPT && time cmake --build build -j16) >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; exit 1; }
   grep -E 'warning|error' "$L/build.log" | head -20
 fi
 if has fastbuild; then
   log fastbuild
-  [ -d .gsl ] || { [ -d .devwork/.gsl ] && ln -s .devwork/.gsl .gsl; }
-  GSLOPT=; [ -d .gsl ] && GSLOPT="-DGSL_ROOT_DIR=$PWD/.gsl -DGSL_INCLUDE_DIR=$PWD/.gsl/include -DGSL_LIBRARY=$PWD/.gsl/lib/libgsl.a -DGSL_CBLAS_LIBRARY=$PWD/.gsl/lib/libgslcblas.a"
+  gsl_opts
   (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFLASHLAB_GPU_TIMING=OFF $GSLOPT &&
    time cmake --build build -j16 --target flashlab_gpu flashlab_kernels flashlab_cli) >"$L/build.log" 2>&1 || { tail -40 "$L/build.log"; exit 1; }
   grep -E 'warning|error' "$L/build.log" | head -20

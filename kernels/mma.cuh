@@ -240,6 +240,23 @@ __device__ __forceinline__ void fl_warp_pv_smem(float (&o)[WM][D / 8][4], const 
     }
 }
 
+/* o += X^T V with X a swizzled KS x XC tile stored the other way round (rows = the KS summed
+ * rows, XC columns); the warp's output rows are X's columns col0..col0 + WM*16: A fragments by
+ * ldmatrix.trans (dQ = dS K from dS^T in version 9; dV = P^T dO, dK = dS^T Q in version 11). */
+template <class T, int D, int WM, int KS, int XC>
+__device__ __forceinline__ void fl_warp_pv_smem_t(float (&o)[WM][D / 8][4], const T *X, int col0, const T *Vt)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int kk = 0; kk < KS / 16; kk++) {
+        unsigned a[WM][4];
+#pragma unroll
+        for (int m = 0; m < WM; m++)
+            fl_ldsm4t(a[m], X + fl_swz<XC>(kk * 16 + (lane & 7) + ((lane >> 4) << 3), (col0 + m * 16) / 8 + ((lane >> 3) & 1)));
+        fl_warp_pv_step<T, D, WM>(o, a, Vt, kk);
+    }
+}
+
 /* Writes this warp's WM*16 x D output rows, each row's fragments multiplied by rs[m][h] (h = 0:
  * row g, 1: row g+8), through the warp's own rows of the swizzled stage tile (no other warp
  * touches them) as 16-byte stores: rows [row0, row0 + rows) of the global matrix (ld = D)

@@ -150,7 +150,7 @@ fl_tc_tn(const T *__restrict__ P, const T *__restrict__ V, T *__restrict__ O, in
     extern __shared__ __align__(128) unsigned char fl_smem[];
     T *Ps = (T *)fl_smem, *Vs = Ps + 2 * BQ * BK; /* 2 stages of P_ij (BQ x BK) and of V_i (BQ x D) */
     FlCount c;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wrow = warp * WM * 16;
+    const int warp = threadIdx.x >> 5, wrow = warp * WM * 16;
     const long bh = blockIdx.y;
     P += bh * (long)N * Nk; V += bh * (long)N * D; O += bh * (long)Nk * D;
     const long k0 = (long)blockIdx.x * BK;
@@ -172,15 +172,8 @@ fl_tc_tn(const T *__restrict__ P, const T *__restrict__ V, T *__restrict__ O, in
             fl_cp_wait<0>();
         }
         __syncthreads();
-        const T *Pt = Ps + (i & 1) * BQ * BK, *Vt = Vs + (i & 1) * BQ * D;
-#pragma unroll
-        for (int kk = 0; kk < BQ / 16; kk++) {
-            unsigned a[WM][4]; /* P^T (keys x queries) read transposed from P (queries x keys) */
-#pragma unroll
-            for (int m = 0; m < WM; m++)
-                fl_ldsm4t(a[m], Pt + fl_swz<BK>(kk * 16 + (lane & 7) + ((lane >> 4) << 3), (wrow + m * 16) / 8 + ((lane >> 3) & 1)));
-            fl_warp_pv_step<T, D, WM>(o, a, Vt, kk);
-        }
+        /* P^T (keys x queries) read transposed from P (queries x keys) */
+        fl_warp_pv_smem_t<T, D, WM, BQ, BK>(o, Ps + (i & 1) * BQ * BK, wrow, Vs + (i & 1) * BQ * D);
         __syncthreads();
     }
     static_assert(2 * BQ >= D, "the output stage reuses the P buffers");

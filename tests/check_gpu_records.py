@@ -20,27 +20,12 @@ import subprocess
 import sys
 import tempfile
 
-DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from model_cli import count, kernel_footprint  # noqa: E402
 
 def rows_of(path):
     with open(path) as f:
         return [r for r in csv.DictReader(l for l in f if not l.startswith("#"))]
-
-
-def count(cli, algo, N, d, Br, Bc, M, dtype, pass_, causal, Nk=None, batch=1, heads=1):
-    cmd = [cli, "count", "--algo", algo, "--N", str(N), "--d", str(d), "--Br", str(Br), "--Bc", str(Bc),
-           "--M", str(M), "--dtype", dtype, "--pass", pass_, "--batch", str(batch), "--heads", str(heads),
-           "--format", "csv"]
-    if Nk and int(Nk) != int(N):
-        cmd += ["--Nk", str(Nk)]
-    if causal:
-        cmd += ["--causal", causal]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
-    lines = out.stdout.strip().splitlines()
-    return dict(zip(lines[0].split(","), lines[1].split(",")))
 
 
 def main():
@@ -71,9 +56,8 @@ def main():
         algo = "standard" if v in (8, 11) else "flash2"
         bwd = r["pass"] == "bwd"
         br, bc, d = int(r["Br"]), int(r["Bc"]), 64
-        M = (br * d + bc * d + br * bc) if algo == "standard" else \
-            (4 * bc * d + 3 * br * d + 2 * br * bc + 2 * br) if bwd else (2 * br * d + 2 * bc * d + br * bc + 2 * br)
-        m = count(cli, algo, 1024, d, br, bc, M, "fp16", r["pass"], None, batch=64, heads=16)
+        m = count(cli, algo, 1024, d, br, bc, kernel_footprint(algo, d, br, bc, bwd), "fp16", r["pass"],
+                  batch=64, heads=16)
         if int(m["hbm_bytes"]) != int(r["counter_bytes"]) or r["counter_bytes"] != r["model_bytes"]:
             bad += 1
             print(f"fig2 v{v} {r['pass']} {br}x{bc}: model now {m['hbm_bytes']} B, recorded counters {r['counter_bytes']}")
