@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "atomic.h"
 #include "cli.h"
 #include "listparse.h"
 #include "problem_opts.h"
@@ -135,20 +136,10 @@ int fl_cmd_trace(int argc, char **argv)
         fclose(f);
         return s ? fl_cli_error(s) : 0;
     }
-    size_t len = strlen(o.out) + 16;
-    char *tmp = malloc(len);
-    if (!tmp) return fl_cli_error(fl_fail(FL_ENOMEM, "trace: out of memory"));
-    snprintf(tmp, len, "%s.tmp", o.out);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        s = fl_fail(FL_EIO, "--out: cannot write '%s'", o.out);
-        free(tmp);
-        return fl_cli_error(s);
-    }
-    s = trace_all(&o, f);
-    if (fclose(f) != 0 && !s) s = fl_fail(FL_EIO, "--out: writing '%s' failed", o.out);
-    if (!s && rename(tmp, o.out) != 0) s = fl_fail(FL_EIO, "--out: cannot rename the trace to '%s'", o.out);
-    if (s) remove(tmp);
-    free(tmp);
+    fl_atomic_file af;
+    if ((s = fl_atomic_open_opt(&af, o.out, "--out"))) return fl_cli_error(s);
+    s = trace_all(&o, af.f);
+    if (s) fl_atomic_abort(&af);
+    else s = fl_atomic_commit(&af);
     return s ? fl_cli_error(s) : 0;
 }
