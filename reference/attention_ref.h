@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "../sim/status.h"
+#include <flashlab/status.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,7 +4,7 @@
  * exactly, the output is written in full, and the traffic grows linearly in s (Prop. 4). */
 #include "ext_check.h"
 
-#include "blocksparse.h"
+#include "blocksparse_mask.h"
 #include "examples.h"
 
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* test_listparse.c: the value lists and ranges of `flashlab sweep` (sim/cli/listparse.h):
+/* test_listparse.c: the value lists and ranges of `flashlab sweep` (cli/listparse.h):
  * what they expand to, and every malformed form refused with a message naming the option. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../sim/cli/args.c"
-#include "../sim/cli/listparse.c"
+#include "../src/base/args.c"
+#include "../cli/listparse.c"
 
 static void expect(const char *s, const int64_t *want, int n)
 {

@@ -1,0 +1,274 @@
+/* cmd_bound.c: `flashlab bound`: the IO laws fitted (GSL) to a sweep of the count-only machine.
+ * What each fit means and why its regime is the one chosen: docs/analysis.md. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis.h"
+#include <flashlab/args.h>
+#include "cli.h"
+#include "listparse.h"
+
+fl_sweep_spec fl_analysis_dsweep(void)
+{
+    static const int64_t N[] = {65536}, M[] = {524288}, d[] = {16, 32, 64, 128, 256};
+    fl_sweep_spec s = fl_sweep_spec_init();
+    s.N = N, s.nN = 1;
+    s.M = M, s.nM = 1;
+    s.d = d, s.nd = 5;
+    return s;
+}
+
+/* Distinct values of a coordinate among t's points of schedule a, ascending. */
+static int distinct(const fl_table *t, fl_algo a, int which, int64_t *v, int cap)
+{
+    int n = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->p[i].algo != a) continue;
+        int64_t x = which == 0 ? t->p[i].N : which == 1 ? t->p[i].d : t->p[i].M;
+        int k = 0;
+        while (k < n && v[k] != x) k++;
+        if (k == n && n < cap) v[n++] = x;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int64_t s = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = s;
+        }
+    return n;
+}
+
+fl_status fl_bound_flash1_slope(const fl_table *t, int64_t d, int64_t *N, fl_fit *f)
+{
+    int64_t Ns[64];
+    int n = distinct(t, FL_ALGO_FLASH1, 0, Ns, 64);
+    if (!n) return fl_fail(FL_EINVAL, "bound: the sweep has no flash1 rows");
+    *N = Ns[n - 1];
+    fl_select s = {FL_ALGO_FLASH1, *N, d, 0, FL_REGIME_PAPER};
+    return fl_law_fit(t, &s, FL_AXIS_M, f);
+}
+
+static void print_fit_row(FILE *out, const char *label, const fl_fit *f, const char *note)
+{
+    fprintf(out, "  %-28s %3zu  %+8.4f ± %.4f   R² %.4f%s\n", label, f->n, f->slope, f->se_slope, f->r2,
+            note ? note : "");
+}
+
+static const fl_algo order[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2};
+
+fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int brief)
+{
+    char label[96], note[96];
+    fl_fit f;
+    fl_fit_const c;
+    int64_t ds[16], Ns[64], Ms[64];
+
+    fprintf(out, "Slope of HBM traffic (elements) in M at fixed N, d; regime d <= M <= Nd "
+                 "(the paper's Theorem 2):\n");
+    fprintf(out, "  %-28s %3s  %8s   %6s\n", "schedule, d, N", "pts", "slope", "± SE");
+    for (int ai = 0; ai < 3; ai++) {
+        const fl_algo a = order[ai];
+        int nd = distinct(t, a, 1, ds, 16), nN = distinct(t, a, 0, Ns, 64);
+        for (int j = 0; j < nd; j++)
+            for (int i = brief ? nN - 1 : 0; i < nN; i++) {
+                fl_select s = {a, Ns[i], ds[j], 0, FL_REGIME_PAPER};
+                if (fl_law_fit(t, &s, FL_AXIS_M, &f)) continue; /* fewer than 3 points */
+                snprintf(label, sizeof label, "%-8s d = %-4" PRId64 " N = %" PRId64, fl_algo_name(a), ds[j], Ns[i]);
+                note[0] = 0;
+                if (a == FL_ALGO_FLASH1)
+                    snprintf(note, sizeof note, "   -1 within 1 SE: %s",
+                             fabs(f.slope + 1.0) <= f.se_slope ? "yes" : "NO");
+                print_fit_row(out, label, &f, note);
+            }
+    }
+
+    fprintf(out, "\nConstant c in traffic ~= c N²d²/M over every swept (N, d, M) with d <= M <= Nd\n"
+                 "(least squares on traffic / (N²d²/M); R² of ln traffic against ln(c N²d²/M)):\n");
+    for (int ai = 1; ai < 3; ai++) {
+        const fl_algo a = order[ai];
+        int nd = distinct(t, a, 1, ds, 16);
+        fl_select s = {a, 0, 0, 0, FL_REGIME_PAPER};
+        if (!fl_law_constant(t, &s, FL_SHAPE_N2D2_M, &c))
+            fprintf(out, "  %-8s all d     c = %7.3f ± %.3f   R² %.4f   (%zu points)\n", fl_algo_name(a), c.c,
+                    c.se, c.r2, c.n);
+        for (int j = 0; j < nd; j++) {
+            s.d = ds[j];
+            if (!fl_law_constant(t, &s, FL_SHAPE_N2D2_M, &c))
+                fprintf(out, "  %-8s d = %-4" PRId64 "  c = %7.3f ± %.3f   R² %.4f   (%zu points)\n",
+                        fl_algo_name(a), ds[j], c.c, c.se, c.r2, c.n);
+        }
+    }
+
+    fprintf(out, "\nTwo-term law traffic ~= a Nd + c N²d²/M (the Omega(Nd) floor plus the passes), as the line\n"
+                 "traffic/(Nd) = a + c Nd/M over the same points (gsl_fit_wlinear, relative residuals):\n");
+    for (int ai = 1; ai < 3; ai++) {
+        const fl_algo a = order[ai];
+        int nd = distinct(t, a, 1, ds, 16);
+        for (int j = 0; j < nd; j++) {
+            fl_select s = {a, 0, ds[j], 0, FL_REGIME_PAPER};
+            if (fl_law_two_term(t, &s, &f)) continue;
+            fprintf(out, "  %-8s d = %-4" PRId64 "  a = %6.3f ± %.3f   c = %7.3f ± %.3f   R² %.4f   (%zu points)\n",
+                    fl_algo_name(a), ds[j], f.intercept, f.se_intercept, f.slope, f.se_slope, f.r2, f.n);
+        }
+    }
+
+    int nM = distinct(t, FL_ALGO_FLASH1, 2, Ms, 64);
+    int64_t Mfix = 0;
+    for (int k = 0; k < nM; k++)
+        if (Ms[k] == 65536) Mfix = 65536;
+    if (!Mfix && nM) Mfix = Ms[nM / 2];
+    fprintf(out, "\nSlope in N at fixed d and M = %" PRId64 " (points with N*d >= M; flash: expect 2):\n", Mfix);
+    for (int ai = 0; ai < 3; ai++) {
+        const fl_algo a = order[ai];
+        int nd = distinct(t, a, 1, ds, 16);
+        for (int j = 0; j < nd; j++) {
+            fl_select s = {a, 0, ds[j], Mfix, FL_REGIME_PAPER};
+            if (fl_law_fit(t, &s, FL_AXIS_N, &f)) continue;
+            snprintf(label, sizeof label, "%-8s d = %" PRId64, fl_algo_name(a), ds[j]);
+            print_fit_row(out, label, &f, NULL);
+        }
+    }
+
+    /* slope in d: over the d sweep, or else over the (N, M) of t with the most values of d */
+    const fl_table *td = dt && dt->n ? dt : t;
+    int64_t bestN = 0, bestM = 0;
+    int bestn = 0;
+    for (size_t i = 0; i < td->n && td->n <= 20000; i++) { /* quadratic: bounded */
+        const fl_point *p = &td->p[i];
+        if (p->algo != FL_ALGO_FLASH1 && !(dt && dt->n)) continue;
+        int64_t dv[64];
+        int n = 0;
+        for (size_t j = 0; j < td->n; j++) {
+            const fl_point *q = &td->p[j];
+            if (q->algo != p->algo || q->N != p->N || q->M != p->M) continue;
+            int k = 0;
+            while (k < n && dv[k] != q->d) k++;
+            if (k == n && n < 64) dv[n++] = q->d;
+        }
+        if (n > bestn || (n == bestn && (p->N > bestN || (p->N == bestN && p->M > bestM))))
+            bestn = n, bestN = p->N, bestM = p->M;
+    }
+    if (bestn >= 3) {
+        fprintf(out, "\nSlope in d at N = %" PRId64 ", M = %" PRId64 " (d <= M <= Nd; flash1: expect 2 while Tc >> 1):\n",
+                bestN, bestM);
+        for (int ai = 0; ai < 3; ai++) {
+            fl_select s = {order[ai], bestN, 0, bestM, FL_REGIME_PAPER};
+            if (fl_law_fit(td, &s, FL_AXIS_D, &f)) continue;
+            print_fit_row(out, fl_algo_name(order[ai]), &f, NULL);
+        }
+    } else {
+        fprintf(out, "\nSlope in d: needs at least 3 values of d at one (N, M) (and at most 20000 rows).\n");
+    }
+
+    fprintf(out, "\nStandard attention (Algorithm 0), c in traffic ~= c (Nd + N²):\n");
+    {
+        fl_select in = {FL_ALGO_STANDARD, 0, 0, 0, FL_REGIME_STD_IN};
+        fl_select outr = {FL_ALGO_STANDARD, 0, 0, 0, FL_REGIME_STD_OUT};
+        if (!fl_law_constant(t, &in, FL_SHAPE_ND_N2, &c))
+            fprintf(out, "  tiles hold all of d (M >= 3d²) and a row of S fits (N <= M):  c = %.3f ± %.3f   "
+                         "R² %.4f  (%zu points): Theta(Nd + N²); M moves only the constant\n", c.c, c.se, c.r2, c.n);
+        if (!fl_law_constant(t, &outr, FL_SHAPE_ND_N2, &c))
+            fprintf(out, "  limited SRAM (d chunked, or N > M):                           c = %.3f ± %.3f   "
+                         "R² %.4f  (%zu points): above Theta(Nd + N²)\n", c.c, c.se, c.r2, c.n);
+        fl_select one = {FL_ALGO_STANDARD, 0, 64, 65536, FL_REGIME_STD_IN};
+        if (!fl_law_fit(t, &one, FL_AXIS_N, &f))
+            print_fit_row(out, "slope in N, d = 64, M = 65536", &f, "  (N <= M; -> 2 as N >> d)");
+    }
+
+    fprintf(out,
+            "\nLower bounds (docs/analysis.md):\n"
+            "  Omega(Nd): any exact algorithm reads Q, K, V and writes O: at least 4Nd elements.\n"
+            "  Prop. 3 (FlashAttention paper): no exact attention algorithm makes o(N²d²/M) HBM accesses\n"
+            "  for all M in [d, Nd].  flash1 attains this shape: Bc ~ M/4d blocks of K, V, and each\n"
+            "  of the Tc = ceil(N/Bc) ~ 4Nd/M passes moves ~3Nd elements (Q, O read, O written): the\n"
+            "  constant ~12 where M >= 8d² (14 below, where the blocks are shrunk to fit).\n"
+            "  Standard attention is Theta(Nd + N²) while its tiles hold all of d (M >= 3d²) and a row\n"
+            "  of S fits in SRAM (N <= M); with less SRAM it re-reads P once per d-chunk and K, V once\n"
+            "  per row block, and the softmax takes 3 reads per element: above Theta(Nd + N²).\n");
+    return FL_OK;
+}
+
+static const char *usage =
+    "usage: flashlab bound [options]\n"
+    "Fits the IO laws to a sweep of the count-only machine with GSL least squares (± one\n"
+    "standard error): log-log slopes of traffic in M, N and d; c in traffic ~= c N²d²/M for\n"
+    "flash1/flash2 over d <= M <= Nd; standard's Theta(Nd + N²) regime; the lower bounds.\n\n"
+    "  --N LIST      sequence lengths          [512:65536:x2]\n"
+    "  --d LIST      head dimensions           [64,128]\n"
+    "  --M LIST      SRAM sizes (elements); only M <= N*d is used  [4096:8388608:x2]\n"
+    "  --input FILE  fit the rows of a CSV written by `flashlab sweep` ('-': stdin) instead\n"
+    "                of running the default sweep (forward rows; the d fit uses its own d values)\n"
+    "  --all-N       print the M-slope for every N (default: the largest N only)\n"
+    "  --help        this text\n";
+
+int fl_cmd_bound(int argc, char **argv)
+{
+    const int64_t big = INT64_MAX / 4;
+    fl_list N = {0}, d = {0}, M = {0};
+    fl_sweep_spec s = fl_sweep_spec_report(), ds = fl_analysis_dsweep();
+    fl_table t = {0}, dt = {0};
+    fl_sweep_stats st;
+    int brief = 1, status = 0;
+    const char *input = NULL;
+    fl_status e = FL_OK;
+    fl_args a;
+    const char *name, *iv, *v;
+    int k;
+    fl_args_init(&a, argc, argv);
+    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
+        if (strcmp(name, "--help") == 0) {
+            fputs(usage, stdout);
+            goto done;
+        }
+        if (strcmp(name, "--all-N") == 0) { brief = 0; continue; }
+        if ((e = fl_args_value(&a, name, iv, &v))) break;
+        if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);
+        else if (strcmp(name, "--input") == 0) input = v;
+        else if (strcmp(name, "--d") == 0) fl_list_free(&d), e = fl_list_parse(name, v, 1, big, &d);
+        else if (strcmp(name, "--M") == 0) fl_list_free(&M), e = fl_list_parse(name, v, 1, big, &M);
+        else e = fl_fail(FL_EINVAL, "%s: unknown option for bound (see flashlab bound --help)", name);
+    }
+    if (!e && k < 0) e = FL_EINVAL;
+    if (e) goto fail;
+    if (N.n) s.N = N.v, s.nN = N.n;
+    if (d.n) s.d = d.v, s.nd = d.n;
+    if (M.n) s.M = M.v, s.nM = M.n;
+    if (input) {
+        if (N.n || d.n || M.n) {
+            e = fl_fail(FL_EINVAL, "--input: the grid comes from the file; --N, --d, --M do not apply");
+            goto fail;
+        }
+        FILE *in = strcmp(input, "-") == 0 ? stdin : fopen(input, "r");
+        if (!in) {
+            e = fl_fail(FL_EINVAL, "--input: cannot open %s", input);
+            goto fail;
+        }
+        e = fl_table_read_csv(in, input, &t);
+        if (in != stdin) fclose(in);
+        if (e) goto fail;
+        if (!t.n) {
+            e = fl_fail(FL_EINVAL, "--input: %s has no rows", input);
+            goto fail;
+        }
+        printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
+               "input: %s, %zu rows\n\n", input, t.n);
+    } else {
+        if ((e = fl_sweep_collect(&s, &t, &st)) || (e = fl_sweep_collect(&ds, &dt, NULL))) goto fail;
+        printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
+               "sweep: %" PRId64 " configurations (%" PRId64 " skipped), %" PRId64 " tile events; "
+               "d sweep: %zu configurations\n\n", st.configs, st.skipped, st.events, dt.n);
+    }
+    if ((e = fl_bound_print(stdout, &t, &dt, brief))) goto fail;
+    goto done;
+fail:
+    status = fl_cli_error(e);
+done:
+    fl_table_free(&t);
+    fl_table_free(&dt);
+    fl_list_free(&N);
+    fl_list_free(&d);
+    fl_list_free(&M);
+    return status;
+}

@@ -1,0 +1,222 @@
+/* cmd_sweep.c: `flashlab sweep`: a grid of configurations on the count-only machine.
+ *
+ * Output: the CSV of `flashlab count --format csv` (emit.h: same header, same columns), one row
+ * per configuration in the order of sweep.h, preceded by '#' provenance lines.  A configuration
+ * that cannot run becomes a '# skipped: ...' line in its place (CSV), or a line on stderr
+ * (table/json); a summary of skips goes to stderr.  --output writes atomically (atomic.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include <flashlab/args.h>
+#include "atomic.h"
+#include "cli.h"
+#include "emit.h"
+#include "listparse.h"
+#include <flashlab/presets.h>
+#include "problem_opts.h"
+#include <flashlab/sweep.h>
+
+static const char *usage =
+    "usage: flashlab sweep [options]\n"
+    "Runs every configuration of a grid on the count-only machine and prints one CSV row each\n"
+    "(the columns of `flashlab count --format csv`).  LIST is 512,1024,4096 or a range\n"
+    "A:B:xK (geometric) or A:B:+K (arithmetic), or a mix: 64,128:1024:x2.\n\n"
+    "  --algo LIST     schedules: standard, flash1, flash2, flash2-gqa, a comma list,\n"
+    "                  or all (standard, flash1, flash2; + flash2-gqa when --kv-heads < --heads) [all]\n"
+    "  --N LIST        sequence lengths                                            [1024]\n"
+    "  --d LIST        head dimensions                                             [64]\n"
+    "  --M LIST        SRAM capacities in elements (overrides --sram)              [from --sram]\n"
+    "  --Br LIST       query block rows (default: each schedule's rule)\n"
+    "  --Bc LIST       key/value block rows (default: each schedule's rule)\n"
+    "  --M-upto-Nd     keep only M <= N*d for each (N, d) (the paper's regime)\n"
+    "  --sram, --dtype, --seed, --pass, --Nk, --causal, --window, --batch, --heads, --kv-heads,\n"
+    "  --max-events    as in `flashlab count` (one value each, applied to every configuration;\n"
+    "                  varlen --cu-seqlens-* is for count); --M wins over --sram\n"
+    "  --format F      csv, table or json                                          [csv]\n"
+    "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
+    "  --progress      show a progress bar on stderr (default: only on a terminal)\n"
+    "  fixed for every configuration (as for count): --Nk, --causal, --window, --batch, --heads,\n"
+    "                  --kv-heads, --pass; decode: --splits, --page-size, --pool-pages, --page-seed;\n"
+    "                  blocksparse: --density, --mask-seed\n"
+    "  --help          this text\n\n"
+    "Order: schedule, then N, d, M, Br, Bc (the last varies fastest), each in the order given.\n"
+    "Configurations that cannot run (M below the smallest tile, an override that does not fit,\n"
+    "too many events) are skipped with their reason: a '# skipped: ...' line in the CSV at the\n"
+    "place of the row (stderr for table/json), and a count of skips on stderr.\n";
+
+typedef struct {
+    fl_emitter e;
+    FILE *out;
+    int csv;
+    int progress;
+    double t0, last;
+    int64_t skipped;
+    fl_table *collect; /* also keep the rows in memory (may be NULL) */
+    int failed;
+} sink_ctx;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static void on_row(const fl_result *r, void *vctx)
+{
+    sink_ctx *c = vctx;
+    fl_emit_row(&c->e, r);
+    if (c->collect && !c->failed && fl_table_add(c->collect, r)) c->failed = 1;
+}
+
+static void on_skip(const fl_problem *p, const char *reason, void *vctx)
+{
+    sink_ctx *c = vctx;
+    c->skipped++;
+    FILE *f = c->csv ? c->out : stderr;
+    fprintf(f, "%sskipped: %s,%" PRId64 ",%" PRId64 ",%" PRId64 ",Br=%" PRId64 ",Bc=%" PRId64 ": %s\n",
+            c->csv ? "# " : "flashlab: sweep: ", fl_algo_name(p->algo), p->N, p->d, p->M, p->Br, p->Bc,
+            reason);
+}
+
+static void on_progress(int64_t done, int64_t total, void *vctx)
+{
+    sink_ctx *c = vctx;
+    const double t = now();
+    if (done < total && t - c->last < 0.1) return;
+    c->last = t;
+    const int width = 40, fill = (int)(width * done / (total ? total : 1));
+    fprintf(stderr, "\r[%.*s%*s] %" PRId64 "/%" PRId64 " configurations, %.1f s", fill,
+            "########################################", width - fill, "", done, total, t - c->t0);
+    if (done == total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Writes the '#' provenance lines of a sweep CSV. */
+static void provenance(FILE *out, const char *command)
+{
+    fprintf(out, "# flashlab %s: count-only machine; counts in elements from executed schedules "
+                 "(a model, not a hardware measurement)\n", FLASHLAB_VERSION);
+    fprintf(out, "# command: %s\n", command);
+    fputs("# configurations that cannot run appear as '# skipped:' lines in sweep order\n", out);
+}
+
+fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *command,
+                             fl_table *collect, fl_sweep_stats *st)
+{
+    sink_ctx c = {.out = out, .csv = 1, .collect = collect};
+    provenance(out, command);
+    fl_emit_begin(&c.e, out, FL_FMT_CSV, 0);
+    fl_sweep_sink sink = {on_row, on_skip, NULL, &c};
+    FL_TRY(fl_sweep_run(s, &sink, st));
+    if (c.failed) return fl_fail(FL_ENOMEM, "out of memory collecting the sweep");
+    return FL_OK;
+}
+
+int fl_cmd_sweep(int argc, char **argv)
+{
+    const int64_t big = INT64_MAX / 4;
+    static fl_popts po; /* large (the cu_seqlens arrays): not on the stack */
+    fl_list N = {0}, d = {0}, M = {0}, Br = {0}, Bc = {0};
+    fl_sweep_spec s = fl_sweep_spec_init();
+    fl_format fmt = FL_FMT_CSV;
+    const char *output = NULL;
+    int progress = isatty(2), algo_all = 1;
+    int status = 0;
+    fl_status e = FL_OK;
+    fl_args a;
+    const char *name, *iv, *v;
+    int k;
+    fl_popts_init(&po);
+    fl_args_init(&a, argc, argv);
+    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
+        if (strcmp(name, "--help") == 0) {
+            fputs(usage, stdout);
+            goto done;
+        }
+        if (strcmp(name, "--progress") == 0) { progress = 1; continue; }
+        if (strcmp(name, "--M-upto-Nd") == 0) { s.M_upto_Nd = 1; continue; }
+        if ((e = fl_args_value(&a, name, iv, &v))) break;
+        if (strcmp(name, "--algo") == 0) e = fl_list_parse_algos(v, s.algos, &s.nalgos), algo_all = !strcmp(v, "all");
+        else if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);
+        else if (strcmp(name, "--d") == 0) fl_list_free(&d), e = fl_list_parse(name, v, 1, big, &d);
+        else if (strcmp(name, "--M") == 0) fl_list_free(&M), e = fl_list_parse(name, v, 1, big, &M);
+        else if (strcmp(name, "--Br") == 0) fl_list_free(&Br), e = fl_list_parse(name, v, 1, big, &Br);
+        else if (strcmp(name, "--Bc") == 0) fl_list_free(&Bc), e = fl_list_parse(name, v, 1, big, &Bc);
+        else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
+        else if (strcmp(name, "--output") == 0) output = v;
+        else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
+            e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
+        else if (!fl_popts_take(&po, name, v, &e)) /* the problem's other fields */
+            e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
+    }
+    if (!e && k < 0) e = FL_EINVAL;
+    int64_t configs = 0;
+    /* --sram/--dtype (M unless --M lists it) and the variant rules, checked once for the first
+     * schedule; a rule another schedule of the list breaks makes its rows skipped lines */
+    if (!e && s.nalgos) po.p.algo = (fl_algo)s.algos[0];
+    if (!e) e = fl_popts_finish(&po);
+    if (e) goto fail;
+    s.base = &po.p;
+    s.elem_bytes = po.p.elem_bytes;
+    s.max_events = po.p.max_events;
+    if (algo_all && po.p.kv_heads && po.p.kv_heads < po.p.heads) s.algos[s.nalgos++] = FL_ALGO_FLASH2_GQA; /* as count */
+    s.N = N.n ? N.v : &po.p.N, s.nN = N.n ? N.n : 1;
+    s.d = d.n ? d.v : &po.p.d, s.nd = d.n ? d.n : 1;
+    s.M = M.n ? M.v : &po.p.M, s.nM = M.n ? M.n : 1;
+    if (Br.n) s.Br = Br.v, s.nBr = Br.n;
+    if (Bc.n) s.Bc = Bc.v, s.nBc = Bc.n;
+    if ((e = fl_sweep_size(&s, &configs))) goto fail;
+    if (configs == 0) {
+        e = fl_fail(FL_EINVAL, "--M-upto-Nd: no M value is <= N*d for any (N, d): the grid is empty");
+        goto fail;
+    }
+
+    fl_atomic_file af;
+    FILE *out = stdout;
+    if (output) {
+        if ((e = fl_atomic_open(&af, output))) goto fail;
+        out = af.f;
+    }
+    sink_ctx c = {.out = out, .csv = fmt == FL_FMT_CSV, .progress = progress, .t0 = now()};
+    c.last = c.t0;
+    if (c.csv) {
+        char cmd[1024];
+        size_t len = (size_t)snprintf(cmd, sizeof cmd, "flashlab sweep");
+        for (int i = 0; i < argc && len < sizeof cmd; i++)
+            len += (size_t)snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
+        provenance(out, cmd);
+    }
+    fl_emit_begin(&c.e, out, fmt, 0);
+    fl_sweep_sink sink = {on_row, on_skip, progress ? on_progress : NULL, &c};
+    fl_sweep_stats st;
+    e = fl_sweep_run(&s, &sink, &st);
+    if (!e && st.rows == 0)
+        e = fl_fail(FL_EINVAL, "sweep: none of the %" PRId64 " configurations can run (see the skipped lines)",
+                    st.configs);
+    if (e) {
+        if (output) fl_atomic_abort(&af);
+        goto fail;
+    }
+    fl_emit_end(&c.e);
+    if (output && (e = fl_atomic_commit(&af))) goto fail;
+    if (st.skipped)
+        fprintf(stderr, "flashlab: sweep: %" PRId64 " of %" PRId64 " configurations skipped%s\n",
+                st.skipped, st.configs, c.csv ? " (reasons in the '# skipped:' lines)" : "");
+    goto done;
+fail:
+    status = fl_cli_error(e);
+done:
+    fl_list_free(&N);
+    fl_list_free(&d);
+    fl_list_free(&M);
+    fl_list_free(&Br);
+    fl_list_free(&Bc);
+    return status;
+}

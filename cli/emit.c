@@ -1,0 +1,210 @@
+/* emit.c: results as a table, CSV or JSON (see emit.h). */
+#include "emit.h"
+#include <flashlab/problem_ext.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+fl_status fl_format_parse(const char *s, fl_format *out)
+{
+    if (strcmp(s, "table") == 0) *out = FL_FMT_TABLE;
+    else if (strcmp(s, "csv") == 0) *out = FL_FMT_CSV;
+    else if (strcmp(s, "json") == 0) *out = FL_FMT_JSON;
+    else return fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table, csv or json)", s);
+    return FL_OK;
+}
+
+void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
+{
+    e->out = out;
+    e->fmt = fmt;
+    e->with_errors = with_errors;
+    e->rows = 0;
+    if (fmt == FL_FMT_CSV) {
+        fputs("algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total,sram_peak,closed_form_total,"
+              "hbm_bytes,tile_events,Bd", out);
+        fputs(with_errors ? ",max_abs_err,rel_err" : "", out);
+        fputs(",pass,Nk,causal,window_left,window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total", out);
+        fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err" : "", out);
+        fputs(",splits,page_size,density\n", out); /* decode, blocksparse (docs/model.md §8) */
+    } else if (fmt == FL_FMT_JSON) {
+        fputs("[", out);
+    } else {
+        fprintf(out, "%-14s %7s %5s %9s %6s %6s %15s %15s %15s %15s %9s", "schedule", "N", "d", "M",
+                "Br", "Bc", "HBM reads", "HBM writes", "HBM total", "closed form", "SRAM peak");
+        fputs(with_errors ? "  rel. error\n" : "\n", out);
+    }
+}
+
+static const char *pass_name(fl_pass p)
+{
+    return p == FL_PASS_BWD ? "bwd" : p == FL_PASS_FWD_BWD ? "fwd+bwd" : "fwd";
+}
+
+/* Nonzero when the problem uses a variant (issue 4): the table then prints it. */
+static int is_variant(const fl_problem *p)
+{
+    return p->pass != FL_PASS_FWD || (p->Nk && p->Nk != p->N) || p->causal != FL_CAUSAL_NONE ||
+           p->window_left != -1 || p->window_right != -1 || p->batch != 1 || p->heads != 1 ||
+           (p->kv_heads && p->kv_heads != p->heads) || p->cu_seqlens_q;
+}
+
+/* JSON has no infinities or NaN: print null for them. */
+static void json_num(FILE *out, double v)
+{
+    if (isfinite(v)) fprintf(out, "%.6e", v);
+    else fputs("null", out);
+}
+
+void fl_emit_row(fl_emitter *e, const fl_result *r)
+{
+    FILE *out = e->out;
+    const fl_problem *p = &r->p;
+    const char *name = fl_algo_name(p->algo);
+    switch (e->fmt) {
+    case FL_FMT_CSV:
+        fprintf(out, "%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
+                name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->reads, r->writes, r->total,
+                r->sram_peak, r->closed.total, r->bytes, r->events, r->b.Bd);
+        if (e->with_errors) fprintf(out, ",%.3e,%.3e", r->max_abs_err, r->rel_err);
+        fprintf(out, ",%s,%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64,
+                pass_name(p->pass), p->Nk ? p->Nk : p->N, fl_causal_name(p->causal), p->window_left,
+                p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
+                p->cu_seqlens_q != NULL, r->fwd_total, r->bwd_total);
+        if (e->with_errors) fprintf(out, ",%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err);
+        fprintf(out, ",%" PRId64 ",%" PRId64 ",%.10g\n", p->splits, p->page_size, p->density);
+        break;
+    case FL_FMT_JSON:
+        fprintf(out, "%s\n  {\"algo\": \"%s\", \"N\": %" PRId64 ", \"d\": %" PRId64 ", \"M\": %" PRId64
+                     ", \"Br\": %" PRId64 ", \"Bc\": %" PRId64 ", \"Bd\": %" PRId64
+                     ", \"hbm_reads\": %" PRId64 ", \"hbm_writes\": %" PRId64 ", \"hbm_total\": %" PRId64
+                     ", \"hbm_bytes\": %" PRId64 ", \"sram_peak\": %" PRId64 ", \"tile_events\": %" PRId64,
+                e->rows ? "," : "", name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->b.Bd, r->reads,
+                r->writes, r->total, r->bytes, r->sram_peak, r->events);
+        fprintf(out, ",\n   \"closed_form\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64
+                     ", \"total\": %" PRId64 ", \"tile_events\": %" PRId64 ", \"sram_peak\": %" PRId64 "}",
+                r->closed.reads, r->closed.writes, r->closed.total, r->closed.events,
+                r->closed.sram_peak);
+        fprintf(out, ",\n   \"pass\": \"%s\", \"Nk\": %" PRId64 ", \"causal\": \"%s\", \"window\": [%" PRId64
+                     ", %" PRId64 "], \"batch\": %" PRId64 ", \"heads\": %" PRId64 ", \"kv_heads\": %" PRId64
+                     ", \"varlen\": %s, \"segments\": %" PRId64 ", \"fwd_total\": %" PRId64 ", \"bwd_total\": %" PRId64,
+                pass_name(p->pass), p->Nk ? p->Nk : p->N, fl_causal_name(p->causal), p->window_left,
+                p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
+                p->cu_seqlens_q ? "true" : "false", r->segments, r->fwd_total, r->bwd_total);
+        if (p->pass & FL_PASS_BWD)
+            fprintf(out, ", \"bwd_blocks\": {\"Br\": %" PRId64 ", \"Bc\": %" PRId64 ", \"Bd\": %" PRId64 "}",
+                    r->b_bwd.Br, r->b_bwd.Bc, r->b_bwd.Bd);
+        fprintf(out, ", \"splits\": %" PRId64 ", \"page_size\": %" PRId64 ", \"density\": %.10g",
+                p->splits, p->page_size, p->density); /* decode, blocksparse */
+        fputs(",\n   \"tensors\": {", out);
+        for (int t = 0; t < r->ntensors; t++)
+            fprintf(out, "%s\"%s\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64
+                         ", \"bytes_per_element\": %d}",
+                    t ? ", " : "", r->t[t].name, r->t[t].reads, r->t[t].writes, r->t[t].elem_bytes);
+        fputc('}', out);
+        if (e->with_errors) {
+            fputs(", \"max_abs_err\": ", out);
+            json_num(out, r->max_abs_err);
+            fputs(", \"rel_err\": ", out);
+            json_num(out, r->rel_err);
+            fputs(", \"dq_rel_err\": ", out);
+            json_num(out, r->dq_rel_err);
+            fputs(", \"dk_rel_err\": ", out);
+            json_num(out, r->dk_rel_err);
+            fputs(", \"dv_rel_err\": ", out);
+            json_num(out, r->dv_rel_err);
+        }
+        fputc('}', out);
+        break;
+    case FL_FMT_TABLE:
+        fprintf(out, "%-14s %7" PRId64 " %5" PRId64 " %9" PRId64 " %6" PRId64 " %6" PRId64 " %15" PRId64
+                     " %15" PRId64 " %15" PRId64 " %15" PRId64 " %9" PRId64,
+                name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->reads, r->writes, r->total,
+                r->closed.total, r->sram_peak);
+        if (e->with_errors) fprintf(out, "  %10.3e", r->rel_err);
+        fputs("\n          per tensor (reads/writes):", out);
+        for (int t = 0; t < r->ntensors; t++)
+            fprintf(out, " %s %" PRId64 "/%" PRId64, r->t[t].name, r->t[t].reads, r->t[t].writes);
+        fprintf(out, "; %.4g MB\n", (double)r->bytes / 1e6);
+        if (is_variant(p)) {
+            fprintf(out, "          %s pass; Nq = %" PRId64 ", Nk = %" PRId64 ", causal %s, window %" PRId64 ",%" PRId64
+                         "; batch %" PRId64 " x %" PRId64 " query heads over %" PRId64 " K/V heads%s; %" PRId64 " segments\n",
+                    pass_name(p->pass), p->N, p->Nk ? p->Nk : p->N, fl_causal_name(p->causal),
+                    p->window_left, p->window_right, p->batch, p->heads,
+                    p->kv_heads ? p->kv_heads : p->heads, p->cu_seqlens_q ? " (varlen)" : "", r->segments);
+            if (p->pass == FL_PASS_FWD_BWD)
+                fprintf(out, "          forward %" PRId64 " + backward %" PRId64 " elements\n", r->fwd_total, r->bwd_total);
+            if (p->pass & FL_PASS_BWD)
+                fprintf(out, "          backward blocks Br = %" PRId64 ", Bc = %" PRId64 "%s", r->b_bwd.Br, r->b_bwd.Bc,
+                        e->with_errors ? "" : "\n");
+            if ((p->pass & FL_PASS_BWD) && e->with_errors)
+                fprintf(out, "; gradients rel. error dQ %.3e, dK %.3e, dV %.3e\n", r->dq_rel_err,
+                        r->dk_rel_err, r->dv_rel_err);
+        }
+        break;
+    }
+    e->rows++;
+}
+
+void fl_emit_end(fl_emitter *e)
+{
+    if (e->fmt == FL_FMT_JSON) fputs(e->rows ? "\n]\n" : "]\n", e->out);
+}
+
+void fl_emit_explain(FILE *out, const fl_result *r)
+{
+    const fl_problem *p = &r->p;
+    const fl_blocks *b = &r->b;
+    fprintf(out, "%s at N = %" PRId64 ", d = %" PRId64 ", M = %" PRId64 ":\n", fl_algo_name(p->algo),
+            p->N, p->d, p->M);
+    switch (p->algo) {
+    case FL_ALGO_FLASH1:
+        fprintf(out,
+                "  paper (Algorithm 1, line 1): Bc = ceil(M/4d) = %" PRId64 ", Br = min(Bc, d) = %" PRId64 "\n"
+                "  its on-chip buffers K_j, V_j, Q_i, O_i, S_ij and six row vectors need\n"
+                "    2*Bc*d + 2*Br*d + Br*Bc + 6*Br = %" PRId64 " elements (docs/model.md eq. F1): %s\n",
+                b->paper_Bc, b->paper_Br, b->paper_footprint,
+                b->paper_footprint <= p->M ? "fits in M" : "MORE than M");
+        fprintf(out, "  rule B1: keep Br = min(Bc, d), Bc <= N, shrink Bc to the largest that fits\n");
+        break;
+    case FL_ALGO_FLASH2:
+        fprintf(out, "  rule B2: square blocks Br = Bc, the largest (<= N) with\n"
+                     "    2*Br*d + 2*Bc*d + Br*Bc + 2*Br <= M (docs/model.md eq. F2)\n");
+        break;
+    case FL_ALGO_STANDARD:
+        fprintf(out, "  rule B0: matmul tiles Br x Bc with a chunk Bd of d; panels (Bd = d) when\n"
+                     "    they allow tiles at least as large as cubes of side floor(sqrt(M/3)),\n"
+                     "    else cubes; Br*Bd + Bc*Bd + Br*Bc <= M (docs/model.md eq. F0);\n"
+                     "    softmax %s\n",
+                p->N <= p->M ? "holds whole rows (N <= M): 1 read + 1 write per element"
+                             : "cannot hold a row (N > M): 3 passes, 3 reads + 1 write per element");
+        break;
+    default:
+        if (fl_algo_is_ext(p->algo)) fl_ext_explain(out, p, b); /* sim/problem_ext.c */
+        break;
+    }
+    fprintf(out, "  chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s", b->overridden ? " (override)" : "",
+            b->Br, b->Bc, p->algo == FL_ALGO_STANDARD ? ", Bd = " : "");
+    if (p->algo == FL_ALGO_STANDARD) fprintf(out, "%" PRId64, b->Bd);
+    fprintf(out, "; footprint %" PRId64 " of M = %" PRId64 " elements; Tr = %" PRId64 ", Tc = %" PRId64 "\n",
+            b->footprint, p->M, (p->N + b->Br - 1) / b->Br,
+            (fl_algo_is_ext(p->algo) ? fl_ext_Nk(p) + b->Bc - 1 : p->N + b->Bc - 1) / b->Bc);
+    if (p->algo == FL_ALGO_FLASH2_GQA)
+        fprintf(out, "  rule B2g: square blocks with the %" PRId64 " query heads of a group stacked: a query tile\n"
+                     "    of G*Br rows, 2*G*Br*d + 2*Bc*d + G*Br*Bc + 2*G*Br <= M (docs/model.md eq. F2g)\n",
+                fl_problem_group(p));
+    if (p->pass & FL_PASS_BWD) {
+        const fl_blocks *bb = &r->b_bwd;
+        fprintf(out, "  backward: %s\n", p->algo == FL_ALGO_STANDARD
+                ? "rule B0 on the same tiling; dS rows need 2*Nk <= M to fit (else two passes)"
+                : p->algo == FL_ALGO_FLASH1
+                ? "rule B1b: Br = min(Bc, d), Bc the largest <= ceil(M/4d) with 4*Bc*d + 4*Br*d + 2*Br*Bc + 3*Br <= M (F1b)"
+                : p->algo == FL_ALGO_FLASH2_GQA
+                ? "rule B2gb: Bc the largest with Br = max(1, Bc/G) and 4*Bc*d + 3*G*Br*d + 2*G*Br*Bc + 2*G*Br <= M (F2b)"
+                : "rule B2b: square blocks with 4*Bc*d + 3*Br*d + 2*Br*Bc + 2*Br <= M (F2b)");
+        fprintf(out, "  backward chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "; footprint %" PRId64 " of M\n",
+                bb->overridden ? " (override)" : "", bb->Br, bb->Bc, bb->footprint);
+    }
+}

@@ -1,0 +1,59 @@
+/* main.c: the flashlab command line: dispatch to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include <flashlab/args.h>
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"count", fl_cmd_count, "count HBM reads/writes of the schedules (count-only machine)"},
+    {"run", fl_cmd_run, "run the schedules on real values and check them against the reference"},
+    {"example", fl_cmd_example, "reproduce the seeds' worked examples (list, two-tile, ...)"},
+    {"sweep", fl_cmd_sweep, "count a grid of configurations (lists and ranges), one CSV row each"},
+    {"bound", fl_cmd_bound, "fit the IO laws (slopes in M, N, d; c in c*N^2d^2/M) with GSL"},
+    {"plot", fl_cmd_plot, "regenerate the figures (PNG, PDF, SVG) with gnuplot"},
+    {"report", fl_cmd_report, "the main job: GPT-2-medium table, fits, examples, figures"},
+    {"optimize", fl_cmd_optimize, "search loop order, GQA grouping and blocks for the fewest HBM accesses"},
+    {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
+    {"l2", fl_cmd_l2, "predict DRAM bytes of a kernel schedule through an L2 (three levels)"},
+};
+
+int fl_cli_error(int s)
+{
+    fprintf(stderr, "flashlab: %s\n", fl_last_error());
+    fflush(stdout);
+    return fl_exit_code((fl_status)s);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: flashlab COMMAND [options]   (flashlab COMMAND --help for its options)\n\n"
+                 "An educational simulator and IO-complexity analyzer for exact tiled attention.\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n  --version  print the version\n  --help     this text\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("flashlab %s\n", FLASHLAB_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "flashlab: '%s': unknown command (see flashlab --help)\n", argv[1]);
+    return 2;
+}

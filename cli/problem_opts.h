@@ -1,0 +1,31 @@
+/* problem_opts.h: the options that describe one problem (sizes, SRAM, dtype, pass, mask, heads,
+ * varlen), parsed in one place for every subcommand that takes them.
+ *
+ * Use: fl_popts_init; for each option, fl_popts_take (returns 1 when the option is one of
+ * these, with its parse status in *s; 0 when it is not, for the command to handle); then
+ * fl_popts_finish, which applies varlen and the --sram/--dtype presets (overridden by --M) and
+ * checks the problem (fl_problem_check).  Messages name the option and the rule. */
+#ifndef FL_CLI_PROBLEM_OPTS_H
+#define FL_CLI_PROBLEM_OPTS_H
+
+#include <flashlab/problem.h>
+
+#define FL_CLI_MAX_BATCH 4096
+
+typedef struct {
+    fl_problem p;
+    const char *sram, *dtype; /* presets.h; NULL = defaults */
+    int64_t M_given;          /* --M, 0 = from --sram */
+    int set_N, set_batch;
+    int64_t cuq[FL_CLI_MAX_BATCH + 1], cuk[FL_CLI_MAX_BATCH + 1], ncuq, ncuk;
+    int64_t table[FL_CLI_MAX_BATCH]; /* --block-table */
+} fl_popts;
+
+/* The help lines of these options, for a command's usage text. */
+extern const char fl_popts_usage[];
+
+void fl_popts_init(fl_popts *o);
+int fl_popts_take(fl_popts *o, const char *name, const char *value, fl_status *s);
+fl_status fl_popts_finish(fl_popts *o);
+
+#endif

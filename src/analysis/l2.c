@@ -1,0 +1,147 @@
+/* l2.c: the fully associative LRU sector cache of l2.h.  A slot array holds the resident sectors,
+ * chained into hash buckets (next) and into one LRU list (prev/nxt, head = most recent). */
+#include <flashlab/l2.h>
+
+#include <stdlib.h>
+
+#define NIL (-1)
+
+typedef struct {
+    uint64_t key;           /* sector number = byte address / sector */
+    int64_t hnext;          /* next slot in the same bucket */
+    int64_t prev, nxt;      /* LRU list */
+    int dirty;
+} slot;
+
+struct fl_l2 {
+    int64_t cap, sector, used, nfree;
+    int shift;
+    slot *s;
+    int64_t *bucket, nbucket; /* nbucket a power of two */
+    int64_t head, tail;       /* most and least recently used */
+    fl_l2_stats st;
+};
+
+static uint64_t hash(uint64_t k) /* splitmix64's finaliser */
+{
+    k ^= k >> 30;
+    k *= 0xbf58476d1ce4e5b9ULL;
+    k ^= k >> 27;
+    k *= 0x94d049bb133111ebULL;
+    return k ^ (k >> 31);
+}
+
+fl_status fl_l2_alloc(int64_t capacity, int64_t sector, fl_l2 **out)
+{
+    *out = NULL;
+    if (sector < 1 || (sector & (sector - 1)))
+        return fl_fail(FL_EINVAL, "--sector: must be a power of two >= 1 bytes (got %lld)", (long long)sector);
+    if (capacity < sector || capacity / sector > (INT64_C(1) << 30))
+        return fl_fail(FL_EINVAL, "--l2-mb: the capacity must hold at least one sector and at most 2^30 sectors");
+    fl_l2 *c = calloc(1, sizeof *c);
+    if (!c) goto oom;
+    c->sector = sector;
+    while ((INT64_C(1) << c->shift) < sector) c->shift++;
+    c->cap = capacity / sector;
+    c->nbucket = 1;
+    while (c->nbucket < 2 * c->cap) c->nbucket *= 2;
+    c->s = malloc((size_t)c->cap * sizeof *c->s);
+    c->bucket = malloc((size_t)c->nbucket * sizeof *c->bucket);
+    if (!c->s || !c->bucket) goto oom;
+    fl_l2_flush(c);
+    *out = c;
+    return FL_OK;
+oom:
+    fl_l2_free(c);
+    return fl_fail(FL_ENOMEM, "l2: out of memory for a cache of %lld bytes", (long long)capacity);
+}
+
+void fl_l2_free(fl_l2 *c)
+{
+    if (!c) return;
+    free(c->s);
+    free(c->bucket);
+    free(c);
+}
+
+void fl_l2_flush(fl_l2 *c)
+{
+    for (int64_t b = 0; b < c->nbucket; b++) c->bucket[b] = NIL;
+    c->used = 0;
+    c->head = c->tail = NIL;
+}
+
+static void lru_unlink(fl_l2 *c, int64_t i)
+{
+    slot *x = &c->s[i];
+    if (x->prev != NIL) c->s[x->prev].nxt = x->nxt; else c->head = x->nxt;
+    if (x->nxt != NIL) c->s[x->nxt].prev = x->prev; else c->tail = x->prev;
+}
+
+static void lru_push_front(fl_l2 *c, int64_t i)
+{
+    slot *x = &c->s[i];
+    x->prev = NIL;
+    x->nxt = c->head;
+    if (c->head != NIL) c->s[c->head].prev = i; else c->tail = i;
+    c->head = i;
+}
+
+static int64_t find(const fl_l2 *c, uint64_t key, int64_t **link)
+{
+    int64_t *p = &c->bucket[hash(key) & (uint64_t)(c->nbucket - 1)];
+    while (*p != NIL && c->s[*p].key != key) p = &c->s[*p].hnext;
+    if (link) *link = p;
+    return *p;
+}
+
+/* Takes the least recently used slot out of the cache (and its bucket); returns it. */
+static int64_t evict(fl_l2 *c)
+{
+    const int64_t i = c->tail;
+    int64_t *link;
+    find(c, c->s[i].key, &link);
+    *link = c->s[i].hnext;
+    lru_unlink(c, i);
+    c->st.evictions++;
+    if (c->s[i].dirty) c->st.writebacks++;
+    return i;
+}
+
+static void touch(fl_l2 *c, uint64_t key, int write)
+{
+    int64_t *link;
+    int64_t i = find(c, key, &link);
+    if (write) c->st.write_sectors++;
+    else c->st.read_sectors++;
+    if (i != NIL) {
+        if (!write) c->st.read_hits++;
+        lru_unlink(c, i);
+    } else {
+        if (!write) c->st.read_misses++;
+        if (c->used < c->cap) i = c->used++;
+        else {
+            i = evict(c);
+            find(c, key, &link); /* the eviction may have moved this bucket's chain */
+        }
+        c->s[i].key = key;
+        c->s[i].dirty = 0;
+        c->s[i].hnext = NIL;
+        *link = i;
+    }
+    if (write) c->s[i].dirty = 1;
+    lru_push_front(c, i);
+}
+
+void fl_l2_access(fl_l2 *c, uint64_t addr, int64_t len, int write)
+{
+    if (len <= 0) return;
+    const uint64_t first = addr >> c->shift, last = (addr + (uint64_t)len - 1) >> c->shift;
+    for (uint64_t k = first; k <= last; k++) touch(c, k, write);
+}
+
+int64_t fl_l2_resident(const fl_l2 *c) { return c->used; }
+int64_t fl_l2_capacity_sectors(const fl_l2 *c) { return c->cap; }
+int64_t fl_l2_sector_bytes(const fl_l2 *c) { return c->sector; }
+int fl_l2_contains(const fl_l2 *c, uint64_t addr) { return find(c, addr >> c->shift, NULL) != NIL; }
+fl_l2_stats fl_l2_get_stats(const fl_l2 *c) { return c->st; }

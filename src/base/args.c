@@ -1,0 +1,108 @@
+/* args.c: strict value parsing and an argv walker (see args.h). */
+#include <flashlab/args.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+fl_status fl_parse_i64(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !*s) return fl_fail(FL_EINVAL, "%s: needs an integer value", opt);
+    const char *q = s;
+    if (*q == '-' || *q == '+') q++;
+    if (!isdigit((unsigned char)*q))
+        return fl_fail(FL_EINVAL, "%s: '%s' is not an integer", opt, s);
+    for (const char *c = q; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return fl_fail(FL_EINVAL, "%s: '%s' is not an integer (whole numbers only, no '%c')", opt,
+                           s, *c);
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE || v < min || v > max)
+        return fl_fail(FL_EINVAL, "%s: %s is out of range (must be between %lld and %lld)", opt, s,
+                       (long long)min, (long long)max);
+    *out = v;
+    return FL_OK;
+}
+
+fl_status fl_parse_u64(const char *opt, const char *s, uint64_t *out)
+{
+    if (!s || !*s) return fl_fail(FL_EINVAL, "%s: needs a value", opt);
+    for (const char *c = s; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return fl_fail(FL_EINVAL, "%s: '%s' is not a non-negative integer", opt, s);
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE) return fl_fail(FL_EINVAL, "%s: %s does not fit in 64 bits", opt, s);
+    *out = v;
+    return FL_OK;
+}
+
+void fl_args_init(fl_args *a, int argc, char **argv)
+{
+    a->argc = argc;
+    a->argv = argv;
+    a->i = 0;
+}
+
+int fl_args_next(fl_args *a, const char **name, const char **inline_value)
+{
+    if (a->i >= a->argc) return 0;
+    const char *arg = a->argv[a->i++];
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == 0) {
+        fl_fail(FL_EINVAL, "'%s': expected an option such as --N 1024 (see --help)", arg);
+        return -1;
+    }
+    const char *eq = strchr(arg, '=');
+    if (eq) {
+        size_t n = (size_t)(eq - arg);
+        if (n >= sizeof a->buf) n = sizeof a->buf - 1;
+        memcpy(a->buf, arg, n);
+        a->buf[n] = 0;
+        *name = a->buf;
+        *inline_value = eq + 1;
+    } else {
+        *name = arg;
+        *inline_value = NULL;
+    }
+    return 1;
+}
+
+fl_status fl_args_value(fl_args *a, const char *name, const char *inline_value, const char **out)
+{
+    if (inline_value) {
+        *out = inline_value;
+        return FL_OK;
+    }
+    if (a->i >= a->argc) return fl_fail(FL_EINVAL, "%s: needs a value", name);
+    *out = a->argv[a->i++];
+    return FL_OK;
+}
+
+int fl_exit_code(fl_status s)
+{
+    return (s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW || s == FL_EIO) ? 2 : 1;
+}
+
+fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out,
+                            int64_t cap, int64_t *n)
+{
+    char item[64];
+    *n = 0;
+    if (!s || !*s) return fl_fail(FL_EINVAL, "%s: needs a comma-separated list of integers", opt);
+    for (const char *p = s;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || len >= sizeof item)
+            return fl_fail(FL_EINVAL, "%s: '%s' is not a comma-separated list of integers", opt, s);
+        if (*n >= cap) return fl_fail(FL_EINVAL, "%s: at most %lld entries", opt, (long long)cap);
+        memcpy(item, p, len);
+        item[len] = 0;
+        FL_TRY(fl_parse_i64(opt, item, min, max, &out[*n]));
+        (*n)++;
+        if (!e) break;
+        p = e + 1;
+    }
+    return FL_OK;
+}

@@ -1,0 +1,121 @@
+/* sched_flash1.c: FlashAttention (Dao et al., 2022), Algorithm 1, literally.
+ *
+ *  1  block sizes Bc, Br                       (chosen by fl_blocks_choose: docs/model.md B1)
+ *  2  initialize O = 0, l = 0, m = -inf in HBM  -> stores: Nd + 2N writes
+ *  3-4 divide Q, O, l, m into Tr blocks of Br rows; K, V into Tc blocks of Bc rows
+ *  5  for j in 1..Tc:
+ *  6    load K_j, V_j                           -> 2 Bc d reads
+ *  7    for i in 1..Tr:
+ *  8      load Q_i, O_i, l_i, m_i               -> 2 Br d + 2 Br reads
+ *  9      S_ij = Q_i K_j^T (scaled by 1/sqrt d)
+ * 10      mt_ij = rowmax(S_ij), P_ij = exp(S_ij - mt_ij), lt_ij = rowsum(P_ij)
+ * 11      mnew_i = max(m_i, mt_ij), lnew_i = e^(m_i - mnew_i) l_i + e^(mt_ij - mnew_i) lt_ij
+ * 12      O_i = diag(lnew_i)^-1 (diag(l_i) e^(m_i - mnew_i) O_i + e^(mt_ij - mnew_i) P_ij V_j);
+ *         write O_i                             -> Br d writes
+ * 13      write l_i = lnew_i, m_i = mnew_i      -> 2 Br writes
+ *
+ * SRAM: K_j, V_j, Q_i, O_i, S_ij (P_ij overwrites it), and six row vectors l_i, m_i, mt_ij,
+ * lt_ij, mnew_i, lnew_i: docs/model.md eq. (F1).  Counts: eq. (C1).
+ *
+ * Masks (docs/model.md K2-K4): line 7 runs only over the row blocks i0..i1-1 that key block j
+ * touches, and K_j, V_j are not loaded when there is none; boundary tiles are masked per
+ * element; a row whose scores in a tile are all masked skips lines 10-13 for that tile (its
+ * state and O_i are written back unchanged), so a row with no legal key keeps O = 0 (M0).
+ */
+#include <math.h>
+
+#include <flashlab/ops.h>
+#include "schedules.h"
+
+static fl_status segment(fl_machine *m, const fl_problem *p, const fl_blocks *b, const fl_qkvo *io,
+                         const fl_seg *sg, int l_t, int m_t, fl_buf **B)
+{
+    const int64_t d = p->d, Br = b->Br, Bc = b->Bc, Nq = sg->Nq, Nk = sg->Nk, q0 = sg->q0;
+    const double scale = 1.0 / sqrt((double)d);
+    fl_buf *Kj = B[0], *Vj = B[1], *Qi = B[2], *Oi = B[3], *li = B[4], *mi = B[5], *Sij = B[6],
+           *mt = B[7], *lt = B[8], *mnew = B[9], *lnew = B[10];
+
+    /* line 2: O = 0, l = 0, m = -inf in HBM, written block by block from SRAM */
+    fl_op_fill(Oi, Br, d, 0.0);
+    fl_op_fill(li, Br, 1, 0.0);
+    fl_op_fill(mi, Br, 1, -INFINITY);
+    for (int64_t r0 = 0; r0 < Nq; r0 += Br) {
+        const int64_t br = fl_min64(Br, Nq - r0);
+        FL_TRY(fl_store(m, Oi, io->O, q0 + r0, 0, br, d));
+        FL_TRY(fl_store(m, li, l_t, q0 + r0, 0, br, 1));
+        FL_TRY(fl_store(m, mi, m_t, q0 + r0, 0, br, 1));
+    }
+
+    for (int64_t c0 = 0; c0 < Nk; c0 += Bc) { /* line 5 */
+        const int64_t bc = fl_min64(Bc, Nk - c0);
+        int64_t i0, i1;
+        fl_mask_row_block_range(&sg->mask, c0, bc, Br, &i0, &i1);
+        if (i0 >= i1) continue; /* no query sees this key block: nothing loaded (K2) */
+        FL_TRY(fl_load(m, Kj, io->K, sg->k0 + c0, 0, bc, d)); /* line 6 */
+        FL_TRY(fl_load(m, Vj, io->V, sg->k0 + c0, 0, bc, d));
+        for (int64_t i = i0; i < i1; i++) { /* line 7 */
+            const int64_t r0 = i * Br, br = fl_min64(Br, Nq - r0);
+            FL_TRY(fl_load(m, Qi, io->Q, q0 + r0, 0, br, d)); /* line 8 */
+            FL_TRY(fl_load(m, Oi, io->O, q0 + r0, 0, br, d));
+            FL_TRY(fl_load(m, li, l_t, q0 + r0, 0, br, 1));
+            FL_TRY(fl_load(m, mi, m_t, q0 + r0, 0, br, 1));
+            fl_op_matmul(Sij, Qi, Kj, br, bc, d, 1, scale, 0); /* line 9 */
+            if (fl_mask_tile(&sg->mask, r0, br, c0, bc) == FL_TILE_PARTIAL)
+                fl_tile_mask(Sij, &sg->mask, r0, br, br, c0, bc);
+            if (fl_computes(m)) {
+                for (int64_t r = 0; r < br; r++) {
+                    double *s = Sij->x + r * Bc;
+                    /* line 10 */
+                    double rowmax = -INFINITY, rowsum = 0.0;
+                    for (int64_t c = 0; c < bc; c++) rowmax = fmax(rowmax, s[c]);
+                    if (rowmax == -INFINITY) continue; /* every key of this tile masked for the row */
+                    for (int64_t c = 0; c < bc; c++) rowsum += (s[c] = exp(s[c] - rowmax));
+                    mt->x[r] = rowmax;
+                    lt->x[r] = rowsum;
+                    /* line 11 */
+                    mnew->x[r] = fmax(mi->x[r], mt->x[r]);
+                    lnew->x[r] = (mi->x[r] == -INFINITY ? 0.0 : exp(mi->x[r] - mnew->x[r]) * li->x[r]) +
+                                 exp(mt->x[r] - mnew->x[r]) * lt->x[r];
+                    /* line 12, in place: each O element from its old value and one dot product */
+                    const double a = mi->x[r] == -INFINITY ? 0.0
+                                     : li->x[r] * exp(mi->x[r] - mnew->x[r]) / lnew->x[r];
+                    const double e = exp(mt->x[r] - mnew->x[r]) / lnew->x[r];
+                    double *o = Oi->x + r * d;
+                    for (int64_t k = 0; k < d; k++) {
+                        double pv = 0.0;
+                        for (int64_t c = 0; c < bc; c++) pv += s[c] * Vj->x[c * d + k];
+                        o[k] = a * o[k] + e * pv;
+                    }
+                    /* line 13 */
+                    li->x[r] = lnew->x[r];
+                    mi->x[r] = mnew->x[r];
+                }
+            }
+            FL_TRY(fl_store(m, Oi, io->O, q0 + r0, 0, br, d)); /* line 12 */
+            FL_TRY(fl_store(m, li, l_t, q0 + r0, 0, br, 1));  /* line 13 */
+            FL_TRY(fl_store(m, mi, m_t, q0 + r0, 0, br, 1));
+        }
+    }
+    return FL_OK;
+}
+
+fl_status fl_schedule_flash1(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+{
+    const int64_t d = p->d, Br = b->Br, Bc = b->Bc;
+    int l_t, m_t;
+    FL_TRY(fl_tensor_add(m, "l", io.q_rows, 1, 4, &l_t));
+    FL_TRY(fl_tensor_add(m, "m", io.q_rows, 1, 4, &m_t));
+
+    fl_buf *B[11];
+    const char *names[11] = {"K_j", "V_j", "Q_i", "O_i", "l_i", "m_i", "S_ij", "mt_ij", "lt_ij", "mnew_i", "lnew_i"};
+    const int64_t rows[11] = {Bc, Bc, Br, Br, Br, Br, Br, Br, Br, Br, Br};
+    const int64_t cols[11] = {d, d, d, d, 1, 1, Bc, 1, 1, 1, 1};
+    for (int k = 0; k < 11; k++) FL_TRY(fl_sram_alloc(m, names[k], rows[k], cols[k], &B[k]));
+    for (int64_t s = 0; s < io.nseg; s++) {
+        fl_seg sg;
+        fl_segment_at(io.segs, s, &sg);
+        FL_TRY(segment(m, p, b, &io, &sg, l_t, m_t, B));
+    }
+    for (int k = 0; k < 11; k++) fl_sram_free(m, B[k]);
+    return FL_OK;
+}
