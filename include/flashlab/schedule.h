@@ -1,0 +1,163 @@
+/* schedule.h: a schedule is one descriptor; the registry is one array of them.
+ *
+ * Everything the system must know about an attention schedule lives in the descriptor, beside the
+ * paper's loop in the schedule's own file (src/schedules/<name>.c): its name, the problem fields
+ * it accepts, its block rule, its SRAM footprint, its closed form, its tensors, its forward and
+ * backward loops, and what `count --explain` prints.  The registry (src/schedules/registry.c)
+ * lists the descriptors; the runner (fl_run), the CLI, the optimizer and the conformance tests
+ * iterate over it, so a new schedule is one file plus one registry line.
+ *
+ * The dispatching functions of problem.h (fl_problem_check, fl_blocks_choose_pass,
+ * fl_footprint_pass, fl_closed_form_pass, fl_algo_name, ...) look the schedule up here.
+ *
+ * Contract of the loops (fwd, bwd): the caller (fl_run) has added the HBM tensors Q, K, V (filled
+ * in compute mode; K and V laid out by add_kv when the schedule has one) and O, and for a
+ * backward pass also dO (filled), dQ, dK, dV, plus whatever the forward of the same schedule
+ * added (its saved statistics).  A loop adds its own HBM tensors, allocates its SRAM buffers,
+ * runs every segment of io (one (batch, head) attention problem each), and frees every buffer it
+ * allocated before returning FL_OK.  Scores are scaled by 1/sqrt(d).  A non-OK return leaves the
+ * machine's counters as they were at the failure and fl_last_error() explaining it.
+ */
+#ifndef FLASHLAB_SCHEDULE_H
+#define FLASHLAB_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "machine.h"
+#include "masks.h"
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One attention problem inside the packed tensors (docs/model.md §heads): `group` consecutive
+ * query heads (1 except for a group schedule) that share one K/V head.  Query head g of the
+ * group has its Nq rows at q0 + g*qstride in Q, O, dO, dQ and in the per-row statistics (L, D,
+ * l, m) and the score rows of S, P; its keys are the Nk rows at k0 of K, V, dK, dV. */
+typedef struct {
+    int64_t q0, qstride, k0;
+    int64_t Nq, Nk;
+    int64_t group;
+    int kv_first;  /* backward: first segment to touch its K/V rows (writes dK, dV; later
+                      segments of the same K/V head read, add and write them back) */
+    fl_mask mask;
+} fl_seg;
+
+/* The segments of a run, computed on demand (src/problem/segments.h). */
+typedef struct fl_segments fl_segments;
+
+/* Segment k (0 <= k < nseg) of s. */
+void fl_segment_at(const fl_segments *s, int64_t k, fl_seg *out);
+
+/* The tensors and segments a loop works on. */
+typedef struct {
+    int Q, K, V, O;     /* tensor ids */
+    int dO, dQ, dK, dV; /* backward pass only (-1 otherwise) */
+    int64_t q_rows;     /* rows of Q (and of the per-row statistics a schedule adds) */
+    int64_t k_rows;     /* rows of K */
+    const fl_segments *segs; /* the segments, run in order k = 0 .. nseg - 1 */
+    int64_t nseg;
+} fl_qkvo;
+
+typedef fl_status (*fl_schedule_fn)(fl_machine *m, const fl_problem *p, const fl_blocks *b,
+                                    fl_qkvo io);
+
+/* What a schedule is, beyond its fields (flags). */
+enum {
+    FL_SCHED_IN_ALL = 1u << 0,       /* one of "all" (the paper's standard, flash1, flash2) */
+    FL_SCHED_OWN_PROBLEM = 1u << 1,  /* a problem of its own (a KV cache, a block mask, a score
+                                        matrix, ...): named explicitly, left out of the default
+                                        sweeps; one head, one sequence, forward */
+    FL_SCHED_STACKS_GROUP = 1u << 2, /* stacks the G = Hq/Hkv query heads of a K/V head in one
+                                        query tile (flash2-gqa): segments have group G */
+    FL_SCHED_O_FP32 = 1u << 3,       /* its O crosses HBM as an fp32 accumulator (rule R8) */
+    FL_SCHED_SOFTMAX = 1u << 4       /* softmax of an N x Nk score matrix X into Y: no Q, K, V */
+};
+
+/* The problem fields beyond N, d, M, Br, Bc, seed, elem_bytes, max_events that a schedule
+ * accepts (accepts).  A field set away from its default (problem.h) for a schedule that does not
+ * accept it is refused by fl_problem_check, naming the option; never ignored. */
+enum {
+    FL_ACCEPT_NK = 1u << 0,         /* Nk != N */
+    FL_ACCEPT_MASK = 1u << 1,       /* causal, window */
+    FL_ACCEPT_HEADS = 1u << 2,      /* batch, heads, kv_heads */
+    FL_ACCEPT_VARLEN = 1u << 3,     /* cu_seqlens_q, cu_seqlens_k */
+    FL_ACCEPT_BWD = 1u << 4,        /* pass bwd, fwd+bwd */
+    FL_ACCEPT_KV_CACHE = 1u << 5,   /* page_size, pool_pages, page_seed, block_table, splits, pad_value */
+    FL_ACCEPT_BLOCK_MASK = 1u << 6  /* density, mask_seed */
+};
+
+typedef struct fl_schedule fl_schedule;
+
+struct fl_schedule {
+    const char *name;    /* as on the command line: "flash2" */
+    const char *summary; /* one line: the algorithm and its source */
+    unsigned flags;      /* FL_SCHED_* */
+    unsigned accepts;    /* FL_ACCEPT_* */
+
+    /* Its own rules beyond `accepts` (e.g. decode's page table), on a problem whose common
+     * fields are valid; FL_EINVAL naming the option and the rule.  NULL: none. */
+    fl_status (*check)(const fl_problem *p);
+
+    /* The block rule of docs/model.md §3 for a pass (bwd = 0 forward, 1 backward), p->Br / p->Bc
+     * overriding it where nonzero; sets every field of *b.  FL_ECAPACITY when nothing fits in M,
+     * FL_EINVAL naming --Br/--Bc when an override does not fit. */
+    fl_status (*blocks)(const fl_problem *p, int bwd, fl_blocks *b);
+
+    /* The SRAM footprint (elements) of the pass's tile buffers for blocks (Br, Bc, Bd) at head
+     * dimension d with a group of G stacked query heads; -1 on overflow.  NULL: the schedule's
+     * footprint depends on more of the problem than this (its blocks report it). */
+    int64_t (*footprint)(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+
+    /* The exact counts of a pass with that pass's blocks (docs/model.md §4).  FL_EOVERFLOW when
+     * a count does not fit in 64 bits. */
+    fl_status (*closed_form)(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *c);
+
+    /* A lower bound on the tile events of the run (forward blocks b, backward blocks bb or NULL),
+     * cheap to compute and saturating at INT64_MAX, checked against max_events before a closed
+     * form that walks every block is evaluated.  NULL: the closed form is cheap. */
+    int64_t (*events_floor)(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb);
+
+    /* Refuses a compute run that would hold more than FL_COMPUTE_MAX_VALUES values (run.h).
+     * NULL: the rule for Q, K, V, O (and the backward's tensors) of the packed heads. */
+    fl_status (*compute_size)(const fl_problem *p, const fl_blocks *b);
+
+    /* Adds K and V to the machine in the schedule's own HBM layout (decode: a paged pool and
+     * its block table) and, in compute mode, fills them from the logical Nk x d arrays Kl, Vl.
+     * NULL: K and V are plain packed tensors. */
+    fl_status (*add_kv)(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo *io,
+                        const double *Kl, const double *Vl);
+
+    /* The keep predicate the reference applies for this schedule's problem in place of the
+     * causal/window mask (block-sparse: its block mask, built for blocks b): sets *keep and
+     * fills ctx (cap bytes) and returns 1; NULL: the problem's causal/window mask. */
+    int (*reference_keep)(const fl_problem *p, const fl_blocks *b,
+                          int (**keep)(int64_t i, int64_t j, const void *ctx), void *ctx, size_t cap);
+
+    fl_schedule_fn fwd; /* the forward loop */
+    fl_schedule_fn bwd; /* the backward loop; NULL: forward only (then FL_ACCEPT_BWD is unset) */
+
+    /* Prints the block rule and what it derived, for `count --explain` (lines starting with two
+     * spaces; the runner prints the chosen blocks after it).  b: the forward's blocks. */
+    void (*explain)(FILE *out, const fl_problem *p, const fl_blocks *b);
+    /* One line naming the backward's block rule (after "  backward: "). */
+    const char *explain_bwd;
+};
+
+/* The number of registered schedules; fl_algo values are 0 .. fl_schedule_count() - 1. */
+int fl_schedule_count(void);
+
+/* The descriptor of schedule a, or NULL when a is not registered. */
+const fl_schedule *fl_schedule_get(fl_algo a);
+
+/* The schedule called name (NULL if none), and its index through *a. */
+const fl_schedule *fl_schedule_find(const char *name, fl_algo *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
