@@ -23,7 +23,7 @@ static const char *usage =
     "  --help        this text\n";
 
 typedef struct {
-    int algos[FL_NALGO], nalgos, all;
+    int algos[FL_ALGO_MAX], nalgos, all;
     fl_popts po;
     fl_format fmt;
     int explain;
@@ -72,7 +72,7 @@ static int parse(int argc, char **argv, opts *o, const char *cmd, const char *bl
 static int count_or_run(int argc, char **argv, fl_mode mode, const char *cmd, const char *blurb)
 {
     static opts o; /* large (the cu_seqlens arrays): not on the stack */
-    fl_result res[FL_NALGO];
+    fl_result res[FL_ALGO_MAX];
     int s = parse(argc, argv, &o, cmd, blurb);
     if (s < 0) return 0;
     if (s) return fl_cli_error(s);

@@ -37,7 +37,7 @@ static const char *usage =
     "  --help        this text\n";
 
 typedef struct {
-    int algos[FL_NALGO];
+    int algos[FL_ALGO_MAX];
     int nalgos, compute;
     fl_popts po;
     fl_trace_format fmt;
@@ -49,7 +49,7 @@ typedef struct {
 static fl_status parse_algos(const char *s, opts *o)
 {
     if (strcmp(s, "all") == 0) {
-        for (o->nalgos = 0; o->nalgos < FL_NALGO; o->nalgos++) o->algos[o->nalgos] = o->nalgos;
+        for (o->nalgos = 0; o->nalgos < fl_schedule_count(); o->nalgos++) o->algos[o->nalgos] = o->nalgos;
         return FL_OK;
     }
     return fl_list_parse_algos(strcmp(s, "classic") == 0 ? "standard,flash1,flash2" : s, o->algos, &o->nalgos);

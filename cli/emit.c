@@ -1,6 +1,5 @@
 /* emit.c: results as a table, CSV or JSON (see emit.h). */
 #include "emit.h"
-#include <flashlab/problem_ext.h>
 
 #include <inttypes.h>
 #include <math.h>
@@ -159,51 +158,19 @@ void fl_emit_explain(FILE *out, const fl_result *r)
     const fl_blocks *b = &r->b;
     fprintf(out, "%s at N = %" PRId64 ", d = %" PRId64 ", M = %" PRId64 ":\n", fl_algo_name(p->algo),
             p->N, p->d, p->M);
-    switch (p->algo) {
-    case FL_ALGO_FLASH1:
-        fprintf(out,
-                "  paper (Algorithm 1, line 1): Bc = ceil(M/4d) = %" PRId64 ", Br = min(Bc, d) = %" PRId64 "\n"
-                "  its on-chip buffers K_j, V_j, Q_i, O_i, S_ij and six row vectors need\n"
-                "    2*Bc*d + 2*Br*d + Br*Bc + 6*Br = %" PRId64 " elements (docs/model.md eq. F1): %s\n",
-                b->paper_Bc, b->paper_Br, b->paper_footprint,
-                b->paper_footprint <= p->M ? "fits in M" : "MORE than M");
-        fprintf(out, "  rule B1: keep Br = min(Bc, d), Bc <= N, shrink Bc to the largest that fits\n");
-        break;
-    case FL_ALGO_FLASH2:
-        fprintf(out, "  rule B2: square blocks Br = Bc, the largest (<= N) with\n"
-                     "    2*Br*d + 2*Bc*d + Br*Bc + 2*Br <= M (docs/model.md eq. F2)\n");
-        break;
-    case FL_ALGO_STANDARD:
-        fprintf(out, "  rule B0: matmul tiles Br x Bc with a chunk Bd of d; panels (Bd = d) when\n"
-                     "    they allow tiles at least as large as cubes of side floor(sqrt(M/3)),\n"
-                     "    else cubes; Br*Bd + Bc*Bd + Br*Bc <= M (docs/model.md eq. F0);\n"
-                     "    softmax %s\n",
-                p->N <= p->M ? "holds whole rows (N <= M): 1 read + 1 write per element"
-                             : "cannot hold a row (N > M): 3 passes, 3 reads + 1 write per element");
-        break;
-    default:
-        if (fl_algo_is_ext(p->algo)) fl_ext_explain(out, p, b); /* sim/problem_ext.c */
-        break;
-    }
+    const fl_schedule *sc = fl_schedule_get(p->algo);
+    const int chunks_d = (sc->flags & FL_SCHED_CHUNKS_D) != 0;
+    if (sc->explain) sc->explain(out, p, b);
     fprintf(out, "  chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s", b->overridden ? " (override)" : "",
-            b->Br, b->Bc, p->algo == FL_ALGO_STANDARD ? ", Bd = " : "");
-    if (p->algo == FL_ALGO_STANDARD) fprintf(out, "%" PRId64, b->Bd);
+            b->Br, b->Bc, chunks_d ? ", Bd = " : "");
+    if (chunks_d) fprintf(out, "%" PRId64, b->Bd);
     fprintf(out, "; footprint %" PRId64 " of M = %" PRId64 " elements; Tr = %" PRId64 ", Tc = %" PRId64 "\n",
             b->footprint, p->M, (p->N + b->Br - 1) / b->Br,
-            (fl_algo_is_ext(p->algo) ? fl_ext_Nk(p) + b->Bc - 1 : p->N + b->Bc - 1) / b->Bc);
-    if (p->algo == FL_ALGO_FLASH2_GQA)
-        fprintf(out, "  rule B2g: square blocks with the %" PRId64 " query heads of a group stacked: a query tile\n"
-                     "    of G*Br rows, 2*G*Br*d + 2*Bc*d + G*Br*Bc + 2*G*Br <= M (docs/model.md eq. F2g)\n",
-                fl_problem_group(p));
+            ((sc->flags & FL_SCHED_OWN_PROBLEM) ? (p->Nk ? p->Nk : p->N) + b->Bc - 1 : p->N + b->Bc - 1) / b->Bc);
+    if (sc->explain_after) sc->explain_after(out, p, b);
     if (p->pass & FL_PASS_BWD) {
         const fl_blocks *bb = &r->b_bwd;
-        fprintf(out, "  backward: %s\n", p->algo == FL_ALGO_STANDARD
-                ? "rule B0 on the same tiling; dS rows need 2*Nk <= M to fit (else two passes)"
-                : p->algo == FL_ALGO_FLASH1
-                ? "rule B1b: Br = min(Bc, d), Bc the largest <= ceil(M/4d) with 4*Bc*d + 4*Br*d + 2*Br*Bc + 3*Br <= M (F1b)"
-                : p->algo == FL_ALGO_FLASH2_GQA
-                ? "rule B2gb: Bc the largest with Br = max(1, Bc/G) and 4*Bc*d + 3*G*Br*d + 2*G*Br*Bc + 2*G*Br <= M (F2b)"
-                : "rule B2b: square blocks with 4*Bc*d + 3*Br*d + 2*Br*Bc + 2*Br <= M (F2b)");
+        fprintf(out, "  backward: %s\n", sc->explain_bwd ? sc->explain_bwd : "(no rule of its own)");
         fprintf(out, "  backward chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "; footprint %" PRId64 " of M\n",
                 bb->overridden ? " (override)" : "", bb->Br, bb->Bc, bb->footprint);
     }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include <flashlab/args.h>
-#include <flashlab/problem.h>
+#include <flashlab/schedule.h>
 
 static fl_status push(const char *opt, fl_list *l, int64_t v)
 {

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include <flashlab/problem.h>
+#include <flashlab/schedule.h>
 #include <flashlab/status.h>
 
 #define FL_LIST_MAX 4096
@@ -33,7 +33,7 @@ fl_status fl_list_parse(const char *opt, const char *s, int64_t min, int64_t max
 
 /* Parses a schedule list: "all" (standard, flash1, flash2) or comma-separated names
  * (fl_algo_parse: flash2-gqa too), each at most once, into algos[0..*n), which has room for
- * FL_NALGO.  FL_EINVAL naming --algo otherwise. */
+ * FL_ALGO_MAX.  FL_EINVAL naming --algo otherwise. */
 fl_status fl_list_parse_algos(const char *s, int *algos, int *n);
 
 /* Frees the values; the list becomes empty.  NULL or an empty list is a no-op. */

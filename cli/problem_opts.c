@@ -92,7 +92,7 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
     else if (strcmp(name, "--cu-seqlens-k") == 0)
         *s = fl_parse_i64_list(name, v, 0, big, o->cuk, FL_CLI_MAX_BATCH + 1, &o->ncuk);
     else if (strcmp(name, "--max-events") == 0) *s = fl_parse_i64(name, v, 0, INT64_MAX, &p->max_events);
-    /* decode, blocksparse (sim/problem_ext.h) */
+    /* decode, blocksparse (docs/model.md §Decode, §Block-sparse) */
     else if (strcmp(name, "--splits") == 0) *s = fl_parse_i64(name, v, 1, big, &p->splits);
     else if (strcmp(name, "--page-size") == 0) *s = fl_parse_i64(name, v, 1, big, &p->page_size);
     else if (strcmp(name, "--pool-pages") == 0) *s = fl_parse_i64(name, v, 1, big, &p->pool_pages);
@@ -125,7 +125,9 @@ static fl_status finish_varlen(fl_popts *o)
     if (!o->set_N) o->p.N = o->cuq[o->ncuq - 1];
     if (o->ncuk && !o->p.Nk) o->p.Nk = o->cuk[o->ncuk - 1];
     o->p.cu_seqlens_q = o->cuq;
+    o->p.cu_seqlens_q_len = o->ncuq;
     o->p.cu_seqlens_k = o->ncuk ? o->cuk : NULL;
+    o->p.cu_seqlens_k_len = o->ncuk;
     return FL_OK;
 }
 

@@ -8,7 +8,7 @@
 #ifndef FL_CLI_PROBLEM_OPTS_H
 #define FL_CLI_PROBLEM_OPTS_H
 
-#include <flashlab/problem.h>
+#include <flashlab/schedule.h>
 
 #define FL_CLI_MAX_BATCH 4096
 

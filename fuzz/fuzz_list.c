@@ -130,10 +130,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_CHECK(n == wn, "count");
         for (int64_t i = 0; i < n; i++) FZ_CHECK(got[i] == want[i], "value %lld", (long long)i);
     } else {
-        int algos[FL_NALGO + 1], n;
+        int algos[FL_ALGO_MAX + 1], n;
         fl_status s = fl_list_parse_algos(text, algos, &n);
         if (s) return check_error(s), 0;
-        FZ_CHECK(n >= 1 && n <= FL_NALGO, "%d schedules", n);
+        FZ_CHECK(n >= 1 && n <= fl_schedule_count(), "%d schedules", n);
         for (int i = 0; i < n; i++) {
             FZ_CHECK(fl_algo_name((fl_algo)algos[i]) != NULL, "schedule %d", algos[i]);
             for (int j = 0; j < i; j++) FZ_CHECK(algos[i] != algos[j], "repeat");

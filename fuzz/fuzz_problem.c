@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const int part = (int)fz_take(&in, 1);
     const int a = (int)fz_take(&in, 1);
     /* the three core schedules (fl_footprint is their rule); a few invalid values too */
-    p.algo = (fl_algo)(a < 250 ? a % (FL_ALGO_FLASH2 + 1) : a < 253 ? a - 252 : FL_NALGO + a - 253);
+    p.algo = (fl_algo)(a < 250 ? a % (FL_ALGO_FLASH2 + 1) : a < 253 ? a - 252 : fl_schedule_count() + a - 253);
     if (part & 1) compute(&p, &in);
     else full_range(&p, &in);
     return 0;

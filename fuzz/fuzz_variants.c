@@ -70,7 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (which & 0x80) p.N += 1;
         }
         p.cu_seqlens_q = cq;
+        p.cu_seqlens_q_len = p.batch + 1;
         p.cu_seqlens_k = (f & 0x80) ? ck : NULL;
+        p.cu_seqlens_k_len = p.cu_seqlens_k ? p.batch + 1 : 0;
         const int64_t *kk = p.cu_seqlens_k ? ck : cq;
         const int64_t Nk = p.cu_seqlens_k ? p.Nk : p.N;
         if (!p.cu_seqlens_k) p.Nk = 0;

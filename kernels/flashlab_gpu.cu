@@ -362,7 +362,7 @@ static int cmd_curve(int argc, char **argv, int argc0, char **argv0)
     for (int i = 0; i < argc0; i++) fprintf(f, " %s", argv0[i]);
     fprintf(f, "\n# shapes: standard and flash2 Br = Bc = B; flash1 Br = min(B, d), Bc = B (the paper's)\n");
     fprintf(f, "algo,N,d,Br,Bc,M_eff,reads,writes,total,bytes_fp16\n");
-    for (int al = 0; al < FL_NALGO; al++)
+    for (int al = 0; al < fl_schedule_count(); al++)
         for (int64_t B = 4; B <= 512 && B <= N; B = B < 16 ? B + 4 : B + B / 8) {
             fl_problem p = fl_problem_default();
             p.algo = (fl_algo)al;

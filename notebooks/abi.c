@@ -27,6 +27,7 @@ int main(void)
     FIELD(fl_problem, page_size); FIELD(fl_problem, pool_pages); FIELD(fl_problem, page_seed);
     FIELD(fl_problem, block_table); FIELD(fl_problem, block_table_len); FIELD(fl_problem, splits);
     FIELD(fl_problem, pad_value); FIELD(fl_problem, density); FIELD(fl_problem, mask_seed);
+    FIELD(fl_problem, cu_seqlens_q_len); FIELD(fl_problem, cu_seqlens_k_len);
     END();
     BEGIN(fl_blocks);
     FIELD(fl_blocks, Br); FIELD(fl_blocks, Bc); FIELD(fl_blocks, Bd); FIELD(fl_blocks, footprint);

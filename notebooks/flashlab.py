@@ -77,7 +77,8 @@ class Problem(C.Structure):
                 ("page_size", C.c_int64), ("pool_pages", C.c_int64), ("page_seed", C.c_uint64),
                 ("block_table", C.POINTER(C.c_int64)), ("block_table_len", C.c_int64),
                 ("splits", C.c_int64), ("pad_value", C.c_double), ("density", C.c_double),
-                ("mask_seed", C.c_uint64)]
+                ("mask_seed", C.c_uint64), ("cu_seqlens_q_len", C.c_int64),
+                ("cu_seqlens_k_len", C.c_int64)]
 
 
 class Blocks(C.Structure):
@@ -222,6 +223,8 @@ def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes
             v = PASSES[v]
         if k == "block_table":  # decode: a list of physical pages; its length goes with it
             p.block_table_len = len(v)
+        if k in ("cu_seqlens_q", "cu_seqlens_k"):  # each array with its number of entries
+            setattr(p, k + "_len", len(v))
         if k in ("cu_seqlens_q", "cu_seqlens_k", "block_table"):
             v = (C.c_int64 * len(v))(*v)
             p._keep.append(v)

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "problem.h"
+#include "schedule.h"
 
 static fl_problem prob(fl_algo a, int64_t N, int64_t d, int64_t M)
 {
@@ -54,7 +54,7 @@ Test(blocks, flash2_square_blocks_are_the_largest_that_fit)
 
 Test(blocks, blocks_never_exceed_N)
 {
-    for (int a = 0; a < FL_NALGO; a++) {
+    for (int a = 0; a < fl_schedule_count(); a++) {
         fl_problem p = prob((fl_algo)a, 7, 16, 1 << 20);
         fl_blocks b;
         cr_assert_eq(fl_blocks_choose(&p, &b), FL_OK);

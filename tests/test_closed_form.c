@@ -100,7 +100,7 @@ Test(closed_form, overflow_is_refused_before_running)
     p.N = INT64_C(1) << 40;
     p.d = INT64_C(1) << 20;
     p.M = INT64_C(1) << 40;
-    for (int a = 0; a < FL_NALGO; a++) {
+    for (int a = 0; a < fl_schedule_count(); a++) {
         p.algo = (fl_algo)a;
         fl_result r;
         fl_status s = fl_run(&p, FL_COUNT, NULL, NULL, &r);

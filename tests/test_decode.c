@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "examples.h"
-#include "problem_ext.h"
+#include <flashlab/decode.h>
 
 static fl_problem decode_problem(int64_t Nq, int64_t Nk, int64_t d, int64_t M)
 {
@@ -251,12 +251,12 @@ Test(decode, paged_equals_contiguous_bit_for_bit)
             p.page_seed = seed; /* 0: identity table */
             p.pool_pages = 30;
             fl_result r;
-            cr_assert_eq(fl_run_ext_values(&p, a, &r), FL_OK, "%s", fl_last_error());
+            cr_assert_eq(fl_run_values(&p, &(fl_values){.O = a}, &r), FL_OK, "%s", fl_last_error());
             cr_expect(r.rel_err <= FL_TEST_REL_TOL);
             const int64_t Bc = r.b.Bc;
             p.page_size = p.page_seed = p.pool_pages = 0;
             p.Bc = Bc;
-            cr_assert_eq(fl_run_ext_values(&p, c, &r), FL_OK, "%s", fl_last_error());
+            cr_assert_eq(fl_run_values(&p, &(fl_values){.O = c}, &r), FL_OK, "%s", fl_last_error());
             cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "Nk %lld, page seed %llu: paged != contiguous",
                          (long long)Nks[k], (unsigned long long)seed);
         }
@@ -266,9 +266,9 @@ Test(decode, paged_equals_contiguous_bit_for_bit)
         p.pool_pages = 30;
         p.splits = S;
         fl_result r;
-        cr_assert_eq(fl_run_ext_values(&p, a, &r), FL_OK, "%s", fl_last_error());
+        cr_assert_eq(fl_run_values(&p, &(fl_values){.O = a}, &r), FL_OK, "%s", fl_last_error());
         p.page_seed = 17;
-        cr_assert_eq(fl_run_ext_values(&p, c, &r), FL_OK, "%s", fl_last_error());
+        cr_assert_eq(fl_run_values(&p, &(fl_values){.O = c}, &r), FL_OK, "%s", fl_last_error());
         cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "S = %lld: shuffled pages changed values", (long long)S);
     }
     free(a);

@@ -44,7 +44,7 @@ Test(errors_api, problem_fields)
     p.max_events = -1;
     expect_run_error(p, FL_COUNT, FL_EINVAL, "--max-events: must be >= 0 (0 = no limit)");
     p = fl_problem_default();
-    p.algo = (fl_algo)FL_NALGO;
+    p.algo = (fl_algo)fl_schedule_count();
     expect_run_error(p, FL_COUNT, FL_EINVAL, "--algo: unknown schedule");
     p.algo = (fl_algo)-1;
     expect_run_error(p, FL_COUNT, FL_EINVAL, "--algo: unknown schedule");
@@ -57,7 +57,7 @@ Test(errors_api, algo_names)
     cr_expect_str_eq(fl_last_error(), "--algo: unknown schedule 'flash4' (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe or softmax-online)");
     cr_expect_eq(fl_algo_parse(NULL, &a), FL_EINVAL);
     cr_expect_eq(fl_algo_parse("", &a), FL_EINVAL);
-    cr_expect_null(fl_algo_name((fl_algo)FL_NALGO));
+    cr_expect_null(fl_algo_name((fl_algo)fl_schedule_count()));
     cr_expect_null(fl_algo_name((fl_algo)-1));
 }
 

@@ -9,7 +9,7 @@
 #include "attention_ref.h"
 #include "ops.h"
 #include "problem.h"
-#include "problem_ext.h"
+#include <flashlab/decode.h>
 #include "rng.h"
 #include "run.h"
 #include "status.h"

@@ -35,7 +35,7 @@ Test(exactness, every_schedule_matches_reference_at_default_blocks, .timeout = 3
 {
     const int64_t Ns[] = {1, 7, 64, 1000}, ds[] = {1, 16, 64, 128};
     double worst = 0;
-    for (int a = 0; a < FL_NALGO; a++)
+    for (int a = 0; a < fl_schedule_count(); a++)
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++) check((fl_algo)a, Ns[i], ds[j], 98304, 7 + i * 4 + j);
     (void)worst;
@@ -45,7 +45,7 @@ Test(exactness, every_schedule_matches_reference_at_default_blocks, .timeout = 3
 Test(exactness, every_schedule_matches_reference_under_small_M, .timeout = 300)
 {
     const int64_t Ns[] = {7, 64, 1000}, ds[] = {1, 16, 64, 128};
-    for (int a = 0; a < FL_NALGO; a++)
+    for (int a = 0; a < fl_schedule_count(); a++)
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 4; j++) {
                 const int64_t d = ds[j];

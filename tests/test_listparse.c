@@ -99,7 +99,7 @@ Test(listparse, bad_numbers_bounds_duplicates_and_size)
 
 Test(listparse, schedule_lists)
 {
-    int a[FL_NALGO], n;
+    int a[FL_ALGO_MAX], n;
     cr_assert_eq(fl_list_parse_algos("all", a, &n), FL_OK);
     cr_assert_eq(n, 3);
     cr_assert_eq(fl_list_parse_algos("flash2,standard", a, &n), FL_OK);

@@ -99,7 +99,7 @@ Test(trace, agrees_with_the_machine_for_every_schedule)
 {
     /* sizes that leave partial last blocks (N not a multiple of the blocks) */
     const long long sizes[][3] = {{64, 8, 384}, {100, 16, 1500}, {37, 5, 300}, {130, 8, 3000}};
-    for (int a = 0; a < FL_NALGO; a++)
+    for (int a = 0; a < fl_schedule_count(); a++)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             fl_problem p = fl_problem_default();
             p.algo = (fl_algo)a;

@@ -21,11 +21,20 @@ Test(varlen, invalid_arrays_name_the_rule)
     /* through the problem: N must be the last entry; a sequence empty on one side only */
     fl_problem p = fl_problem_default();
     const int64_t q[] = {0, 4, 9}, k[] = {0, 0, 6};
-    p.batch = 2, p.N = 8, p.cu_seqlens_q = q;
+    p.batch = 2, p.N = 8, p.cu_seqlens_q = q, p.cu_seqlens_q_len = 3;
     cr_assert_eq(fl_problem_check(&p), FL_EINVAL);
     p.N = 9, p.Nk = 6, p.cu_seqlens_k = k;
+    cr_assert_eq(fl_problem_check(&p), FL_EINVAL); /* an array without its number of entries */
+    cr_assert(strstr(fl_last_error(), "number of entries"), "%s", fl_last_error());
+    p.cu_seqlens_k_len = 3;
     cr_assert_eq(fl_problem_check(&p), FL_EINVAL);
     cr_assert(strstr(fl_last_error(), "empty on both sides"));
+    /* the arrays' lengths are checked, never trusted: batch 2 with 2 entries (one too few) */
+    const int64_t short_q[] = {0, 9};
+    p.cu_seqlens_k = NULL, p.cu_seqlens_k_len = 0, p.Nk = 0;
+    p.cu_seqlens_q = short_q, p.cu_seqlens_q_len = 2;
+    cr_assert_eq(fl_problem_check(&p), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "needs batch + 1 = 3 entries, got 2"), "%s", fl_last_error());
 }
 
 Test(varlen, grid_counts_and_values)
@@ -42,6 +51,7 @@ Test(varlen, grid_counts_and_values)
                 for (size_t q = 0; q < 2; q++) {
                     fl_problem p = fl_problem_default();
                     p.algo = algos[a], p.batch = 4, p.cu_seqlens_q = cq[v], p.cu_seqlens_k = ck[v];
+                    p.cu_seqlens_q_len = p.cu_seqlens_k_len = 5;
                     p.N = cq[v][4], p.Nk = ck[v][4], p.d = 5, p.M = 800, p.heads = 4, p.kv_heads = 2;
                     p.causal = (fl_causal)c, p.pass = passes[q], p.seed = 9 + v;
                     char what[64];
@@ -62,13 +72,14 @@ Test(varlen, no_attention_crosses_a_boundary)
         for (int c = 0; c < 3; c++) {
             fl_problem p = fl_problem_default();
             p.algo = algos[a], p.batch = 3, p.cu_seqlens_q = cq, p.cu_seqlens_k = ck, p.N = 21, p.Nk = 33;
+            p.cu_seqlens_q_len = p.cu_seqlens_k_len = 4;
             p.d = 4, p.M = 600, p.Br = 4, p.Bc = 5, p.causal = (fl_causal)c, p.pass = FL_PASS_FWD_BWD;
             fl_result packed, one;
             cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &packed), FL_OK, "%s", fl_last_error());
             int64_t sum = 0;
             for (int b = 0; b < 3; b++) {
                 fl_problem s = p;
-                s.batch = 1, s.cu_seqlens_q = s.cu_seqlens_k = NULL;
+                s.batch = 1, s.cu_seqlens_q = s.cu_seqlens_k = NULL, s.cu_seqlens_q_len = s.cu_seqlens_k_len = 0;
                 s.N = cq[b + 1] - cq[b], s.Nk = ck[b + 1] - ck[b];
                 cr_assert_eq(fl_run(&s, FL_COUNT, NULL, NULL, &one), FL_OK, "%s", fl_last_error());
                 sum += one.total;

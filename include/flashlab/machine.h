@@ -99,6 +99,9 @@ fl_status fl_tensor_add(fl_machine *m, const char *name, int64_t rows, int64_t c
 fl_tensor *fl_tensor_get(fl_machine *m, int id);
 int fl_tensor_count(const fl_machine *m);
 
+/* The id of the tensor called name, or -1. */
+int fl_tensor_find(fl_machine *m, const char *name);
+
 /* Allocates an SRAM buffer of rows x cols elements named `name` (must outlive the call: it is
  * copied).  Fails with FL_ECAPACITY if live buffers would exceed M.  *out points into the
  * machine and stays valid until fl_sram_free or fl_machine_free. */

@@ -22,6 +22,7 @@
 
 #include "machine.h"
 #include "problem.h"
+#include "schedule.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,8 +52,7 @@ typedef struct {
     double dq_rel_err, dk_rel_err, dv_rel_err; /* backward: gradients vs the reference (NAN otherwise) */
 } fl_result;
 
-/* Largest number of values a compute run may hold in its HBM tensors (2^27 doubles = 1 GiB). */
-#define FL_COMPUTE_MAX_VALUES (INT64_C(1) << 27)
+/* FL_COMPUTE_MAX_VALUES, the most values a compute run may hold in HBM: schedule.h. */
 
 /* Runs p in the given mode.  trace (may be NULL) receives every tile event.  On FL_OK *r holds
  * the result; otherwise fl_last_error() says which input broke which rule and *r is unspecified.

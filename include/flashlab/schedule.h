@@ -74,7 +74,10 @@ enum {
     FL_SCHED_STACKS_GROUP = 1u << 2, /* stacks the G = Hq/Hkv query heads of a K/V head in one
                                         query tile (flash2-gqa): segments have group G */
     FL_SCHED_O_FP32 = 1u << 3,       /* its O crosses HBM as an fp32 accumulator (rule R8) */
-    FL_SCHED_SOFTMAX = 1u << 4       /* softmax of an N x Nk score matrix X into Y: no Q, K, V */
+    FL_SCHED_SOFTMAX = 1u << 4,      /* softmax of an N x Nk score matrix X into Y: no Q, K, V */
+    FL_SCHED_MATERIALIZES = 1u << 5, /* holds Nq x Nk score matrices in HBM (S, P; backward dP,
+                                        dS): counted in a compute run's size */
+    FL_SCHED_CHUNKS_D = 1u << 6      /* its tiles hold a chunk Bd of d (Bd is reported) */
 };
 
 /* The problem fields beyond N, d, M, Br, Bc, seed, elem_bytes, max_events that a schedule
@@ -89,6 +92,9 @@ enum {
     FL_ACCEPT_KV_CACHE = 1u << 5,   /* page_size, pool_pages, page_seed, block_table, splits, pad_value */
     FL_ACCEPT_BLOCK_MASK = 1u << 6  /* density, mask_seed */
 };
+
+/* Largest number of values a compute run may hold in its HBM tensors (2^27 doubles = 1 GiB). */
+#define FL_COMPUTE_MAX_VALUES (INT64_C(1) << 27)
 
 typedef struct fl_schedule fl_schedule;
 
@@ -143,9 +149,57 @@ struct fl_schedule {
     /* Prints the block rule and what it derived, for `count --explain` (lines starting with two
      * spaces; the runner prints the chosen blocks after it).  b: the forward's blocks. */
     void (*explain)(FILE *out, const fl_problem *p, const fl_blocks *b);
+    /* More lines printed after the chosen blocks (NULL: none). */
+    void (*explain_after)(FILE *out, const fl_problem *p, const fl_blocks *b);
     /* One line naming the backward's block rule (after "  backward: "). */
     const char *explain_bwd;
 };
+
+/* ---- Dispatch through the registry: the problem's schedule decides ---- */
+
+/* The schedule's name ("standard", "flash1", ...), or NULL when a is not registered. */
+const char *fl_algo_name(fl_algo a);
+
+/* "standard, flash1, ... or X": every registered schedule's name, for messages. */
+const char *fl_algo_choices(void);
+
+/* Parses a schedule name; FL_EINVAL (naming the schedule option and the choices) if unknown. */
+fl_status fl_algo_parse(const char *name, fl_algo *out);
+
+/* The query heads one segment of p's schedule stacks: Hq / Hkv for a schedule that stacks a
+ * group (FL_SCHED_STACKS_GROUP: flash2-gqa), 1 otherwise. */
+int64_t fl_problem_group(const fl_problem *p);
+
+/* Checks p: fl_problem_check_fields (problem.h), then that every field set away from its
+ * default is one p's schedule accepts (naming the option otherwise), then the schedule's own
+ * rules.  FL_EINVAL naming the option and the rule. */
+fl_status fl_problem_check(const fl_problem *p);
+
+/* SRAM footprint of a schedule's tile buffers for blocks (Br, Bc, Bd) at head dimension d.
+ * docs/model.md eqs. (F0) standard, (F1) flash1, (F2) flash2.  Returns -1 on overflow. */
+int64_t fl_footprint(fl_algo a, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+
+/* Chooses the blocks for p: the schedule's default rule (docs/model.md §3), with p->Br / p->Bc
+ * overriding it where nonzero.  FL_ECAPACITY, naming M and what the smallest tile needs, when
+ * nothing fits; FL_EINVAL naming --Br/--Bc when an override does not fit in M.  This is the
+ * forward pass's choice; fl_blocks_choose_pass(p, 1, b) gives the backward's (its buffers differ:
+ * eqs. (F0), (F1b), (F2b)). */
+fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b);
+fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b);
+
+/* Footprint of a pass: fl_footprint for the forward with group G = 1; the backward's
+ * (F1b)/(F2b), and flash2-gqa's stacked query tiles G*Br (F2g, F2b).  -1 on overflow. */
+int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+
+/* The closed forms of docs/model.md §4: (C0) standard, (C1) flash1, (C2) flash2, and with the
+ * variants (sim/closed_variants.c): masks (C2m, C1m), heads and varlen (sums over segments),
+ * GQA groups (C2g), backward (C0b, C1b, C2b).  b is the forward's blocks; a backward pass uses
+ * fl_blocks_choose_pass(p, 1).  p->pass selects fwd, bwd or their sum.
+ * FL_EOVERFLOW (naming --N and --d) if a count does not fit in 64 bits. */
+fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
+
+/* The same for one pass (bwd = 0 forward, 1 backward) with that pass's blocks. */
+fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *c);
 
 /* The number of registered schedules; fl_algo values are 0 .. fl_schedule_count() - 1. */
 int fl_schedule_count(void);

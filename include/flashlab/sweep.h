@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 typedef struct {
-    int algos[FL_NALGO];     /* fl_algo values, in output order */
+    int algos[FL_ALGO_MAX];     /* fl_algo values, in output order */
     int nalgos;
     const int64_t *N, *d, *M; /* value lists (caller-owned, must outlive the sweep) */
     int nN, nd, nM;

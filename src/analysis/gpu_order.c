@@ -2,6 +2,7 @@
  * attn_standard_bwd.cu and attn_flash2_bwd.cu (both styles) as grids of CTAs with per-CTA tile-access lists, and their GPU order (gpu_order.h,
  * docs/l2_model.md rules G1-G3). */
 #include <flashlab/gpu_order.h>
+#include <flashlab/schedule.h>
 
 #include <string.h>
 

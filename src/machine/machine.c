@@ -251,3 +251,10 @@ void fl_machine_reset_peak(fl_machine *m) { m->sram_peak = m->sram_used; }
 int64_t fl_machine_sram_used(const fl_machine *m) { return m->sram_used; }
 int64_t fl_machine_events(const fl_machine *m) { return m->events; }
 int64_t fl_machine_capacity(const fl_machine *m) { return m->M; }
+
+int fl_tensor_find(fl_machine *m, const char *name)
+{
+    for (int t = 0; t < fl_tensor_count(m); t++)
+        if (strcmp(fl_tensor_get(m, t)->name, name) == 0) return t;
+    return -1;
+}

@@ -1,4 +1,7 @@
-/* run.c: one schedule on the machine, counts copied out, output checked (see run.h). */
+/* run.c: one schedule on the machine, counts copied out, output checked (see run.h).  Every
+ * schedule runs through the same steps; what differs is read from its descriptor
+ * (include/flashlab/schedule.h): blocks, closed form, event floor, compute size, the layout of
+ * K and V, the reference's keep rule, and the loops. */
 #include <flashlab/run.h>
 
 #include <math.h>
@@ -6,43 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <flashlab/footprint.h>
+#include <flashlab/rng.h>
+
 #include "attention_bwd.h"
 #include "attention_ref.h"
-#include <flashlab/rng.h>
-#include <flashlab/problem_ext.h>
-#include "schedules/schedules.h"
 #include "problem/segments.h"
+#include "softmax_ref.h"
 
-fl_schedule_fn fl_schedule_for(fl_algo a)
-{
-    switch (a) {
-    case FL_ALGO_STANDARD: return fl_schedule_standard;
-    case FL_ALGO_FLASH1: return fl_schedule_flash1;
-    case FL_ALGO_FLASH2:
-    case FL_ALGO_FLASH2_GQA: return fl_schedule_flash2;
-    case FL_ALGO_DECODE: return fl_schedule_decode;
-    case FL_ALGO_BLOCKSPARSE: return fl_schedule_blocksparse;
-    case FL_ALGO_MEMEFF: return fl_schedule_memeff;
-    case FL_ALGO_SOFTMAX_SAFE: return fl_schedule_softmax_safe;
-    case FL_ALGO_SOFTMAX_ONLINE: return fl_schedule_softmax_online;
-    default: return NULL;
-    }
-}
-
-fl_schedule_fn fl_schedule_bwd_for(fl_algo a)
-{
-    switch (a) {
-    case FL_ALGO_STANDARD: return fl_schedule_standard_bwd;
-    case FL_ALGO_FLASH1: return fl_schedule_flash1_bwd;
-    case FL_ALGO_FLASH2:
-    case FL_ALGO_FLASH2_GQA: return fl_schedule_flash2_bwd;
-    default: return NULL;
-    }
-}
-
-/* Values a compute run holds in HBM: Q, K, V, O (+ dO, dQ, dK, dV), S and P (+ dP, dS) for
- * standard, and per-row statistics. */
-static fl_status check_compute_size(const fl_problem *p, const fl_segments *sg)
+/* The rule for the tensors of an attention run (docs/model.md §heads): Q, K, V, O (+ dO, dQ, dK,
+ * dV), S and P (+ dP, dS) for a schedule that materializes them, and per-row statistics. */
+static fl_status check_compute_size(const fl_problem *p, const fl_schedule *s, const fl_segments *sg)
 {
     int64_t nq, nk, qd, kd, sq = 0, total = 0;
     const int bwd = (p->pass & FL_PASS_BWD) != 0;
@@ -50,14 +27,14 @@ static fl_status check_compute_size(const fl_problem *p, const fl_segments *sg)
     int ok = fl_mul_ok(sg->q_rows, p->d, &qd) && fl_mul_ok(sg->k_rows, p->d, &kd) &&
              fl_add_ok(qd, kd, &total) && fl_mul_ok(total, bwd ? 4 : 2, &total) &&
              fl_add_ok(total, 4 * sg->q_rows, &total);
-    if (ok && p->algo == FL_ALGO_STANDARD)
+    if (ok && (s->flags & FL_SCHED_MATERIALIZES))
         ok = fl_mul_ok(sg->q_rows, nk, &sq) && fl_mul_ok(sq, bwd ? 4 : 2, &sq) && fl_add_ok(total, sq, &total);
     if (!ok || total > FL_COMPUTE_MAX_VALUES)
         return fl_fail(FL_EINVAL,
                        "--N/--d: a compute run of %s at N = %lld, d = %lld (%lld query rows over "
                        "all heads) would hold more than %lld values in HBM; use count (no "
                        "arithmetic) for sizes this large",
-                       fl_algo_name(p->algo), (long long)p->N, (long long)p->d,
+                       s->name, (long long)p->N, (long long)p->d,
                        (long long)sg->q_rows, (long long)FL_COMPUTE_MAX_VALUES);
     return FL_OK;
 }
@@ -76,19 +53,33 @@ static double rel_err_inf(const double *a, const double *b, int64_t n)
     return s > 0.0 ? e / s : e;
 }
 
+/* The inputs of a run, as the reference sees them: Q, K, V (and dO) in the packed layout of
+ * segments.h, K and V logical (a schedule's own HBM layout, e.g. decode's pool, is not theirs). */
+typedef struct {
+    const double *Q, *K, *V, *dO;
+    double *Kl, *Vl; /* owned: the logical K, V of a schedule with add_kv */
+} inputs;
+
+/* The keep rule the reference applies to segment g: the schedule's own (block-sparse) or the
+ * segment's causal/window mask (none when dense). */
+typedef struct {
+    int (*keep)(int64_t i, int64_t j, const void *ctx);
+    _Alignas(16) unsigned char ctx[256];
+    int own;
+} ref_keep;
+
 /* The reference for every segment (each query head of a group), gradients of a shared K/V head
- * summed over its query heads; then the errors. */
-static fl_status check(fl_machine *m, const fl_problem *p, const fl_segments *sg, fl_qkvo io, int bwd,
-                       fl_result *r)
+ * summed over its query heads; then the errors of O, L and the gradients. */
+static fl_status check_attention(fl_machine *m, const fl_problem *p, const fl_segments *sg, fl_qkvo io,
+                                 const inputs *in, const ref_keep *rk, int bwd, fl_result *r)
 {
     const int64_t d = p->d, qn = sg->q_rows * d, kn = sg->k_rows * d;
     const double scale = 1.0 / sqrt((double)d);
-    const double *Q = fl_tensor_get(m, io.Q)->data, *K = fl_tensor_get(m, io.K)->data,
-                 *V = fl_tensor_get(m, io.V)->data, *dO = bwd ? fl_tensor_get(m, io.dO)->data : NULL;
+    const double *Q = in->Q, *K = in->K, *V = in->V, *dO = in->dO;
     double *O = calloc((size_t)qn, sizeof *O), *L = calloc((size_t)sg->q_rows, sizeof *L);
     double *dQ = bwd ? calloc((size_t)qn, sizeof *dQ) : NULL, *dK = bwd ? calloc((size_t)kn, sizeof *dK) : NULL,
            *dV = bwd ? calloc((size_t)kn, sizeof *dV) : NULL;
-    int64_t maxk = fl_seg_max_nk(&io);
+    int64_t maxk = sg->max_nk;
     double *tk = bwd ? malloc((size_t)(maxk * d) * sizeof *tk) : NULL,
            *tv = bwd ? malloc((size_t)(maxk * d) * sizeof *tv) : NULL;
     fl_status s = FL_OK;
@@ -100,16 +91,17 @@ static fl_status check(fl_machine *m, const fl_problem *p, const fl_segments *sg
         fl_seg seg;
         fl_segment_at(io.segs, k, &seg);
         const fl_seg *g = &seg;
+        fl_keep_fn keep = rk->own ? rk->keep : fl_mask_is_dense(&g->mask) ? NULL : fl_mask_keep_fn;
+        const void *ctx = rk->own ? (const void *)rk->ctx : (const void *)&g->mask;
         for (int64_t h = 0; h < g->group && !s; h++) {
             const int64_t q0 = g->q0 + h * g->qstride;
-            const fl_keep_fn keep = fl_mask_is_dense(&g->mask) ? NULL : fl_mask_keep_fn;
             if (!bwd) {
                 s = fl_ref_attention(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d, scale,
-                                     keep, &g->mask, O + q0 * d, L + q0);
+                                     keep, ctx, O + q0 * d, L + q0);
                 continue;
             }
             s = fl_ref_attention_bwd(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d,
-                                     dO + q0 * d, scale, keep, &g->mask, dQ + q0 * d, tk, tv,
+                                     dO + q0 * d, scale, keep, ctx, dQ + q0 * d, tk, tv,
                                      O + q0 * d, L + q0, NULL, NULL);
             for (int64_t i = 0; i < g->Nk * d; i++) {
                 dK[g->k0 * d + i] += tk[i];
@@ -133,12 +125,26 @@ out:
     return s;
 }
 
-/* Copies n values into tensor t, or fills it at random from *st when src is NULL. */
-static void fill(fl_machine *m, int t, const double *src, int64_t n, uint64_t *st)
+/* The softmax of every row of X (N x Nk) against Y. */
+static fl_status check_softmax(fl_machine *m, const fl_problem *p, fl_qkvo io, fl_result *r)
 {
-    double *x = fl_tensor_get(m, t)->data;
+    const int64_t N = p->N, Nk = p->Nk ? p->Nk : p->N;
+    const double *X = fl_tensor_get(m, io.Q)->data, *Y = fl_tensor_get(m, io.O)->data;
+    double *ref = malloc((size_t)(N * Nk) * sizeof *ref);
+    if (!ref) return fl_fail(FL_ENOMEM, "out of memory for the reference of %s", fl_algo_name(p->algo));
+    for (int64_t i = 0; i < N; i++) fl_ref_softmax(X + i * Nk, Nk, ref + i * Nk);
+    r->computed = 1;
+    r->max_abs_err = fl_max_abs_diff(Y, ref, N * Nk);
+    r->rel_err = fl_rel_err(Y, ref, N * Nk);
+    free(ref);
+    return FL_OK;
+}
+
+/* Copies n values into x, or fills x at random from *st (uniform in [lo, hi)) when src is NULL. */
+static void fill(double *x, const double *src, int64_t n, uint64_t *st, double lo, double hi)
+{
     if (src) memcpy(x, src, (size_t)n * sizeof *x);
-    else fl_rng_fill(st, x, n, -1.0, 1.0);
+    else fl_rng_fill(st, x, n, lo, hi);
 }
 
 /* Copies tensor `name` out to dst (if both exist). */
@@ -150,64 +156,105 @@ static void copy_out(fl_machine *m, const char *name, double *dst)
     memcpy(dst, T->data, (size_t)(T->rows * T->cols) * sizeof *dst);
 }
 
-static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segments *sg, int bwd,
-                             const fl_values *in, fl_qkvo *io)
+/* Adds the HBM tensors a run starts with and, in compute mode, fills the inputs (drawn in the
+ * order Q, K, V, dO from one stream seeded with p->seed, unless vals gives them):
+ *   softmax: X (N x Nk, uniform in [-10, 10)) as io.Q and Y as io.O;
+ *   attention: Q, then K and V (the schedule's add_kv lays them out, else plain packed
+ *   tensors), O, and for a backward pass dO, dQ, dK, dV.
+ * Rule R8 (docs/model.md): accumulators that cross HBM are fp32: the running O of a schedule
+ * flagged FL_SCHED_O_FP32 and every backward's dQ. */
+static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_schedule *s, const fl_blocks *b,
+                             const fl_segments *sg, int bwd, const fl_values *vals, fl_qkvo *io,
+                             inputs *in)
 {
-    const int eb = p->elem_bytes;
-    /* rule R8 (docs/model.md): accumulators that cross HBM are fp32: flash1's running O,
-     * updated in HBM after every key block, and every backward's dQ (FlashAttention's dq_accum) */
-    const int ob = p->algo == FL_ALGO_FLASH1 ? 4 : eb;
+    const int eb = p->elem_bytes, ob = (s->flags & FL_SCHED_O_FP32) ? FL_ACCUM_BYTES : eb;
+    const int cmp = fl_computes(m);
+    uint64_t st = p->seed;
     io->dO = io->dQ = io->dK = io->dV = -1;
+    io->K = io->V = -1;
+    if (s->flags & FL_SCHED_SOFTMAX) {
+        const int64_t Nk = p->Nk ? p->Nk : p->N;
+        FL_TRY(fl_tensor_add(m, "X", p->N, Nk, eb, &io->Q));
+        FL_TRY(fl_tensor_add(m, "Y", p->N, Nk, eb, &io->O));
+        if (cmp) fill(fl_tensor_get(m, io->Q)->data, vals ? vals->Q : NULL, p->N * Nk, &st, -10.0, 10.0);
+        return FL_OK;
+    }
+    const int64_t qn = sg->q_rows * p->d, kn = sg->k_rows * p->d;
     FL_TRY(fl_tensor_add(m, "Q", sg->q_rows, p->d, eb, &io->Q));
-    FL_TRY(fl_tensor_add(m, "K", sg->k_rows, p->d, eb, &io->K));
-    FL_TRY(fl_tensor_add(m, "V", sg->k_rows, p->d, eb, &io->V));
+    if (s->add_kv) {
+        if (cmp) { /* the logical K, V, drawn after Q; the schedule places them */
+            fill(fl_tensor_get(m, io->Q)->data, vals ? vals->Q : NULL, qn, &st, -1.0, 1.0);
+            in->Kl = malloc((size_t)kn * sizeof *in->Kl);
+            in->Vl = malloc((size_t)kn * sizeof *in->Vl);
+            if (!in->Kl || !in->Vl) return fl_fail(FL_ENOMEM, "out of memory for the inputs of %s", s->name);
+            fill(in->Kl, vals ? vals->K : NULL, kn, &st, -1.0, 1.0);
+            fill(in->Vl, vals ? vals->V : NULL, kn, &st, -1.0, 1.0);
+        }
+        FL_TRY(s->add_kv(m, p, b, io, in->Kl, in->Vl));
+    } else {
+        FL_TRY(fl_tensor_add(m, "K", sg->k_rows, p->d, eb, &io->K));
+        FL_TRY(fl_tensor_add(m, "V", sg->k_rows, p->d, eb, &io->V));
+    }
     FL_TRY(fl_tensor_add(m, "O", sg->q_rows, p->d, ob, &io->O));
     if (bwd) {
         FL_TRY(fl_tensor_add(m, "dO", sg->q_rows, p->d, eb, &io->dO));
-        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, 4, &io->dQ));
+        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, FL_ACCUM_BYTES, &io->dQ));
         FL_TRY(fl_tensor_add(m, "dK", sg->k_rows, p->d, eb, &io->dK));
         FL_TRY(fl_tensor_add(m, "dV", sg->k_rows, p->d, eb, &io->dV));
     }
-    if (fl_computes(m)) {
-        uint64_t st = p->seed;
-        fill(m, io->Q, in ? in->Q : NULL, sg->q_rows * p->d, &st);
-        fill(m, io->K, in ? in->K : NULL, sg->k_rows * p->d, &st);
-        fill(m, io->V, in ? in->V : NULL, sg->k_rows * p->d, &st);
-        if (bwd) fill(m, io->dO, in ? in->dO : NULL, sg->q_rows * p->d, &st);
+    if (!cmp) return FL_OK;
+    in->Q = fl_tensor_get(m, io->Q)->data;
+    if (!s->add_kv) {
+        fill(fl_tensor_get(m, io->Q)->data, vals ? vals->Q : NULL, qn, &st, -1.0, 1.0);
+        fill(fl_tensor_get(m, io->K)->data, vals ? vals->K : NULL, kn, &st, -1.0, 1.0);
+        fill(fl_tensor_get(m, io->V)->data, vals ? vals->V : NULL, kn, &st, -1.0, 1.0);
+        in->K = fl_tensor_get(m, io->K)->data;
+        in->V = fl_tensor_get(m, io->V)->data;
+    } else {
+        in->K = in->Kl;
+        in->V = in->Vl;
+    }
+    if (bwd) {
+        fill(fl_tensor_get(m, io->dO)->data, vals ? vals->dO : NULL, qn, &st, -1.0, 1.0);
+        in->dO = fl_tensor_get(m, io->dO)->data;
     }
     return FL_OK;
 }
 
-/* A lower bound of the tile events of a core schedule, cheap to compute (saturating): the
- * forward stores every row block's output at least once (ceil(Nq / Br) per segment), and the
- * backward touches every key block of a segment that first writes its dK, dV (ceil(Nk / Bc)). */
-static int64_t events_lower_bound(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
+/* Copies the machine's counters into *r: per tensor (less what a hidden forward moved: snap),
+ * totals, bytes (FL_EOVERFLOW when they do not fit), peak, events. */
+static fl_status collect(fl_machine *m, const fl_problem *p, int64_t snap[][2], int64_t snap_events,
+                         fl_result *r)
 {
-    const int64_t Hq = p->heads, Hkv = p->kv_heads ? p->kv_heads : p->heads;
-    const int64_t G = fl_problem_group(p), Nk = p->Nk ? p->Nk : p->N;
-    const int64_t segs = Hq / G, first = p->algo == FL_ALGO_FLASH2_GQA ? segs : Hkv; /* per sequence */
-    int64_t lb = 0, t;
-    for (int64_t s = 0; s < (p->cu_seqlens_q ? p->batch : 1); s++) {
-        const int64_t *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k ? p->cu_seqlens_k : cq;
-        const int64_t nq = cq ? cq[s + 1] - cq[s] : p->N, nk = cq ? ck[s + 1] - ck[s] : Nk;
-        const int64_t reps = cq ? 1 : p->batch;
-        if (!fl_mul_ok(reps, fl_mul_ok(segs, fl_cdiv(nq, b->Br), &t) ? t : INT64_MAX, &t) ||
-            !fl_add_ok(lb, t, &lb))
-            return INT64_MAX;
-        if (bb && (!fl_mul_ok(reps, fl_mul_ok(first, fl_cdiv(nk, bb->Bc), &t) ? t : INT64_MAX, &t) ||
-                   !fl_add_ok(lb, t, &lb)))
-            return INT64_MAX;
+    r->ntensors = fl_tensor_count(m);
+    for (int t = 0; t < r->ntensors; t++) {
+        const fl_tensor *T = fl_tensor_get(m, t);
+        memcpy(r->t[t].name, T->name, sizeof T->name);
+        r->t[t].reads = T->reads - snap[t][0];
+        r->t[t].writes = T->writes - snap[t][1];
+        r->t[t].elem_bytes = T->elem_bytes;
+        int64_t tb; /* bytes can overflow where the element counts do not */
+        r->reads += r->t[t].reads;
+        r->writes += r->t[t].writes;
+        if (!fl_add_ok(r->t[t].reads, r->t[t].writes, &tb) || !fl_mul_ok(tb, T->elem_bytes, &tb) ||
+            !fl_add_ok(r->bytes, tb, &r->bytes))
+            return fl_fail(FL_EOVERFLOW,
+                           "--N/--d: the bytes %s moves at N = %lld, d = %lld would overflow 64-bit "
+                           "arithmetic", fl_algo_name(p->algo), (long long)p->N, (long long)p->d);
     }
-    return lb;
+    r->total = r->reads + r->writes;
+    r->sram_peak = fl_machine_sram_peak(m);
+    r->events = fl_machine_events(m) - snap_events;
+    return FL_OK;
 }
 
-/* Whether the closed form walks the blocks of every segment shape (sim/closed_variants.c: all
- * but the plain forward of one dense head, whose closed form is O(1)). */
-static int walks_blocks(const fl_problem *p)
+static fl_status refuse_events(const fl_problem *p, const char *what, int64_t events)
 {
-    return p->pass != FL_PASS_FWD || p->algo == FL_ALGO_FLASH2_GQA || p->batch != 1 || p->heads != 1 ||
-           p->cu_seqlens_q || (p->Nk != 0 && p->Nk != p->N) || p->causal != FL_CAUSAL_NONE ||
-           p->window_left != -1 || p->window_right != -1;
+    return fl_fail(FL_EINVAL,
+                   "--max-events: %s at N = %lld, d = %lld, M = %lld makes %s%lld tile events, "
+                   "more than the limit %lld; raise --max-events or M",
+                   fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M, what,
+                   (long long)events, (long long)p->max_events);
 }
 
 static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
@@ -218,49 +265,41 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     fl_counts cf, cb = {0};
     memset(&bb, 0, sizeof bb);
     FL_TRY(fl_blocks_choose(p, &b));
+    const fl_schedule *sc = fl_schedule_get(p->algo);
     if (bwd) FL_TRY(fl_blocks_choose_pass(p, 1, &bb));
-    if (p->max_events > 0 && (p->algo == FL_ALGO_DECODE || (!fl_algo_is_ext(p->algo) && walks_blocks(p)))) {
-        /* these closed forms walk every row (column) block: refuse a run that must exceed the
-         * limit before walking ~N/Br blocks per segment to count it exactly (decode runs one
-         * segment and stores every row block's output too) */
-        const int64_t lb = p->algo == FL_ALGO_DECODE ? fl_cdiv(p->N, b.Br)
-                                                     : events_lower_bound(p, &b, bwd ? &bb : NULL);
-        if (lb > p->max_events)
-            return fl_fail(FL_EINVAL,
-                           "--max-events: %s at N = %lld, d = %lld, M = %lld makes at least %lld tile "
-                           "events, more than the limit %lld; raise --max-events or M",
-                           fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M,
-                           (long long)lb, (long long)p->max_events);
+    if (p->max_events > 0 && sc->events_floor) {
+        /* a closed form that walks every row (column) block: refuse a run that must exceed the
+         * limit before walking ~N/Br blocks per segment to count it exactly */
+        const int64_t lb = sc->events_floor(p, &b, bwd ? &bb : NULL);
+        if (lb > p->max_events) return refuse_events(p, "at least ", lb);
     }
     FL_TRY(fl_closed_form_pass(p, 0, &b, &cf));
     if (bwd) FL_TRY(fl_closed_form_pass(p, 1, &bb, &cb));
     const int64_t events = cf.events + cb.events; /* both passes execute */
-    if (p->max_events > 0 && events > p->max_events)
-        return fl_fail(FL_EINVAL,
-                       "--max-events: %s at N = %lld, d = %lld, M = %lld makes %lld tile events, "
-                       "more than the limit %lld; raise --max-events or M",
-                       fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M,
-                       (long long)events, (long long)p->max_events);
-    if (fl_algo_is_ext(p->algo)) return fl_run_ext(p, mode, trace, trace_ctx, &b, &cf, r); /* problem_ext.h */
+    if (p->max_events > 0 && events > p->max_events) return refuse_events(p, "", events);
     fl_segments sg;
     FL_TRY(fl_segments_build(p, &sg));
     fl_status s = FL_OK;
     fl_machine *m = NULL;
+    inputs in = {0};
+    ref_keep rk = {0};
     int64_t snap[FL_MAX_TENSORS][2] = {{0}}, snap_events = 0;
-    if (mode == FL_COMPUTE && (s = check_compute_size(p, &sg))) goto done;
-    if (!(m = fl_machine_alloc(p->M, mode, fl_algo_name(p->algo)))) {
+    if (mode == FL_COMPUTE &&
+        (s = sc->compute_size ? sc->compute_size(p, &b) : check_compute_size(p, sc, &sg)))
+        goto done;
+    if (!(m = fl_machine_alloc(p->M, mode, sc->name))) {
         s = FL_ENOMEM;
         goto done;
     }
     /* a bwd-only run hides the forward from the trace (and from the counts and peak below) */
     fl_machine_set_trace(m, fwd_counted ? trace : NULL, trace_ctx);
     fl_qkvo io;
-    if ((s = add_tensors(m, p, &sg, bwd, vals, &io))) goto done;
+    if ((s = add_tensors(m, p, sc, &b, &sg, bwd, vals, &io, &in))) goto done;
     io.q_rows = sg.q_rows;
     io.k_rows = sg.k_rows;
     io.segs = &sg;
     io.nseg = sg.nseg;
-    if ((s = fl_schedule_for(p->algo)(m, p, &b, io))) goto done;
+    if ((s = sc->fwd(m, p, &b, io))) goto done;
     memset(r, 0, sizeof *r);
     if (!fwd_counted) { /* bwd alone: what the forward moved is not reported */
         for (int t = 0; t < fl_tensor_count(m); t++) {
@@ -274,7 +313,7 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
         fl_machine_reset_peak(m);
         fl_machine_set_trace(m, trace, trace_ctx);
     }
-    if (bwd && (s = fl_schedule_bwd_for(p->algo)(m, p, &bb, io))) goto done;
+    if (bwd && (s = sc->bwd(m, p, &bb, io))) goto done;
 
     r->p = *p;
     r->b = b;
@@ -289,33 +328,20 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
         }
         r->closed = c;
     }
-    r->ntensors = fl_tensor_count(m);
-    for (int t = 0; t < r->ntensors; t++) {
-        const fl_tensor *T = fl_tensor_get(m, t);
-        memcpy(r->t[t].name, T->name, sizeof T->name);
-        r->t[t].reads = T->reads - snap[t][0];
-        r->t[t].writes = T->writes - snap[t][1];
-        r->t[t].elem_bytes = T->elem_bytes;
-        int64_t tb; /* bytes can overflow where the element counts do not */
-        r->reads += r->t[t].reads;
-        r->writes += r->t[t].writes;
-        if (!fl_add_ok(r->t[t].reads, r->t[t].writes, &tb) || !fl_mul_ok(tb, T->elem_bytes, &tb) ||
-            !fl_add_ok(r->bytes, tb, &r->bytes)) {
-            s = fl_fail(FL_EOVERFLOW,
-                        "--N/--d: the bytes %s moves at N = %lld, d = %lld would overflow 64-bit "
-                        "arithmetic", fl_algo_name(p->algo), (long long)p->N, (long long)p->d);
-            goto done;
-        }
-    }
-    r->total = r->reads + r->writes;
+    if ((s = collect(m, p, snap, snap_events, r))) goto done;
     r->bwd_total = bwd ? r->total - r->fwd_total : 0;
-    r->sram_peak = fl_machine_sram_peak(m);
-    r->events = fl_machine_events(m) - snap_events;
     r->lse_rel_err = r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = NAN;
     r->max_abs_err = r->rel_err = NAN;
-    if (mode == FL_COMPUTE) s = check(m, p, &sg, io, bwd, r);
+    if (mode == FL_COMPUTE) {
+        if (sc->flags & FL_SCHED_SOFTMAX) {
+            s = check_softmax(m, p, io, r);
+        } else {
+            if (sc->reference_keep) rk.own = sc->reference_keep(p, &b, &rk.keep, rk.ctx, sizeof rk.ctx);
+            s = check_attention(m, p, &sg, io, &in, &rk, bwd, r);
+        }
+    }
     if (vals && !s) {
-        copy_out(m, "O", vals->O);
+        copy_out(m, (sc->flags & FL_SCHED_SOFTMAX) ? "Y" : "O", vals->O);
         copy_out(m, "L", vals->L);
         if (bwd) {
             copy_out(m, "dQ", vals->dQ);
@@ -324,6 +350,8 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
         }
     }
 done:
+    free(in.Kl);
+    free(in.Vl);
     fl_machine_free(m);
     fl_segments_free(&sg);
     return s;

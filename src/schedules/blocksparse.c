@@ -1,5 +1,5 @@
-/* sched_blocksparse.c: block-sparse FlashAttention (Dao et al., 2022, §3.3, Algorithm 5),
- * written on the FlashAttention-2 loop (sched_flash2.c) so that only the skipping differs:
+/* blocksparse.c: block-sparse FlashAttention (Dao et al., 2022, §3.3, Algorithm 5),
+ * written on the FlashAttention-2 loop (flash2.c) so that only the skipping differs:
  *
  *  for i in 1..Tr:                         load Q_i                         -> Br d reads
  *    O_i = 0, l_i = 0, m_i = -inf
@@ -11,17 +11,21 @@
  *
  * A skipped block costs nothing: no K_j, V_j loads.  So the K/V traffic is 2 d times the rows
  * of the kept blocks, about s times flash2's, and the total is Theta(N d + N^2 d^2 s / M), the
- * paper's Proposition 4.  Mask: reference/blocksparse.h (rule KS).  Counts: eq. (CS).
+ * paper's Proposition 4.  Mask: include/flashlab/blocksparse_mask.h (rule KS).  Counts: eq. (CS).
  */
 #include <math.h>
 
+#include <stdio.h>
+#include <string.h>
+
 #include <flashlab/blocksparse_mask.h>
 #include <flashlab/ops.h>
-#include <flashlab/problem_ext.h>
+
+#include "rules.h"
 #include "schedules.h"
 
-fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, const fl_blocks *b,
-                                  fl_qkvo io)
+static fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, const fl_blocks *b,
+                                         fl_qkvo io)
 {
     const int64_t N = p->N, d = p->d, Br = b->Br, Bc = b->Bc;
     const double scale = 1.0 / sqrt((double)d);
@@ -68,3 +72,105 @@ fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, const fl_b
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) fl_sram_free(m, all[k]);
     return FL_OK;
 }
+
+/* ---- the descriptor: rule BS, the closed form CS, the mask the reference applies ---- */
+
+/* flash2's rule B2 for an N-query, head dimension d problem (blocks Br = Bc). */
+static fl_status b2(const fl_problem *p, int64_t N, fl_blocks *b)
+{
+    fl_problem q = fl_problem_default();
+    q.algo = FL_ALGO_FLASH2;
+    q.N = N;
+    q.d = p->d;
+    q.M = p->M;
+    q.Br = p->Br;
+    q.Bc = p->Bc;
+    q.elem_bytes = p->elem_bytes;
+    q.max_events = p->max_events;
+    return fl_blocks_choose(&q, b);
+}
+
+/* (BS) = B2: the mask is over flash2's tiles */
+static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
+{
+    (void)bwd;
+    return b2(p, p->N, b);
+}
+
+/* (CS) block-sparse: reads = N d + 2 d sum over kept blocks of their key rows. */
+static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_counts *r)
+{
+    ck c = {0};
+    const int64_t N = p->N, d = p->d, Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
+    const fl_bsmask mk = fl_bsmask_make(N, N, b->Br, b->Bc, p->density, p->mask_seed);
+    int64_t kept = 0, rows = 0, blocks;
+    /* the dense count (s = 1, eq. (C2)) bounds this one: refuse sizes where it overflows, and
+     * masks too large to evaluate block by block */
+    add(&c, mul(&c, N, d), mul(&c, 2, mul(&c, mul(&c, N, d), Tr)));
+    if (c.ovf) return FL_EOVERFLOW;
+    if (!fl_mul_ok(Tr, Tc, &blocks) || blocks > (INT64_C(1) << 32))
+        return fl_fail(FL_EINVAL, "--N/--M: blocksparse evaluates its mask block by block; %lld x %lld "
+                                  "blocks is more than 2^32 (raise M or lower N)", (long long)Tr, (long long)Tc);
+    for (int64_t i = 0; i < Tr; i++)
+        for (int64_t j = 0; j < Tc; j++)
+            if (fl_bsmask_block(&mk, i, j)) {
+                kept++;
+                rows += fl_min64(b->Bc, N - j * b->Bc);
+            }
+    r->reads = add(&c, mul(&c, N, d), mul(&c, 2 * d, rows));
+    r->writes = add(&c, mul(&c, N, d), N);
+    r->events = add(&c, mul(&c, 3, Tr), mul(&c, 2, kept));
+    r->sram_peak = b->footprint;
+    return c.ovf ? FL_EOVERFLOW : FL_OK;
+}
+
+static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    (void)bwd;
+    fl_counts r = {0};
+    ck c = {0};
+    return fl_closed_finish_own(p, closed_counts(p, b, &r), &c, &r, out);
+}
+
+static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    const fl_bsmask mk = fl_bsmask_make(p->N, p->N, b->Br, b->Bc, p->density, p->mask_seed);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < mk.Tr; i++)
+        for (int64_t j = 0; j < mk.Tc; j++) kept += fl_bsmask_block(&mk, i, j);
+    fprintf(out, "  rule BS = B2 (flash2's square blocks); mask KS: each block kept with probability s = %g\n"
+                 "    (seed %llu): %lld of %lld blocks kept (%.4f)\n", p->density,
+            (unsigned long long)p->mask_seed, (long long)kept, (long long)(mk.Tr * mk.Tc),
+            (double)kept / (double)(mk.Tr * mk.Tc));
+}
+
+/* Q, K, V, O */
+static fl_status compute_size(const fl_problem *p, const fl_blocks *b)
+{
+    (void)b;
+    return fl_compute_size_refuse(p, 4.0 * p->N * p->d);
+}
+
+/* the reference attends through the same block mask (rule KS) */
+static int reference_keep(const fl_problem *p, const fl_blocks *b,
+                          int (**keep)(int64_t i, int64_t j, const void *ctx), void *ctx, size_t cap)
+{
+    if (cap < sizeof(fl_bsmask)) return 0;
+    const fl_bsmask mk = fl_bsmask_make(p->N, p->N, b->Br, b->Bc, p->density, p->mask_seed);
+    memcpy(ctx, &mk, sizeof mk);
+    *keep = fl_bsmask_keep;
+    return 1;
+}
+
+const fl_schedule fl_sched_blocksparse = {
+    .name = "blocksparse",
+    .summary = "block-sparse FlashAttention (paper, Algorithm 5 / Prop. 4) on flash2's loop",
+    .flags = FL_SCHED_OWN_PROBLEM,
+    .accepts = FL_ACCEPT_BLOCK_MASK,
+    .blocks = blocks,
+    .closed_form = closed_form,
+    .compute_size = compute_size,
+    .reference_keep = reference_keep,
+    .fwd = fl_schedule_blocksparse,
+    .explain = explain,
+};

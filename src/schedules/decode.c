@@ -1,4 +1,4 @@
-/* sched_decode.c: decode with a KV cache -- few queries over a long cache -- as flash-decoding
+/* decode.c: decode with a KV cache -- few queries over a long cache -- as flash-decoding
  * (split-KV, Dao et al. 2023) on the machine, reading a contiguous or a paged cache.
  *
  * Keys [0, Nk) are cut into S splits of Ls keys (a multiple of the page, or of the key tile);
@@ -30,10 +30,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
+#include <flashlab/decode.h>
 #include <flashlab/masks.h>
 #include <flashlab/ops.h>
-#include <flashlab/problem_ext.h>
+#include <flashlab/rng.h>
+
+#include "rules.h"
 #include "schedules.h"
+
+/* The number of keys: p->Nk, or p->N when Nk is 0. */
+static int64_t nk_of(const fl_problem *p) { return p->Nk ? p->Nk : p->N; }
+
 
 /* Refuses a padding row (key position >= Nk) of the tile that is not finite. */
 static fl_status check_padding(const fl_decode_geom *g, const fl_buf *K, const fl_buf *V,
@@ -119,7 +128,7 @@ static void finish(fl_buf *Oi, fl_buf *mi, const fl_buf *li, int64_t br, int64_t
     }
 }
 
-fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+static fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
     fl_decode_geom g;
     fl_mask mk;
@@ -211,3 +220,348 @@ done:
     free(table);
     return s;
 }
+
+/* ---- the descriptor: rules SD, BD, FD, the closed form CD, the cache layout ---- */
+
+/* Logical pages a paged decode uses and the pool it reads from (rule SD). */
+static int64_t pages_used(const fl_problem *p) { return fl_cdiv(nk_of(p), p->page_size); }
+static int64_t pool_of(const fl_problem *p)
+{
+    return p->pool_pages ? p->pool_pages : 2 * pages_used(p);
+}
+
+
+static fl_status check(const fl_problem *p)
+{
+    fl_mask mk;
+    FL_TRY(fl_mask_init(&mk, p->N, nk_of(p), p->causal, p->window_left, p->window_right));
+    if (!p->page_size) {
+        if (p->pool_pages || p->page_seed || p->block_table_len)
+            return fl_fail(FL_EINVAL, "--pool-pages/--page-seed/--block-table: need --page-size "
+                                      "(a paged cache)");
+        if (p->pad_value != 0.0)
+            return fl_fail(FL_EINVAL, "--pad: only a paged cache has padding rows (set --page-size)");
+        return FL_OK;
+    }
+    const int64_t used = pages_used(p), pool = pool_of(p);
+    if (pool < used)
+        return fl_fail(FL_EINVAL, "--pool-pages: the pool must hold the %lld pages the sequence "
+                                  "uses (ceil(Nk / page-size)), got %lld",
+                       (long long)used, (long long)pool);
+    if (p->block_table_len) {
+        if (p->block_table_len != used)
+            return fl_fail(FL_EINVAL, "--block-table: needs ceil(Nk / page-size) = %lld entries, "
+                                      "got %lld", (long long)used, (long long)p->block_table_len);
+        for (int64_t k = 0; k < used; k++) {
+            if (p->block_table[k] < 0 || p->block_table[k] >= pool)
+                return fl_fail(FL_EINVAL, "--block-table: entry %lld = %lld points outside the "
+                                          "cache pool of %lld pages (valid: 0..%lld)",
+                               (long long)k, (long long)p->block_table[k], (long long)pool,
+                               (long long)pool - 1);
+            for (int64_t q = 0; q < k; q++)
+                if (p->block_table[q] == p->block_table[k])
+                    return fl_fail(FL_EINVAL, "--block-table: entries %lld and %lld both name "
+                                              "physical page %lld (a sequence's pages are distinct)",
+                                   (long long)q, (long long)k, (long long)p->block_table[k]);
+        }
+    }
+    return FL_OK;
+}
+
+
+/* (F2) 2 Br d + 2 Bc d + Br Bc + 2 Br, -1 on overflow */
+static int64_t f2(int64_t d, int64_t Br, int64_t Bc) { return fl_fp_checked((fl_fp_coef)FL_FP_FLASH2_FWD, 1, Br, Bc, d); }
+
+
+/* (FD) decode: F2 + 1 (a block-table entry, paged) + Br d + 2 Br (a split's O, m, l, when the
+ * problem asks for more than one split) */
+static int64_t fd(const fl_problem *p, int64_t Br, int64_t Bc)
+{
+    ck c = {0};
+    int64_t f = f2(p->d, Br, Bc);
+    if (f < 0) return -1;
+    f = add(&c, f, p->page_size ? 1 : 0);
+    if (p->splits > 1) f = add(&c, f, add(&c, mul(&c, Br, p->d), mul(&c, 2, Br)));
+    return c.ovf ? -1 : f;
+}
+
+static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
+{
+    (void)bwd;
+    const int64_t Nq = p->N, Nk = nk_of(p), P = p->page_size;
+    const int64_t need = fd(p, 1, 1);
+    if (need < 0 || need > p->M)
+        return fl_fail(FL_ECAPACITY, "--M: decode needs at least %lld elements of SRAM for its "
+                                     "smallest tiles (Br = Bc = 1, d = %lld, eq. FD); M = %lld is too small",
+                       (long long)need, (long long)p->d, (long long)p->M);
+    /* (BD) Br: flash2's square rule capped at Nq (all queries in one block when they fit),
+     * then the largest Bc <= Nk (paged: a divisor of P, so no tile straddles a page) that fits */
+    int64_t Br = p->Br;
+    if (!Br) {
+        int64_t lo = 1, hi = Nq; /* largest B <= Nq with FD(B, B) <= M; FD(1, 1) <= M above */
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo + 1) / 2, f = fd(p, mid, mid);
+            if (f >= 0 && f <= p->M) lo = mid; else hi = mid - 1;
+        }
+        Br = lo;
+    }
+    int64_t Bc = p->Bc;
+    if (!Bc) {
+        Bc = fl_largest_fp(P ? P : Nk, p->M, fd, p, Br, 1); /* 0 when not even Bc = 1 fits */
+        if (P && Bc >= 1 && P % Bc) { /* the largest divisor of P that is <= Bc: O(sqrt P) */
+            int64_t best = 1;
+            for (int64_t k = 1; k <= P / k; k++)
+                if (P % k == 0) {
+                    if (k <= Bc) best = fl_max64(best, k);
+                    if (P / k <= Bc) best = fl_max64(best, P / k);
+                }
+            Bc = best;
+        }
+    }
+    b->Br = Br;
+    b->Bc = Bc;
+    b->Bd = p->d;
+    b->overridden = p->Br || p->Bc;
+    b->footprint = Bc >= 1 ? fd(p, Br, Bc) : -1;
+    if (P && Bc >= 1 && P % Bc)
+        return fl_fail(FL_EINVAL, "--Bc: with --page-size %lld the key block must divide the page "
+                                  "size (a tile never straddles a page), got %lld",
+                       (long long)P, (long long)Bc);
+    if (Bc < 1) { /* no key block fits beside the query block (fd = -1: beyond 64 bits) */
+        const int64_t need1 = fd(p, Br, 1);
+        return fl_fail(FL_EINVAL, "--Br: decode's query block Br = %lld needs %s%lld elements of SRAM even "
+                                  "with Bc = 1 (docs/model.md eq. FD), more than M = %lld",
+                       (long long)Br, need1 < 0 ? "more than " : "", (long long)(need1 < 0 ? INT64_MAX : need1),
+                       (long long)p->M);
+    }
+    if (b->footprint < 0 || b->footprint > p->M)
+        return fl_fail(FL_EINVAL, "--Br/--Bc: decode blocks Br = %lld, Bc = %lld need %lld elements "
+                                  "of SRAM (docs/model.md eq. FD), more than M = %lld",
+                       (long long)Br, (long long)Bc, (long long)b->footprint, (long long)p->M);
+    return FL_OK;
+}
+
+
+/* ---- decode geometry (rule SD) ---- */
+void fl_decode_geometry(const fl_problem *p, const fl_blocks *b, fl_decode_geom *g)
+{
+    g->Nq = p->N;
+    g->Nk = nk_of(p);
+    g->d = p->d;
+    g->Br = b->Br;
+    g->Bc = b->Bc;
+    g->Tr = fl_cdiv(g->Nq, g->Br);
+    g->Tc = fl_cdiv(g->Nk, g->Bc);
+    g->paged = p->page_size > 0;
+    g->P = p->page_size;
+    g->pages = g->paged ? pages_used(p) : 0;
+    g->pool = g->paged ? pool_of(p) : 0;
+    /* splits: ceil(Nk / splits) keys each, rounded up to the unit U (a page, or a key tile) */
+    const int64_t U = g->paged ? g->P : g->Bc, units = fl_cdiv(g->Nk, U);
+    const int64_t per = fl_cdiv(units, fl_min64(p->splits, units));
+    g->Ls = per * U;
+    g->S = fl_cdiv(units, per);
+}
+
+/* The slot of index i in the sparse permutation's hash table (its own, or the empty one where
+ * it goes). */
+static int64_t perm_slot(const int64_t *key, int64_t cap, int64_t i)
+{
+    int64_t h = (int64_t)(((uint64_t)i * UINT64_C(0x9E3779B97F4A7C15)) % (uint64_t)cap);
+    while (key[h] >= 0 && key[h] != i) h = (h + 1) % cap;
+    return h;
+}
+
+fl_status fl_decode_block_table(const fl_problem *p, const fl_decode_geom *g, int64_t *table)
+{
+    if (p->block_table) {
+        for (int64_t k = 0; k < g->pages; k++) table[k] = p->block_table[k];
+        return FL_OK;
+    }
+    if (!p->page_seed) {
+        for (int64_t k = 0; k < g->pages; k++) table[k] = k;
+        return FL_OK;
+    }
+    /* a random placement: the first `pages` entries of a Fisher-Yates shuffle of the pool.  The
+     * shuffle is sparse: perm[i] = i except where a swap wrote it, and only those (at most
+     * 2 * pages) are stored, so a pool of 10^12 pages costs no more than the pages used. */
+    const int64_t cap = 4 * g->pages + 4; /* open addressing, load <= 1/2 */
+    int64_t *key = malloc((size_t)cap * sizeof *key), *val = malloc((size_t)cap * sizeof *val);
+    if (!key || !val) {
+        free(key);
+        free(val);
+        return fl_fail(FL_ENOMEM, "out of memory for a block table of %lld pages", (long long)g->pages);
+    }
+    for (int64_t i = 0; i < cap; i++) key[i] = -1;
+    uint64_t st = p->page_seed;
+    for (int64_t k = 0; k < g->pages; k++) {
+        const int64_t r = k + (int64_t)(fl_rng_next(&st) % (uint64_t)(g->pool - k));
+        const int64_t sk = perm_slot(key, cap, k), sr = perm_slot(key, cap, r);
+        const int64_t vk = key[sk] < 0 ? k : val[sk], vr = key[sr] < 0 ? r : val[sr];
+        key[sk] = k, val[sk] = vr; /* swap perm[k] and perm[r] */
+        const int64_t sr2 = perm_slot(key, cap, r); /* (r may equal k) */
+        key[sr2] = r, val[sr2] = r == k ? vr : vk;
+        table[k] = vr;
+    }
+    free(key);
+    free(val);
+    return FL_OK;
+}
+
+void fl_decode_tiles(const fl_problem *p, const fl_decode_geom *g, int64_t r0, int64_t br,
+                     int64_t *t0, int64_t *t1)
+{
+    fl_mask mk;
+    fl_mask_init(&mk, g->Nq, g->Nk, p->causal, p->window_left, p->window_right); /* checked */
+    fl_mask_block_range(&mk, r0, br, g->Bc, t0, t1);
+}
+
+void fl_decode_split_tiles(const fl_decode_geom *g, int64_t t0, int64_t t1, int64_t s,
+                           int64_t *s0, int64_t *s1)
+{
+    const int64_t per = g->Ls / g->Bc; /* tiles per split (Ls is a multiple of Bc) */
+    *s0 = fl_max64(t0, s * per);
+    *s1 = fl_min64(t1, (s + 1) * per);
+}
+
+/* (CD) decode, summed over row blocks and splits (docs/model.md §Decode). */
+static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_counts *r)
+{
+    ck c = {0};
+    fl_decode_geom g;
+    fl_decode_geometry(p, b, &g);
+    const int64_t d = g.d;
+    int64_t rd = 0, wr = 0, ev = 0;
+    int64_t work;
+    if (!fl_mul_ok(g.Tr, g.S, &work) || work > (INT64_C(1) << 32))
+        return fl_fail(FL_EINVAL, "--N/--splits: decode's closed form sums over %lld query blocks x %lld "
+                                  "splits, more than 2^32 terms (raise M or lower N)", (long long)g.Tr, (long long)g.S);
+    for (int64_t r0 = 0; r0 < g.Nq && !c.ovf; r0 += g.Br) {
+        const int64_t br = fl_min64(g.Br, g.Nq - r0);
+        int64_t t0, t1, A = 0;
+        fl_decode_tiles(p, &g, r0, br, &t0, &t1);
+        for (int64_t s = 0; s < g.S; s++) {
+            int64_t s0, s1;
+            fl_decode_split_tiles(&g, t0, t1, s, &s0, &s1);
+            if (s0 >= s1) continue;
+            A++;
+            /* K, V rows: whole tiles when paged, else clipped at Nk */
+            const int64_t rows = g.paged ? mul(&c, s1 - s0, g.Bc)
+                                         : fl_min64(s1 * g.Bc, g.Nk) - s0 * g.Bc;
+            const int64_t pg = g.paged ? (s1 - 1) * g.Bc / g.P - s0 * g.Bc / g.P + 1 : 0;
+            rd = add(&c, rd, add(&c, mul(&c, br, d), add(&c, mul(&c, 2, mul(&c, rows, d)), pg)));
+            ev = add(&c, ev, add(&c, 1, add(&c, mul(&c, 2, s1 - s0), pg)));
+        }
+        if (g.S > 1 && A > 0) { /* partials (O_s, m_s, l_s) stored, then loaded to combine */
+            const int64_t part = mul(&c, mul(&c, A, br), d + 2);
+            rd = add(&c, rd, part);
+            wr = add(&c, wr, part);
+            ev = add(&c, ev, mul(&c, 6, A));
+        }
+        wr = add(&c, wr, mul(&c, br, d + 1)); /* O_i, L_i */
+        ev = add(&c, ev, 2);
+    }
+    r->reads = rd;
+    r->writes = wr;
+    r->events = ev;
+    r->sram_peak = f2(d, g.Br, g.Bc) + (g.paged ? 1 : 0) +
+                   (g.S > 1 ? g.Br * d + 2 * g.Br : 0);
+    return c.ovf ? FL_EOVERFLOW : FL_OK;
+}
+
+
+static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    fl_decode_geom g;
+    fl_decode_geometry(p, b, &g);
+    fprintf(out, "  rule BD: Br = the largest B <= Nq with FD(B, B) <= M; Bc = the largest <= Nk%s with\n"
+                 "    FD = F2 + [paged] + [splits > 1](Br d + 2 Br) <= M (docs/model.md eq. FD)\n",
+            g.paged ? " dividing the page size" : "");
+    fprintf(out, "  rule SD: Nq = %lld queries over Nk = %lld keys; %lld split%s of %lld keys (asked %lld)",
+            (long long)g.Nq, (long long)g.Nk, (long long)g.S, g.S == 1 ? "" : "s", (long long)g.Ls,
+            (long long)p->splits);
+    if (g.paged)
+        fprintf(out, "; pages of %lld: %lld used of a pool of %lld, tiles loaded whole (%lld padding rows)",
+                (long long)g.P, (long long)g.pages, (long long)g.pool, (long long)(g.Tc * g.Bc - g.Nk));
+    fputc('\n', out);
+}
+
+/* Adds decode's cache: contiguous K, V (Nk x d), or the pool (pool * P x d) with the logical
+ * pages placed through the block table, unused pages NaN (never read), the padding rows of the
+ * last page p->pad_value; and BT.  Kl, Vl (compute): the logical cache, for the reference. */
+static fl_status add_kv(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo *io,
+                        const double *Kl, const double *Vl)
+{
+    fl_decode_geom g;
+    fl_decode_geometry(p, b, &g);
+    const int64_t d = p->d, rows = g.paged ? g.pool * g.P : g.Nk;
+    int bt;
+    FL_TRY(fl_tensor_add(m, "K", rows, d, p->elem_bytes, &io->K));
+    FL_TRY(fl_tensor_add(m, "V", rows, d, p->elem_bytes, &io->V));
+    if (!g.paged) {
+        if (fl_computes(m)) {
+            memcpy(fl_tensor_get(m, io->K)->data, Kl, (size_t)(g.Nk * d) * sizeof(double));
+            memcpy(fl_tensor_get(m, io->V)->data, Vl, (size_t)(g.Nk * d) * sizeof(double));
+        }
+        return FL_OK;
+    }
+    FL_TRY(fl_tensor_add(m, "BT", g.pages, 1, 4, &bt));
+    if (!fl_computes(m)) return FL_OK;
+    double *K = fl_tensor_get(m, io->K)->data, *V = fl_tensor_get(m, io->V)->data;
+    int64_t *table = malloc((size_t)g.pages * sizeof *table);
+    if (!table) return fl_fail(FL_ENOMEM, "out of memory for the block table");
+    fl_status s = fl_decode_block_table(p, &g, table);
+    if (s) { free(table); return s; }
+    for (int64_t k = 0; k < rows * d; k++) K[k] = V[k] = NAN; /* unused pages: anything */
+    for (int64_t pos = 0; pos < g.pages * g.P; pos++) {
+        const int64_t row = table[pos / g.P] * g.P + pos % g.P;
+        for (int64_t c = 0; c < d; c++) {
+            K[row * d + c] = pos < g.Nk ? Kl[pos * d + c] : p->pad_value;
+            V[row * d + c] = pos < g.Nk ? Vl[pos * d + c] : p->pad_value;
+        }
+    }
+    for (int64_t k = 0; k < g.pages; k++) fl_tensor_get(m, bt)->data[k] = (double)table[k];
+    free(table);
+    return FL_OK;
+}
+
+
+static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    (void)bwd;
+    fl_counts r = {0};
+    ck c = {0};
+    return fl_closed_finish_own(p, closed_counts(p, b, &r), &c, &r, out);
+}
+
+/* decode's forward must store every row block's output: ceil(N / Br) tile events at least */
+static int64_t events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
+{
+    (void)bb;
+    return fl_cdiv(p->N, b->Br);
+}
+
+/* Q, O, the logical cache, the pool (or contiguous K, V), the partials of every split */
+static fl_status compute_size(const fl_problem *p, const fl_blocks *b)
+{
+    const int64_t N = p->N, Nk = nk_of(p), d = p->d;
+    fl_decode_geom g;
+    fl_decode_geometry(p, b, &g);
+    const double keys = g.paged ? (double)g.pool * g.P : (double)Nk;
+    return fl_compute_size_refuse(p, 2.0 * N * d + 2.0 * keys * d + 2.0 * Nk * d + (double)g.S * N * (d + 2));
+}
+
+const fl_schedule fl_sched_decode = {
+    .name = "decode",
+    .summary = "flash-decoding: few queries over a long contiguous or paged KV cache, split-KV",
+    .flags = FL_SCHED_OWN_PROBLEM,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_KV_CACHE,
+    .check = check,
+    .blocks = blocks,
+    .closed_form = closed_form,
+    .events_floor = events_floor,
+    .compute_size = compute_size,
+    .add_kv = add_kv,
+    .fwd = fl_schedule_decode,
+    .explain = explain,
+};

@@ -1,4 +1,4 @@
-/* sched_flash1.c: FlashAttention (Dao et al., 2022), Algorithm 1, literally.
+/* flash1.c: FlashAttention (Dao et al., 2022), Algorithm 1, literally.
  *
  *  1  block sizes Bc, Br                       (chosen by fl_blocks_choose: docs/model.md B1)
  *  2  initialize O = 0, l = 0, m = -inf in HBM  -> stores: Nd + 2N writes
@@ -23,8 +23,11 @@
  * state and O_i are written back unchanged), so a row with no legal key keeps O = 0 (M0).
  */
 #include <math.h>
+#include <stdio.h>
 
 #include <flashlab/ops.h>
+
+#include "rules.h"
 #include "schedules.h"
 
 static fl_status segment(fl_machine *m, const fl_problem *p, const fl_blocks *b, const fl_qkvo *io,
@@ -99,7 +102,7 @@ static fl_status segment(fl_machine *m, const fl_problem *p, const fl_blocks *b,
     return FL_OK;
 }
 
-fl_status fl_schedule_flash1(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+static fl_status fl_schedule_flash1(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
     const int64_t d = p->d, Br = b->Br, Bc = b->Bc;
     int l_t, m_t;
@@ -119,3 +122,109 @@ fl_status fl_schedule_flash1(fl_machine *m, const fl_problem *p, const fl_blocks
     for (int k = 0; k < 11; k++) fl_sram_free(m, B[k]);
     return FL_OK;
 }
+
+/* ---- the descriptor: footprint, block rule, closed form, explanation ---- */
+
+/* (F1) 2*Bc*d + 2*Br*d + Br*Bc + 6*Br; (F1b) 4*Bc*d + 4*Br*d + 2*Br*Bc + 3*Br */
+static int64_t footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+{
+    (void)Bd;
+    return fl_fp_checked(bwd ? (fl_fp_coef)FL_FP_FLASH1_BWD : (fl_fp_coef)FL_FP_FLASH1_FWD, G, Br, Bc, d);
+}
+
+/* the paper's shape: Br = min(Bc, d), at most the query length.  docs/model.md rule (B1). */
+static int64_t flash1_br(int64_t Bc, int64_t d, int64_t N) { return fl_min64(fl_min64(Bc, d), N); }
+
+static int ok_flash1(int64_t Bc, const fl_rule *r)
+{
+    return fl_rule_fits(r, flash1_br(Bc, r->p->d, r->nq), Bc, r->p->d);
+}
+
+/* (B1) the paper: Bc = ceil(M/4d), Br = min(ceil(M/4d), d); shrunk to the largest
+ * Bc <= min(paper Bc, Nk) whose buffers fit, same shape.  (B1b) the same with (F1b). */
+static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
+{
+    fl_rule r;
+    fl_rule_init(&r, p, bwd);
+    int64_t d4; /* 4d > M (so ceil(M/4d) = 1) when 4d does not fit in 64 bits */
+    b->Bd = p->d;
+    b->paper_Bc = fl_mul_ok(4, p->d, &d4) ? fl_cdiv(p->M, d4) : 1;
+    b->paper_Br = fl_min64(b->paper_Bc, p->d);
+    b->paper_footprint = footprint(bwd, 1, p->d, b->paper_Br, b->paper_Bc, p->d);
+    b->Bc = fl_rule_largest(fl_min64(b->paper_Bc, r.nk), ok_flash1, &r);
+    b->Br = flash1_br(b->Bc, p->d, r.nq);
+    return fl_rule_finish(&r, b, bwd ? "F1b" : "F1", p->d, NULL);
+}
+
+/* (C1m) one segment's forward: key block j touches row blocks [i0, i1) of rows_j queries */
+static void segment_fwd(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
+{
+    fl_acc(c, &r->writes, mul(c, s->Nq, d + 2));
+    fl_acc(c, &r->events, mul(c, 3, fl_cdiv(s->Nq, b->Br)));
+    for (int64_t c0 = 0; c0 < s->Nk; c0 += b->Bc) {
+        const int64_t bc = fl_min64(b->Bc, s->Nk - c0);
+        int64_t i0, i1;
+        fl_mask_row_block_range(&s->mask, c0, bc, b->Br, &i0, &i1);
+        if (i1 <= i0) continue;
+        const int64_t rows = fl_min64(s->Nq, i1 * b->Br) - i0 * b->Br;
+        fl_acc(c, &r->reads, add(c, mul(c, 2, mul(c, bc, d)), mul(c, rows, 2 * d + 2)));
+        fl_acc(c, &r->writes, mul(c, rows, d + 2));
+        fl_acc(c, &r->events, add(c, 2, mul(c, 7, i1 - i0)));
+    }
+}
+
+static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
+{
+    if (bwd) fl_closed_flash_bwd(c, 1, s, b, p->d, r);
+    else segment_fwd(c, s, b, p->d, r);
+}
+
+/* (C1) reads = 2Nd + Tc(2Nd + 2N); writes = (Nd + 2N) + Tc(Nd + 2N); (E1) events = 3Tr + Tc(2 + 7Tr) */
+static fl_status closed_plain(const fl_problem *p, const fl_blocks *b, fl_counts *out)
+{
+    ck c = {0};
+    const int64_t N = p->N, d = p->d;
+    const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
+    const int64_t Nd = mul(&c, N, d);
+    fl_counts r = {0};
+    r.reads = add(&c, mul(&c, 2, Nd), mul(&c, Tc, add(&c, mul(&c, 2, Nd), mul(&c, 2, N))));
+    r.writes = add(&c, add(&c, Nd, mul(&c, 2, N)), mul(&c, Tc, add(&c, Nd, mul(&c, 2, N))));
+    r.events = add(&c, mul(&c, 3, Tr), mul(&c, Tc, add(&c, 2, mul(&c, 7, Tr))));
+    r.sram_peak = b->footprint;
+    r.total = add(&c, r.reads, r.writes);
+    if (c.ovf) return fl_closed_overflow(p);
+    *out = r;
+    return FL_OK;
+}
+
+static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    if (fl_closed_is_plain(p, bwd)) return closed_plain(p, b, out);
+    return fl_closed_sum(p, bwd, b, segment_counts, out);
+}
+
+static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    fprintf(out,
+            "  paper (Algorithm 1, line 1): Bc = ceil(M/4d) = %lld, Br = min(Bc, d) = %lld\n"
+            "  its on-chip buffers K_j, V_j, Q_i, O_i, S_ij and six row vectors need\n"
+            "    2*Bc*d + 2*Br*d + Br*Bc + 6*Br = %lld elements (docs/model.md eq. F1): %s\n",
+            (long long)b->paper_Bc, (long long)b->paper_Br, (long long)b->paper_footprint,
+            b->paper_footprint <= p->M ? "fits in M" : "MORE than M");
+    fprintf(out, "  rule B1: keep Br = min(Bc, d), Bc <= N, shrink Bc to the largest that fits\n");
+}
+
+const fl_schedule fl_sched_flash1 = {
+    .name = "flash1",
+    .summary = "FlashAttention paper, Algorithm 1: outer loop over K/V blocks, running O, l, m in HBM",
+    .flags = FL_SCHED_IN_ALL | FL_SCHED_O_FP32,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD,
+    .blocks = blocks,
+    .footprint = footprint,
+    .closed_form = closed_form,
+    .events_floor = fl_events_floor_tiled,
+    .fwd = fl_schedule_flash1,
+    .bwd = fl_schedule_flash1_bwd,
+    .explain = explain,
+    .explain_bwd = "rule B1b: Br = min(Bc, d), Bc the largest <= ceil(M/4d) with 4*Bc*d + 4*Br*d + 2*Br*Bc + 3*Br <= M (F1b)",
+};

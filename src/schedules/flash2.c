@@ -1,4 +1,4 @@
-/* sched_flash2.c: FlashAttention-2 (Dao, 2023), Algorithm 1 (forward pass), per segment.
+/* flash2.c: FlashAttention-2 (Dao, 2023), Algorithm 1 (forward pass), per segment.
  *
  *  1-2 divide Q, O, L into Tr blocks of Br rows; K, V into Tc blocks of Bc rows
  *  3  for i in 1..Tr:
@@ -25,8 +25,11 @@
  * and the row vectors m_i (which becomes L_i) and l_i: eq. (F2).  Counts: eq. (C2).
  */
 #include <math.h>
+#include <stdio.h>
 
 #include <flashlab/ops.h>
+
+#include "rules.h"
 #include "schedules.h"
 
 static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, const fl_seg *sg,
@@ -72,7 +75,7 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
     return FL_OK;
 }
 
-fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+static fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
     const int64_t d = p->d, Br = b->Br, Bc = b->Bc, G = fl_seg_max_group(&io);
     const double scale = 1.0 / sqrt((double)d);
@@ -98,3 +101,137 @@ fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl_blocks
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) fl_sram_free(m, all[k]);
     return FL_OK;
 }
+
+/* ---- the descriptors of flash2 and flash2-gqa: footprint, block rules, closed form ---- */
+
+/* (F2), (F2g) with R = G*Br: 2*R*d + 2*Bc*d + R*Bc + 2*R; (F2b) 4*Bc*d + 3*R*d + 2*R*Bc + 2*R */
+static int64_t footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+{
+    (void)Bd;
+    return fl_fp_checked(bwd ? (fl_fp_coef)FL_FP_FLASH2_BWD : (fl_fp_coef)FL_FP_FLASH2_FWD, G, Br, Bc, d);
+}
+
+/* (B2) square blocks Br = Bc, the largest (<= max(Nq, Nk)) that fit (F2, F2b) */
+static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
+{
+    fl_rule r;
+    fl_rule_init(&r, p, bwd);
+    b->Bd = p->d;
+    b->Br = b->Bc = fl_rule_largest(fl_max64(r.nq, r.nk), fl_rule_ok_square, &r);
+    return fl_rule_finish(&r, b, bwd ? "F2b" : "F2", p->d, NULL);
+}
+
+/* flash2-gqa backward: the stacked query tile G*Br about as tall as the key tile is wide */
+static int64_t gqa_br(int64_t Bc, const fl_rule *r) { return fl_max64(1, fl_min64(Bc / r->G, r->nq)); }
+static int ok_gqa_bwd(int64_t Bc, const fl_rule *r) { return fl_rule_fits(r, gqa_br(Bc, r), Bc, r->p->d); }
+
+/* (B2g) square blocks, a query tile of G*Br stacked rows (F2g); (B2gb) Bc the largest with
+ * Br = max(1, floor(Bc/G)) fitting (F2b) */
+static fl_status blocks_gqa(const fl_problem *p, int bwd, fl_blocks *b)
+{
+    fl_rule r;
+    fl_rule_init(&r, p, bwd);
+    const int64_t n = fl_max64(r.nq, r.nk);
+    b->Bd = p->d;
+    if (bwd) {
+        b->Bc = fl_rule_largest(n, ok_gqa_bwd, &r);
+        b->Br = b->Bc ? gqa_br(b->Bc, &r) : 0;
+    } else {
+        b->Br = b->Bc = fl_rule_largest(n, fl_rule_ok_square, &r);
+    }
+    return fl_rule_finish(&r, b, bwd ? "F2b" : "F2g", p->d, NULL);
+}
+
+/* (C2m) one segment's forward: row block i touches key blocks [j0, j1) covering cols_i keys */
+static void segment_fwd(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
+{
+    const int64_t G = s->group;
+    for (int64_t r0 = 0; r0 < s->Nq; r0 += b->Br) {
+        const int64_t br = fl_min64(b->Br, s->Nq - r0);
+        int64_t j0, j1;
+        fl_mask_block_range(&s->mask, r0, br, b->Bc, &j0, &j1);
+        const int64_t n = j1 > j0 ? j1 - j0 : 0;
+        const int64_t cols = n ? fl_min64(s->Nk, j1 * b->Bc) - j0 * b->Bc : 0;
+        if (n) fl_acc(c, &r->reads, mul(c, mul(c, G, br), d));
+        fl_acc(c, &r->reads, mul(c, 2, mul(c, d, cols)));
+        fl_acc(c, &r->writes, mul(c, mul(c, G, br), d + 1));
+        fl_acc(c, &r->events, add(c, add(c, n ? G : 0, mul(c, 2, n)), mul(c, 2, G)));
+    }
+}
+
+static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
+{
+    if (bwd) fl_closed_flash_bwd(c, 0, s, b, p->d, r);
+    else segment_fwd(c, s, b, p->d, r);
+}
+
+/* (C2) reads = Nd + 2Nd*Tr; writes = Nd + N; (E2) events = Tr(3 + 2Tc) */
+static fl_status closed_plain(const fl_problem *p, const fl_blocks *b, fl_counts *out)
+{
+    ck c = {0};
+    const int64_t N = p->N, d = p->d;
+    const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
+    const int64_t Nd = mul(&c, N, d);
+    fl_counts r = {0};
+    r.reads = add(&c, Nd, mul(&c, mul(&c, 2, Nd), Tr));
+    r.writes = add(&c, Nd, N);
+    r.events = mul(&c, Tr, add(&c, 3, mul(&c, 2, Tc)));
+    r.sram_peak = b->footprint;
+    r.total = add(&c, r.reads, r.writes);
+    if (c.ovf) return fl_closed_overflow(p);
+    *out = r;
+    return FL_OK;
+}
+
+static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    if (fl_closed_is_plain(p, bwd)) return closed_plain(p, b, out);
+    return fl_closed_sum(p, bwd, b, segment_counts, out);
+}
+
+static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    (void)p, (void)b;
+    fprintf(out, "  rule B2: square blocks Br = Bc, the largest (<= N) with\n"
+                 "    2*Br*d + 2*Bc*d + Br*Bc + 2*Br <= M (docs/model.md eq. F2)\n");
+}
+
+static void explain_gqa(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    (void)b;
+    fprintf(out, "  rule B2g: square blocks with the %lld query heads of a group stacked: a query tile\n"
+                 "    of G*Br rows, 2*G*Br*d + 2*Bc*d + G*Br*Bc + 2*G*Br <= M (docs/model.md eq. F2g)\n",
+            (long long)fl_problem_group(p));
+}
+
+#define FLASH2_ACCEPTS (FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD)
+
+const fl_schedule fl_sched_flash2 = {
+    .name = "flash2",
+    .summary = "FlashAttention-2, Algorithm 1: query-owned loop, each Q block streams K and V once",
+    .flags = FL_SCHED_IN_ALL,
+    .accepts = FLASH2_ACCEPTS,
+    .blocks = blocks,
+    .footprint = footprint,
+    .closed_form = closed_form,
+    .events_floor = fl_events_floor_tiled,
+    .fwd = fl_schedule_flash2,
+    .bwd = fl_schedule_flash2_bwd,
+    .explain = explain,
+    .explain_bwd = "rule B2b: square blocks with 4*Bc*d + 3*Br*d + 2*Br*Bc + 2*Br <= M (F2b)",
+};
+
+const fl_schedule fl_sched_flash2_gqa = {
+    .name = "flash2-gqa",
+    .summary = "flash2 with the query heads of a GQA group stacked in one tile: K, V loaded once per group",
+    .flags = FL_SCHED_STACKS_GROUP,
+    .accepts = FLASH2_ACCEPTS,
+    .blocks = blocks_gqa,
+    .footprint = footprint,
+    .closed_form = closed_form,
+    .events_floor = fl_events_floor_tiled,
+    .fwd = fl_schedule_flash2,
+    .bwd = fl_schedule_flash2_bwd,
+    .explain_after = explain_gqa,
+    .explain_bwd = "rule B2gb: Bc the largest with Br = max(1, Bc/G) and 4*Bc*d + 3*G*Br*d + 2*G*Br*Bc + 2*G*Br <= M (F2b)",
+};

@@ -1,4 +1,4 @@
-/* sched_flash_bwd.c: backward passes with recomputation: nothing of size Nq x Nk is saved; the
+/* flash_bwd.c: backward passes with recomputation: nothing of size Nq x Nk is saved; the
  * score tiles are recomputed from Q, K and the forward's row statistics.  Two algorithms share
  * this loop (docs/model.md §backward):
  *
@@ -45,6 +45,7 @@
 #include <math.h>
 
 #include <flashlab/ops.h>
+#include "rules.h"
 #include "schedules.h"
 
 enum { FA1 = 1, FA2 = 2 };
@@ -274,4 +275,38 @@ fl_status fl_schedule_flash1_bwd(fl_machine *m, const fl_problem *p, const fl_bl
 fl_status fl_schedule_flash2_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
     return run(m, p, b, io, FA2);
+}
+
+/* ---- the closed form of this loop ---- */
+
+/* (C1b) with fa1 = 1, (C2b) with fa1 = 0: one segment (docs/model.md §backward) */
+void fl_closed_flash_bwd(ck *c, int fa1, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
+{
+    const int64_t G = s->group, Tr = fl_cdiv(s->Nq, b->Br), Tc = fl_cdiv(s->Nk, b->Bc);
+    const int f = s->kv_first, a = !f;
+    if (fa1) { /* line 4: dQ = 0, dK = dV = 0 */
+        fl_acc(c, &r->writes, add(c, mul(c, mul(c, G, s->Nq), d), f ? mul(c, 2, mul(c, s->Nk, d)) : 0));
+        fl_acc(c, &r->events, add(c, mul(c, G, Tr), f ? 2 * Tc : 0));
+    } else { /* lines 3-4: dQ = 0, D = rowsum(dO o O) */
+        fl_acc(c, &r->reads, mul(c, 2, mul(c, mul(c, G, s->Nq), d)));
+        fl_acc(c, &r->writes, mul(c, mul(c, G, s->Nq), d + 1));
+        fl_acc(c, &r->events, mul(c, 4, mul(c, G, Tr)));
+    }
+    for (int64_t c0 = 0; c0 < s->Nk; c0 += b->Bc) {
+        const int64_t bc = fl_min64(b->Bc, s->Nk - c0);
+        int64_t i0, i1;
+        fl_mask_row_block_range(&s->mask, c0, bc, b->Br, &i0, &i1);
+        if (i1 <= i0) {
+            if (!fa1 && f) {
+                fl_acc(c, &r->writes, mul(c, 2, mul(c, bc, d)));
+                fl_acc(c, &r->events, 2);
+            }
+            continue;
+        }
+        const int64_t rows = fl_min64(s->Nq, i1 * b->Br) - i0 * b->Br, n = i1 - i0;
+        fl_acc(c, &r->reads, mul(c, 2 + 2 * a, mul(c, bc, d)));
+        fl_acc(c, &r->reads, mul(c, mul(c, G, rows), fa1 ? 4 * d + 2 : 3 * d + 2));
+        fl_acc(c, &r->writes, add(c, mul(c, mul(c, G, rows), d), mul(c, 2, mul(c, bc, d))));
+        fl_acc(c, &r->events, add(c, 4 + 2 * a, mul(c, mul(c, G, n), fa1 ? 7 : 6)));
+    }
 }

@@ -1,4 +1,4 @@
-/* sched_memeff.c: memory-efficient attention (Rabe & Staats, "Self-attention does not need
+/* memeff.c: memory-efficient attention (Rabe & Staats, "Self-attention does not need
  * O(n^2) memory", 2021, their Figure 1 / JAX code), on the machine.  Queries in chunks of
  * Br rows (query_chunk_size), keys in chunks of Bc rows (key_chunk_size):
  *
@@ -19,11 +19,14 @@
  */
 #include <math.h>
 
+#include <stdio.h>
+
 #include <flashlab/ops.h>
-#include <flashlab/problem_ext.h>
+
+#include "rules.h"
 #include "schedules.h"
 
-fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+static fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
     const int64_t N = p->N, d = p->d, Br = b->Br, Bc = b->Bc, Tc = fl_cdiv(N, Bc);
     const double scale = 1.0 / sqrt((double)d);
@@ -94,3 +97,83 @@ fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl_blocks
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) fl_sram_free(m, all[k]);
     return FL_OK;
 }
+
+/* ---- the descriptor: rule BM, footprint FM, the closed form CM ---- */
+
+/* (F2) 2 Br d + 2 Bc d + Br Bc + 2 Br, -1 on overflow */
+static int64_t f2(int64_t d, int64_t Br, int64_t Bc) { return fl_fp_checked((fl_fp_coef)FL_FP_FLASH2_FWD, 1, Br, Bc, d); }
+
+/* (FM) memeff: F2 + Br d + 2 Br -- the key loop's buffers and the combination's O_i, g_i, l_i */
+static int64_t fm(const fl_problem *p, int64_t Br, int64_t Bc)
+{
+    ck c = {0};
+    const int64_t f = f2(p->d, Br, Bc), g = add(&c, mul(&c, Br, p->d), mul(&c, 2, Br));
+    const int64_t r = add(&c, f, g);
+    return (f < 0 || c.ovf) ? -1 : r;
+}
+static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
+{
+    (void)bwd;
+    /* (BM) chunks Br x Bc: the largest square B <= N with FM(B, B) <= M, unless given */
+    const int64_t need = fm(p, 1, 1);
+    if (need < 0 || need > p->M)
+        return fl_fail(FL_ECAPACITY, "--M: memeff needs at least %lld elements of SRAM for its "
+                                     "smallest chunks (Br = Bc = 1, d = %lld, eq. FM); M = %lld is too small",
+                       (long long)need, (long long)p->d, (long long)p->M);
+    int64_t lo = 1, hi = p->N;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo + 1) / 2, f = fm(p, mid, mid);
+        if (f >= 0 && f <= p->M) lo = mid; else hi = mid - 1;
+    }
+    b->Br = p->Br ? p->Br : lo;
+    b->Bc = p->Bc ? p->Bc : lo;
+    b->Bd = p->d;
+    b->overridden = p->Br || p->Bc;
+    b->footprint = fm(p, b->Br, b->Bc);
+    if (b->footprint < 0 || b->footprint > p->M)
+        return fl_fail(FL_EINVAL, "--Br/--Bc: memeff chunks Br = %lld, Bc = %lld need %lld "
+                                  "elements of SRAM (docs/model.md eq. FM), more than M = %lld",
+                       (long long)b->Br, (long long)b->Bc, (long long)b->footprint, (long long)p->M);
+    return FL_OK;
+}
+
+/* (CM) reads = N d + 2 N d Tr + N Tc (d + 3); writes = N Tc (d + 2) + N d; events = Tr (2 + 9 Tc) */
+static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    (void)bwd;
+    ck c = {0};
+    fl_counts r = {0};
+    const int64_t N = p->N, d = p->d, Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
+    const int64_t Nd = mul(&c, N, d);
+    r.reads = add(&c, add(&c, Nd, mul(&c, mul(&c, 2, Nd), Tr)), mul(&c, mul(&c, N, Tc), d + 3));
+    r.writes = add(&c, mul(&c, mul(&c, N, Tc), d + 2), Nd);
+    r.events = mul(&c, Tr, add(&c, 2, mul(&c, 9, Tc)));
+    r.sram_peak = b->footprint;
+    return fl_closed_finish_own(p, FL_OK, &c, &r, out);
+}
+
+static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    (void)p, (void)b;
+    fprintf(out, "  rule BM: query chunks Br and key chunks Bc (Rabe-Staats' query_chunk_size,\n"
+                 "    key_chunk_size): the largest square with F2 + Br d + 2 Br <= M (eq. FM),\n"
+                 "    unless --Br/--Bc\n");
+}
+
+/* Q, K, V, O and the per-chunk summaries U, Ls, Ms */
+static fl_status compute_size(const fl_problem *p, const fl_blocks *b)
+{
+    return fl_compute_size_refuse(p, 4.0 * p->N * p->d + (double)fl_cdiv(p->N, b->Bc) * p->N * (p->d + 2));
+}
+
+const fl_schedule fl_sched_memeff = {
+    .name = "memeff",
+    .summary = "Rabe-Staats memory-efficient attention: per-chunk summaries to memory, combined after",
+    .flags = FL_SCHED_OWN_PROBLEM,
+    .accepts = 0,
+    .blocks = blocks,
+    .closed_form = closed_form,
+    .compute_size = compute_size,
+    .fwd = fl_schedule_memeff,
+    .explain = explain,
+};

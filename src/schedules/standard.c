@@ -1,4 +1,4 @@
-/* sched_standard.c: standard attention, FlashAttention paper Algorithm 0, run honestly under M.
+/* standard.c: standard attention, FlashAttention paper Algorithm 0, run honestly under M.
  *
  *  1  load Q, K by blocks, compute S = QK^T, write S to HBM
  *  2  read S, compute P = softmax(S), write P to HBM
@@ -31,8 +31,11 @@
  * re-reads K and V, and long rows triple softmax reads: the count grows past c*(Nd + N^2).
  */
 #include <math.h>
+#include <stdio.h>
 
 #include <flashlab/ops.h>
+
+#include "rules.h"
 #include "schedules.h"
 
 fl_status fl_std_bufs_alloc(fl_machine *m, const fl_blocks *b, fl_buf *B[3])
@@ -170,7 +173,7 @@ static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, i
     return FL_OK;
 }
 
-fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+static fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
     const int64_t nk = fl_seg_max_nk(&io);
     const double scale = 1.0 / sqrt((double)p->d);
@@ -202,3 +205,157 @@ fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_bloc
     fl_std_bufs_free(m, B);
     return FL_OK;
 }
+
+/* ---- the descriptor: footprint, block rule, closed form, explanation ---- */
+
+/* (F0) Br*Bd + Bc*Bd + Br*Bc: the products' tiles, both passes (docs/model.md §3) */
+static int64_t footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+{
+    (void)bwd, (void)d;
+    return fl_fp_checked((fl_fp_coef)FL_FP_STANDARD, G, Br, Bc, Bd);
+}
+
+/* With Br, Bc fixed, the largest chunk Bd <= d that fits (rule B0), 0 if none. */
+static int64_t standard_bd(const fl_problem *p, int64_t Br, int64_t Bc)
+{
+    int64_t area;
+    if (!fl_mul_ok(Br, Bc, &area) || area > p->M || p->M - area < Br + Bc) return 0;
+    return fl_min64(p->d, (p->M - area) / (Br + Bc));
+}
+
+/* (B0) panels (Bd = d) when they give tiles at least as large as cubes of side
+ * t = floor(sqrt(M/3)); else cubes (Br = Bc = Bd = t).  Both passes. */
+static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
+{
+    fl_rule r;
+    fl_rule_init(&r, p, bwd);
+    const int64_t n = fl_max64(r.nq, r.nk);
+    int64_t t = (int64_t)floor(sqrt((double)p->M / 3.0));
+    const int64_t third = p->M / 3; /* 3t^2 <= M  <=>  t <= floor(M/3) / t: no overflow */
+    while (t + 1 <= third / (t + 1)) t++;
+    while (t > 0 && t > third / t) t--;
+    b->Bd = p->d;
+    int64_t panel = fl_rule_largest(fl_max64(n, t), fl_rule_ok_square, &r);
+    if (panel >= t && panel > 0) {
+        b->Br = b->Bc = fl_min64(panel, n);
+        b->Bd = p->d;
+    } else {
+        b->Br = b->Bc = fl_min64(t, n);
+        b->Bd = fl_min64(t, p->d);
+    }
+    return fl_rule_finish(&r, b, "F0", 1, standard_bd);
+}
+
+void fl_closed_std_nt(ck *c, const fl_blocks *b, int64_t d, int64_t na, int64_t nb, fl_counts *r)
+{
+    const int64_t Tr = fl_cdiv(na, b->Br), Tc = fl_cdiv(nb, b->Bc), Td = fl_cdiv(d, b->Bd);
+    fl_acc(c, &r->reads, Td == 1 ? mul(c, na, d) : mul(c, mul(c, na, d), Tc)); /* A (C0.1) */
+    fl_acc(c, &r->reads, mul(c, mul(c, nb, d), Tr));                           /* B */
+    fl_acc(c, &r->writes, mul(c, na, nb));
+    fl_acc(c, &r->events, Td == 1 ? mul(c, Tr, add(c, 1, mul(c, 2, Tc)))
+                                  : mul(c, mul(c, Tr, Tc), add(c, mul(c, 2, Td), 1)));
+}
+
+void fl_closed_std_nn(ck *c, const fl_blocks *b, int64_t d, int64_t np, int64_t nk, int transP, int rmw,
+                      fl_counts *r)
+{
+    const int64_t Td = fl_cdiv(d, b->Bd);
+    const int64_t nout = transP ? nk : np, nsum = transP ? np : nk;
+    const int64_t To = fl_cdiv(nout, transP ? b->Bc : b->Br), Ts = fl_cdiv(nsum, transP ? b->Br : b->Bc);
+    fl_acc(c, &r->reads, mul(c, mul(c, np, nk), Td));  /* P (C0.4) */
+    fl_acc(c, &r->reads, mul(c, mul(c, nsum, d), To)); /* V */
+    if (rmw) fl_acc(c, &r->reads, mul(c, nout, d));
+    fl_acc(c, &r->writes, mul(c, nout, d));
+    fl_acc(c, &r->events, mul(c, mul(c, To, Td), add(c, mul(c, 2, Ts), 1 + rmw)));
+}
+
+/* (C0) one segment's forward: the three steps above on its Nq x Nk problem (mask-oblivious) */
+static void segment_fwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r)
+{
+    const int64_t nq = s->Nq, nk = s->Nk, M = p->M;
+    fl_closed_std_nt(c, b, p->d, nq, nk, r); /* step 1 */
+    if (nk <= M) {                           /* step 2 (C0.2-3) */
+        const int64_t R = fl_min64(M / nk, nq);
+        fl_acc(c, &r->reads, mul(c, nq, nk));
+        fl_acc(c, &r->events, mul(c, 2, fl_cdiv(nq, R)));
+        r->sram_peak = fl_max64(r->sram_peak, mul(c, R, nk));
+    } else {
+        fl_acc(c, &r->reads, mul(c, 3, mul(c, nq, nk)));
+        fl_acc(c, &r->events, mul(c, mul(c, 4, nq), fl_cdiv(nk, M)));
+        r->sram_peak = fl_max64(r->sram_peak, M);
+    }
+    fl_acc(c, &r->writes, mul(c, nq, nk));
+    fl_closed_std_nn(c, b, p->d, nq, nk, 0, 0, r); /* step 3 */
+}
+
+static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
+{
+    if (bwd) fl_closed_standard_bwd(c, p, s, b, r);
+    else segment_fwd(c, p, s, b, r);
+}
+
+/* (C0) the plain problem (one dense head, Nq = Nk = N, forward) in O(1) */
+static fl_status closed_plain(const fl_problem *p, const fl_blocks *b, fl_counts *out)
+{
+    ck c = {0};
+    const int64_t N = p->N, d = p->d, M = p->M;
+    const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
+    const int64_t Nd = mul(&c, N, d), NN = mul(&c, N, N);
+    fl_counts r = {0};
+    const int64_t Td = fl_cdiv(d, b->Bd);
+    const int row_fits = N <= M;                         /* (C0.3) */
+    const int64_t R = row_fits ? fl_min64(M / N, N) : 0; /* rows per softmax tile */
+    const int64_t soft_buf = row_fits ? mul(&c, R, N) : M;
+    /* (C0.1) S = QK^T: Q read once per row block when Td = 1, else once per (i, j) */
+    int64_t q = Td == 1 ? Nd : mul(&c, Nd, Tc);
+    int64_t k = mul(&c, Nd, Tr);
+    /* (C0.2) softmax: 1 read per element when a row fits in SRAM, else 3 (max, sum, out) */
+    int64_t s = row_fits ? NN : mul(&c, 3, NN);
+    /* (C0.4) O = PV: P read once per d-chunk, V once per row block */
+    int64_t pr = mul(&c, NN, Td), v = mul(&c, Nd, Tr);
+    r.reads = add(&c, add(&c, add(&c, q, k), s), add(&c, pr, v));
+    r.writes = add(&c, mul(&c, 2, NN), Nd); /* S, P and O written once */
+    /* (E0) events */
+    int64_t e1 = Td == 1 ? mul(&c, Tr, add(&c, 1, mul(&c, 2, Tc)))
+                         : mul(&c, mul(&c, Tr, Tc), add(&c, mul(&c, 2, Td), 1));
+    int64_t e2 = row_fits ? mul(&c, 2, fl_cdiv(N, R)) : mul(&c, mul(&c, 4, N), fl_cdiv(N, M));
+    int64_t e3 = mul(&c, mul(&c, Tr, Td), add(&c, mul(&c, 2, Tc), 1));
+    r.events = add(&c, add(&c, e1, e2), e3);
+    r.sram_peak = fl_max64(b->footprint, soft_buf);
+    r.total = add(&c, r.reads, r.writes);
+    if (c.ovf) return fl_closed_overflow(p);
+    *out = r;
+    return FL_OK;
+}
+
+static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    if (fl_closed_is_plain(p, bwd)) return closed_plain(p, b, out);
+    return fl_closed_sum(p, bwd, b, segment_counts, out);
+}
+
+static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
+{
+    (void)b;
+    fprintf(out, "  rule B0: matmul tiles Br x Bc with a chunk Bd of d; panels (Bd = d) when\n"
+                 "    they allow tiles at least as large as cubes of side floor(sqrt(M/3)),\n"
+                 "    else cubes; Br*Bd + Bc*Bd + Br*Bc <= M (docs/model.md eq. F0);\n"
+                 "    softmax %s\n",
+            p->N <= p->M ? "holds whole rows (N <= M): 1 read + 1 write per element"
+                         : "cannot hold a row (N > M): 3 passes, 3 reads + 1 write per element");
+}
+
+const fl_schedule fl_sched_standard = {
+    .name = "standard",
+    .summary = "FlashAttention paper, Algorithm 0: S = QK^T and P = softmax(S) materialized in HBM",
+    .flags = FL_SCHED_IN_ALL | FL_SCHED_MATERIALIZES | FL_SCHED_CHUNKS_D,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD,
+    .blocks = blocks,
+    .footprint = footprint,
+    .closed_form = closed_form,
+    .events_floor = fl_events_floor_tiled,
+    .fwd = fl_schedule_standard,
+    .bwd = fl_schedule_standard_bwd,
+    .explain = explain,
+    .explain_bwd = "rule B0 on the same tiling; dS rows need 2*Nk <= M to fit (else two passes)",
+};

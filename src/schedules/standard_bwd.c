@@ -1,4 +1,4 @@
-/* sched_standard_bwd.c: standard attention backward, FlashAttention paper Algorithm 3, from P
+/* standard_bwd.c: standard attention backward, FlashAttention paper Algorithm 3, from P
  * saved in HBM by the forward (Theta(Nd + N^2) traffic; docs/model.md eq. (C0b)).
  *
  *  1  load P, dO by blocks, compute dV = P^T dO, write dV                  (product _nn, P^T)
@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include <flashlab/ops.h>
+#include "rules.h"
 #include "schedules.h"
 
 /* step 3 for the nq x nk block at row s0 */
@@ -112,4 +113,29 @@ fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_
     }
     fl_std_bufs_free(m, B);
     return FL_OK;
+}
+
+/* ---- the closed form of this loop ---- */
+
+/* (C0b) one segment: the five steps above (docs/model.md §backward) */
+void fl_closed_standard_bwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r)
+{
+    const int64_t nq = s->Nq, nk = s->Nk, M = p->M, d = p->d;
+    const int a = !s->kv_first;
+    fl_closed_std_nn(c, b, d, nq, nk, 1, a, r); /* 1: dV = P^T dO */
+    fl_closed_std_nt(c, b, d, nq, nk, r);       /* 2: dP = dO V^T */
+    if (2 * nk <= M) {                /* 3: dS (C0b.3) */
+        const int64_t R = fl_min64(M / (2 * nk), nq);
+        fl_acc(c, &r->reads, mul(c, 2, mul(c, nq, nk)));
+        fl_acc(c, &r->events, mul(c, 3, fl_cdiv(nq, R)));
+        r->sram_peak = fl_max64(r->sram_peak, mul(c, 2, mul(c, R, nk)));
+    } else {
+        const int64_t C = M / 2;
+        fl_acc(c, &r->reads, mul(c, 4, mul(c, nq, nk)));
+        fl_acc(c, &r->events, mul(c, mul(c, 5, nq), fl_cdiv(nk, C)));
+        r->sram_peak = fl_max64(r->sram_peak, 2 * C);
+    }
+    fl_acc(c, &r->writes, mul(c, nq, nk));
+    fl_closed_std_nn(c, b, d, nq, nk, 0, 0, r); /* 4: dQ = dS K */
+    fl_closed_std_nn(c, b, d, nq, nk, 1, a, r); /* 5: dK = dS^T Q */
 }

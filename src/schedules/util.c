@@ -1,4 +1,4 @@
-/* sched_util.c: small helpers the schedules share (see schedules.h). */
+/* util.c: small helpers the schedules share (see schedules.h). */
 #include <math.h>
 #include <string.h>
 
@@ -20,13 +20,6 @@ void fl_tile_mask(fl_buf *b, const fl_mask *mk, int64_t r0, int64_t rows_per_hea
     for (int64_t r = 0; r < nr; r++)
         for (int64_t c = 0; c < nc; c++)
             if (!fl_mask_keep(mk, r0 + r % rows_per_head, c0 + c)) b->x[r * b->cols + c] = -INFINITY;
-}
-
-int fl_tensor_find(fl_machine *m, const char *name)
-{
-    for (int t = 0; t < fl_tensor_count(m); t++)
-        if (strcmp(fl_tensor_get(m, t)->name, name) == 0) return t;
-    return -1;
 }
 
 int64_t fl_seg_max_group(const fl_qkvo *io) { return io->segs->G; }
