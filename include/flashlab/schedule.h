@@ -33,25 +33,6 @@
 extern "C" {
 #endif
 
-/* One attention problem inside the packed tensors (docs/model.md §heads): `group` consecutive
- * query heads (1 except for a group schedule) that share one K/V head.  Query head g of the
- * group has its Nq rows at q0 + g*qstride in Q, O, dO, dQ and in the per-row statistics (L, D,
- * l, m) and the score rows of S, P; its keys are the Nk rows at k0 of K, V, dK, dV. */
-typedef struct {
-    int64_t q0, qstride, k0;
-    int64_t Nq, Nk;
-    int64_t group;
-    int kv_first;  /* backward: first segment to touch its K/V rows (writes dK, dV; later
-                      segments of the same K/V head read, add and write them back) */
-    fl_mask mask;
-} fl_seg;
-
-/* The segments of a run, computed on demand (src/problem/segments.h). */
-typedef struct fl_segments fl_segments;
-
-/* Segment k (0 <= k < nseg) of s. */
-void fl_segment_at(const fl_segments *s, int64_t k, fl_seg *out);
-
 /* The tensors and segments a loop works on. */
 typedef struct {
     int Q, K, V, O;     /* tensor ids */

@@ -6,14 +6,14 @@
 
 #include <flashlab/heads.h>
 
-fl_status fl_segments_build(const fl_problem *p, fl_segments *out)
+fl_status fl_segments_build(const fl_problem *p, int64_t G, fl_segments *out)
 {
     const int64_t B = p->batch, Nk = p->Nk ? p->Nk : p->N;
     memset(out, 0, sizeof *out);
     out->Hq = p->heads;
     out->Hkv = p->kv_heads ? p->kv_heads : p->heads;
     out->ratio = out->Hq / out->Hkv;
-    out->G = fl_problem_group(p);
+    out->G = G;
     out->N = p->N;
     out->Nk = Nk;
     out->causal = p->causal;

@@ -17,7 +17,6 @@
 #define FL_SEGMENTS_H
 
 #include <flashlab/problem.h>
-#include "schedules/schedules.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,10 +35,11 @@ struct fl_segments {
     int64_t window_left, window_right;
 };
 
-/* Describes the segments of p (which must pass fl_problem_check).  FL_ENOMEM if the varlen index
+/* Describes the segments of p (which must pass fl_problem_check), whose schedule stacks G
+ * query heads per segment (fl_problem_group, schedule.h).  FL_ENOMEM if the varlen index
  * cannot be allocated, FL_EOVERFLOW when the packed sizes do not fit.  Free with
  * fl_segments_free. */
-fl_status fl_segments_build(const fl_problem *p, fl_segments *out);
+fl_status fl_segments_build(const fl_problem *p, int64_t G, fl_segments *out);
 
 /* Frees what fl_segments_build allocated; NULL is a no-op. */
 void fl_segments_free(fl_segments *s);

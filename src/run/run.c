@@ -15,6 +15,7 @@
 #include "attention_bwd.h"
 #include "attention_ref.h"
 #include "problem/segments.h"
+#include "ref_mask.h"
 #include "softmax_ref.h"
 
 /* The rule for the tensors of an attention run (docs/model.md §heads): Q, K, V, O (+ dO, dQ, dK,
@@ -60,8 +61,9 @@ typedef struct {
     double *Kl, *Vl; /* owned: the logical K, V of a schedule with add_kv */
 } inputs;
 
-/* The keep rule the reference applies to segment g: the schedule's own (block-sparse) or the
- * segment's causal/window mask (none when dense). */
+/* The keep rule the reference applies: the schedule's own (block-sparse), or else the causal/
+ * window mask of each segment, built by the reference from the definitions (ref_mask.h), not
+ * taken from the schedules' masks. */
 typedef struct {
     int (*keep)(int64_t i, int64_t j, const void *ctx);
     _Alignas(16) unsigned char ctx[256];
@@ -91,8 +93,9 @@ static fl_status check_attention(fl_machine *m, const fl_problem *p, const fl_se
         fl_seg seg;
         fl_segment_at(io.segs, k, &seg);
         const fl_seg *g = &seg;
-        fl_keep_fn keep = rk->own ? rk->keep : fl_mask_is_dense(&g->mask) ? NULL : fl_mask_keep_fn;
-        const void *ctx = rk->own ? (const void *)rk->ctx : (const void *)&g->mask;
+        const fl_ref_mask rm = {g->Nq, g->Nk, (int)p->causal, p->window_left, p->window_right};
+        fl_keep_fn keep = rk->own ? rk->keep : fl_ref_mask_dense(&rm) ? NULL : fl_ref_keep;
+        const void *ctx = rk->own ? (const void *)rk->ctx : (const void *)&rm;
         for (int64_t h = 0; h < g->group && !s; h++) {
             const int64_t q0 = g->q0 + h * g->qstride;
             if (!bwd) {
@@ -278,7 +281,7 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     const int64_t events = cf.events + cb.events; /* both passes execute */
     if (p->max_events > 0 && events > p->max_events) return refuse_events(p, "", events);
     fl_segments sg;
-    FL_TRY(fl_segments_build(p, &sg));
+    FL_TRY(fl_segments_build(p, fl_problem_group(p), &sg));
     fl_status s = FL_OK;
     fl_machine *m = NULL;
     inputs in = {0};

@@ -107,7 +107,7 @@ fl_status fl_closed_sum(const fl_problem *p, int bwd, const fl_blocks *b, fl_seg
                         fl_counts *out)
 {
     fl_segments sg;
-    FL_TRY(fl_segments_build(p, &sg));
+    FL_TRY(fl_segments_build(p, fl_problem_group(p), &sg));
     ck c = {0};
     fl_counts r = {0};
     r.sram_peak = b->footprint;

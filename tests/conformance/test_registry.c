@@ -1,0 +1,161 @@
+/* test_registry.c: the conformance suite, table-driven over the schedule registry
+ * (include/flashlab/schedule.h).  Every registered schedule, including one added later, is run
+ * here without editing this file: for a grid of problems built from the fields its descriptor
+ * accepts, the machine's counts equal its closed form (reads, writes, events, SRAM peak), the
+ * SRAM peak stays within M, the event floor it declares is a floor, the compute run matches the
+ * reference to 1e-12, and its descriptor is complete and consistent. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../grid.h"
+#include "schedule.h"
+
+/* The problems a schedule is checked on: small enough to compute, varied in the fields it
+ * accepts (N and blocks that do not divide each other, masks, heads, varlen, backward, a paged
+ * cache, a block mask).  Returns how many it wrote (at most cap). */
+static int problems_for(const fl_schedule *s, fl_algo a, fl_problem *out, int cap)
+{
+    static const int64_t cq[] = {0, 5, 5, 17}, ck[] = {0, 9, 9, 12};
+    int n = 0;
+    const int64_t Ns[] = {1, 7, 33}, ds[] = {1, 8}, Ms[] = {200, 1000, 60000};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 2; j++)
+            for (size_t k = 0; k < 3 && n < cap; k++) {
+                fl_problem p = fl_problem_default();
+                p.algo = a, p.N = Ns[i], p.d = ds[j], p.M = Ms[k], p.max_events = 1000000;
+                out[n++] = p;
+            }
+    fl_problem p = fl_problem_default();
+    p.algo = a, p.N = 45, p.d = 8, p.M = 5000, p.max_events = 1000000;
+    if (n < cap) out[n++] = p;
+    if (n < cap) { /* blocks that do not divide N */
+        out[n] = p;
+        out[n].Br = 7, out[n].Bc = 5;
+        if (s->flags & FL_SCHED_SOFTMAX) out[n].Br = 3, out[n].Bc = 13;
+        n++;
+    }
+    if ((s->accepts & FL_ACCEPT_NK) && n + 1 < cap) {
+        out[n] = p, out[n++].Nk = 70;
+        out[n] = p, out[n++].Nk = 20;
+    }
+    if ((s->accepts & FL_ACCEPT_MASK) && n + 3 < cap) {
+        out[n] = p, out[n].Nk = 60, out[n++].causal = FL_CAUSAL_BOTTOM_RIGHT;
+        out[n] = p, out[n].Nk = 30, out[n++].causal = FL_CAUSAL_TOP_LEFT;
+        out[n] = p, out[n].window_left = 6, out[n++].window_right = 2;
+        out[n] = p, out[n].N = 40, out[n].Nk = 12, out[n++].causal = FL_CAUSAL_BOTTOM_RIGHT; /* empty rows */
+    }
+    if ((s->accepts & FL_ACCEPT_HEADS) && n + 1 < cap) {
+        out[n] = p, out[n].batch = 2, out[n].heads = 6, out[n++].kv_heads = 2;
+        out[n] = p, out[n].heads = 3, out[n++].kv_heads = 1;
+    }
+    if ((s->accepts & FL_ACCEPT_VARLEN) && n < cap) {
+        out[n] = p, out[n].batch = 3, out[n].N = 17, out[n].Nk = 12, out[n].heads = 2;
+        out[n].cu_seqlens_q = cq, out[n].cu_seqlens_k = ck, out[n].cu_seqlens_q_len = out[n].cu_seqlens_k_len = 4;
+        n++;
+    }
+    if ((s->accepts & FL_ACCEPT_BWD) && n + 2 < cap) {
+        out[n] = p, out[n++].pass = FL_PASS_BWD;
+        out[n] = p, out[n].pass = FL_PASS_FWD_BWD, out[n].Nk = 50, out[n++].causal = FL_CAUSAL_BOTTOM_RIGHT;
+        out[n] = p, out[n].pass = FL_PASS_FWD_BWD, out[n].heads = 4, out[n++].kv_heads = 2;
+    }
+    if ((s->accepts & FL_ACCEPT_KV_CACHE) && n + 1 < cap) {
+        out[n] = p, out[n].N = 3, out[n].Nk = 90, out[n].page_size = 8, out[n].pool_pages = 20, out[n].page_seed = 5;
+        out[n++].splits = 3;
+        out[n] = p, out[n].N = 2, out[n].Nk = 61, out[n++].splits = 4;
+    }
+    if ((s->accepts & FL_ACCEPT_BLOCK_MASK) && n < cap) out[n] = p, out[n].density = 0.5, out[n++].mask_seed = 3;
+    return n;
+}
+
+Test(registry, the_named_entries_keep_their_positions)
+{
+    const struct { fl_algo a; const char *name; } named[] = {
+        {FL_ALGO_STANDARD, "standard"}, {FL_ALGO_FLASH1, "flash1"}, {FL_ALGO_FLASH2, "flash2"},
+        {FL_ALGO_FLASH2_GQA, "flash2-gqa"}, {FL_ALGO_DECODE, "decode"}, {FL_ALGO_BLOCKSPARSE, "blocksparse"},
+        {FL_ALGO_MEMEFF, "memeff"}, {FL_ALGO_SOFTMAX_SAFE, "softmax-safe"}, {FL_ALGO_SOFTMAX_ONLINE, "softmax-online"}};
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++)
+        cr_assert_str_eq(fl_algo_name(named[i].a), named[i].name);
+    cr_assert_leq(fl_schedule_count(), FL_ALGO_MAX);
+    cr_assert_null(fl_schedule_get((fl_algo)fl_schedule_count()));
+    cr_assert_null(fl_schedule_get((fl_algo)-1));
+    for (int a = 0; a < FL_NALGO_CORE; a++)
+        cr_assert(fl_schedule_get((fl_algo)a)->flags & FL_SCHED_IN_ALL, "%s is one of all", fl_algo_name((fl_algo)a));
+}
+
+Test(registry, every_descriptor_is_complete)
+{
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const fl_schedule *s = fl_schedule_get((fl_algo)a);
+        cr_assert(s && s->name && *s->name && s->summary && *s->summary, "schedule %d", a);
+        cr_assert(s->blocks && s->closed_form && s->fwd, "%s: blocks, closed_form and fwd are required", s->name);
+        cr_assert_eq(s->bwd != NULL, (s->accepts & FL_ACCEPT_BWD) != 0, "%s: a backward loop iff it accepts bwd", s->name);
+        cr_assert(s->explain || s->explain_after, "%s: --explain has nothing to say", s->name);
+        fl_algo back;
+        cr_assert_eq(fl_schedule_find(s->name, &back), s, "%s: found by name", s->name);
+        cr_assert_eq((int)back, a);
+        cr_assert_eq(fl_algo_parse(s->name, &back), FL_OK);
+        for (int b = 0; b < a; b++) cr_assert_str_neq(s->name, fl_schedule_get((fl_algo)b)->name, "two schedules named %s", s->name);
+        cr_assert(strstr(fl_algo_choices(), s->name), "%s missing from the choices", s->name);
+    }
+}
+
+Test(registry, every_schedule_counts_its_closed_form_and_computes_the_reference, .timeout = 600)
+{
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const fl_schedule *s = fl_schedule_get((fl_algo)a);
+        fl_problem ps[64];
+        const int n = problems_for(s, (fl_algo)a, ps, 64);
+        int ran = 0;
+        for (int i = 0; i < n; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s #%d (N %lld, Nk %lld, d %lld, M %lld, Br %lld, Bc %lld)", s->name, i,
+                     (long long)ps[i].N, (long long)ps[i].Nk, (long long)ps[i].d, (long long)ps[i].M,
+                     (long long)ps[i].Br, (long long)ps[i].Bc);
+            cr_assert_eq(fl_problem_check(&ps[i]), FL_OK, "%s: %s", what, fl_last_error());
+            fl_blocks b, bb;
+            fl_status st = fl_blocks_choose(&ps[i], &b);
+            if (st == FL_ECAPACITY || (st == FL_EINVAL && (ps[i].Br || ps[i].Bc))) continue; /* M too small */
+            cr_assert_eq(st, FL_OK, "%s: %s", what, fl_last_error());
+            cr_assert_leq(b.footprint, ps[i].M, "%s: footprint above M", what);
+            const int bwd = (ps[i].pass & FL_PASS_BWD) != 0;
+            if (bwd) {
+                st = fl_blocks_choose_pass(&ps[i], 1, &bb);
+                if (st == FL_ECAPACITY) continue;
+                cr_assert_eq(st, FL_OK, "%s: %s", what, fl_last_error());
+            }
+            fl_result r;
+            expect_exact(&ps[i], what, &r);
+            if (s->events_floor)
+                cr_assert_leq(s->events_floor(&ps[i], &b, bwd ? &bb : NULL), r.events, "%s: the event floor is above the events", what);
+            expect_values(&ps[i], what, NULL);
+            ran++;
+        }
+        cr_assert_geq(ran, 5, "%s: only %d of %d problems ran", s->name, ran, n);
+    }
+}
+
+Test(registry, a_field_the_schedule_does_not_accept_is_refused_naming_it)
+{
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const fl_schedule *s = fl_schedule_get((fl_algo)a);
+        const struct { unsigned flag; const char *opt; void (*set)(fl_problem *); } fields[] = {
+            {FL_ACCEPT_BWD, "--pass", NULL}, {FL_ACCEPT_HEADS, "--heads", NULL}, {FL_ACCEPT_MASK, "--causal", NULL},
+            {FL_ACCEPT_KV_CACHE, "--page-size", NULL}, {FL_ACCEPT_BLOCK_MASK, "--density", NULL}, {FL_ACCEPT_NK, "--Nk", NULL}};
+        for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
+            if (s->accepts & fields[f].flag) continue;
+            fl_problem p = fl_problem_default();
+            p.algo = (fl_algo)a, p.N = 16, p.d = 4, p.M = 10000;
+            switch (fields[f].flag) {
+            case FL_ACCEPT_BWD: p.pass = FL_PASS_BWD; break;
+            case FL_ACCEPT_HEADS: p.heads = 2; break;
+            case FL_ACCEPT_MASK: p.causal = FL_CAUSAL_TOP_LEFT; break;
+            case FL_ACCEPT_KV_CACHE: p.page_size = 4; break;
+            case FL_ACCEPT_BLOCK_MASK: p.density = 0.5; break;
+            case FL_ACCEPT_NK: p.Nk = 20; break;
+            }
+            cr_assert_eq(fl_problem_check(&p), FL_EINVAL, "%s accepted %s", s->name, fields[f].opt);
+            cr_assert(strstr(fl_last_error(), fields[f].opt), "%s: the refusal names %s: %s", s->name, fields[f].opt,
+                      fl_last_error());
+        }
+    }
+}
