@@ -41,7 +41,7 @@ static const char *pass_name(fl_pass p)
     return p == FL_PASS_BWD ? "bwd" : p == FL_PASS_FWD_BWD ? "fwd+bwd" : "fwd";
 }
 
-/* Nonzero when the problem uses a variant (issue 4): the table then prints it. */
+/* Nonzero when the problem uses a variant (masks, heads, varlen, passes): the table then prints it. */
 static int is_variant(const fl_problem *p)
 {
     return p->pass != FL_PASS_FWD || (p->Nk && p->Nk != p->N) || p->causal != FL_CAUSAL_NONE ||

@@ -2,7 +2,7 @@
  * multiple of the blocks included, densities from 0.05 to 1), values match the reference with
  * the block keep rule (rows whose blocks are all skipped output zero), density 1 is flash2
  * exactly, the output is written in full, and the traffic grows linearly in s (Prop. 4). */
-#include "ext_check.h"
+#include "grid.h"
 
 #include "blocksparse_mask.h"
 #include "examples.h"

@@ -3,7 +3,7 @@
  * grid of query and cache lengths, contiguous and paged caches, page sizes and splits; the
  * paged layout gives the contiguous values bit for bit; KV reads dominate a one-token decode;
  * the padding of the last page must be finite (and is checked); bad tables are refused. */
-#include "ext_check.h"
+#include "grid.h"
 
 #include <stdlib.h>
 #include <sys/wait.h>

@@ -2,7 +2,7 @@
  * over a grid of N, d, M and chunk sizes (non-multiples included), values match the reference,
  * and beside flash2 at the same blocks it moves exactly the chunk summaries more:
  * N Tc (d + 3) reads and N Tc (d + 2) writes (stored, then read back to combine). */
-#include "ext_check.h"
+#include "grid.h"
 
 static fl_problem memeff_problem(int64_t N, int64_t d, int64_t M, int64_t Br, int64_t Bc)
 {

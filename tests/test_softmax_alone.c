@@ -2,7 +2,7 @@
  * (2 passes): counts equal eq. (CX) over a grid (non-multiples included), values match the
  * reference, and the paper's accounting holds on the machine: 4 accesses per element (safe)
  * against 3 (online). */
-#include "ext_check.h"
+#include "grid.h"
 
 static fl_problem softmax_problem(fl_algo a, int64_t N, int64_t Nk, int64_t M)
 {

@@ -19,7 +19,8 @@ typedef struct {
     int (*run)(FILE *out);
 } fl_example;
 
-/* The variants' examples (examples_variants.c), registered in the table of examples.c. */
+/* The examples on masks and heads (src/analysis/examples_masks_heads.c), registered in the
+ * table of src/analysis/examples.c. */
 int fl_ex_backward(FILE *out);
 int fl_ex_causal_corners(FILE *out);
 int fl_ex_mask_polarity(FILE *out);

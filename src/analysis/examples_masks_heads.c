@@ -1,4 +1,4 @@
-/* examples_variants.c: the deep dive's worked examples for the variants (issue 4): the backward
+/* examples_masks_heads.c: the seeds' worked examples on masks and heads: the backward
  * check with an explicit bottom-right keep mask, the causal corners, the mask-polarity trap and
  * the GQA head map.  Each prints its walk-through and returns 1 when every check passes. */
 #include <inttypes.h>
@@ -14,7 +14,7 @@
 #include <flashlab/run.h>
 
 /* An explicit keep matrix (row-major Nq x Nk), written out as the seed builds it, independent
- * of reference/masks.c. */
+ * of the schedules' masks (src/mask/masks.c) and the reference's (reference/ref_mask.c). */
 typedef struct {
     const int *keep;
     int64_t Nk;
