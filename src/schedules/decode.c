@@ -297,14 +297,7 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     /* (BD) Br: flash2's square rule capped at Nq (all queries in one block when they fit),
      * then the largest Bc <= Nk (paged: a divisor of P, so no tile straddles a page) that fits */
     int64_t Br = p->Br;
-    if (!Br) {
-        int64_t lo = 1, hi = Nq; /* largest B <= Nq with FD(B, B) <= M; FD(1, 1) <= M above */
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo + 1) / 2, f = fd(p, mid, mid);
-            if (f >= 0 && f <= p->M) lo = mid; else hi = mid - 1;
-        }
-        Br = lo;
-    }
+    if (!Br) Br = fl_largest_fp(Nq, p->M, fd, p, 0, 2); /* >= 1: FD(1, 1) <= M above */
     int64_t Bc = p->Bc;
     if (!Bc) {
         Bc = fl_largest_fp(P ? P : Nk, p->M, fd, p, Br, 1); /* 0 when not even Bc = 1 fits */

@@ -120,11 +120,7 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
         return fl_fail(FL_ECAPACITY, "--M: memeff needs at least %lld elements of SRAM for its "
                                      "smallest chunks (Br = Bc = 1, d = %lld, eq. FM); M = %lld is too small",
                        (long long)need, (long long)p->d, (long long)p->M);
-    int64_t lo = 1, hi = p->N;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo + 1) / 2, f = fm(p, mid, mid);
-        if (f >= 0 && f <= p->M) lo = mid; else hi = mid - 1;
-    }
+    const int64_t lo = fl_largest_fp(p->N, p->M, fm, p, 0, 2); /* >= 1: FM(1, 1) <= M above */
     b->Br = p->Br ? p->Br : lo;
     b->Bc = p->Bc ? p->Bc : lo;
     b->Bd = p->d;

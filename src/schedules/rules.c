@@ -20,15 +20,31 @@ int fl_rule_fits(const fl_rule *r, int64_t Br, int64_t Bc, int64_t Bd)
     return f >= 0 && f <= r->p->M;
 }
 
-int64_t fl_rule_largest(int64_t hi, int (*ok)(int64_t, const fl_rule *), const fl_rule *r)
+int64_t fl_largest(int64_t hi, int (*ok)(int64_t B, const void *ctx), const void *ctx)
 {
     int64_t lo = 0; /* ok(lo) holds (or lo = 0) */
-    if (hi < 1) return 0;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2; /* ceil((lo + hi) / 2), no overflow */
-        if (ok(mid, r)) lo = mid; else hi = mid - 1;
+        if (ok(mid, ctx)) lo = mid; else hi = mid - 1;
     }
     return lo;
+}
+
+typedef struct {
+    int (*ok)(int64_t, const fl_rule *);
+    const fl_rule *r;
+} rule_ok;
+
+static int call_rule_ok(int64_t B, const void *ctx)
+{
+    const rule_ok *k = ctx;
+    return k->ok(B, k->r);
+}
+
+int64_t fl_rule_largest(int64_t hi, int (*ok)(int64_t, const fl_rule *), const fl_rule *r)
+{
+    const rule_ok k = {ok, r};
+    return fl_largest(hi, call_rule_ok, &k);
 }
 
 int fl_rule_ok_square(int64_t B, const fl_rule *r) { return fl_rule_fits(r, B, B, r->p->d); }
@@ -170,16 +186,26 @@ int64_t fl_events_floor_tiled(const fl_problem *p, const fl_blocks *b, const fl_
     return lb;
 }
 
+typedef struct {
+    int64_t (*fp)(const fl_problem *, int64_t, int64_t);
+    const fl_problem *p;
+    int64_t M, other;
+    int vary_bc;
+} fp_fits;
+
+static int call_fp_fits(int64_t B, const void *ctx)
+{
+    const fp_fits *k = ctx;
+    const int64_t f = k->vary_bc == 2 ? k->fp(k->p, B, B) : k->vary_bc ? k->fp(k->p, k->other, B)
+                                                                      : k->fp(k->p, B, k->other);
+    return f >= 0 && f <= k->M;
+}
+
 int64_t fl_largest_fp(int64_t hi, int64_t M, int64_t (*fp)(const fl_problem *, int64_t, int64_t),
                       const fl_problem *p, int64_t other, int vary_bc)
 {
-    int64_t lo = 0;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo + 1) / 2;
-        const int64_t f = vary_bc ? fp(p, other, mid) : fp(p, mid, other);
-        if (f >= 0 && f <= M) lo = mid; else hi = mid - 1;
-    }
-    return lo;
+    const fp_fits k = {fp, p, M, other, vary_bc};
+    return fl_largest(hi, call_fp_fits, &k);
 }
 
 fl_status fl_closed_finish_own(const fl_problem *p, fl_status s, ck *c, fl_counts *r, fl_counts *out)

@@ -30,7 +30,11 @@ void fl_rule_init(fl_rule *r, const fl_problem *p, int bwd);
 /* Nonzero when the pass's footprint at (Br, Bc, Bd) is at most M. */
 int fl_rule_fits(const fl_rule *r, int64_t Br, int64_t Bc, int64_t Bd);
 
-/* Largest B in [1, hi] with ok(B, r) (ok monotone: true up to some B); 0 if none. */
+/* Largest B in [1, hi] with ok(B, ctx) (ok monotone: true up to some B); 0 if none.  The one
+ * binary search every block rule uses. */
+int64_t fl_largest(int64_t hi, int (*ok)(int64_t B, const void *ctx), const void *ctx);
+
+/* fl_largest for a rule's ok(B, r). */
 int64_t fl_rule_largest(int64_t hi, int (*ok)(int64_t, const fl_rule *), const fl_rule *r);
 
 /* ok() for square blocks Br = Bc = B with Bd = d. */
@@ -78,7 +82,7 @@ int64_t fl_events_floor_tiled(const fl_problem *p, const fl_blocks *b, const fl_
 #endif
 
 /* Largest B in [1, hi] with fp(B) in [0, M] (fp nondecreasing in B), 0 if none; B is Bc (the
- * other block fixed at `other`) when vary_bc, else Br. */
+ * other block fixed at `other`) when vary_bc is 1, Br when 0, and both (square blocks) when 2. */
 int64_t fl_largest_fp(int64_t hi, int64_t M, int64_t (*fp)(const fl_problem *, int64_t, int64_t),
                       const fl_problem *p, int64_t other, int vary_bc);
 
