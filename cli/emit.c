@@ -56,17 +56,25 @@ static void json_num(FILE *out, double v)
     else fputs("null", out);
 }
 
+/* The blocks of the first pass a result counts: the backward's for a backward-only run (its
+ * forward runs to produce the inputs but is not counted), else the forward's. */
+static const fl_blocks *counted_blocks(const fl_result *r)
+{
+    return r->p.pass == FL_PASS_BWD ? &r->b_bwd : &r->b;
+}
+
 void fl_emit_row(fl_emitter *e, const fl_result *r)
 {
     FILE *out = e->out;
     const fl_problem *p = &r->p;
+    const fl_blocks *cb = counted_blocks(r);
     const char *name = fl_algo_name(p->algo);
     switch (e->fmt) {
     case FL_FMT_CSV:
         fprintf(out, "%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
                      ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
-                name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->reads, r->writes, r->total,
-                r->sram_peak, r->closed.total, r->bytes, r->events, r->b.Bd);
+                name, p->N, p->d, p->M, cb->Br, cb->Bc, r->reads, r->writes, r->total,
+                r->sram_peak, r->closed.total, r->bytes, r->events, cb->Bd);
         if (e->with_errors) fprintf(out, ",%.3e,%.3e", r->max_abs_err, r->rel_err);
         fprintf(out, ",%s,%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64,
                 pass_name(p->pass), p->Nk ? p->Nk : p->N, fl_causal_name(p->causal), p->window_left,
@@ -80,7 +88,7 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                      ", \"Br\": %" PRId64 ", \"Bc\": %" PRId64 ", \"Bd\": %" PRId64
                      ", \"hbm_reads\": %" PRId64 ", \"hbm_writes\": %" PRId64 ", \"hbm_total\": %" PRId64
                      ", \"hbm_bytes\": %" PRId64 ", \"sram_peak\": %" PRId64 ", \"tile_events\": %" PRId64,
-                e->rows ? "," : "", name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->b.Bd, r->reads,
+                e->rows ? "," : "", name, p->N, p->d, p->M, cb->Br, cb->Bc, cb->Bd, r->reads,
                 r->writes, r->total, r->bytes, r->sram_peak, r->events);
         fprintf(out, ",\n   \"closed_form\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64
                      ", \"total\": %" PRId64 ", \"tile_events\": %" PRId64 ", \"sram_peak\": %" PRId64 "}",
@@ -120,7 +128,7 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
     case FL_FMT_TABLE:
         fprintf(out, "%-14s %7" PRId64 " %5" PRId64 " %9" PRId64 " %6" PRId64 " %6" PRId64 " %15" PRId64
                      " %15" PRId64 " %15" PRId64 " %15" PRId64 " %9" PRId64,
-                name, p->N, p->d, p->M, r->b.Br, r->b.Bc, r->reads, r->writes, r->total,
+                name, p->N, p->d, p->M, cb->Br, cb->Bc, r->reads, r->writes, r->total,
                 r->closed.total, r->sram_peak);
         if (e->with_errors) fprintf(out, "  %10.3e", r->rel_err);
         fputs("\n          per tensor (reads/writes):", out);
@@ -161,7 +169,9 @@ void fl_emit_explain(FILE *out, const fl_result *r)
     const fl_schedule *sc = fl_schedule_get(p->algo);
     const int chunks_d = (sc->flags & FL_SCHED_CHUNKS_D) != 0;
     if (sc->explain) sc->explain(out, p, b);
-    fprintf(out, "  chosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s", b->overridden ? " (override)" : "",
+    fprintf(out, "  %schosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s",
+            p->pass == FL_PASS_BWD ? "forward (runs to produce the backward's inputs; not counted) " : "",
+            b->overridden ? " (override)" : "",
             b->Br, b->Bc, chunks_d ? ", Bd = " : "");
     if (chunks_d) fprintf(out, "%" PRId64, b->Bd);
     fprintf(out, "; footprint %" PRId64 " of M = %" PRId64 " elements; Tr = %" PRId64 ", Tc = %" PRId64 "\n",
