@@ -97,7 +97,7 @@ def saved_by(algo, N, d):
     extent = {}
     def ev(e):
         if e.tensor:
-            t = e.tensor.decode()
+            t = e.tensor
             r, c = extent.get(t, (0, 0))
             extent[t] = (max(r, e.r0 + e.nr), max(c, e.c0 + e.nc))
     r = fl.run(algo, N=N, d=d, M=98304, pass_="bwd", trace=ev)
