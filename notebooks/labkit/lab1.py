@@ -215,8 +215,10 @@ def tiling_problems(events, tiles, n, dv):
 
 
 ROW_CASES = [
-    ("two tiles of two", DEEP_DIVE[0], DEEP_DIVE[1], [2, 2], ""),
-    ("tiles 1 + 3", DEEP_DIVE[0], DEEP_DIVE[1], [1, 3], ""),
+    ("two tiles of two", DEEP_DIVE[0], DEEP_DIVE[1], [2, 2],
+     "tile two has a larger maximum: rescale l and u by e^(m_old - m_new) before adding it"),
+    ("tiles 1 + 3", DEEP_DIVE[0], DEEP_DIVE[1], [1, 3],
+     "a later tile has a larger maximum: rescale l and u by e^(m_old - m_new) before adding it"),
     ("huge scores", [1000.0, 1001.0, 999.0], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [1, 2],
      "math.exp(1000) overflows: shift every exponent by the running maximum"),
     ("masked first tile", [NEG, NEG, 0.5, 2.0], HANDBOOK[1], [2, 2],

@@ -64,7 +64,12 @@ def model(student, model_for_kernel):
         want = library_model(dict(algo=algo, N=N, d=d, Br=Br, Bc=Bc, causal="none", Nk=N,
                                   elem_bytes=2, pass_=ps))
         what = f"model_for_kernel({algo!r}, {N}, {d}, {Br}, {Bc}, pass_={ps!r})"
-        got = attempt(what, fn, algo, N, d, Br, Bc, pass_=ps)
+        try:
+            got = attempt(what, fn, algo, N, d, Br, Bc, pass_=ps)
+        except Wrong as w:
+            if ps == "bwd" and "backward" in str(w):
+                raise Wrong(f"{w} (a backward kernel holds the backward's buffers: fl.footprint(..., bwd=True))")
+            raise
         if got is None:
             raise Wrong("model_for_kernel: no model yet (it returned None)")
         if not isinstance(got, fl.RunResult):
