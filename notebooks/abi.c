@@ -1,6 +1,8 @@
-/* abi.c: prints, as JSON, the size and field offsets of every C structure notebooks/flashlab.py
- * mirrors with ctypes.  `python3 flashlab.py --check-abi <this program>` compares them (ctest:
- * notebooks_abi), so a field added to a header cannot silently shift the binding's view. */
+/* abi.c: prints, as JSON, the size, the field offsets and the field sizes of every C structure
+ * notebooks/flashlab.py mirrors with ctypes.  `python3 flashlab.py --check-abi <this program>` compares them (ctest:
+ * notebooks_abi), so a field added to a header, or one whose type changes, cannot silently shift the
+ * binding's view.  The function signatures are checked by compiling flashlab.py's prototypes
+ * against the headers (flashlab.py --check-abi ... --cc). */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -11,7 +13,8 @@
 
 static int first;
 #define BEGIN(T) (printf("%s\"%s\": {\"sizeof\": %zu", first++ ? ", " : "", #T, sizeof(T)))
-#define FIELD(T, f) printf(", \"%s\": %zu", #f, offsetof(T, f))
+#define FIELD(T, f) \
+    printf(", \"%s\": %zu, \"sizeof %s\": %zu", #f, offsetof(T, f), #f, sizeof(((T *)0)->f))
 #define END() fputs("}", stdout)
 
 int main(void)

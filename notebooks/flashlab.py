@@ -1,17 +1,29 @@
 """flashlab.py: a thin ctypes binding over libflashlab.so for the course labs.
 
-Nothing of the model lives here: every count comes from the C machine (sim/machine.h), every
-schedule from sim/sched_*.c through fl_run (sim/run.h), every online-softmax step from
-fl_osm_step (sim/ops.h).  This file only converts arguments and results, raises FlashlabError
-with the library's own one-line message when a call fails, and runs the `flashlab` CLI for the
-commands that print (example, count --explain, trace).
+Nothing of the model lives here: every count comes from the C machine (machine.h), every
+schedule from fl_run (run.h), every online-softmax step from fl_osm_step (ops.h).  This file
+converts and checks arguments, converts results, and runs the `flashlab` CLI for the commands
+that print (example, count --explain, trace, optimize).
 
-Where the library is found: $FLASHLAB_LIB (the ctest tests set it), else build*/sim/libflashlab.so
-above this file.  The CLI: $FLASHLAB_CLI, else build*/flashlab.
+Safety contract.  Every failure is a FlashlabError (a RuntimeError) carrying the C library's own
+one-line message where the library produced it, else a line naming the argument and the rule:
+integers are range-checked here before they reach ctypes (int64, uint64, C int; a bool is not
+an integer), names (algo, causal, pass, mode) are checked against the choices, array lengths are
+checked against the sizes they go with, a closed Machine (and its tensors and buffers) refuses
+every call, a buffer or tensor of another machine is refused, and an exception raised by a
+trace callback stops the caller's run at the next event and is re-raised to the caller (the
+run's result is discarded).  No input reaches C that the C side could read out of bounds.
 
-The ctypes structures mirror sim/machine.h, sim/problem.h and sim/run.h.  `python3 flashlab.py
---check-abi ABI_PROGRAM` compares their sizes and offsets with what the C compiler says
-(notebooks/abi.c; a ctest test), so a field added in C cannot silently shift them.
+Where the library is found: $FLASHLAB_LIB; else libflashlab.so beside this file (the
+student-only layout); else, in the repository, build*/src/, build*/sim/ or build*/.  The CLI:
+$FLASHLAB_CLI, a `flashlab` beside this file, or build*/flashlab.  The figure style and the
+recorded GPU data: figures/ beside this file, else the repository's figures/.
+
+The ctypes structures mirror machine.h, problem.h, run.h and masks.h, and every C function is
+declared once, as its C prototype (PROTOTYPES below), from which the ctypes signature is derived.
+`python3 flashlab.py --check-abi ABI_PROGRAM [--cc CC --include-dirs D1|D2]` compares the
+structures' sizes, field offsets and field sizes with the C compiler's (notebooks/abi.c) and, with
+--cc, compiles the prototypes against the headers (a changed signature is a compile error).
 
 Quick tour:
     import flashlab as fl
@@ -21,48 +33,114 @@ Quick tour:
         Q = m.tensor("Q", 64, 8); buf = m.alloc("Q_i", 16, 8)
         m.load(buf, Q, 0, 0, 16, 8); m.reads           # -> 128
 """
-import ctypes as C
+import contextlib
 import csv
+import ctypes as C
 import io
 import json
+import math
+import numbers
 import os
 import pathlib
+import re
 import subprocess
 import sys
-
-# ----------------------------------------------------------------------------------------------
-# Finding the library and the CLI
+from collections import namedtuple
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
+STATUS = {0: "ok", 1: "invalid argument", 2: "capacity exceeded", 3: "overflow",
+          4: "out of memory", 5: "i/o error", 6: "out of bounds"}
 
 
-def _find(env, rel):
+class FlashlabError(RuntimeError):
+    """A call into flashlab failed.  .status is the fl_status code (1, invalid argument, for a
+    refusal made here before calling C), .kind its name, str() the one-line message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.kind = STATUS.get(status, "error")
+
+
+def _fail(message, status=1):
+    raise FlashlabError(status, message)
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding the library, the CLI and the figure files
+
+def _in_repository(root):
+    return (root / "CMakeLists.txt").exists() and (root / "notebooks").is_dir()
+
+
+def _find(env, names, builds):
+    """$env, else the first of names beside this file, else the first build*/<rel> in the
+    repository above this file.  Raises FlashlabError saying what was searched."""
     if os.environ.get(env):
-        return pathlib.Path(os.environ[env])
-    for build in sorted(ROOT.glob("build*")):
-        p = build / rel
-        if p.exists():
-            return p
-    raise FileNotFoundError(
-        f"{env} is not set and no {rel} was found under {ROOT}/build*: build flashlab first "
-        f"(cmake -S . -B build && cmake --build build -j2) or set {env}")
+        p = pathlib.Path(os.environ[env])
+        if not p.exists():
+            _fail(f"{env}={p}: no such file")
+        return p
+    for n in names:
+        if (HERE / n).is_file():
+            return HERE / n
+    if _in_repository(ROOT):
+        for build in sorted(ROOT.glob("build*")):
+            for rel in builds:
+                if (build / rel).is_file():
+                    return build / rel
+    _fail(f"{env} is not set, no {names[0]} is beside {HERE}, and no build*/{builds[0]} was found "
+          f"in the repository: build flashlab first (cmake -S . -B build && cmake --build build -j2) "
+          f"or set {env}")
 
 
-LIB_PATH = _find("FLASHLAB_LIB", "sim/libflashlab.so")
+def lib_path():
+    return _find("FLASHLAB_LIB", ["libflashlab.so"],
+                 ["src/libflashlab.so", "sim/libflashlab.so", "libflashlab.so"])
+
+
+def cli_path():
+    """The `flashlab` CLI: $FLASHLAB_CLI, beside this file, or build*/flashlab."""
+    return _find("FLASHLAB_CLI", ["flashlab"], ["flashlab", "cli/flashlab"])
+
+
+def figures_dir():
+    """The folder holding style.gp (and the trace scripts): figures/ beside this file in the
+    student-only layout, else the repository's figures/."""
+    for d in (HERE / "figures", ROOT / "figures"):
+        if (d / "style.gp").is_file():
+            return d
+    _fail(f"no figures/style.gp beside {HERE} or in {ROOT}: copy the repository's figures/ "
+          f"folder beside the notebooks (notebooks/make_handout.py does)")
+
+
+def data_dir():
+    """The recorded measurements (gpu_*.csv): figures/data beside this file, else the
+    repository's figures/data (which may not exist)."""
+    for d in (HERE / "figures" / "data", ROOT / "figures" / "data"):
+        if d.is_dir():
+            return d
+    return HERE / "figures" / "data"
+
+
+LIB_PATH = lib_path()
 _lib = C.CDLL(str(LIB_PATH))
 
 # ----------------------------------------------------------------------------------------------
-# Mirrors of the C structures (sim/status.h, machine.h, problem.h, run.h)
+# Mirrors of the C structures (status.h, machine.h, problem.h, run.h, masks.h)
 
 NAME_LEN = 16
 MAX_TENSORS = 16
-COUNT, COMPUTE = 0, 1
+MAX_BUFS = 32
+MODES = {"count": 0, "compute": 1}
 CAUSAL = {"none": 0, "top-left": 1, "bottom-right": 2}
 PASSES = {"fwd": 1, "bwd": 2, "fwd+bwd": 3}
 EVENT_KINDS = ("load", "store", "alloc", "free")
-STATUS = {0: "ok", 1: "invalid argument", 2: "capacity exceeded", 3: "overflow",
-          4: "out of memory", 5: "i/o error", 6: "out of bounds"}
+TILE_KINDS = ("empty", "full", "partial")
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+UINT64_MAX = 2 ** 64 - 1
+CINT_MIN, CINT_MAX = -2 ** 31, 2 ** 31 - 1
 
 
 class Problem(C.Structure):
@@ -73,7 +151,6 @@ class Problem(C.Structure):
                 ("window_right", C.c_int64), ("batch", C.c_int64), ("heads", C.c_int64),
                 ("kv_heads", C.c_int64), ("pass_", C.c_int),
                 ("cu_seqlens_q", C.POINTER(C.c_int64)), ("cu_seqlens_k", C.POINTER(C.c_int64)),
-                # issue 4 items 5-7 (sim/problem.h): decode, block-sparse
                 ("page_size", C.c_int64), ("pool_pages", C.c_int64), ("page_seed", C.c_uint64),
                 ("block_table", C.POINTER(C.c_int64)), ("block_table_len", C.c_int64),
                 ("splits", C.c_int64), ("pad_value", C.c_double), ("density", C.c_double),
@@ -132,107 +209,291 @@ class MaskStruct(C.Structure):
 
 
 TRACE_FN = C.CFUNCTYPE(None, C.POINTER(Event), C.c_void_p)
+
+# ----------------------------------------------------------------------------------------------
+# Every C function this file calls, as its C prototype.  The ctypes signature is derived from it;
+# `--check-abi ... --cc CC` compiles these lines against the headers, so a signature changed in C
+# is a compile error there instead of garbage here.
+
+PROTOTYPES = """
+const char *fl_last_error(void);
+const char *fl_algo_name(fl_algo a);
+fl_problem fl_problem_default(void);
+fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx, fl_result *r);
+fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b);
+fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
+int64_t fl_footprint(fl_algo a, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+fl_machine *fl_machine_alloc(int64_t M, fl_mode mode, const char *schedule);
+void fl_machine_free(fl_machine *m);
+void fl_machine_set_trace(fl_machine *m, fl_trace_fn fn, void *ctx);
+fl_status fl_tensor_add(fl_machine *m, const char *name, int64_t rows, int64_t cols, int elem_bytes, int *id);
+fl_tensor *fl_tensor_get(fl_machine *m, int id);
+fl_status fl_sram_alloc(fl_machine *m, const char *name, int64_t rows, int64_t cols, fl_buf **out);
+void fl_sram_free(fl_machine *m, fl_buf *b);
+fl_status fl_load(fl_machine *m, fl_buf *b, int t, int64_t r0, int64_t c0, int64_t nr, int64_t nc);
+fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0, int64_t nr, int64_t nc);
+int64_t fl_machine_reads(const fl_machine *m);
+int64_t fl_machine_writes(const fl_machine *m);
+int64_t fl_machine_sram_peak(const fl_machine *m);
+int64_t fl_machine_sram_used(const fl_machine *m);
+int64_t fl_machine_events(const fl_machine *m);
+int64_t fl_machine_capacity(const fl_machine *m);
+double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n, const double *v, int64_t ldv, double *p);
+void fl_osm_finish(double l, const double *u, int64_t dv, double *out);
+fl_status fl_osm_tiled(const double *s, int64_t n, const double *V, int64_t dv, int64_t tile, double *out);
+double fl_ref_softmax_row(const double *s, int64_t n, const double *V, int64_t dv, double *out);
+fl_status fl_ref_attention(int64_t Nq, int64_t Nk, int64_t d, int64_t dv, const double *Q, const double *K, const double *V, double scale, fl_keep_fn keep, const void *ctx, double *O, double *L);
+fl_status fl_mask_init(fl_mask *mk, int64_t Nq, int64_t Nk, fl_causal causal, int64_t left, int64_t right);
+int fl_mask_keep(const fl_mask *mk, int64_t i, int64_t j);
+fl_tile_kind fl_mask_tile(const fl_mask *mk, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
+int64_t fl_kv_head(int64_t h, int64_t Hq, int64_t Hkv);
+fl_status fl_heads_check(int64_t Hq, int64_t Hkv);
+fl_status fl_cu_seqlens_check(const char *opt, const int64_t *cu, int64_t n, int64_t batch, int64_t total);
+"""
+
 _P = C.POINTER
-_D = _P(C.c_double)
+_CTYPE = {
+    "void": None, "int": C.c_int, "int64_t": C.c_int64, "uint64_t": C.c_uint64,
+    "double": C.c_double, "fl_status": C.c_int, "fl_algo": C.c_int, "fl_mode": C.c_int,
+    "fl_causal": C.c_int, "fl_tile_kind": C.c_int, "fl_trace_fn": TRACE_FN,
+    "fl_keep_fn": C.c_void_p, "const char *": C.c_char_p, "void *": C.c_void_p,
+    "const void *": C.c_void_p, "fl_machine *": C.c_void_p, "const fl_machine *": C.c_void_p,
+    "fl_problem": Problem, "const fl_problem *": _P(Problem), "fl_blocks *": _P(Blocks),
+    "const fl_blocks *": _P(Blocks), "fl_counts *": _P(Counts), "fl_result *": _P(Result),
+    "fl_tensor *": _P(TensorStruct), "fl_buf *": _P(BufStruct), "const fl_buf *": _P(BufStruct),
+    "fl_buf **": _P(_P(BufStruct)), "int *": _P(C.c_int), "double *": _P(C.c_double),
+    "const double *": _P(C.c_double), "const int64_t *": _P(C.c_int64),
+    "fl_mask *": _P(MaskStruct), "const fl_mask *": _P(MaskStruct),
+}
+_PROTO = re.compile(r"^(.*?)\b(fl_\w+)\((.*)\);$")
 
 
-def _sig(name, res, *args):
-    f = getattr(_lib, name)
-    f.restype = res
-    f.argtypes = list(args)
-    return f
+def _c_type(decl, named=True):
+    """The type of a C declaration: 'const double *s' -> 'const double *', 'fl_buf **out' ->
+    'fl_buf **', 'int64_t n' -> 'int64_t' (named=False: the declaration is a bare type)."""
+    toks = decl.replace("*", " * ").split()
+    words = [t for t in toks if t != "*"]
+    if named and len(words) > 1:
+        words = words[:-1]
+    stars = toks.count("*")
+    return " ".join(words) + (" " + "*" * stars if stars else "")
 
 
-_sig("fl_last_error", C.c_char_p)
-_sig("fl_algo_name", C.c_char_p, C.c_int)
+def _declare(prototypes):
+    fns = {}
+    for line in prototypes.strip().splitlines():
+        m = _PROTO.match(line.strip())
+        ret, name, args = _c_type(m.group(1), named=False), m.group(2), m.group(3)
+        params = [] if args.strip() == "void" else [_c_type(a) for a in args.split(",")]
+        f = getattr(_lib, name)
+        f.restype = _CTYPE[ret]
+        f.argtypes = [_CTYPE[p] for p in params]
+        fns[name] = f
+    return fns
+
+
+_fn = _declare(PROTOTYPES)
 
 
 def _algo_names():
     names = []
-    while _lib.fl_algo_name(len(names)) is not None:
-        names.append(_lib.fl_algo_name(len(names)).decode())
+    while _fn["fl_algo_name"](len(names)) is not None:
+        names.append(_fn["fl_algo_name"](len(names)).decode())
     return tuple(names)
 
 
 ALGOS = _algo_names()   # the schedules the library knows, in fl_algo order
 CLASSIC = ("standard", "flash1", "flash2")
-_sig("fl_problem_default", Problem)
-_sig("fl_run", C.c_int, _P(Problem), C.c_int, TRACE_FN, C.c_void_p, _P(Result))
-_sig("fl_blocks_choose", C.c_int, _P(Problem), _P(Blocks))
-_sig("fl_closed_form", C.c_int, _P(Problem), _P(Blocks), _P(Counts))
-_sig("fl_footprint", C.c_int64, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int64)
-_sig("fl_footprint_pass", C.c_int64, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int64, C.c_int64)
-_sig("fl_machine_alloc", C.c_void_p, C.c_int64, C.c_int, C.c_char_p)
-_sig("fl_machine_free", None, C.c_void_p)
-_sig("fl_machine_set_trace", None, C.c_void_p, TRACE_FN, C.c_void_p)
-_sig("fl_tensor_add", C.c_int, C.c_void_p, C.c_char_p, C.c_int64, C.c_int64, C.c_int, _P(C.c_int))
-_sig("fl_tensor_get", _P(TensorStruct), C.c_void_p, C.c_int)
-_sig("fl_sram_alloc", C.c_int, C.c_void_p, C.c_char_p, C.c_int64, C.c_int64, _P(_P(BufStruct)))
-_sig("fl_sram_free", None, C.c_void_p, _P(BufStruct))
-_sig("fl_load", C.c_int, C.c_void_p, _P(BufStruct), C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int64)
-_sig("fl_store", C.c_int, C.c_void_p, _P(BufStruct), C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int64)
-for _n in ("reads", "writes", "sram_peak", "sram_used", "events", "capacity"):
-    _sig("fl_machine_" + _n, C.c_int64, C.c_void_p)
-_sig("fl_osm_step", C.c_double, _D, _D, _D, C.c_int64, _D, C.c_int64, _D, C.c_int64, _D)
-_sig("fl_osm_finish", None, C.c_double, _D, C.c_int64, _D)
-_sig("fl_osm_tiled", C.c_int, _D, C.c_int64, _D, C.c_int64, C.c_int64, _D)
-_sig("fl_ref_softmax_row", C.c_double, _D, C.c_int64, _D, C.c_int64, _D)
-_sig("fl_mask_init", C.c_int, _P(MaskStruct), C.c_int64, C.c_int64, C.c_int, C.c_int64, C.c_int64)
-_sig("fl_mask_keep", C.c_int, _P(MaskStruct), C.c_int64, C.c_int64)
-_sig("fl_mask_tile", C.c_int, _P(MaskStruct), C.c_int64, C.c_int64, C.c_int64, C.c_int64)
-_sig("fl_kv_head", C.c_int64, C.c_int64, C.c_int64, C.c_int64)
-_sig("fl_heads_check", C.c_int, C.c_int64, C.c_int64)
-_sig("fl_cu_seqlens_check", C.c_int, C.c_char_p, _P(C.c_int64), C.c_int64, C.c_int64, C.c_int64)
 
 
-class FlashlabError(RuntimeError):
-    """A call into libflashlab failed; .status is the fl_status code, str() the library's line."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
-        self.kind = STATUS.get(status, "error")
+def _last_error():
+    return _fn["fl_last_error"]().decode(errors="replace")
 
 
 def _ok(status):
     if status != 0:
-        raise FlashlabError(status, _lib.fl_last_error().decode())
+        raise FlashlabError(status, _last_error())
+
+
+# ----------------------------------------------------------------------------------------------
+# Argument checks: everything is checked here before it reaches ctypes
+
+def _int(name, v, lo=INT64_MIN, hi=INT64_MAX):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        _fail(f"{name} = {v!r}: must be an integer (got {type(v).__name__})")
+    v = int(v)
+    if not lo <= v <= hi:
+        _fail(f"{name} = {v}: must be between {lo} and {hi}")
+    return v
+
+
+def _u64(name, v):
+    return _int(name, v, 0, UINT64_MAX)
+
+
+def _cint(name, v, lo=CINT_MIN, hi=CINT_MAX):
+    return _int(name, v, lo, hi)
+
+
+def _real(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        _fail(f"{name} = {v!r}: must be a real number (got {type(v).__name__})")
+    return float(v)
+
+
+def _choice(name, v, choices):
+    if not isinstance(v, str) or v not in choices:
+        _fail(f"{name} = {v!r}: must be one of {', '.join(choices)}")
+    return v
+
+
+def _algo(v):
+    if isinstance(v, str):
+        return ALGOS.index(_choice("algo", v, ALGOS))
+    return _int("algo", v, 0, len(ALGOS) - 1)
+
+
+def _name(what, v):
+    if not isinstance(v, str) or not v or len(v.encode()) >= NAME_LEN or "\0" in v or not v.isprintable():
+        _fail(f"{what} name {v!r}: must be a printable string of 1 to {NAME_LEN - 1} bytes")
+    return v
+
+
+def _reals(name, xs):
+    try:
+        xs = list(xs)
+    except TypeError:
+        _fail(f"{name}: must be a list of numbers (got {type(xs).__name__})")
+    return [_real(f"{name}[{i}]", x) for i, x in enumerate(xs)]
+
+
+def _matrix(name, rows, width=None):
+    """A list of equally long lists of numbers -> (flat list, nrows, ncols)."""
+    try:
+        rows = [list(r) for r in rows]
+    except TypeError:
+        _fail(f"{name}: must be a list of rows (lists of numbers)")
+    if not rows:
+        _fail(f"{name}: has no rows")
+    w = len(rows[0]) if width is None else width
+    flat = []
+    for i, r in enumerate(rows):
+        if len(r) != w or w < 1:
+            _fail(f"{name}: row {i} has {len(r)} values, expected {w}")
+        flat += _reals(f"{name}[{i}]", r)
+    return flat, len(rows), w
 
 
 def _doubles(xs):
-    xs = [float(x) for x in xs]
     return (C.c_double * max(1, len(xs)))(*xs)
+
+
+def _int64s(name, xs):
+    try:
+        xs = list(xs)
+    except TypeError:
+        _fail(f"{name}: must be a list of integers (got {type(xs).__name__})")
+    return [_int(f"{name}[{i}]", x) for i, x in enumerate(xs)]
 
 
 # ----------------------------------------------------------------------------------------------
 # Runs of the project's schedules (fl_run)
 
+_INT64_FIELDS = ("Nk", "window_left", "window_right", "batch", "heads", "kv_heads", "max_events",
+                 "page_size", "pool_pages", "splits")
+_UINT64_FIELDS = ("page_seed", "mask_seed")
+_REAL_FIELDS = ("pad_value", "density")
+_ARRAY_FIELDS = ("cu_seqlens_q", "cu_seqlens_k", "block_table")
+VARIANTS = ("causal", "pass_") + _INT64_FIELDS + _UINT64_FIELDS + _REAL_FIELDS + _ARRAY_FIELDS
+
+
 def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
-    """An fl_problem from fl_problem_default() with the given fields.  Variant fields (Nk,
-    causal='none'|'top-left'|'bottom-right', window_left, window_right, batch, heads, kv_heads,
-    pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q / cu_seqlens_k as lists) are passed through; the
-    library checks them and refuses what it does not implement."""
-    p = _lib.fl_problem_default()
-    p.algo = ALGOS.index(algo) if isinstance(algo, str) else int(algo)
-    p.N, p.d, p.M, p.Br, p.Bc, p.seed, p.elem_bytes = N, d, M, Br, Bc, seed, elem_bytes
-    p._keep = []   # arrays the problem points to, kept alive with it
+    """An fl_problem from fl_problem_default() with the given fields, each checked for type and
+    range.  Variants (VARIANTS: Nk, causal='none'|'top-left'|'bottom-right', window_left,
+    window_right, batch, heads, kv_heads, pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q /
+    cu_seqlens_k / block_table as lists, ...) are passed through; None leaves a field at its
+    default.  The library checks the values' meaning and refuses what it does not implement."""
+    p = _fn["fl_problem_default"]()
+    p.algo = _algo(algo)
+    p.N, p.d, p.M = _int("N", N), _int("d", d), _int("M", M)
+    p.Br, p.Bc = _int("Br", Br), _int("Bc", Bc)
+    p.seed = _u64("seed", seed)
+    p.elem_bytes = _cint("elem_bytes", elem_bytes)
+    p._arrays = {}   # the Python lists behind the problem's pointers (set by _attach_arrays)
     for k, v in variants.items():
-        if k == "causal" and isinstance(v, str):
-            v = CAUSAL[v]
-        if k == "pass_" and isinstance(v, str):
-            v = PASSES[v]
-        if k == "block_table":  # decode: a list of physical pages; its length goes with it
-            p.block_table_len = len(v)
-        if k in ("cu_seqlens_q", "cu_seqlens_k"):  # each array with its number of entries
-            setattr(p, k + "_len", len(v))
-        if k in ("cu_seqlens_q", "cu_seqlens_k", "block_table"):
-            v = (C.c_int64 * len(v))(*v)
-            p._keep.append(v)
-            v = C.cast(v, C.POINTER(C.c_int64))
-        if not hasattr(p, k):
-            raise TypeError(f"problem: no field {k!r}")
-        setattr(p, k, v)
+        if k not in VARIANTS:
+            _fail(f"problem: no field {k!r}; the fields are {', '.join(VARIANTS)}")
+        if v is None:
+            continue
+        if k == "causal":
+            p.causal = CAUSAL[_choice("causal", v, tuple(CAUSAL))]
+        elif k == "pass_":
+            p.pass_ = PASSES[_choice("pass_", v, tuple(PASSES))]
+        elif k in _INT64_FIELDS:
+            setattr(p, k, _int(k, v))
+        elif k in _UINT64_FIELDS:
+            setattr(p, k, _u64(k, v))
+        elif k in _REAL_FIELDS:
+            setattr(p, k, _real(k, v))
+        else:
+            p._arrays[k] = _int64s(k, v)
+    _attach_arrays(p)
     return p
+
+
+def _attach_arrays(p):
+    """Points p's array fields at C copies of its lists, after checking each length against
+    the size it goes with (cu_seqlens: batch + 1 entries; block_table: its own length is
+    passed).  The one place arrays enter fl_problem; the copies live as long as p."""
+    p._keep = []
+    for k, xs in p._arrays.items():
+        if k in ("cu_seqlens_q", "cu_seqlens_k") and len(xs) != p.batch + 1:
+            _fail(f"{k}: {len(xs)} entries, but batch = {p.batch} needs batch + 1 = {p.batch + 1}")
+        if k == "block_table":
+            if not xs:
+                _fail("block_table: must not be empty")
+            p.block_table_len = len(xs)
+        else:  # the C library checks each array against its length too
+            setattr(p, k + "_len", len(xs))
+        arr = (C.c_int64 * len(xs))(*xs)
+        p._keep.append(arr)
+        setattr(p, k, C.cast(arr, _P(C.c_int64)))
+
+
+TraceEvent = namedtuple("TraceEvent", "kind tensor buf r0 c0 nr nc sram_used reads writes")
+TraceEvent.__doc__ = """One tile event as the machine reported it: kind ('load', 'store', 'alloc',
+'free'), tensor (None for alloc/free), buf, the tile r0 c0 nr nc, SRAM in use after it, and the
+machine's total reads and writes so far."""
+
+
+def _event(ev):
+    return TraceEvent(EVENT_KINDS[ev.kind], ev.tensor.decode() if ev.tensor else None,
+                      ev.buf.decode(), ev.r0, ev.c0, ev.nr, ev.nc, ev.sram_used, ev.reads, ev.writes)
+
+
+class _Relay:
+    """Calls fn(TraceEvent) from a C trace callback.  An exception fn raises is kept (C cannot
+    unwind through ctypes), every later event is ignored, and raise_pending() re-raises it."""
+
+    def __init__(self, fn):
+        if not callable(fn):
+            _fail(f"trace = {fn!r}: must be a callable taking one event")
+        self.fn, self.error = fn, None
+        self.c = TRACE_FN(self._call)
+
+    def _call(self, ev, ctx):
+        if self.error is not None:
+            return
+        try:
+            self.fn(_event(ev.contents))
+        except BaseException as e:   # KeyboardInterrupt too: it must reach the caller
+            self.error = e
+
+    def raise_pending(self):
+        if self.error is not None:
+            e, self.error = self.error, None
+            raise e
 
 
 class RunResult:
@@ -249,9 +510,9 @@ class RunResult:
         self.reads, self.writes, self.total = r.reads, r.writes, r.total
         self.bytes, self.sram_peak, self.events = r.bytes, r.sram_peak, r.events
         self.closed_total = r.closed.total
-        self.tensors = {r.t[i].name.decode(): (r.t[i].reads, r.t[i].writes)
-                        for i in range(r.ntensors)}
-        self.elem_bytes = {r.t[i].name.decode(): r.t[i].elem_bytes for i in range(r.ntensors)}
+        n = max(0, min(r.ntensors, MAX_TENSORS))
+        self.tensors = {r.t[i].name.decode(): (r.t[i].reads, r.t[i].writes) for i in range(n)}
+        self.elem_bytes = {r.t[i].name.decode(): r.t[i].elem_bytes for i in range(n)}
         self.read_bytes = sum(rd * self.elem_bytes[t] for t, (rd, _) in self.tensors.items())
         self.write_bytes = sum(wr * self.elem_bytes[t] for t, (_, wr) in self.tensors.items())
         self.computed = bool(r.computed)
@@ -264,79 +525,201 @@ class RunResult:
                 f"reads={self.reads} writes={self.writes} total={self.total}>")
 
 
+def _c_run(p, mode, relay):
+    """fl_run on a checked problem; the one call that passes p's arrays to fl_run."""
+    r = Result()
+    status = _fn["fl_run"](C.byref(p), mode, relay.c if relay else TRACE_FN(), None, C.byref(r))
+    if relay:
+        relay.raise_pending()   # the callback's exception wins; the result is discarded
+    _ok(status)
+    return r
+
+
 def run(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
     """Runs one schedule through fl_run.  mode: 'count' (no arithmetic) or 'compute' (real
-    values, checked against the reference: .rel_err).  trace: a callable receiving an Event
-    (kind, tensor, buf, r0, c0, nr, nc, sram_used, reads, writes) per tile event."""
+    values, checked against the reference: .rel_err).  trace: a callable receiving a TraceEvent
+    per tile event; if it raises, the rest of the run's events are not passed on and the
+    exception is re-raised here (the C run itself finishes before fl_run returns)."""
+    m = MODES[_choice("mode", mode, tuple(MODES))]
     p = problem(algo, N, d, M, Br, Bc, **kw)
-    r = Result()
-    cb = TRACE_FN(lambda ev, ctx: trace(ev.contents)) if trace else TRACE_FN()
-    _ok(_lib.fl_run(C.byref(p), COMPUTE if mode == "compute" else COUNT, cb, None, C.byref(r)))
-    return RunResult(r)
+    return RunResult(_c_run(p, m, _Relay(trace) if trace is not None else None))
 
 
 def blocks(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
     """The blocks fl_blocks_choose picks (rule B0/B1/B2), with the paper's flash1 sizes."""
     p = problem(algo, N, d, M, Br, Bc, **kw)
     b = Blocks()
-    _ok(_lib.fl_blocks_choose(C.byref(p), C.byref(b)))
+    _ok(_fn["fl_blocks_choose"](C.byref(p), C.byref(b)))
     return {k: getattr(b, k) for k, _ in Blocks._fields_}
 
 
 def footprint(algo, d, Br, Bc, Bd=None, bwd=False, G=1):
     """SRAM elements a schedule's buffers take for these blocks: the forward's (docs/model.md
     F0/F1/F2, fl_footprint) or, with bwd=True, the backward's (F1b/F2b, fl_footprint_pass; G query
-    heads stacked for flash2-gqa)."""
-    Bd = d if Bd is None else Bd
+    heads stacked for flash2-gqa).  Sizes must be positive integers."""
+    a = _algo(algo)
+    d, Br, Bc = _int("d", d, 1), _int("Br", Br, 1), _int("Bc", Bc, 1)
+    Bd = d if Bd is None else _int("Bd", Bd, 1)
+    G = _int("G", G, 1)
+    if not isinstance(bwd, bool):
+        _fail(f"bwd = {bwd!r}: must be True or False")
     if bwd or G != 1:
-        return _lib.fl_footprint_pass(ALGOS.index(algo), int(bwd), G, d, Br, Bc, Bd)
-    return _lib.fl_footprint(ALGOS.index(algo), d, Br, Bc, Bd)
+        f = _fn["fl_footprint_pass"](a, int(bwd), G, d, Br, Bc, Bd)
+    else:
+        f = _fn["fl_footprint"](a, d, Br, Bc, Bd)
+    if f < 0:
+        _fail(f"footprint of {ALGOS[a]} at d={d}, Br={Br}, Bc={Bc}, Bd={Bd}, G={G}: does not fit "
+              f"in 64 bits", 3)
+    return f
 
 
 # ----------------------------------------------------------------------------------------------
 # Your own schedule on the C machine
 
 class Tensor:
+    """An HBM tensor of a Machine.  Its counters are the machine's.  read()/write() reach its
+    values without counting: they are for setting up inputs and checking outputs of a compute
+    machine, and are refused while the machine is sealed (a schedule reaches HBM only through
+    load and store)."""
+
     def __init__(self, machine, tid, name):
         self._m, self.id, self.name = machine, tid, name
 
     @property
     def _s(self):
-        return _lib.fl_tensor_get(self._m._h, self.id).contents
+        h = self._m._handle()
+        return _fn["fl_tensor_get"](h, self.id).contents
 
     rows = property(lambda self: self._s.rows)
     cols = property(lambda self: self._s.cols)
     reads = property(lambda self: self._s.reads)
     writes = property(lambda self: self._s.writes)
+    machine = property(lambda self: self._m)
+
+    def _values(self, why):
+        self._m._peek_allowed(why)
+        s = self._s
+        if not s.data:
+            _fail(f"tensor {self.name}: values exist only on a compute machine (mode='compute')")
+        n = s.rows * s.cols
+        return C.cast(s.data, _P(C.c_double * n)).contents, s.rows, s.cols
+
+    def read(self):
+        """All values as a list of rows (uncounted; compute machine; not while sealed)."""
+        arr, rows, cols = self._values("read")
+        flat = arr[:]
+        return [flat[r * cols:(r + 1) * cols] for r in range(rows)]
+
+    def write(self, rows):
+        """Sets all values from a list of rows (uncounted; compute machine; not while sealed)."""
+        arr, nr, nc = self._values("write")
+        flat, r, c = _matrix(f"tensor {self.name}", rows, nc)
+        if r != nr:
+            _fail(f"tensor {self.name}: {r} rows given, it has {nr}")
+        arr[:] = flat
 
     def __repr__(self):
+        if self._m._h is None:
+            return f"<tensor {self.name} of a closed machine>"
         return f"<tensor {self.name} {self.rows}x{self.cols}: reads={self.reads} writes={self.writes}>"
 
 
 class Buffer:
-    def __init__(self, ptr):
-        self._p = ptr
+    """An SRAM buffer of a Machine.  On a compute machine its values can be read and written
+    (b.read(nr, nc), b.write(rows), b[r, c], b[r, c] = v, b.fill(v)): that is on-chip work,
+    which the machine does not count (rule R3).  A tile of nr x nc sits in its top-left corner.
+    Invalid after m.free(b) or m.close()."""
 
-    name = property(lambda self: self._p.contents.name.decode())
-    rows = property(lambda self: self._p.contents.rows)
-    cols = property(lambda self: self._p.contents.cols)
+    def __init__(self, machine, ptr, name):
+        self._m, self._p, self.name, self._live = machine, ptr, name, True
+
+    def _c(self):
+        self._m._handle()
+        if not self._live:
+            _fail(f"SRAM buffer {self.name} was freed: allocate a new one")
+        return self._p
+
+    rows = property(lambda self: self._c().contents.rows)
+    cols = property(lambda self: self._c().contents.cols)
+    live = property(lambda self: self._live and self._m._h is not None)
+    machine = property(lambda self: self._m)
+
+    def _array(self):
+        b = self._c().contents
+        if not b.x:
+            _fail(f"SRAM buffer {self.name}: values exist only on a compute machine (mode='compute')")
+        return C.cast(b.x, _P(C.c_double * (b.rows * b.cols))).contents, b.rows, b.cols
+
+    def _tile(self, nr, nc):
+        arr, rows, cols = self._array()
+        nr = rows if nr is None else _int("nr", nr, 1, rows)
+        nc = cols if nc is None else _int("nc", nc, 1, cols)
+        return arr, nr, nc, cols
+
+    def read(self, nr=None, nc=None):
+        """The top-left nr x nc values (default: the whole buffer) as a list of rows."""
+        arr, nr, nc, cols = self._tile(nr, nc)
+        return [arr[r * cols:r * cols + nc] for r in range(nr)]
+
+    def write(self, rows):
+        """Writes a list of rows into the top-left corner."""
+        arr, nr, nc, cols = self._tile(None, None)
+        flat, r, c = _matrix(f"buffer {self.name}", rows)
+        if r > nr or c > nc:
+            _fail(f"buffer {self.name}: a {r}x{c} tile does not fit in {nr}x{nc}")
+        for i in range(r):
+            arr[i * cols:i * cols + c] = flat[i * c:(i + 1) * c]
+
+    def fill(self, v, nr=None, nc=None):
+        """Sets the top-left nr x nc values (default: all) to v."""
+        v = _real("value", v)
+        arr, nr, nc, cols = self._tile(nr, nc)
+        for i in range(nr):
+            arr[i * cols:i * cols + nc] = [v] * nc
+
+    def _index(self, key):
+        if not (isinstance(key, tuple) and len(key) == 2):
+            _fail(f"buffer {self.name}: index with [row, col]")
+        arr, rows, cols = self._array()
+        r, c = _int("row", key[0], 0, rows - 1), _int("col", key[1], 0, cols - 1)
+        return arr, r * cols + c
+
+    def __getitem__(self, key):
+        arr, i = self._index(key)
+        return arr[i]
+
+    def __setitem__(self, key, v):
+        v = _real("value", v)
+        arr, i = self._index(key)
+        arr[i] = v
 
     def __repr__(self):
+        if not self.live:
+            return f"<SRAM buffer {self.name}, freed>"
         return f"<SRAM buffer {self.name} {self.rows}x{self.cols}>"
 
 
 class Machine:
-    """The two-level machine of sim/machine.h, driven call by call from Python.  Every method is
-    one C call: the machine checks capacity (FlashlabError 'capacity exceeded' naming every live
-    buffer) and bounds, and counts every element moved.  Use as a context manager or call
-    close()."""
+    """The two-level machine of machine.h, driven call by call from Python.  Every method is
+    one C call after its arguments are checked: the machine checks capacity (FlashlabError
+    'capacity exceeded' naming every live buffer) and bounds, and counts every element moved.
+    mode: 'count' or 'compute' (buffers and tensors hold real values).  Use as a context
+    manager or call close(); a closed machine, and its tensors and buffers, refuse every call."""
 
     def __init__(self, M, mode="count", name="my schedule"):
+        M = _int("M", M)
+        m = MODES[_choice("mode", mode, tuple(MODES))]
+        if not isinstance(name, str) or "\0" in name:
+            _fail(f"name = {name!r}: must be a string")
+        self._h = None
         self._name = name.encode()  # must outlive the machine
-        self._h = _lib.fl_machine_alloc(M, COMPUTE if mode == "compute" else COUNT, self._name)
+        self._h = _fn["fl_machine_alloc"](M, m, self._name)
         if not self._h:
-            raise FlashlabError(1, _lib.fl_last_error().decode())
-        self._cb = None
+            raise FlashlabError(1, _last_error())
+        self.mode = mode
+        self._relay = None
+        self._sealed = 0
+        self._bufs = []
         self.tensors = {}
 
     def __enter__(self):
@@ -345,65 +728,143 @@ class Machine:
     def __exit__(self, *exc):
         self.close()
 
+    def _handle(self):
+        if self._h is None:
+            _fail(f"machine {self._name.decode()!r} is closed")
+        return self._h
+
     def close(self):
-        if self._h:
-            _lib.fl_machine_free(self._h)
-            self._h = None
+        """Frees the machine; its tensors and buffers become invalid.  Closing twice is fine."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            for b in self._bufs:
+                b._live = False
+            _fn["fl_machine_free"](h)
 
     def __del__(self):
         self.close()
 
+    def _own(self, obj, kind, cls):
+        if not isinstance(obj, cls):
+            _fail(f"expected a {kind} of this machine, got {type(obj).__name__}")
+        if obj._m is not self:
+            _fail(f"{kind} {obj.name} belongs to another machine")
+
+    def _peek_allowed(self, why):
+        self._handle()
+        if self._sealed:
+            _fail(f"tensor values cannot be {why} directly while a schedule runs: a schedule "
+                  f"reaches HBM only through load and store")
+
+    @contextlib.contextmanager
+    def sealed(self):
+        """Within this block Tensor.read() and Tensor.write() are refused (checks run a
+        schedule sealed, so that it can reach HBM only through load and store)."""
+        self._sealed += 1
+        try:
+            yield self
+        finally:
+            self._sealed -= 1
+
+    def _after(self, status):
+        if self._relay:
+            self._relay.raise_pending()
+        _ok(status)
+
     def tensor(self, name, rows, cols, elem_bytes=2):
-        """Adds an HBM tensor (fl_tensor_add)."""
+        """Adds an HBM tensor (fl_tensor_add) of rows x cols elements; elem_bytes 1, 2, 4 or 8."""
+        h = self._handle()
+        _name("tensor", name)
+        if name in self.tensors:
+            _fail(f"tensor {name}: this machine already has a tensor of that name")
+        rows, cols = _int("rows", rows), _int("cols", cols)
+        if elem_bytes not in (1, 2, 4, 8) or isinstance(elem_bytes, bool):
+            _fail(f"elem_bytes = {elem_bytes!r}: must be 1, 2, 4 or 8")
         tid = C.c_int()
-        _ok(_lib.fl_tensor_add(self._h, name.encode(), rows, cols, elem_bytes, C.byref(tid)))
+        _ok(_fn["fl_tensor_add"](h, name.encode(), rows, cols, elem_bytes, C.byref(tid)))
         self.tensors[name] = Tensor(self, tid.value, name)
         return self.tensors[name]
 
     def alloc(self, name, rows, cols):
         """Allocates an SRAM buffer (fl_sram_alloc); FlashlabError when it does not fit in M."""
+        h = self._handle()
+        _name("buffer", name)
+        rows, cols = _int("rows", rows), _int("cols", cols)
         out = _P(BufStruct)()
-        _ok(_lib.fl_sram_alloc(self._h, name.encode(), rows, cols, C.byref(out)))
-        return Buffer(out)
+        self._after(_fn["fl_sram_alloc"](h, name.encode(), rows, cols, C.byref(out)))
+        self._bufs = [b for b in self._bufs if b._live]
+        b = Buffer(self, out, name)
+        self._bufs.append(b)
+        return b
 
     def free(self, buf):
-        _lib.fl_sram_free(self._h, buf._p)
+        """Releases a buffer's SRAM (fl_sram_free).  Freeing a freed buffer is refused."""
+        h = self._handle()
+        self._own(buf, "SRAM buffer", Buffer)
+        buf._c()
+        buf._live = False
+        _fn["fl_sram_free"](h, buf._p)
+        self._after(0)
+
+    def _move(self, fn, buf, tensor, r0, c0, nr, nc):
+        h = self._handle()
+        self._own(buf, "SRAM buffer", Buffer)
+        self._own(tensor, "tensor", Tensor)
+        p = buf._c()
+        args = [_int(k, v) for k, v in (("r0", r0), ("c0", c0), ("nr", nr), ("nc", nc))]
+        self._after(_fn[fn](h, p, tensor.id, *args))
 
     def load(self, buf, tensor, r0, c0, nr, nc):
         """HBM -> SRAM: the nr x nc tile at (r0, c0) of tensor into buf (rule R1)."""
-        _ok(_lib.fl_load(self._h, buf._p, tensor.id, r0, c0, nr, nc))
+        self._move("fl_load", buf, tensor, r0, c0, nr, nc)
 
     def store(self, buf, tensor, r0, c0, nr, nc):
         """SRAM -> HBM: the top-left nr x nc of buf to (r0, c0) of tensor (rule R2)."""
-        _ok(_lib.fl_store(self._h, buf._p, tensor.id, r0, c0, nr, nc))
+        self._move("fl_store", buf, tensor, r0, c0, nr, nc)
 
     def set_trace(self, fn):
-        """fn(Event) for every later event (None removes it)."""
-        self._cb = TRACE_FN(lambda ev, ctx: fn(ev.contents)) if fn else TRACE_FN()
-        _lib.fl_machine_set_trace(self._h, self._cb, None)
+        """fn(TraceEvent) for every later event (None removes it).  If fn raises, the call that
+        emitted the event (load, store, alloc, free) re-raises it."""
+        h = self._handle()
+        self._relay = _Relay(fn) if fn is not None else None
+        _fn["fl_machine_set_trace"](h, self._relay.c if self._relay else TRACE_FN(), None)
 
-    reads = property(lambda self: _lib.fl_machine_reads(self._h))
-    writes = property(lambda self: _lib.fl_machine_writes(self._h))
-    sram_used = property(lambda self: _lib.fl_machine_sram_used(self._h))
-    sram_peak = property(lambda self: _lib.fl_machine_sram_peak(self._h))
-    events = property(lambda self: _lib.fl_machine_events(self._h))
-    capacity = property(lambda self: _lib.fl_machine_capacity(self._h))
+    reads = property(lambda self: _fn["fl_machine_reads"](self._handle()))
+    writes = property(lambda self: _fn["fl_machine_writes"](self._handle()))
+    sram_used = property(lambda self: _fn["fl_machine_sram_used"](self._handle()))
+    sram_peak = property(lambda self: _fn["fl_machine_sram_peak"](self._handle()))
+    events = property(lambda self: _fn["fl_machine_events"](self._handle()))
+    capacity = property(lambda self: _fn["fl_machine_capacity"](self._handle()))
+
+    @property
+    def buffers(self):
+        """The live SRAM buffers, in allocation order."""
+        self._handle()
+        return [b for b in self._bufs if b._live]
 
     def counts(self):
         """{tensor name: (reads, writes)} as the machine counted them."""
+        self._handle()
         return {n: (t.reads, t.writes) for n, t in self.tensors.items()}
 
 
 # ----------------------------------------------------------------------------------------------
-# Online softmax (sim/ops.h) and the reference (reference/attention_ref.h)
+# Online softmax (ops.h) and the reference (reference/attention_ref.h)
 
 class OsmState:
-    """The running state (m, l, u) of one row's online softmax; starts empty (m = -inf)."""
+    """The running state (m, l, u) of one row's online softmax; starts empty (m = -inf,
+    l = 0, u = 0), or from given values (OsmState(dv, m=..., l=..., u=[...]))."""
 
-    def __init__(self, dv):
-        self.dv = dv
-        self._m, self._l = C.c_double(float("-inf")), C.c_double(0.0)
-        self._u = (C.c_double * dv)()
+    def __init__(self, dv, m=None, l=None, u=None):
+        self.dv = _int("dv", dv, 1, 1 << 20)
+        self._m = C.c_double(float("-inf") if m is None else _real("m", m))
+        self._l = C.c_double(0.0 if l is None else _real("l", l))
+        self._u = (C.c_double * self.dv)()
+        if u is not None:
+            u = _reals("u", u)
+            if len(u) != self.dv:
+                _fail(f"u: {len(u)} values, the state has dv = {self.dv}")
+            self._u[:] = u
 
     m = property(lambda self: self._m.value)
     l = property(lambda self: self._l.value)
@@ -413,38 +874,90 @@ class OsmState:
         return f"OsmState(m={self.m:.6f}, l={self.l:.6f}, u={[round(x, 6) for x in self.u]})"
 
 
+def _c_osm_step(state, s, v):
+    """fl_osm_step with n = len(s) scores and n rows of state.dv values (checked by the caller)."""
+    return _fn["fl_osm_step"](C.byref(state._m), C.byref(state._l), state._u, state.dv,
+                              _doubles(s), len(s), _doubles(v), state.dv, None)
+
+
 def osm_step(state, scores, values):
-    """One call of fl_osm_step: state absorbs a tile of scores with their value rows.  Returns
-    the rescale factor e^(m_old - m_new) the C step applied to the old state."""
-    n = len(scores)
-    v = _doubles([x for row in values for x in row])
-    return _lib.fl_osm_step(C.byref(state._m), C.byref(state._l), state._u, state.dv,
-                            _doubles(scores), n, v, state.dv, None)
+    """One call of fl_osm_step: state absorbs a tile of scores with their value rows (one row of
+    state.dv numbers per score).  Returns the rescale factor e^(m_old - m_new) the C step applied
+    to the old state (0 when it was empty, 1 when the step was skipped)."""
+    if not isinstance(state, OsmState):
+        _fail(f"state: must be an OsmState, got {type(state).__name__}")
+    s = _reals("scores", scores)
+    if not s:
+        _fail("scores: a tile needs at least one score")
+    v, n, _ = _matrix("values", values, state.dv)
+    if n != len(s):
+        _fail(f"values: {n} rows for {len(s)} scores (one value row per score)")
+    return _c_osm_step(state, s, v)
 
 
 def osm_finish(state):
     """fl_osm_finish: u / l (zeros for an empty row)."""
+    if not isinstance(state, OsmState):
+        _fail(f"state: must be an OsmState, got {type(state).__name__}")
     out = (C.c_double * state.dv)()
-    _lib.fl_osm_finish(state.l, state._u, state.dv, out)
+    _fn["fl_osm_finish"](state.l, state._u, state.dv, out)
     return list(out)
+
+
+def _c_osm_tiled(s, v, dv, tile):
+    """fl_osm_tiled with len(s) scores and len(s) * dv values (checked by the caller)."""
+    out = (C.c_double * dv)()
+    _ok(_fn["fl_osm_tiled"](_doubles(s), len(s), _doubles(v), dv, tile, out))
+    return list(out)
+
+
+def _row_and_values(scores, values):
+    s = _reals("scores", scores)
+    if not s:
+        _fail("scores: a row needs at least one score")
+    v, n, dv = _matrix("values", values)
+    if n != len(s):
+        _fail(f"values: {n} rows for {len(s)} scores (one value row per score)")
+    return s, v, dv
 
 
 def osm_tiled(scores, values, tile):
     """fl_osm_tiled: softmax(scores) @ values computed tile by tile in C."""
-    dv = len(values[0])
+    s, v, dv = _row_and_values(scores, values)
+    return _c_osm_tiled(s, v, dv, _int("tile", tile, 1))
+
+
+def _c_softmax_row(s, v, dv):
     out = (C.c_double * dv)()
-    _ok(_lib.fl_osm_tiled(_doubles(scores), len(scores),
-                          _doubles([x for r in values for x in r]), dv, tile, out))
+    _fn["fl_ref_softmax_row"](_doubles(s), len(s), _doubles(v), dv, out)
     return list(out)
 
 
 def softmax_row(scores, values):
-    """The exact reference: softmax(scores) @ values (fl_ref_softmax_row)."""
-    dv = len(values[0])
-    out = (C.c_double * dv)()
-    _lib.fl_ref_softmax_row(_doubles(scores), len(scores),
-                            _doubles([x for r in values for x in r]), dv, out)
-    return list(out)
+    """The exact reference: softmax(scores) @ values (fl_ref_softmax_row); zeros when every
+    score is -inf."""
+    s, v, dv = _row_and_values(scores, values)
+    return _c_softmax_row(s, v, dv)
+
+
+def _c_ref_attention(q, k, v, nq, nk, d, dv, scale):
+    O, L = (C.c_double * (nq * dv))(), (C.c_double * nq)()
+    _ok(_fn["fl_ref_attention"](nq, nk, d, dv, _doubles(q), _doubles(k), _doubles(v), scale,
+                                None, None, O, L))
+    o = O[:]
+    return [o[i * dv:(i + 1) * dv] for i in range(nq)], L[:]
+
+
+def attention_ref(Q, K, V, scale=None):
+    """The exact reference (fl_ref_attention, no mask): (O, L) for lists of rows Q (Nq x d),
+    K (Nk x d), V (Nk x dv); scale defaults to 1/sqrt(d), the schedules' scale."""
+    q, nq, d = _matrix("Q", Q)
+    k, nk, _ = _matrix("K", K, d)
+    v, nv, dv = _matrix("V", V)
+    if nv != nk:
+        _fail(f"V: {nv} rows, K has {nk}")
+    scale = 1.0 / math.sqrt(d) if scale is None else _real("scale", scale)
+    return _c_ref_attention(q, k, v, nq, nk, d, dv, scale)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -453,14 +966,23 @@ def softmax_row(scores, values):
 def mask(Nq, Nk, causal="none", left=-1, right=-1):
     """An fl_mask (fl_mask_init) of an Nq x Nk score matrix; FlashlabError on bad input."""
     mk = MaskStruct()
-    _ok(_lib.fl_mask_init(C.byref(mk), Nq, Nk, CAUSAL[causal] if isinstance(causal, str) else causal,
-                          left, right))
+    c = CAUSAL[_choice("causal", causal, tuple(CAUSAL))]
+    _ok(_fn["fl_mask_init"](C.byref(mk), _int("Nq", Nq), _int("Nk", Nk), c, _int("left", left),
+                            _int("right", right)))
+    return mk
+
+
+def _mask_arg(mk):
+    if not isinstance(mk, MaskStruct):
+        _fail(f"mask: must be what fl.mask() returns, got {type(mk).__name__}")
     return mk
 
 
 def mask_keep(mk, i, j):
-    """fl_mask_keep: True when query i may attend to key j."""
-    return bool(_lib.fl_mask_keep(C.byref(mk), i, j))
+    """fl_mask_keep: True when query i (0 <= i < Nq) may attend to key j (0 <= j < Nk)."""
+    mk = _mask_arg(mk)
+    i, j = _int("i", i, 0, mk.Nq - 1), _int("j", j, 0, mk.Nk - 1)
+    return bool(_fn["fl_mask_keep"](C.byref(mk), i, j))
 
 
 def mask_matrix(Nq, Nk, causal="none", left=-1, right=-1):
@@ -469,54 +991,61 @@ def mask_matrix(Nq, Nk, causal="none", left=-1, right=-1):
     return [[int(mask_keep(mk, i, j)) for j in range(Nk)] for i in range(Nq)]
 
 
-TILE_KINDS = ("empty", "full", "partial")
-
-
 def mask_tile(mk, r0, nr, c0, nc):
-    """fl_mask_tile: 'empty' (skipped), 'full' or 'partial' for a tile of rows and keys."""
-    return TILE_KINDS[_lib.fl_mask_tile(C.byref(mk), r0, nr, c0, nc)]
+    """fl_mask_tile: 'empty' (skipped), 'full' or 'partial' for rows [r0, r0 + nr) and keys
+    [c0, c0 + nc), which must lie inside the mask."""
+    mk = _mask_arg(mk)
+    r0, c0 = _int("r0", r0, 0, mk.Nq - 1), _int("c0", c0, 0, mk.Nk - 1)
+    nr, nc = _int("nr", nr, 1, mk.Nq - r0), _int("nc", nc, 1, mk.Nk - c0)
+    k = _fn["fl_mask_tile"](C.byref(mk), r0, nr, c0, nc)
+    if not 0 <= k < len(TILE_KINDS):
+        _fail(f"fl_mask_tile returned {k}, not a tile kind")
+    return TILE_KINDS[k]
 
 
 def kv_head(h, Hq, Hkv):
-    """fl_kv_head: the K/V head query head h reads (FlashAttention's consecutive grouping)."""
-    _ok(_lib.fl_heads_check(Hq, Hkv))
-    return _lib.fl_kv_head(h, Hq, Hkv)
+    """fl_kv_head: the K/V head query head h (0 <= h < Hq) reads (consecutive grouping)."""
+    Hq, Hkv = _int("Hq", Hq), _int("Hkv", Hkv)
+    _ok(_fn["fl_heads_check"](Hq, Hkv))
+    return _fn["fl_kv_head"](_int("h", h, 0, Hq - 1), Hq, Hkv)
 
 
 def cu_seqlens_check(cu, batch, total, opt="cu_seqlens"):
-    """fl_cu_seqlens_check: raises FlashlabError naming the rule cu breaks."""
+    """fl_cu_seqlens_check: raises FlashlabError naming the rule cu breaks (batch + 1 offsets,
+    starting at 0, nondecreasing, ending at total)."""
+    cu = _int64s(opt, cu)
+    batch, total = _int("batch", batch), _int("total", total)
+    if not isinstance(opt, str):
+        _fail(f"opt = {opt!r}: must be a string")
+    _c_cu_seqlens_check(opt, cu, batch, total)
+
+
+def _c_cu_seqlens_check(opt, cu, batch, total):
     arr = (C.c_int64 * max(1, len(cu)))(*cu)
-    _ok(_lib.fl_cu_seqlens_check(opt.encode(), arr, len(cu), batch, total))
+    _ok(_fn["fl_cu_seqlens_check"](opt.encode(), arr, len(cu), batch, total))
 
 
 # ----------------------------------------------------------------------------------------------
 # The CLI (for what it prints) and the trace
 
-def cli_path():
-    return _find("FLASHLAB_CLI", "flashlab")
-
-
 def cli(*args, check=True):
     """Runs `flashlab ARGS...`; returns stdout.  With check, a nonzero exit raises FlashlabError
     carrying the CLI's one-line message."""
-    p = subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True)
+    try:
+        p = subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True)
+    except OSError as e:
+        _fail(f"flashlab CLI {cli_path()}: {e}")
     if check and p.returncode != 0:
-        raise FlashlabError(p.returncode, p.stderr.strip())
+        raise FlashlabError(p.returncode, p.stderr.strip() or f"flashlab exited {p.returncode}")
     return p.stdout
 
 
-def trace(algo="classic", N=64, d=8, M=384, **opts):
-    """The events of `flashlab trace` as a list of dicts (numbers as ints).  opts: Br, Bc, Nk,
-    causal='bottom-right', window=(L, R), pass_='bwd', max_events, compute=True."""
-    args = ["trace", "--algo", algo, "--N", N, "--d", d, "--M", M]
-    for k, v in opts.items():
-        if k == "compute":
-            args += ["--compute"] if v else []
-        elif k == "window":
-            args += ["--window", f"{v[0]},{v[1]}"]
-        else:
-            args += ["--" + k.rstrip("_").replace("_", "-"), v]
-    rows = list(csv.DictReader(io.StringIO(cli(*args))))
+TRACE_OPTIONS = ("Br", "Bc", "Nk", "causal", "window", "pass_", "max_events", "compute", "seed")
+
+
+def trace_rows(text):
+    """The rows of a `flashlab trace` CSV as dicts (numbers as ints)."""
+    rows = list(csv.DictReader(io.StringIO(text)))
     for r in rows:
         for k, v in r.items():
             if k not in ("algo", "event", "tensor", "buf"):
@@ -524,15 +1053,35 @@ def trace(algo="classic", N=64, d=8, M=384, **opts):
     return rows
 
 
+def trace(algo="classic", N=64, d=8, M=384, **opts):
+    """The events of `flashlab trace` as a list of dicts (numbers as ints).  opts (TRACE_OPTIONS):
+    Br, Bc, Nk, causal='bottom-right', window=(L, R), pass_='bwd', max_events, compute=True,
+    seed."""
+    if not isinstance(algo, str):
+        _fail(f"algo = {algo!r}: must be a schedule name, a comma list, classic or all")
+    args = ["trace", "--algo", algo, "--N", _int("N", N), "--d", _int("d", d), "--M", _int("M", M)]
+    for k, v in opts.items():
+        if k not in TRACE_OPTIONS:
+            _fail(f"trace: no option {k!r}; the options are {', '.join(TRACE_OPTIONS)}")
+        if k == "compute":
+            args += ["--compute"] if v else []
+        elif k == "window":
+            args += ["--window", f"{_int('window left', v[0])},{_int('window right', v[1])}"]
+        elif k == "causal":
+            args += ["--causal", _choice("causal", v, tuple(CAUSAL))]
+        elif k == "pass_":
+            args += ["--pass", _choice("pass_", v, tuple(PASSES))]
+        else:
+            args += ["--" + k.replace("_", "-"), _int(k, v)]
+    return trace_rows(cli(*args))
+
+
 # ----------------------------------------------------------------------------------------------
-# Checks in the notebooks
+# Check lines in the notebooks (kept for notebooks that print their own checks)
 
 def check(cid, problems, skip=None):
-    """Prints one line the runner reads: 'CHECK cid: PASS' when problems is empty, else
-    'CHECK cid: FAIL' followed by what is wrong, one line per problem.  skip (a reason) prints
-    'CHECK cid: SKIP' instead: only for a check whose data does not exist on this machine (no
-    recorded GPU data), never for a wrong answer.  Returns None (so a notebook cell ending in a
-    check shows only the printed lines)."""
+    """Prints 'CHECK cid: PASS' when problems is empty, else 'CHECK cid: FAIL' and one line per
+    problem; with skip (a reason) 'CHECK cid: SKIP'.  run_all.py reads these lines."""
     if skip:
         print(f"CHECK {cid}: SKIP")
         print("  - " + skip)
@@ -540,37 +1089,39 @@ def check(cid, problems, skip=None):
     if isinstance(problems, str):
         problems = [problems]
     problems = [p for p in problems if p]
-    if not problems:
-        print(f"CHECK {cid}: PASS")
-    else:
-        print(f"CHECK {cid}: FAIL")
-        for p in problems:
-            print("  - " + p)
+    print(f"CHECK {cid}: {'FAIL' if problems else 'PASS'}")
+    for p in problems:
+        print("  - " + p)
 
 
 def close(a, b, rel=1e-9):
-    """|a - b| <= rel * max(1, |b|): answers computed by hand with doubles."""
-    return a is not None and abs(a - b) <= rel * max(1.0, abs(b))
+    """|a - b| <= rel * max(1, |b|) for a real a (False for anything else)."""
+    if isinstance(a, bool) or not isinstance(a, numbers.Real):
+        return False
+    return abs(a - b) <= rel * max(1.0, abs(b))
 
 
 # ----------------------------------------------------------------------------------------------
-# The structure check (ctest: notebooks_abi)
+# The structure and signature check (ctest: notebooks_abi)
+
+_STRUCTS = (("fl_problem", Problem), ("fl_blocks", Blocks), ("fl_counts", Counts),
+            ("fl_tensor_counts", TensorCounts), ("fl_result", Result), ("fl_event", Event),
+            ("fl_tensor", TensorStruct), ("fl_buf", BufStruct), ("fl_mask", MaskStruct))
+
 
 def _abi_python():
     out = {}
-    for name, st in (("fl_problem", Problem), ("fl_blocks", Blocks), ("fl_counts", Counts),
-                     ("fl_tensor_counts", TensorCounts), ("fl_result", Result),
-                     ("fl_event", Event), ("fl_tensor", TensorStruct), ("fl_buf", BufStruct),
-                     ("fl_mask", MaskStruct)):
+    for name, st in _STRUCTS:
         out[name] = {"sizeof": C.sizeof(st)}
-        for f, _ in st._fields_:
+        for f, t in st._fields_:
             out[name][f.rstrip("_")] = getattr(st, f).offset
+            out[name]["sizeof " + f.rstrip("_")] = C.sizeof(t)
     return out
 
 
 def check_abi(abi_program):
-    """Compares the ctypes layouts with the C compiler's (the abi program prints JSON).
-    Returns a list of mismatches (empty when they agree)."""
+    """Compares the ctypes layouts (size, field offsets, field sizes) with the C compiler's (the
+    abi program prints JSON).  Returns a list of mismatches (empty when they agree)."""
     c = json.loads(subprocess.run([abi_program], capture_output=True, text=True, check=True).stdout)
     py = _abi_python()
     bad = []
@@ -585,11 +1136,53 @@ def check_abi(abi_program):
     return bad
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--check-abi":
-        bad = check_abi(sys.argv[2])
+PROTOTYPE_HEADERS = ("machine.h", "problem.h", "run.h", "ops.h", "attention_ref.h", "masks.h",
+                     "heads.h", "status.h")
+
+
+def prototypes_c():
+    """A C file that fails to compile unless every prototype in PROTOTYPES is declared by the
+    headers with exactly that type (first a use of the header's declaration, then the
+    redeclaration, which C refuses when the types conflict)."""
+    lines = [f'#include "{h}"' for h in PROTOTYPE_HEADERS]
+    for line in PROTOTYPES.strip().splitlines():
+        name = _PROTO.match(line.strip()).group(2)
+        lines.append(f"__typeof__({name}) *const flashlab_py_{name} = {name};")
+        lines.append(line.strip())
+    return "\n".join(lines) + "\n"
+
+
+def check_prototypes(cc, include_dirs):
+    """Compiles prototypes_c() with cc; returns the compiler's complaints (empty when the
+    prototypes match the headers)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        src = pathlib.Path(tmp) / "prototypes.c"
+        src.write_text(prototypes_c())
+        cmd = [cc, "-std=gnu11", "-fsyntax-only", "-Werror", str(src)]
+        cmd += [f"-I{d}" for d in include_dirs if d]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        return [] if p.returncode == 0 else [l for l in p.stderr.splitlines() if "error" in l]
+
+
+def _main(argv):
+    if len(argv) >= 2 and argv[0] == "--check-abi":
+        bad = check_abi(argv[1])
+        rest = argv[2:]
+        opts = dict(zip(rest[::2], rest[1::2]))
+        if "--cc" in opts:
+            dirs = opts.get("--include-dirs", "").split("|")
+            found = check_prototypes(opts["--cc"], dirs)
+            bad += [f"prototype: {e}" for e in found]
+            print(f"flashlab.py: {len(PROTOTYPES.strip().splitlines())} prototypes",
+                  "DIFFER from" if found else "match", "the C headers")
         for b in bad:
             print("ABI mismatch:", b)
-        print("flashlab.py structures", "DIFFER from" if bad else "match", "the C headers")
-        sys.exit(1 if bad else 0)
+        print("flashlab.py structures and prototypes", "DIFFER from" if bad else "match", "the C headers")
+        return 1 if bad else 0
     print(__doc__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

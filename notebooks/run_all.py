@@ -99,6 +99,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--expect", choices=("pass", "fail", "any"), default="any")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per notebook [60]")
+    ap.add_argument("--student", help="run with this student id (sets FLASHLAB_STUDENT, which "
+                    "labkit.student() reads in each notebook's first cell)")
+    ap.add_argument("--isolated", action="store_true",
+                    help="do not put this folder on PYTHONPATH (the student-only layout: the "
+                    "notebooks import the flashlab.py and labkit/ beside them)")
     ap.add_argument("notebooks", nargs="+", type=pathlib.Path)
     a = ap.parse_args()
     try:
@@ -110,8 +115,11 @@ def main():
     for var in ("FLASHLAB_LIB", "FLASHLAB_CLI"):  # the notebooks run in their own folder
         if os.environ.get(var):
             os.environ[var] = str(pathlib.Path(os.environ[var]).resolve())
-    path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = str(HERE) + (os.pathsep + path if path else "")
+    if a.student is not None:
+        os.environ["FLASHLAB_STUDENT"] = a.student
+    if not a.isolated:
+        path = os.environ.get("PYTHONPATH", "")
+        os.environ["PYTHONPATH"] = str(HERE) + (os.pathsep + path if path else "")
     ok = all([run(p.resolve(), a.expect, a.limit) for p in a.notebooks])
     return 0 if ok else 1
 

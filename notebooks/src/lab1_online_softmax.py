@@ -27,29 +27,25 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
         sys.path.insert(0, str(p))
 import flashlab as fl
+import labkit
+from labkit import lab1, stepview
+
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your numbers
+P = lab1.params(STUDENT)
+scores, values = P["row"]
 print("libflashlab:", fl.LIB_PATH)
-
-# %% [markdown]
-# ## 1. The seeds' two-tile examples
-#
-# The CLI reproduces the two worked examples of the seed documents (the handbook's row and the
-# deep dive's row), printing the state after each tile.  Read it once; then you will redo the deep
-# dive's row by hand.
-
-# %%
-print(fl.cli("example", "two-tile"))
+print("your row: scores", scores, " values", values)
 
 # %% [markdown]
 # ## Exercise 1: the state after tile one
 #
-# The deep dive's row: scores `[1, 2, 3, 0]`, value rows `[10, 0], [0, 10], [5, 5], [9, 1]`, in two
-# tiles of two.  **Before looking at the output above**, compute the state $(m_1, \ell_1, u_1)$
-# after the first tile, `[1, 2]` with values `[10, 0], [0, 10]`.  Use Python as a calculator
-# (`math.exp`), not `flashlab`.
+# Your row (printed above: `scores`, `values`; with no student id it is worked example B's row
+# `[1, 2, 3, 0]` with values `[10, 0], [0, 10], [5, 5], [9, 1]`) is streamed in two tiles of two.
+# Compute the state $(m_1, \ell_1, u_1)$ after the first tile, `scores[0:2]` with `values[0:2]`.
+# Use Python as a calculator (`math.exp`), not `flashlab`; answers rounded to 6 significant digits
+# are fine.
 
 # %%
-scores = [1.0, 2.0, 3.0, 0.0]
-values = [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0], [9.0, 1.0]]
 # TODO: the state after tile one
 ### BEGIN STUB
 m1 = None
@@ -63,25 +59,13 @@ u1 = [sum(math.exp(s - m1) * v[c] for s, v in zip(scores[0:2], values[0:2])) for
 ### END SOLUTION
 
 # %% check
-state = fl.OsmState(2)
-fl.osm_step(state, scores[0:2], values[0:2])        # the C step
-problems = []
-if m1 is None or l1 is None or u1 is None:
-    problems.append("m1, l1 and u1 are not all answered yet")
-else:
-    if not fl.close(m1, state.m):
-        problems.append(f"m1 = {m1}: m is the largest score seen so far")
-    if not fl.close(l1, state.l):
-        problems.append(f"l1 = {l1}: l is the sum of e^(s - m1) over the tile, not of e^s")
-    if len(u1) != 2 or not all(fl.close(a, b) for a, b in zip(u1, state.u)):
-        problems.append(f"u1 = {u1}: u is sum_j e^(s_j - m1) * v_j, NOT yet divided by l1")
-fl.check("lab1.tile-one", problems)
+lab1.tile_one(STUDENT, m1, l1, u1)
 
 # %% [markdown]
 # ## Exercise 2: the second tile brings a larger maximum
 #
-# Tile two has scores `[3, 0]`.  Its maximum 3 is larger than $m_1$, so the old $\ell_1$ and
-# $u_1$ must be rescaled by $a = e^{m_1 - m_2}$.  Compute $a$, $m_2$, $\ell_2$, $u_2$ and the
+# Tile two, `scores[2:4]`, holds a larger maximum than $m_1$, so the old $\ell_1$ and $u_1$ must
+# be rescaled by $a = e^{m_1 - m_2}$.  Compute $a$, $m_2$, $\ell_2$, $u_2$ and the
 # output $O = u_2/\ell_2$ (a list of two numbers), starting from **your** tile-one state.
 
 # %%
@@ -102,129 +86,114 @@ O = [x / l2 for x in u2]
 ### END SOLUTION
 
 # %% check
-state = fl.OsmState(2)
-fl.osm_step(state, scores[0:2], values[0:2])
-a_c = fl.osm_step(state, scores[2:4], values[2:4])   # the C step returns the rescale factor
-full = fl.softmax_row(scores, values)                 # the exact reference, all four scores at once
-problems = []
-if None in (a2, m2, l2, u2, O):
-    problems.append("a2, m2, l2, u2 and O are not all answered yet")
-else:
-    if not fl.close(a2, a_c):
-        problems.append(f"a2 = {a2}: the factor is e^(m_old - m_new), at most 1")
-    if not fl.close(m2, state.m):
-        problems.append(f"m2 = {m2}")
-    if not fl.close(l2, state.l):
-        problems.append(f"l2 = {l2}: rescale the old l by a2, then add the new tile's e^(s - m2)")
-    if not all(fl.close(x, y) for x, y in zip(u2, state.u)):
-        problems.append(f"u2 = {u2}: rescale the old u by a2 too (the same factor as l)")
-    if not all(fl.close(x, y) for x, y in zip(O, full)):
-        problems.append(f"O = {O} is not softmax(scores) @ values = {full}")
-fl.check("lab1.tile-two", problems)
+lab1.tile_two(STUDENT, m1, l1, u1, a2, m2, l2, u2, O)
 
 # %% [markdown]
 # ## Exercise 3: when does the state get rescaled?
 #
-# Stream the handbook's row `[2, 1, 4, 3]` (values `[1,0], [0,1], [2,0], [0,2]`) in tiles of
-# **one** score.  `fl_osm_step` returns the factor it applied to the old state: 0 for the first
-# tile (the state was empty), 1 when the maximum did not change.  Predict the four factors.
+# Stream the row `stream_scores` (printed below; with no student id worked example A's `[2, 1, 4, 3]`)
+# in tiles of **one** score.  `fl_osm_step` returns the factor it applied to the old state: 0 for
+# the first tile (the state was empty), 1 when the maximum did not change.  Predict the four
+# factors.
 
 # %%
-hb_scores = [2.0, 1.0, 4.0, 3.0]
-hb_values = [[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [0.0, 2.0]]
+stream_scores, stream_values = P["stream"]
+print("stream:", stream_scores)
 # TODO: the four factors, in order
 ### BEGIN STUB
 factors = None
 ### END STUB
 ### BEGIN SOLUTION
-factors = [0.0, 1.0, math.exp(2.0 - 4.0), 1.0]
+factors, seen = [], float("-inf")
+for s in stream_scores:
+    factors.append(0.0 if seen == float("-inf") else math.exp(seen - max(seen, s)))
+    seen = max(seen, s)
 ### END SOLUTION
 
 # %% check
-state = fl.OsmState(2)
-expect = [fl.osm_step(state, [s], [v]) for s, v in zip(hb_scores, hb_values)]
-problems = []
-if factors is None or len(factors) != 4:
-    problems.append("factors should be a list of four numbers")
-else:
-    for k, (f, e) in enumerate(zip(factors, expect)):
-        if not fl.close(f, e):
-            problems.append(f"tile {k + 1} (score {hb_scores[k]}): you said {f}; "
-                            + ("the first tile finds an empty state" if k == 0 else
-                               "is this score a new maximum?"))
-fl.check("lab1.rescales", problems)
+lab1.rescales(STUDENT, factors)
 
 # %% [markdown]
-# ## Exercise 4: your own tiling
+# ## The worked examples, step by step
 #
-# Write the recurrence yourself: `my_online_softmax(scores, values, tile_sizes)` streams the row in
-# tiles of the given sizes (e.g. `[3, 1, 4]`) and returns $O$ (a list of `len(values[0])`
-# numbers).  It must give the exact answer for **any** tiling, also when
+# Now that you have your own numbers, compare with the two worked rows of the background notes
+# (docs/labs/background.md, "Two tiles by hand"), as the CLI computes them:
+
+# %%
+print(fl.cli("example", "two-tile"))
+
+# %% [markdown]
+# The same two tiles on the machine, one frame per tile event: which line of the loop runs, which
+# tile of which tensor sits in SRAM (with its values), and the state $(m, \ell, u)$ kept in the
+# SRAM buffer `state`.  Frame 4 (the load of tile two) shows the state after tile one, the
+# frame after the last load the state after both.
+
+# %%
+frames = stepview.two_tile_frames()
+stepview.show(frames)
+
+# %% [markdown]
+# ## Exercise 4: your own tiling, on the machine
+#
+# Write the recurrence as a schedule.  `my_online_softmax(m, S, V, O, tile_sizes)` gets a compute
+# machine `m` and three HBM tensors: the row of scores `S` ($1 \times n$), the value rows `V`
+# ($n \times d_v$) and the output `O` ($1 \times d_v$).  SRAM holds exactly one tile of scores, its
+# value rows and one output row: $M = T + T d_v + d_v$ for the largest tile $T$.  The running
+# $m$ and $\ell$ are registers (scalars per row cost no SRAM, rule R3), as is your $u$ list.
+#
+# * allocate: `s = m.alloc("s", 1, T)`, `v = m.alloc("v", T, dv)`, `o = m.alloc("o", 1, dv)`;
+# * for each tile of `tile_sizes` (e.g. `[3, 1, 4]`), in order: `m.load(s, S, 0, c0, 1, t)` and
+#   `m.load(v, V, c0, 0, t, dv)`, then read the values with `s.read(1, t)[0]` and `v.read(t, dv)`
+#   and update $(m, \ell, u)$;
+# * at the end: `o.write([out])` and `m.store(o, O, 0, 0, 1, dv)`.
+#
+# The machine runs your function *sealed*: HBM can only be reached through `load` and `store`.
+# The check runs it on many rows and reads the trace: each tile of S and V must be loaded once, in
+# the tiling's order, O stored once at the end, and the output must equal the reference to 1e-12,
+# also when
 #
 # * scores are huge (`[1000, 1001, 999]`: `math.exp(1000)` overflows; the shift by $m$ is the point),
 # * a whole tile is masked (`-inf` scores): skip it before computing `-inf - (-inf)`,
-# * the whole row is masked: the output is zeros (the documented convention, docs/model.md rule M0).
-#
-# The check compares your result with the C library's for many rows and tilings.
+# * the whole row is masked: the output is zeros (rule M0, background.md).
 
 # %%
 NEG = float("-inf")
 
-def my_online_softmax(scores, values, tile_sizes):
-    # TODO: implement the recurrence above; return O as a list
+def my_online_softmax(m, S, V, O, tile_sizes):
+    # TODO: the schedule described above
     ### BEGIN STUB
     return None
     ### END STUB
     ### BEGIN SOLUTION
-    dv = len(values[0])
-    m, l, u = NEG, 0.0, [0.0] * dv
-    j0 = 0
+    dv, T = V.cols, max(tile_sizes)
+    s_buf, v_buf, o_buf = m.alloc("s", 1, T), m.alloc("v", T, dv), m.alloc("o", 1, dv)
+    mx, l, u = NEG, 0.0, [0.0] * dv
+    c0 = 0
     for t in tile_sizes:
-        s, v = scores[j0:j0 + t], values[j0:j0 + t]
-        j0 += t
+        m.load(s_buf, S, 0, c0, 1, t)
+        m.load(v_buf, V, c0, 0, t, dv)
+        c0 += t
+        s, v = s_buf.read(1, t)[0], v_buf.read(t, dv)
         mt = max(s)
         if mt == NEG:               # a fully masked tile: nothing to absorb
             continue
-        mnew = max(m, mt)
-        a = 0.0 if m == NEG else math.exp(m - mnew)
-        l = a * l
-        u = [a * x for x in u]
+        mnew = max(mx, mt)
+        a = 0.0 if mx == NEG else math.exp(mx - mnew)
+        l, u = a * l, [a * x for x in u]
         for sj, vj in zip(s, v):
-            if sj == NEG:
-                continue
-            e = math.exp(sj - mnew)
-            l += e
-            u = [x + e * y for x, y in zip(u, vj)]
-        m = mnew
-    return [x / l for x in u] if l > 0 else [0.0] * dv
+            if sj != NEG:
+                e = math.exp(sj - mnew)
+                l += e
+                u = [x + e * y for x, y in zip(u, vj)]
+        mx = mnew
+    o_buf.write([[x / l for x in u] if l > 0 else [0.0] * dv])
+    m.store(o_buf, O, 0, 0, 1, dv)
+    for b in (s_buf, v_buf, o_buf):
+        m.free(b)
     ### END SOLUTION
 
 # %% check
-cases = [
-    ("deep dive, tiles 2+2", scores, values, [2, 2]),
-    ("deep dive, tiles 1+3", scores, values, [1, 3]),
-    ("deep dive, one tile", scores, values, [4]),
-    ("handbook, tiles 3+1", hb_scores, hb_values, [3, 1]),
-    ("huge scores", [1000.0, 1001.0, 999.0], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [1, 2]),
-    ("masked first tile", [NEG, NEG, 0.5, 2.0], hb_values, [2, 2]),
-    ("masked middle key", [0.25, NEG, 1.5], [[1.0], [100.0], [-1.0]], [2, 1]),
-    ("fully masked row", [NEG, NEG, NEG], [[1.0], [2.0], [3.0]], [1, 2]),
-    ("uneven 3+1+4", [0.3, -1.2, 2.5, 0.0, 1.1, -0.7, 2.4, 0.9],
-     [[k, 8 - k, 0.5 * k] for k in range(8)], [3, 1, 4]),
-]
-problems = []
-for name, s, v, tiles in cases:
-    want = fl.softmax_row(s, v) if max(s) > NEG else [0.0] * len(v[0])
-    try:
-        got = my_online_softmax(s, v, tiles)
-    except Exception as e:
-        problems.append(f"{name}: raised {type(e).__name__}: {e}")
-        continue
-    if got is None:
-        problems.append(f"{name}: no result yet")
-    elif len(got) != len(want) or not all(fl.close(g, w, 1e-12) for g, w in zip(got, want)):
-        problems.append(f"{name}: got {got}, the reference says {want}")
-fl.check("lab1.own-tiling", problems)
+lab1.own_tiling(STUDENT, my_online_softmax)
 
 # %% [markdown]
 # ## Take-away

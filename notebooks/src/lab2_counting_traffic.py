@@ -6,11 +6,11 @@
 # HBM and reads them back; the tiled schedules never do, at the price of re-reading $K$ and $V$
 # (flash2) or $Q$ and $O$ (flash1) once per block.
 #
-# The counts come from the C machine (sim/machine.h): HBM tensors, SRAM buffers whose sizes add up
+# The counts come from the C machine: HBM tensors, SRAM buffers whose sizes add up
 # to at most $M$ elements, and `fl_load` / `fl_store` of rectangular tiles, each counting one read or
 # one write per element (docs/model.md rules R1, R2).  `fl.run(...)` runs one of the project's
 # schedules on it in *count* mode (no arithmetic).  You predict; the machine counts.
-# Handout: `docs/labs/lab2.md`.
+# Handout: `docs/labs/lab2.md`; background: `docs/labs/background.md`.
 
 # %%
 import sys, pathlib
@@ -18,6 +18,12 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
         sys.path.insert(0, str(p))
 import flashlab as fl
+import labkit
+from labkit import lab2, stepview
+
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
+import math
+P = lab2.params(STUDENT)
 
 r = fl.run("flash2", N=1024, d=64, M=98304)
 print(r)
@@ -32,7 +38,7 @@ print("blocks Br x Bc =", r.Br, "x", r.Bc, " SRAM peak", r.sram_peak, "of M =", 
 # $O$.  Write `predict_standard(N, d, Br, Bc)` returning `{tensor: (reads, writes)}` for the tensors
 # `Q, K, V, O, S, P`.  Assume what holds in all the check's cases: the blocks hold whole rows of
 # $Q$, $K$, $V$ (`Bd = d`) and a row of $S$ fits in SRAM ($N \le M$).  Row blocks: $T_r = \lceil N/B_r\rceil$.
-# (Read `sim/sched_standard.c` if you want the loops.)
+# (The loops: docs/labs/background.md, "Standard attention".)
 
 # %%
 def cdiv(a, b):
@@ -50,30 +56,7 @@ def predict_standard(N, d, Br, Bc):
     ### END SOLUTION
 
 # %% check
-def compare(cid, algo, predict, cases):
-    problems = []
-    for N, d, M in cases:
-        r = fl.run(algo, N=N, d=d, M=M)          # the machine counts
-        try:
-            guess = predict(N, d, r.Br, r.Bc)
-        except Exception as e:
-            problems.append(f"N={N} d={d}: your function raised {type(e).__name__}: {e}")
-            continue
-        if guess is None:
-            problems.append("no prediction yet")
-            break
-        for name, (rd, wr) in r.tensors.items():
-            g = guess.get(name)
-            if g is None:
-                problems.append(f"N={N} d={d} M={M} (Br={r.Br}): no prediction for tensor {name}")
-            elif tuple(g) != (rd, wr):
-                problems.append(f"N={N} d={d} M={M} (Br={r.Br}, Bc={r.Bc}): {name} predicted "
-                                f"(reads, writes) = {tuple(g)}, the machine counted {(rd, wr)}")
-        for name in set(guess) - set(r.tensors):
-            problems.append(f"{algo} has no HBM tensor {name}")
-    fl.check(cid, problems)
-
-compare("lab2.standard", "standard", predict_standard, [(256, 16, 4096), (300, 16, 2000), (1000, 32, 8192)])
+lab2.standard(STUDENT, predict_standard)
 
 # %% [markdown]
 # ## Exercise 2: predict flash2
@@ -94,7 +77,7 @@ def predict_flash2(N, d, Br, Bc):
     ### END SOLUTION
 
 # %% check
-compare("lab2.flash2", "flash2", predict_flash2, [(256, 16, 4096), (300, 16, 2000), (1000, 32, 8192)])
+lab2.flash2(STUDENT, predict_flash2)
 
 # %% [markdown]
 # Compare the totals: where does standard attention's traffic go, and what does flash2 pay instead?
@@ -109,44 +92,36 @@ for N in (256, 1024, 4096):
 # ## Watch the tiles move: `flashlab trace`
 #
 # `flashlab trace` writes every event of a small run: which tile of which tensor is loaded or
-# stored through which SRAM buffer, SRAM use after it, and the counters so far.  The default run
-# (N = 64, d = 8, M = 384) gives flash1 and flash2 8 x 8 tiles.  `fl.trace()` returns the rows;
-# `figures/trace_anim.gp` turns them into an animation (docs/labs/lab2.md).
+# stored through which SRAM buffer, SRAM use after it, and the counters so far.  `fl.trace()`
+# returns the rows (columns: docs/labs/lab2.md).  Your trace run is `P["trace"]` (N, d, M).
 
 # %%
-events = fl.trace(algo="flash2")
+N_t, d_t, M_t = P["trace"]
+print("your trace run: N =", N_t, " d =", d_t, " M =", M_t)
+events = fl.trace(algo="flash2", N=16, d=4, M=200)
 print(",".join(events[0].keys()))
 for e in events[:14]:
     print(",".join(str(v) for v in e.values()))
 print("...", len(events), "events")
 
 # %% [markdown]
-# The same three runs as a strip of frames (a third, two thirds, the end of each run), drawn by
-# `figures/trace_strip.gp` when gnuplot is installed: every tile moved so far is painted blue
-# (load) or orange (store), darker when moved more often.
+# Step through a small flash2 run (N = 16, d = 4, M = 200: 5-row blocks), one frame per tile
+# event: the line of the loop that issued it, the loop indices, what each SRAM buffer holds, and
+# the counts so far.  (With ipywidgets installed the frames come with a slider; otherwise the text
+# of every frame and an animation.)
 
 # %%
-import shutil, subprocess, tempfile
-if shutil.which("gnuplot"):
-    tmp = pathlib.Path(tempfile.mkdtemp())
-    fl.cli("trace", "--out", tmp / "trace.csv")
-    subprocess.run(["gnuplot", "-e", f"data='{tmp / 'trace.csv'}'; out='{tmp / 'strip.png'}'",
-                    str(fl.ROOT / "figures" / "trace_strip.gp")], check=True, capture_output=True)
-    from IPython.display import Image, display
-    display(Image(filename=str(tmp / "strip.png"), width=900))
-else:
-    print("gnuplot not found: no strip (the trace above has the same information)")
+stepview.show(stepview.frames(events, "flash2", "fwd"))
 
 # %% [markdown]
 # ## Exercise 3: read the trace
 #
-# In the default run ($N = 64$, 8 row blocks of 8 for both tiled schedules), predict **before
-# counting in the trace**:
+# For your trace run `P["trace"]` (printed above), predict **before running its trace**:
 #
 # * `flash2_K_loads`: how many times flash2 loads each tile of $K$;
 # * `flash1_Q_loads`: how many times flash1 loads each tile of $Q$;
 # * `flash1_O_stores`: how many times flash1 stores each tile of $O$ (look at line 2 of its algorithm
-#   in `sim/sched_flash1.c`).
+#   in docs/labs/background.md).  Use `fl.blocks(algo, N=..., d=..., M=...)` for the blocks.
 
 # %%
 # TODO: three numbers
@@ -156,27 +131,14 @@ flash1_Q_loads = None
 flash1_O_stores = None
 ### END STUB
 ### BEGIN SOLUTION
-flash2_K_loads = 8     # once per Q block (Tr = 8)
-flash1_Q_loads = 8     # once per K/V block (Tc = 8)
-flash1_O_stores = 9    # once to initialise O = 0 (line 2), then once per K/V block
+b2, b1 = fl.blocks("flash2", N=N_t, d=d_t, M=M_t), fl.blocks("flash1", N=N_t, d=d_t, M=M_t)
+flash2_K_loads = math.ceil(N_t / b2["Br"])       # once per Q block
+flash1_Q_loads = math.ceil(N_t / b1["Bc"])       # once per K/V block
+flash1_O_stores = flash1_Q_loads + 1             # O = 0 first (line 2), then once per K/V block
 ### END SOLUTION
 
 # %% check
-from collections import Counter
-def per_tile(algo, kind, tensor):
-    c = Counter((e["tile_r"], e["tile_c"]) for e in fl.trace(algo=algo)
-                if e["event"] == kind and e["tensor"] == tensor)
-    return set(c.values())           # the same number for every tile
-problems = []
-for name, guess, (algo, kind, tensor) in (("flash2_K_loads", flash2_K_loads, ("flash2", "load", "K")),
-                                          ("flash1_Q_loads", flash1_Q_loads, ("flash1", "load", "Q")),
-                                          ("flash1_O_stores", flash1_O_stores, ("flash1", "store", "O"))):
-    seen = per_tile(algo, kind, tensor)
-    if guess is None:
-        problems.append(f"{name}: no answer yet")
-    elif seen != {guess}:
-        problems.append(f"{name} = {guess}: the trace shows {sorted(seen)} {kind}s per tile of {tensor}")
-fl.check("lab2.trace", problems)
+lab2.trace(STUDENT, flash2_K_loads, flash1_Q_loads, flash1_O_stores)
 
 # %% [markdown]
 # ## Exercise 4: your own schedule on the C machine
@@ -193,45 +155,65 @@ with fl.Machine(M=2000, name="greedy") as m:
         print(e.kind, "->", e)
 
 # %% [markdown]
-# Now write flash2's loop yourself for $N = 256$, $d = 16$, $M = 2000$, with square blocks
-# $B_r = B_c = B$.  Its SRAM buffers are $Q_i, O_i, K_j, V_j$ ($B \times d$ each), $S_{ij}$
-# ($B \times B$) and the row statistics $m_i, \ell_i$ ($B \times 1$ each).
+# Now write flash2's loop yourself, **computing** $O$ through the tiles you move.  Your sizes are
+# `P["own"]` ($N$, $d$, $M$); the blocks are square, $B_r = B_c = B$.  Flash2's SRAM buffers are
+# $Q_i, O_i, K_j, V_j$ ($B \times d$ each), $S_{ij}$ ($B \times B$) and the row statistics
+# $m_i, \ell_i$ ($B \times 1$ each).
 #
-# 1. Choose `B`: the largest block whose buffers fit in $M$ (the machine will refuse a larger one).
-# 2. Write `my_flash2(m, Q, K, V, O, L, N, d, B)`: allocate the buffers with `m.alloc(name, rows,
-#    cols)`, then for each row block load $Q_i$, for each key block load $K_j$ and $V_j$, and at
-#    the end of the row block store $O_i$ and $L_i$ (from the $m_i$ buffer).  Mind the last, partial
-#    block ($N$ need not be a multiple of $B$).  Free the buffers at the end.
+# 1. Choose `B`: the largest block whose buffers fit in $M$ (the machine refuses a larger one).
+# 2. Write `my_flash2(m, Q, K, V, O, L, N, d, B)` on a *compute* machine: allocate the buffers with
+#    `m.alloc(name, rows, cols)`; for each row block load $Q_i$ (`m.load(buf, tensor, r0, c0, nr, nc)`),
+#    for each key block load $K_j$ and $V_j$, and compute with the values in SRAM: `buf.read(nr, nc)`
+#    gives the top-left tile as a list of rows, `buf.write(rows)` writes one.  Scale the scores by
+#    $1/\sqrt d$, keep the online-softmax state per row (lab 1), and at the end of the row block
+#    write $O_i$ and $L_i = m_i + \log \ell_i$ into their buffers and store them.  Mind the last,
+#    partial block ($N$ need not be a multiple of $B$).  Free the buffers at the end.
 #
-# The check runs your schedule on a fresh count-only machine and compares every tensor's
-# reads and writes, and the SRAM peak, with the project's flash2 (`sim/sched_flash2.c`).
+# The check runs your schedule sealed (HBM only through load and store) on random inputs and
+# compares $O$ and $L$ with the exact reference (to 1e-12), every tensor's reads and writes with the
+# project's flash2 (which equal its closed form, docs/model.md eq. (C2)), and the SRAM peak.
 
 # %%
-N, d, M = 256, 16, 2000
+N, d, M = P["own"]
+print("your flash2: N =", N, " d =", d, " M =", M)
 # TODO: the block size and the schedule
 ### BEGIN STUB
 B = None
 
 def my_flash2(m, Q, K, V, O, L, N, d, B):
-    # the machine's calls: buf = m.alloc(name, rows, cols); m.load(buf, tensor, r0, c0, nr, nc);
-    # m.store(buf, tensor, r0, c0, nr, nc); m.free(buf).  Tiles start at the buffer's top-left.
+    # buf = m.alloc(name, rows, cols); m.load(buf, tensor, r0, c0, nr, nc); buf.read(nr, nc);
+    # buf.write(rows); m.store(buf, tensor, r0, c0, nr, nc); m.free(buf)
     pass
 ### END STUB
 ### BEGIN SOLUTION
-B = max(b for b in range(1, N + 1) if 4 * b * d + b * b + 2 * b <= M)
+B = max(b for b in range(1, N + 1) if fl.footprint("flash2", d, b, b) <= M)
 
 def my_flash2(m, Q, K, V, O, L, N, d, B):
     Qi, Oi = m.alloc("Q_i", B, d), m.alloc("O_i", B, d)
     Kj, Vj = m.alloc("K_j", B, d), m.alloc("V_j", B, d)
     Sij = m.alloc("S_ij", B, B)
     mi, li = m.alloc("m_i", B, 1), m.alloc("l_i", B, 1)
+    scale = 1 / math.sqrt(d)
     for r0 in range(0, N, B):
         br = min(B, N - r0)
         m.load(Qi, Q, r0, 0, br, d)
+        q = Qi.read(br, d)
+        o, mx, l = [[0.0] * d for _ in range(br)], [float("-inf")] * br, [0.0] * br
         for c0 in range(0, N, B):
             bc = min(B, N - c0)
             m.load(Kj, K, c0, 0, bc, d)
             m.load(Vj, V, c0, 0, bc, d)
+            k, v = Kj.read(bc, d), Vj.read(bc, d)
+            for i in range(br):
+                s = [scale * sum(a * b for a, b in zip(q[i], k[j])) for j in range(bc)]
+                mnew = max(mx[i], max(s))
+                a = math.exp(mx[i] - mnew)
+                p = [math.exp(x - mnew) for x in s]
+                l[i] = a * l[i] + sum(p)
+                o[i] = [a * o[i][c] + sum(p[j] * v[j][c] for j in range(bc)) for c in range(d)]
+                mx[i] = mnew
+        Oi.write([[x / l[i] for x in o[i]] for i in range(br)])
+        mi.write([[mx[i] + math.log(l[i])] for i in range(br)])
         m.store(Oi, O, r0, 0, br, d)
         m.store(mi, L, r0, 0, br, 1)
     for b in (Qi, Oi, Kj, Vj, Sij, mi, li):
@@ -239,31 +221,7 @@ def my_flash2(m, Q, K, V, O, L, N, d, B):
 ### END SOLUTION
 
 # %% check
-problems = []
-ref = fl.run("flash2", N=N, d=d, M=M)
-if B is None:
-    problems.append("choose B first")
-else:
-    with fl.Machine(M=M, name="my_flash2") as m:
-        Q, K, V, O = (m.tensor(t, N, d) for t in "QKVO")
-        L = m.tensor("L", N, 1, elem_bytes=4)
-        try:
-            my_flash2(m, Q, K, V, O, L, N, d, B)
-        except fl.FlashlabError as e:
-            problems.append(f"the machine refused your schedule: {e}")
-        mine = m.counts()
-        peak = m.sram_peak
-    if not problems:
-        if B != ref.Br:
-            problems.append(f"B = {B}: " + ("the buffers of a larger block still fit in M"
-                                            if B < ref.Br else "that block does not fit"))
-        for t, want in ref.tensors.items():
-            if mine.get(t) != want:
-                problems.append(f"tensor {t}: your schedule moved (reads, writes) = {mine.get(t)}, "
-                                f"flash2 moves {want}")
-        if peak != ref.sram_peak:
-            problems.append(f"SRAM peak {peak}, flash2's is {ref.sram_peak}: allocate the same buffers")
-fl.check("lab2.own-schedule", problems)
+lab2.own_schedule(STUDENT, B, my_flash2)
 
 # %% [markdown]
 # ## Take-away
@@ -274,6 +232,8 @@ fl.check("lab2.own-schedule", problems)
 
 # %% [markdown] solution
 # **Instructor notes.** Standard: Q (Nd, 0), K and V (Nd·Tr, 0), O (0, Nd), S and P (N², N²).
-# Flash2: Q (Nd, 0), K and V (Nd·Tr, 0), O (0, Nd), L (0, N).  The trace: 8, 8, 9 (flash1 writes
-# O = 0 to HBM first: the paper's line 2 is counted).  Own schedule: B = 22 (F2(22) = 1936 ≤ 2000
-# < F2(23) = 2047); the common bug is a full-size last block (out of bounds: the machine names it).
+# Flash2: Q (Nd, 0), K and V (Nd·Tr, 0), O (0, Nd), L (0, N).  The trace (no student id): 8, 8, 9
+# (flash1 writes O = 0 to HBM first: the paper's line 2 is counted).  Own schedule (no student
+# id): B = 22 (F2(22) = 1936 ≤ 2000 < F2(23) = 2047); the common bugs: a full-size last block (out
+# of bounds: the machine names it), O_i stored inside the key loop, no rescale of O_i.
+# `python3 -m labkit answers STUDENT` prints any student's expected values.

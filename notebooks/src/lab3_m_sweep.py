@@ -7,29 +7,28 @@
 # whole range; any exact algorithm also has to read $Q, K, V$ and write $O$ at least once:
 # $4Nd$ elements.  Here you sweep $M$ on the count-only machine, fit the constant in front of
 # $N^2d^2/M$, find where the law stops, and compare the paper's block sizes with what really fits.
-# Handout: `docs/labs/lab3.md`.
+# Handout: `docs/labs/lab3.md`; background: `docs/labs/background.md`.
 
 # %%
-import math, os, shutil, subprocess, tempfile
+import math, shutil, subprocess, tempfile
 import sys, pathlib
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
         sys.path.insert(0, str(p))
 import flashlab as fl
+import labkit
+from labkit import lab3
 
-N, d = 4096, 64
-Ms = [1024 * 2 ** k for k in range(11)]           # 1024 ... 1048576 elements
-sweep = {}                                        # (algo, M) -> the machine's result
-for M in Ms:
-    for algo in fl.CLASSIC:
-        sweep[algo, M] = fl.run(algo, N=N, d=d, M=M)
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
+P = lab3.params(STUDENT)
+N, d, Ms = lab3.N, lab3.D, lab3.MS                # the lab's sweep: M = 1024 ... 1048576
+sweep = lab3.sweep()                              # (algo, M) -> the machine's result
 law = lambda M: N * N * d * d / M
-print(f"N = {N}, d = {d}, Nd = {N * d}; ratio = total / (N^2 d^2 / M)")
-print(f"{'M':>8} | {'standard':>11} | {'flash1':>11} {'ratio':>6} {'Bc':>5} | {'flash2':>11} {'ratio':>6} {'B':>5}")
+print(f"N = {N}, d = {d}, Nd = {N * d}: HBM reads + writes (elements) and the blocks")
+print(f"{'M':>8} | {'standard':>11} | {'flash1':>11} {'Bc':>5} | {'flash2':>11} {'B':>5}")
 for M in Ms:
     s, f1, f2 = sweep["standard", M], sweep["flash1", M], sweep["flash2", M]
-    print(f"{M:8d} | {s.total:11d} | {f1.total:11d} {f1.total / law(M):6.2f} {f1.Bc:5d} | "
-          f"{f2.total:11d} {f2.total / law(M):6.2f} {f2.Br:5d}")
+    print(f"{M:8d} | {s.total:11d} | {f1.total:11d} {f1.Bc:5d} | {f2.total:11d} {f2.Br:5d}")
 
 # %% [markdown]
 # The same numbers on log-log axes, with the lower bound $4Nd$ (drawn with the project's figure
@@ -48,7 +47,7 @@ def plot_sweep(fits=None):
     fit_lines = "".join(f", c{i} * {N * N * d * d} / x ls 4 lc rgb '{colour[a]}' title 'fit {c:.2f} N²d²/M ({a})'"
                         for i, (a, c) in enumerate((fits or {}).items(), 1))
     script = f"""
-    load '{fl.ROOT / "figures" / "style.gp"}'
+    load '{fl.figures_dir() / "style.gp"}'
     set terminal pngcairo size 800,520 background rgb 'white'
     set output '{tmp / "sweep.png"}'
     set logscale xy
@@ -90,20 +89,19 @@ c_napkin = 8     # K and V: 2 N d per row block, times T_r = 4 N d / M
 ### END SOLUTION
 
 # %% check
-small = [M for M in Ms if 32 * d <= M <= 2 * d * d]   # B of a few rows up to about d/2
-ratios = [sweep["flash2", M].total / law(M) for M in small]
-problems = []
-if c_napkin is None:
-    problems.append("no prediction yet")
-elif not all(abs(c_napkin - r) <= 0.15 * r for r in ratios):
-    problems.append(f"c_napkin = {c_napkin}; the machine's ratios for M <= d^2 are "
-                    f"{[round(r, 2) for r in ratios]} (count the reads of K and V per row block)")
-fl.check("lab3.napkin", problems)
+lab3.napkin(STUDENT, c_napkin)
+
+# %% [markdown]
+# Now compare with what the machine counts, the ratio total / $(N^2d^2/M)$ for flash2 over the
+# napkin's range:
+
+# %%
+print({M: round(sweep["flash2", M].total / law(M), 2) for M in lab3.SMALL})
 
 # %% [markdown]
 # ## Exercise 2: fit the constant over the paper's range
 #
-# Over $d \le M \le Nd$ (the points of `Ms` in that range), fit $c$ in
+# Over $d \le M \le Nd$ (the points of `Ms` in that range: the check uses exactly those), fit $c$ in
 # $\text{total} \approx c\,N^2d^2/M$ for flash1 and flash2 so that **every point weighs the same**:
 # minimise $\sum_i (\text{total}_i / x_i - c)^2$ with $x_i = N^2d^2/M_i$ (this is how
 # `flashlab bound` fits it).  Also give `spread`: for flash2, the largest ratio
@@ -125,23 +123,10 @@ print("c:", {a: round(c, 2) for a, c in c_fit.items()}, " flash2 spread:", round
 ### END SOLUTION
 
 # %% check
-problems = []
-if not c_fit or spread is None:
-    problems.append("c_fit and spread are not answered yet")
-else:
-    for a in ("flash1", "flash2"):
-        r = [fl.run(a, N=N, d=d, M=M).total / law(M) for M in regime]   # fresh counts
-        want = sum(r) / len(r)
-        if not fl.close(c_fit.get(a), want, 1e-9):
-            problems.append(f"c_fit[{a}] = {c_fit.get(a)}: the least-squares c of equally weighted "
-                            f"ratios is their mean (over {len(regime)} points with d <= M <= Nd)")
-    r = [sweep["flash2", M].total / law(M) for M in regime]
-    if not fl.close(spread, max(r) / min(r), 1e-9):
-        problems.append(f"spread = {spread}")
-fl.check("lab3.fit", problems)
+lab3.fit_check(STUDENT, c_fit, spread)
 
 # %%
-if c_fit:
+if isinstance(c_fit, dict) and all(isinstance(c_fit.get(a), (int, float)) for a in ("flash1", "flash2")):
     plot_sweep(c_fit)
 
 # %% [markdown]
@@ -158,8 +143,9 @@ print(fl.cli("bound", "--N", N, "--d", d, "--M", "1024:262144:x2"))
 # ## Exercise 3: where the law stops
 #
 # Past $M = Nd$ the law no longer applies.  Flash2's traffic keeps falling until one block holds
-# all $N$ rows ($T_r = 1$): then $Q, K, V$ are read once and nothing can improve.  For $N = 1024$,
-# $d = 64$, find `M_flat`: the smallest $M$ at which flash2 uses a single row block.  (Flash2's
+# all $N$ rows ($T_r = 1$): then $Q, K, V$ are read once and nothing can improve.  For your
+# `P["flat"]` $= (N, d)$ (no student id: $N = 1024$, $d = 64$), find `M_flat`: the smallest $M$ at
+# which flash2 uses a single row block.  (Flash2's
 # buffers: $Q_i, O_i, K_j, V_j$ of $B \times d$, $S_{ij}$ of $B \times B$, $m_i, \ell_i$ of
 # $B \times 1$.)
 
@@ -169,29 +155,21 @@ print(fl.cli("bound", "--N", N, "--d", d, "--M", "1024:262144:x2"))
 M_flat = None
 ### END STUB
 ### BEGIN SOLUTION
-M_flat = fl.footprint("flash2", 64, 1024, 1024)   # 4Nd + N^2 + 2N
+M_flat = fl.footprint("flash2", P["flat"][1], P["flat"][0], P["flat"][0])   # 4Nd + N^2 + 2N
 ### END SOLUTION
 
 # %% check
-problems = []
-if M_flat is None:
-    problems.append("no answer yet")
-else:
-    at, below = fl.run("flash2", N=1024, d=64, M=M_flat), fl.run("flash2", N=1024, d=64, M=M_flat - 1)
-    if at.Br != 1024:
-        problems.append(f"at M = {M_flat} flash2's block is only {at.Br} rows: M is too small")
-    elif below.Br == 1024:
-        problems.append(f"at M = {M_flat - 1} flash2 already uses one block: M_flat is smaller")
-fl.check("lab3.flat", problems)
+lab3.flat(STUDENT, M_flat)
 
 # %% [markdown]
 # ## Exercise 4: the paper's block sizes vs what fits
 #
 # Algorithm 1 of the FlashAttention paper sets $B_c = \lceil M/4d \rceil$, $B_r = \min(B_c, d)$.
 # But flash1's buffers need $2B_cd + 2B_rd + B_rB_c + 6B_r$ elements (docs/model.md eq. (F1)):
-# $K_j, V_j, Q_i, O_i$, the score tile and six row vectors.  On an A100 ($M$ = 98304 fp16
-# elements = 192 KiB) with $d = 128$: give the paper's `paper_Bc`, `paper_Br`, the elements
-# `paper_need` its buffers would take, and `paper_fits` (True or False).
+# $K_j, V_j, Q_i, O_i$, the score tile and six row vectors.  For your `P["paper"]` $= (d, M)$ (no
+# student id: $d = 128$ on an A100, $M$ = 98304 fp16 elements = 192 KiB): give the paper's
+# `paper_Bc`, `paper_Br`, the elements `paper_need` its buffers would take, and `paper_fits`
+# (True or False).
 
 # %%
 # TODO
@@ -202,32 +180,22 @@ paper_need = None
 paper_fits = None
 ### END STUB
 ### BEGIN SOLUTION
-M_a100, d128 = 98304, 128
-paper_Bc = math.ceil(M_a100 / (4 * d128))
-paper_Br = min(paper_Bc, d128)
-paper_need = 2 * paper_Bc * d128 + 2 * paper_Br * d128 + paper_Br * paper_Bc + 6 * paper_Br
-paper_fits = paper_need <= M_a100
+d_p, M_p = P["paper"]
+paper_Bc = math.ceil(M_p / (4 * d_p))
+paper_Br = min(paper_Bc, d_p)
+paper_need = 2 * paper_Bc * d_p + 2 * paper_Br * d_p + paper_Br * paper_Bc + 6 * paper_Br
+paper_fits = paper_need <= M_p
 ### END SOLUTION
 
 # %% check
-b = fl.blocks("flash1", N=1024, d=128, M=98304)
-problems = []
-if None in (paper_Bc, paper_Br, paper_need, paper_fits):
-    problems.append("not all four answered yet")
-else:
-    for name, mine, lib in (("paper_Bc", paper_Bc, b["paper_Bc"]), ("paper_Br", paper_Br, b["paper_Br"]),
-                            ("paper_need", paper_need, b["paper_footprint"]),
-                            ("paper_fits", paper_fits, b["paper_footprint"] <= 98304)):
-        if mine != lib:
-            problems.append(f"{name} = {mine}: not what the library computes")
-fl.check("lab3.paper-blocks", problems)
+lab3.paper_blocks(STUDENT, paper_Bc, paper_Br, paper_need, paper_fits)
 
 # %% [markdown]
 # What the project does instead (rule B1: keep the paper's shape, shrink $B_c$ until it fits),
 # as `flashlab count --explain` prints it:
 
 # %%
-print(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", 128, "--M", 98304, "--explain"))
+print(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", P["paper"][0], "--M", P["paper"][1], "--explain"))
 
 # %% [markdown]
 # ## Take-away

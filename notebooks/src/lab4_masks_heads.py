@@ -6,9 +6,9 @@
 # Python that a reasonable person could have written, with one bug; you fix it.  The checks compare
 # your fix with the library's one implementation of the rules (`reference/masks.h`,
 # `reference/heads.h`, whose header comments state the rules K1–K4, H1, V1), and the machine shows what each
-# convention costs in HBM traffic.  Handout: `docs/labs/lab4.md`.
+# convention costs in HBM traffic.  Handout: `docs/labs/lab4.md`; background: `docs/labs/background.md`.
 #
-# Conventions (the seeds): query $i$ of $N_q$ and key $j$ of $N_k$;
+# Conventions (docs/labs/background.md, "Masks and heads"): query $i$ of $N_q$ and key $j$ of $N_k$;
 # causal **top-left** (PyTorch SDPA `is_causal`) keeps $j \le i$; causal **bottom-right**
 # (FlashAttention ≥ 2.1) keeps $j \le i + N_k - N_q$; the FA2 **window** $(L, R)$ keeps
 # $i + N_k - N_q - L \le j \le i + N_k - N_q + R$ ($-1$: that side unbounded).  A row that keeps no
@@ -20,6 +20,10 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
         sys.path.insert(0, str(p))
 import flashlab as fl
+import labkit
+from labkit import lab4
+
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
 
 def show(m):
     for row in m:
@@ -63,13 +67,7 @@ def decode_keep(nq, nk):
     ### END SOLUTION
 
 # %% check
-problems = []
-for nq, nk in ((2, 5), (5, 2), (4, 4), (1, 7), (3, 9)):
-    msg = first_difference(decode_keep(nq, nk), nq, nk, fl.mask_matrix(nq, nk, "bottom-right"))
-    if msg:
-        problems.append(msg)
-        break
-fl.check("lab4.decode-corner", problems)
+lab4.decode_corner(STUDENT, decode_keep)
 
 # %% [markdown]
 # Why did the engine's tests not catch it?  Among these shapes $(N_q, N_k)$, which give **the same
@@ -87,16 +85,7 @@ blind_shapes = {(1, 1), (4, 4)}     # equal lengths: both corners are the same l
 ### END SOLUTION
 
 # %% check
-truth = {s for s in candidates if fl.mask_matrix(*s, "top-left") == fl.mask_matrix(*s, "bottom-right")}
-problems = []
-if blind_shapes is None:
-    problems.append("no answer yet")
-else:
-    for s in sorted(set(blind_shapes) - truth):
-        problems.append(f"{s}: the corners differ here, so a test on this shape does see the bug")
-    for s in sorted(truth - set(blind_shapes)):
-        problems.append(f"{s}: both corners give the same mask here")
-fl.check("lab4.blind-tests", problems)
+lab4.blind_tests(STUDENT, blind_shapes)
 
 # %% [markdown]
 # The wrong corner is not only wrong but *cheaper*: the machine skips every tile that is entirely
@@ -147,13 +136,7 @@ def window_keep(nq, nk, left, right):
     ### END SOLUTION
 
 # %% check
-problems = []
-for nq, nk, L, R in ((3, 6, 1, 0), (6, 3, 2, 1), (5, 5, 2, 2), (4, 9, -1, 0), (4, 9, 3, -1), (7, 7, 0, 0)):
-    msg = first_difference(window_keep(nq, nk, L, R), nq, nk, fl.mask_matrix(nq, nk, "none", L, R))
-    if msg:
-        problems.append(f"window ({L}, {R}): {msg}")
-        break
-fl.check("lab4.window", problems)
+lab4.window(STUDENT, window_keep)
 
 # %% [markdown]
 # ## Exercise 3: varlen offsets
@@ -187,28 +170,14 @@ def cu_seqlens(lengths):
     ### END SOLUTION
 
 # %% check
-problems = []
-for ls in ([100, 300, 0, 250], [7], [0, 0, 5], [3, 1, 4, 1, 5]):
-    cu = cu_seqlens(ls)
-    if cu is None:
-        problems.append("no answer yet")
-        break
-    try:
-        fl.cu_seqlens_check(cu, batch=len(ls), total=sum(ls))
-    except fl.FlashlabError as e:
-        problems.append(f"lengths {ls}: the library refuses {cu}: {e}")
-        continue
-    got = [cu[b + 1] - cu[b] for b in range(len(ls))]
-    if got != ls:
-        problems.append(f"lengths {ls}: your offsets {cu} describe lengths {got}")
-fl.check("lab4.varlen", problems)
+lab4.varlen(STUDENT, cu_seqlens)
 
 # %% [markdown]
 # Packing is not only about correctness: padding every sequence to the longest one moves the
 # padding too.  Causal flash2 over the packed batch vs the same batch padded to 300 tokens each:
 
 # %%
-if cu_seqlens(lengths) is not None:
+if callable(cu_seqlens) and cu_seqlens(lengths) is not None:
     packed = fl.run("flash2", N=sum(lengths), d=64, M=20000, batch=len(lengths),
                     cu_seqlens_q=cu_seqlens(lengths), causal="bottom-right")
     padded = fl.run("flash2", N=max(lengths), d=64, M=20000, batch=len(lengths), causal="bottom-right")
@@ -244,17 +213,7 @@ def kv_head(h, Hq, Hkv):
     ### END SOLUTION
 
 # %% check
-problems = []
-for Hq, Hkv in ((6, 2), (8, 2), (8, 1), (8, 8), (32, 8)):
-    mine = [kv_head(h, Hq, Hkv) for h in range(Hq)]
-    ref = [fl.kv_head(h, Hq, Hkv) for h in range(Hq)]
-    if None in mine:
-        problems.append("no answer yet")
-        break
-    if mine != ref:
-        problems.append(f"Hq={Hq}, Hkv={Hkv}: you map {mine}, the rule maps {ref}")
-        break
-fl.check("lab4.gqa", problems)
+lab4.gqa(STUDENT, kv_head)
 
 # %% [markdown]
 # Sharing K/V heads saves HBM *storage*; whether it saves *traffic* depends on the schedule.

@@ -6,11 +6,12 @@
 # only one number per row (the log-sum-exp $L$, or $\ell$ and $m$) and *recomputes* each tile of
 # $S$ and $P$ from $Q$, $K$ and those statistics.  Recomputation costs FLOPs, which the machine does
 # not count (rule R3); what it changes in *memory* and in *HBM traffic* is what you measure here.
-# Handout: `docs/labs/lab5.md`.
+# Handout: `docs/labs/lab5.md`; background: `docs/labs/background.md`.
 #
-# The schedules: `sim/sched_standard_bwd.c` (the paper's Algorithm 3, from saved $P$) and
-# `sim/sched_flash_bwd.c` (FlashAttention's Algorithm 4 for flash1, FlashAttention-2's
-# Algorithm 2 for flash2, with the $D = \mathrm{rowsum}(dO \circ O)$ preprocessing pass).
+# The schedules (their loops: docs/labs/background.md, "The backward passes"): standard
+# attention's backward (the FlashAttention paper's Algorithm 3, from saved $P$) and
+# FlashAttention-2's backward (its Algorithm 2, with the $D = \mathrm{rowsum}(dO \circ O)$
+# preprocessing pass).
 # `fl.run(..., pass_="bwd")` counts the backward alone (its inputs already in HBM),
 # `pass_="fwd+bwd"` both passes on one machine.
 
@@ -20,6 +21,10 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
         sys.path.insert(0, str(p))
 import flashlab as fl
+import labkit
+from labkit import lab5
+
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
 
 r = fl.run("flash2", N=128, d=16, M=4000, pass_="fwd+bwd", mode="compute")
 print("flash2 forward + backward on real values: relative error of O", f"{r.rel_err:.1e},",
@@ -32,7 +37,7 @@ for t, (rd, wr) in r.tensors.items():
 # %% [markdown]
 # ## Exercise 1: predict flash2's backward, tensor by tensor
 #
-# FlashAttention-2's backward (read the header of `sim/sched_flash_bwd.c`): initialise $dQ = 0$
+# FlashAttention-2's backward: initialise $dQ = 0$
 # in HBM; one pass computes $D$ from $dO$ and $O$ and writes it; then for each key block $j$ it
 # loads $K_j, V_j$, and for each row block $i$ loads $Q_i, dO_i, dQ_i, L_i, D_i$, recomputes the
 # tiles, writes $dQ_i$ back; after the row blocks it writes $dK_j, dV_j$.  With the backward's
@@ -56,18 +61,7 @@ def predict_flash2_bwd(N, d, Br, Bc):
     ### END SOLUTION
 
 # %% check
-problems = []
-for N, d, M in ((1000, 64, 98304), (512, 32, 20000), (300, 16, 5000)):
-    r = fl.run("flash2", N=N, d=d, M=M, pass_="bwd")
-    guess = predict_flash2_bwd(N, d, r.bwd_Br, r.bwd_Bc)
-    if guess is None:
-        problems.append("no prediction yet")
-        break
-    for t, want in r.tensors.items():
-        if tuple(guess.get(t, (None, None))) != want:
-            problems.append(f"N={N} d={d} (Br={r.bwd_Br}, Bc={r.bwd_Bc}): {t} predicted "
-                            f"{guess.get(t)}, the machine counted {want}")
-fl.check("lab5.flash2-bwd", problems)
+lab5.flash2_bwd(STUDENT, predict_flash2_bwd)
 
 # %% [markdown]
 # ## Exercise 2: memory saved
@@ -75,11 +69,12 @@ fl.check("lab5.flash2-bwd", problems)
 # Between the passes, each schedule keeps in HBM what its backward reads but did not compute
 # itself.  Beyond the inputs $Q, K, V$, the output $O$ and the incoming gradient $dO$ (which
 # every schedule has), name the tensors standard attention and flash2 must keep, and their sizes in
-# elements, for $N = 1024$, $d = 64$: `saved_standard = {"name": elements, ...}`, and
+# elements, for your `N5`, `d5` (printed below; no student id: $N = 1024$, $d = 64$): `saved_standard = {"name": elements, ...}`, and
 # `saved_flash2` likewise.
 
 # %%
-N5, d5 = 1024, 64
+N5, d5 = lab5.params(STUDENT)["saved"]
+print("your sizes: N =", N5, " d =", d5)
 # TODO
 ### BEGIN STUB
 saved_standard = None
@@ -87,43 +82,19 @@ saved_flash2 = None
 ### END STUB
 ### BEGIN SOLUTION
 saved_standard = {"P": N5 * N5}      # fp16: 2 MiB at N = 1024, 32 MiB at N = 4096, per head
-saved_flash2 = {"L": N5}             # fp32: 4 KiB
+saved_flash2 = {"L": N5}             # fp32: 4 KiB at N = 1024
 ### END SOLUTION
 
 # %% check
-def saved_by(algo, N, d):
-    """Tensors the backward reads and never writes, beyond Q, K, V, O, dO, with their shapes
-    (rows x cols seen in the trace of the run)."""
-    extent = {}
-    def ev(e):
-        if e.tensor:
-            t = e.tensor.decode()
-            r, c = extent.get(t, (0, 0))
-            extent[t] = (max(r, e.r0 + e.nr), max(c, e.c0 + e.nc))
-    r = fl.run(algo, N=N, d=d, M=98304, pass_="bwd", trace=ev)
-    return {t: extent[t][0] * extent[t][1] for t, (rd, wr) in r.tensors.items()
-            if rd > 0 and wr == 0 and t not in ("Q", "K", "V", "O", "dO")}
-
-problems = []
-for name, mine, algo in (("saved_standard", saved_standard, "standard"), ("saved_flash2", saved_flash2, "flash2")):
-    truth = saved_by(algo, N5, d5)
-    if mine is None:
-        problems.append(f"{name}: no answer yet")
-    elif set(mine) != set(truth):
-        problems.append(f"{name}: you name {sorted(mine)}; {algo}'s backward reads, without writing, "
-                        f"{len(truth)} other tensor(s)")
-    else:
-        for t in truth:
-            if mine[t] != truth[t]:
-                problems.append(f"{name}[{t!r}] = {mine[t]} elements: check its shape")
-fl.check("lab5.saved", problems)
+lab5.saved(STUDENT, saved_standard, saved_flash2)
 
 # %% [markdown]
 # ## Exercise 3: traffic added?
 #
 # Recomputing $S$ and $P$ re-reads $Q$ and $dO$ tiles once per key block.  Reading the saved $P$
 # (and writing and reading $dP$, $dS$) costs standard attention $\Theta(N^2)$ per pass.  Run the
-# machine: for $N = 4096$, $d = 64$, $M = 98304$, give `ratio` = flash2's forward+backward total
+# machine: for your `lab5.params(STUDENT)["traffic"]` $(N, d, M)$ (no student id: $N = 4096$,
+# $d = 64$, $M = 98304$), give `ratio` = flash2's forward+backward total
 # divided by standard's, and `recompute_adds_traffic` (True or False): does flash2 move *more*
 # HBM elements than standard over both passes?
 
@@ -134,8 +105,9 @@ ratio = None
 recompute_adds_traffic = None
 ### END STUB
 ### BEGIN SOLUTION
-std = fl.run("standard", N=4096, d=64, M=98304, pass_="fwd+bwd")
-f2 = fl.run("flash2", N=4096, d=64, M=98304, pass_="fwd+bwd")
+N3, d3, M3 = lab5.params(STUDENT)["traffic"]
+std = fl.run("standard", N=N3, d=d3, M=M3, pass_="fwd+bwd")
+f2 = fl.run("flash2", N=N3, d=d3, M=M3, pass_="fwd+bwd")
 ratio = f2.total / std.total
 recompute_adds_traffic = f2.total > std.total
 print(f"standard {std.total:,d} (fwd {std.fwd_total:,d} + bwd {std.bwd_total:,d}); "
@@ -143,17 +115,7 @@ print(f"standard {std.total:,d} (fwd {std.fwd_total:,d} + bwd {std.bwd_total:,d}
 ### END SOLUTION
 
 # %% check
-s = fl.run("standard", N=4096, d=64, M=98304, pass_="fwd+bwd")
-f = fl.run("flash2", N=4096, d=64, M=98304, pass_="fwd+bwd")
-problems = []
-if ratio is None or recompute_adds_traffic is None:
-    problems.append("not answered yet")
-else:
-    if not fl.close(ratio, f.total / s.total, 1e-9):
-        problems.append(f"ratio = {ratio}: divide flash2's fwd+bwd total by standard's")
-    if bool(recompute_adds_traffic) != (f.total > s.total):
-        problems.append("recompute_adds_traffic: compare the two totals again")
-fl.check("lab5.traffic", problems)
+lab5.traffic(STUDENT, ratio, recompute_adds_traffic)
 
 # %% [markdown]
 # Over a range of $N$ (the extra FLOPs of recomputation are not in these numbers: the machine
@@ -174,7 +136,7 @@ for N in (256, 1024, 4096, 8192):
 # probabilities.  With an A100-sized SRAM it does not even pay in traffic: re-reading $Q$ and $dO$
 # tiles ($\Theta(N^2d^2/M)$) is cheaper than moving $P$, $dP$ and $dS$ ($\Theta(N^2)$).  With a
 # much smaller $M$ the comparison turns (lab 3 found where, for the forward pass; try
-# `M=2048` here).  This is the handbook's "why more FLOPs can still be faster" (§3.7).
+# `M=2048` here).  Why more FLOPs can still be faster: docs/labs/background.md, "Recomputation".
 
 # %% [markdown] solution
 # **Instructor notes.** Flash2 backward: Q (Tc·Nd, 0), K and V (Nd, 0), O (Nd, 0) (the D pass),

@@ -20,6 +20,10 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
         sys.path.insert(0, str(p))
 import flashlab as fl
+import labkit
+from labkit import lab6
+
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
 
 def read_measurements(path):
     """(provenance lines, rows as dicts) of a CSV whose first lines are '#' comments."""
@@ -28,7 +32,7 @@ def read_measurements(path):
     rows = list(csv.DictReader(l for l in text.splitlines() if l and not l.startswith("#")))
     return prov, rows
 
-DATA = fl.ROOT / "figures" / "data"
+DATA = fl.data_dir()
 recorded = {p.name: read_measurements(p) for p in sorted(DATA.glob("gpu_*.csv"))}
 if not recorded:
     print(f"No recorded GPU measurements in {DATA} (figures/data/gpu_*.csv): the exercises on "
@@ -41,11 +45,16 @@ for name, (prov, rows) in recorded.items():
 # %% [markdown]
 # ## Live measurements (only with a GPU)
 #
-# With an NVIDIA GPU and the kernels built (`cmake` builds `build/flashlab-gpu` when it finds
-# CUDA), this cell runs the quick validation matrix and adds it to the data as `live`.
+# The live part needs an NVIDIA GPU of compute capability 7.5 or newer (Turing, Ampere, Ada,
+# Hopper) and the kernels built (`cmake` builds `build/flashlab-gpu` when it finds CUDA;
+# `FLASHLAB_GPU=path` names another).  `flashlab-gpu list` says which kernel versions run on your
+# GPU (the tensor-core versions need newer GPUs than the readable ones).  With both, this cell
+# runs the quick validation matrix and adds it to the data as `live`; without, it says so and the
+# exercises use the recorded data.
 
 # %%
-gpu_exe = os.environ.get("FLASHLAB_GPU") or next((str(p) for p in sorted(fl.ROOT.glob("build*/flashlab-gpu"))), None)
+gpu_exe = os.environ.get("FLASHLAB_GPU") or next((str(p) for p in sorted(fl.ROOT.glob("build*/flashlab-gpu"))), None) \
+    or shutil.which("flashlab-gpu")
 has_gpu = shutil.which("nvidia-smi") is not None and subprocess.run(
     ["nvidia-smi", "-L"], capture_output=True).returncode == 0
 if gpu_exe and has_gpu:
@@ -84,24 +93,7 @@ def model_for_kernel(algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd
     ### END SOLUTION
 
 # %% check
-problems = []
-for algo, N, d, Br, Bc, ps in (("flash2", 4096, 128, 64, 64, "fwd"), ("flash1", 4096, 64, 64, 128, "fwd"),
-                               ("standard", 1000, 64, 64, 64, "fwd"), ("flash2", 1000, 64, 128, 64, "fwd"),
-                               ("flash2", 1000, 64, 32, 32, "bwd")):
-    bwd = ps == "bwd"
-    want = fl.run(algo, N=N, d=d, M=fl.footprint(algo, d, Br, Bc, bwd=bwd), Br=Br, Bc=Bc, pass_=ps)
-    got = model_for_kernel(algo, N, d, Br, Bc, pass_=ps)
-    if got is None:
-        problems.append("no model yet")
-        break
-    if (got.Br, got.Bc) != (Br, Bc):
-        problems.append(f"{algo} {Br}x{Bc}: your model ran with blocks {got.Br}x{got.Bc}: force them")
-    elif got.M != want.M:
-        problems.append(f"{algo} {ps} {Br}x{Bc}: M = {got.M}, the kernel's tiles take {want.M} (fl.footprint)")
-    elif (got.reads, got.writes) != (want.reads, want.writes):
-        problems.append(f"{algo} {ps} {Br}x{Bc} N={N}: (reads, writes) = {(got.reads, got.writes)}, "
-                        f"the model is {(want.reads, want.writes)}")
-fl.check("lab6.model", problems)
+lab6.model(STUDENT, model_for_kernel)
 
 # %% [markdown]
 # ## Exercise 2: byte counters vs model, to the element
@@ -158,25 +150,7 @@ print(f"{rows_equal} of {rows_compared} rows: the GPU's counters equal the model
 ### END SOLUTION
 
 # %% check
-rows = counter_rows()
-if not rows:
-    fl.check("lab6.counters", [], skip="no recorded byte-counter data (figures/data/gpu_*.csv with gpu_reads)")
-else:
-    equal, unequal = 0, []
-    for r in rows:
-        m = library_model(kernel_args(r))
-        if (m.reads, m.writes) == (int(r["gpu_reads"]), int(r["gpu_writes"])):
-            equal += 1
-        else:
-            unequal.append(f"{r['algo']} {r.get('pass', 'fwd')} {r['Br']}x{r['Bc']} N={r['N']}")
-    problems = []
-    if rows_compared != len(rows):
-        problems.append(f"rows_compared = {rows_compared}: {len(rows)} rows have a model and an ok status")
-    if rows_equal != equal:
-        problems.append(f"rows_equal = {rows_equal}: recomputing the model with the C library gives {equal}")
-    fl.check("lab6.counters", problems)
-    if unequal:
-        print("rows whose counters differ from the model:", "; ".join(unequal[:10]))
+lab6.counters(STUDENT, rows_compared, rows_equal)
 
 # %% [markdown]
 # The rows left out because their recorded status is not ok are worth a look: when the counters
@@ -225,22 +199,7 @@ print("smallest DRAM read / model read:", min_dram_ratio, "at", min_dram_row)
 ### END SOLUTION
 
 # %% check
-rows = ncu_rows()
-if not rows:
-    fl.check("lab6.ncu", [], skip="no recorded Nsight Compute data (figures/data/gpu_*.csv with dram_read_B)")
-else:
-    best = None
-    for r in rows:
-        m = library_model(kernel_args(r))
-        ratio = float(r["dram_read_B"]) / m.read_bytes
-        if best is None or ratio < best[0]:
-            best = (ratio, (r["algo"], int(r["N"]), int(r["Br"]), int(r["Bc"])))
-    problems = []
-    if min_dram_ratio is None or not fl.close(min_dram_ratio, best[0], 1e-9):
-        problems.append(f"min_dram_ratio = {min_dram_ratio}: divide dram_read_B by the model's read bytes")
-    if min_dram_row != best[1]:
-        problems.append(f"min_dram_row = {min_dram_row}")
-    fl.check("lab6.ncu", problems)
+lab6.ncu(STUDENT, min_dram_ratio, min_dram_row)
 
 # %% [markdown]
 # The whole Nsight Compute table, as ratios to the model's bytes (SM↔L2 sectors and DRAM):

@@ -1,0 +1,23 @@
+"""Recorded GPU measurements (figures/data/gpu_*.csv) for labs 6 and 7: each CSV starts with '#'
+provenance lines (commit, GPU, driver, command).  Found through flashlab.data_dir(): the
+repository's figures/data, or figures/data beside the notebooks in the student-only layout."""
+import csv
+import pathlib
+
+import flashlab as fl
+
+
+def read_measurements(path):
+    """(provenance lines, rows as dicts) of a CSV whose first lines are '#' comments; (None, [])
+    when the file is not there."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return None, []
+    text = path.read_text()
+    prov = [l for l in text.splitlines() if l.startswith("#")]
+    return prov, list(csv.DictReader(l for l in text.splitlines() if l and not l.startswith("#")))
+
+
+def recorded():
+    """{file name: (provenance, rows)} of every gpu_*.csv in the data folder."""
+    return {p.name: read_measurements(p) for p in sorted(fl.data_dir().glob("gpu_*.csv"))}

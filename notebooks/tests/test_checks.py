@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""test_checks.py: every lab check (labkit) passes right answers, also rounded to 6 significant
+digits and for several student ids; fails untouched answers; fails at least three plausible wrong
+answers each with the hint that names the mistake; and never raises, whatever the answer's type
+(unittest; ctest: notebooks_checks).  Right answers come from labkit's answers(), computed with
+the C library; the right functions are the solutions' (written again here)."""
+import math
+import pathlib
+import sys
+import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import flashlab as fl  # noqa: E402
+from labkit import grading, lab1, lab2, lab3, lab4, lab5, lab6, lab7  # noqa: E402
+
+STUDENTS = ("", "ada", "grace")
+NEG = float("-inf")
+
+
+def sig6(x):
+    """x rounded to 6 significant digits (as the CLI prints it)."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(sig6(v) for v in x)
+    if isinstance(x, dict):
+        return {k: sig6(v) for k, v in x.items()}
+    return float(f"{x:.6g}") if isinstance(x, float) else x
+
+
+class Checks(unittest.TestCase):
+    def passes(self, chk, *args):
+        self.assertEqual(chk.problems(*args), [], f"{chk.cid} should pass")
+
+    def fails(self, chk, *args, hint):
+        probs = chk.problems(*args)
+        self.assertTrue(probs, f"{chk.cid} should fail for {args[1:]!r:.200}")
+        self.assertTrue(any(hint in p for p in probs), f"{chk.cid}: hint {hint!r} not in {probs}")
+
+
+# ----------------------------------------------------------------------------------------------
+def online_softmax(m, S, V, O, tiles):
+    dv, T = V.cols, max(tiles)
+    s_b, v_b, o_b = m.alloc("s", 1, T), m.alloc("v", T, dv), m.alloc("o", 1, dv)
+    mx, l, u, c0 = NEG, 0.0, [0.0] * dv, 0
+    for t in tiles:
+        m.load(s_b, S, 0, c0, 1, t)
+        m.load(v_b, V, c0, 0, t, dv)
+        c0 += t
+        s, v = s_b.read(1, t)[0], v_b.read(t, dv)
+        if max(s) == NEG:
+            continue
+        mn = max(mx, max(s))
+        a = 0.0 if mx == NEG else math.exp(mx - mn)
+        l, u = a * l, [a * x for x in u]
+        for sj, vj in zip(s, v):
+            if sj != NEG:
+                e = math.exp(sj - mn)
+                l += e
+                u = [x + e * y for x, y in zip(u, vj)]
+        mx = mn
+    o_b.write([[x / l for x in u] if l > 0 else [0.0] * dv])
+    m.store(o_b, O, 0, 0, 1, dv)
+
+
+def two_pass(m, S, V, O, tiles):
+    """A plain two-pass softmax over the tiles: every tile loaded twice."""
+    dv, T = V.cols, max(tiles)
+    s_b, v_b, o_b = m.alloc("s", 1, T), m.alloc("v", T, dv), m.alloc("o", 1, dv)
+    mx, c0 = NEG, 0
+    for t in tiles:
+        m.load(s_b, S, 0, c0, 1, t)
+        mx = max([mx] + s_b.read(1, t)[0])
+        c0 += t
+    l, u, c0 = 0.0, [0.0] * dv, 0
+    for t in tiles:
+        m.load(s_b, S, 0, c0, 1, t)
+        m.load(v_b, V, c0, 0, t, dv)
+        for sj, vj in zip(s_b.read(1, t)[0], v_b.read(t, dv)):
+            if sj != NEG:
+                e = math.exp(sj - mx)
+                l += e
+                u = [x + e * y for x, y in zip(u, vj)]
+        c0 += t
+    o_b.write([[x / l for x in u] if l > 0 else [0.0] * dv])
+    m.store(o_b, O, 0, 0, 1, dv)
+
+
+def whole_row(m, S, V, O, tiles):
+    """Ignores tile_sizes: loads the whole row at once."""
+    n, dv = S.cols, V.cols
+    s_b = m.alloc("s", 1, n)
+    m.load(s_b, S, 0, 0, 1, n)
+
+
+def no_rescale(m, S, V, O, tiles):
+    dv, T = V.cols, max(tiles)
+    s_b, v_b, o_b = m.alloc("s", 1, T), m.alloc("v", T, dv), m.alloc("o", 1, dv)
+    mx, l, u, c0 = NEG, 0.0, [0.0] * dv, 0
+    for t in tiles:
+        m.load(s_b, S, 0, c0, 1, t)
+        m.load(v_b, V, c0, 0, t, dv)
+        c0 += t
+        s, v = s_b.read(1, t)[0], v_b.read(t, dv)
+        if max(s) == NEG:
+            continue
+        mx = max(mx, max(s))
+        for sj, vj in zip(s, v):
+            if sj != NEG:
+                e = math.exp(sj - mx)
+                l += e
+                u = [x + e * y for x, y in zip(u, vj)]
+    o_b.write([[x / l for x in u] if l > 0 else [0.0] * dv])
+    m.store(o_b, O, 0, 0, 1, dv)
+
+
+def peeks_hbm(m, S, V, O, tiles):
+    """Reads the scores straight from HBM instead of through tiles."""
+    S.read()
+
+
+class Lab1(Checks):
+    def test_right_and_rounded(self):
+        for st in STUDENTS:
+            a = lab1.answers(st)
+            for r in (a, sig6(a)):
+                self.passes(lab1.tile_one, st, r["m1"], r["l1"], r["u1"])
+                self.passes(lab1.tile_two, st, r["m1"], r["l1"], r["u1"], r["a2"], r["m2"], r["l2"], r["u2"], r["O"])
+                self.passes(lab1.rescales, st, r["factors"])
+            self.passes(lab1.own_tiling, st, online_softmax)
+
+    def test_untouched(self):
+        self.fails(lab1.tile_one, "", None, None, None, hint="not answered yet")
+        self.fails(lab1.tile_two, "", None, None, None, None, None, None, None, None, hint="not answered yet")
+        self.fails(lab1.rescales, "", None, hint="not answered yet")
+        self.fails(lab1.own_tiling, "", None, hint="not written yet")
+        stub = lambda m, S, V, O, t: None
+        self.fails(lab1.own_tiling, "", stub, hint="S tiles loaded")
+
+    def test_tile_one_mistakes(self):
+        a = lab1.answers("")
+        raw = sum(math.exp(s) for s in a["scores"][0:2])
+        self.fails(lab1.tile_one, "", a["m1"], raw, a["u1"], hint="sum of e^s")
+        self.fails(lab1.tile_one, "", a["m1"], a["l1"], [x / a["l1"] for x in a["u1"]], hint="NOT yet divided")
+        self.fails(lab1.tile_one, "", max(a["scores"]), a["l1"], a["u1"], hint="whole row")
+        self.fails(lab1.tile_one, "", "2", a["l1"], a["u1"], hint="remove the quotes")
+        self.fails(lab1.tile_one, "", a["m1"], a["l1"], 3.0, hint="list of 2 numbers")
+
+    def test_tile_two_mistakes(self):
+        a = lab1.answers("")
+        base = [a["m1"], a["l1"], a["u1"]]
+        new = sum(math.exp(s - a["m2"]) for s in a["scores"][2:4])
+        self.fails(lab1.tile_two, "", *base, 1 / a["a2"], a["m2"], a["l2"], a["u2"], a["O"], hint="at most 1")
+        self.fails(lab1.tile_two, "", *base, a["a2"], a["m2"], a["l1"] + new, a["u2"], a["O"], hint="without rescaling")
+        self.fails(lab1.tile_two, "", *base, a["a2"], a["m2"], a["l2"], a["O"], a["O"], hint="state before that division")
+        self.fails(lab1.tile_two, "", *base, a["a2"], a["m2"], a["l2"], a["u2"], a["u2"], hint="divide by l2")
+
+    def test_tile_two_from_the_students_own_state(self):
+        a = lab1.answers("")
+        m1, l1, u1 = a["m1"], a["l1"] * 1.5, a["u1"]      # a wrong tile-one l, carried on correctly
+        st = fl.OsmState(2, m=m1, l=l1, u=u1)
+        a2 = fl.osm_step(st, a["scores"][2:4], a["values"][2:4])
+        probs = lab1.tile_two.problems("", m1, l1, u1, a2, st.m, st.l, st.u, fl.osm_finish(st))
+        self.assertEqual(len(probs), 1)
+        self.assertIn("exercise 1", probs[0])
+
+    def test_rescales_mistakes(self):
+        f = lab1.answers("")["factors"]
+        self.fails(lab1.rescales, "", [1.0] + f[1:], hint="empty state")
+        self.fails(lab1.rescales, "", f[:2] + [1.0] + f[3:], hint="new maximum")
+        self.fails(lab1.rescales, "", f[:3] + [0.5], hint="not a new maximum")
+        self.fails(lab1.rescales, "", {"a": 1}, hint="list of 4 numbers")
+
+    def test_own_tiling_mistakes(self):
+        self.fails(lab1.own_tiling, "", two_pass, hint="two-pass")
+        self.fails(lab1.own_tiling, "", whole_row, hint="as one tile")
+        self.fails(lab1.own_tiling, "", no_rescale, hint="rescale")
+        self.fails(lab1.own_tiling, "", peeks_hbm, hint="only through load and store")
+        self.fails(lab1.own_tiling, "", 42, hint="expected a function")
+
+
+# ----------------------------------------------------------------------------------------------
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def std_pred(N, d, Br, Bc):
+    Tr = cdiv(N, Br)
+    return {"Q": (N * d, 0), "K": (N * d * Tr, 0), "V": (N * d * Tr, 0), "O": (0, N * d),
+            "S": (N * N, N * N), "P": (N * N, N * N)}
+
+
+def f2_pred(N, d, Br, Bc):
+    Tr = cdiv(N, Br)
+    return {"Q": (N * d, 0), "K": (N * d * Tr, 0), "V": (N * d * Tr, 0), "O": (0, N * d), "L": (0, N)}
+
+
+def make_flash2(rescale=True, store_inside=False, full_last=False):
+    def fn(m, Q, K, V, O, L, N, d, B):
+        Qi, Oi, Kj, Vj = (m.alloc(n, B, d) for n in ("Q_i", "O_i", "K_j", "V_j"))
+        m.alloc("S_ij", B, B)
+        mi, li = m.alloc("m_i", B, 1), m.alloc("l_i", B, 1)
+        sc = 1 / math.sqrt(d)
+        for r0 in range(0, N, B):
+            br = B if full_last else min(B, N - r0)
+            m.load(Qi, Q, r0, 0, br, d)
+            q = Qi.read(br, d)
+            o, mx, l = [[0.0] * d for _ in range(br)], [NEG] * br, [0.0] * br
+            for c0 in range(0, N, B):
+                bc = min(B, N - c0)
+                m.load(Kj, K, c0, 0, bc, d)
+                m.load(Vj, V, c0, 0, bc, d)
+                k, v = Kj.read(bc, d), Vj.read(bc, d)
+                for i in range(br):
+                    s = [sc * sum(x * y for x, y in zip(q[i], k[j])) for j in range(bc)]
+                    mn = max(mx[i], max(s))
+                    a = math.exp(mx[i] - mn) if rescale else 1.0
+                    p = [math.exp(x - mn) for x in s]
+                    l[i] = a * l[i] + sum(p)
+                    o[i] = [a * o[i][c] + sum(p[j] * v[j][c] for j in range(bc)) for c in range(d)]
+                    mx[i] = mn
+                if store_inside:
+                    m.store(Oi, O, r0, 0, br, d)
+            Oi.write([[x / l[i] for x in o[i]] for i in range(br)])
+            mi.write([[mx[i] + math.log(l[i])] for i in range(br)])
+            m.store(Oi, O, r0, 0, br, d)
+            m.store(mi, L, r0, 0, br, 1)
+    return fn
+
+
+class Lab2(Checks):
+    def test_right(self):
+        for st in STUDENTS:
+            a = lab2.answers(st)
+            self.assertTrue(a["trace_uniform"], "every tile is moved equally often in the trace run")
+            self.passes(lab2.standard, st, std_pred)
+            self.passes(lab2.flash2, st, f2_pred)
+            t = a["trace"]
+            self.passes(lab2.trace, st, t["flash2_K_loads"], float(t["flash1_Q_loads"]), t["flash1_O_stores"])
+            self.passes(lab2.own_schedule, st, a["B"], make_flash2())
+
+    def test_untouched(self):
+        self.fails(lab2.standard, "", lambda *a: None, hint="not answered yet")
+        self.fails(lab2.flash2, "", None, hint="not written yet")
+        self.fails(lab2.trace, "", None, None, None, hint="not answered yet")
+        self.fails(lab2.own_schedule, "", None, lambda *a: None, hint="not answered yet")
+
+    def test_prediction_mistakes(self):
+        self.fails(lab2.standard, "", lambda N, d, Br, Bc: {**std_pred(N, d, Br, Bc), "K": (N * d, 0)},
+                   hint="re-read for every row block")
+        self.fails(lab2.standard, "", lambda N, d, Br, Bc: {**std_pred(N, d, Br, Bc), "S": (0, N * N)},
+                   hint="read once by step 2")
+        self.fails(lab2.flash2, "", lambda N, d, Br, Bc: {**f2_pred(N, d, Br, Bc), "L": (0, 0)}, hint="one number per row")
+        self.fails(lab2.flash2, "", lambda N, d, Br, Bc: {**f2_pred(N, d, Br, Bc), "S": (0, 0)}, hint="no HBM tensor S")
+        self.fails(lab2.flash2, "", lambda N, d, Br, Bc: 1 / 0, hint="ZeroDivisionError")
+
+    def test_trace_mistakes(self):
+        t = lab2.answers("")["trace"]
+        self.fails(lab2.trace, "", t["flash2_K_loads"], t["flash1_Q_loads"], t["flash1_Q_loads"], hint="line 2")
+        self.fails(lab2.trace, "", 1, t["flash1_Q_loads"], t["flash1_O_stores"], hint="row blocks")
+        self.fails(lab2.trace, "", t["flash2_K_loads"], 8.5, t["flash1_O_stores"], hint="whole number")
+
+    def test_own_schedule_mistakes(self):
+        B = lab2.answers("")["B"]
+        self.fails(lab2.own_schedule, "", B - 4, make_flash2(), hint="larger block still fit")
+        self.fails(lab2.own_schedule, "", B, make_flash2(rescale=False), hint="rescale")
+        self.fails(lab2.own_schedule, "", B, make_flash2(store_inside=True), hint="written more than once")
+        self.fails(lab2.own_schedule, "", B, make_flash2(full_last=True), hint="out of bounds")
+
+
+# ----------------------------------------------------------------------------------------------
+class Lab3(Checks):
+    def test_right_and_rounded(self):
+        for st in STUDENTS:
+            a = lab3.answers(st)
+            for r in (a, sig6(a)):
+                self.passes(lab3.napkin, st, r["c_napkin"])
+                self.passes(lab3.fit_check, st, r["c_fit"], r["spread"])
+            self.passes(lab3.flat, st, float(a["M_flat"]))
+            self.passes(lab3.paper_blocks, st, a["paper_Bc"], a["paper_Br"], a["paper_need"], a["paper_fits"])
+
+    def test_untouched(self):
+        self.fails(lab3.napkin, "", None, hint="not answered yet")
+        self.fails(lab3.fit_check, "", None, None, hint="not answered yet")
+        self.fails(lab3.flat, "", None, hint="not answered yet")
+        self.fails(lab3.paper_blocks, "", None, None, None, None, hint="not answered yet")
+
+    def test_napkin_mistakes(self):
+        self.fails(lab3.napkin, "", 9, hint="what the machine measures")
+        self.fails(lab3.napkin, "", 4, hint="both K and V")
+        self.fails(lab3.napkin, "", 16, hint="Q and O cross once")
+
+    def test_fit_mistakes(self):
+        a = lab3.answers("")
+        allpts = {k: lab3.fit(k, lab3.MS) for k in ("flash1", "flash2")}
+        self.fails(lab3.fit_check, "", allpts, a["spread"], hint="all 11 points")
+        geo = {k: math.exp(sum(map(math.log, lab3.ratios(k, lab3.REGIME))) / len(lab3.REGIME)) for k in allpts}
+        self.fails(lab3.fit_check, "", geo, a["spread"], hint="geometric mean")
+        sw = lab3.sweep()
+        ols = {k: sum(sw[k, M].total * lab3.law(M) for M in lab3.REGIME) / sum(lab3.law(M) ** 2 for M in lab3.REGIME)
+               for k in allpts}
+        self.fails(lab3.fit_check, "", ols, a["spread"], hint="every point weighs the same")
+        self.fails(lab3.fit_check, "", a["c_fit"], 1 / a["spread"], hint="spread is >= 1")
+        self.fails(lab3.fit_check, "", [1.0, 2.0], a["spread"], hint="expected a dict")
+
+    def test_flat_and_paper_mistakes(self):
+        self.fails(lab3.flat, "", 1024 * 64, hint="Theta law's range")
+        self.fails(lab3.flat, "", 4 * 1024 * 64 + 1024 * 1024, hint="m_i and l_i")
+        self.fails(lab3.flat, "", 4 * 1024 * 64, hint="S_ij")
+        a = lab3.answers("")
+        self.fails(lab3.paper_blocks, "", a["paper_Bc"], a["paper_Br"], a["paper_need"], 0, hint="True or False")
+        self.fails(lab3.paper_blocks, "", 98304 // 512, a["paper_Br"], a["paper_need"] + 1, a["paper_fits"],
+                   hint="2 B_c d")
+        self.fails(lab3.paper_blocks, "", a["paper_Bc"], a["paper_Bc"], a["paper_need"], a["paper_fits"], hint="min(B_c, d)")
+        self.fails(lab3.paper_blocks, "", a["paper_Bc"], a["paper_Br"], a["paper_need"], not a["paper_fits"],
+                   hint="compare what the buffers need")
+
+
+# ----------------------------------------------------------------------------------------------
+class Lab4(Checks):
+    def test_right(self):
+        for st in STUDENTS:
+            self.passes(lab4.decode_corner, st, lambda nq, nk: [[int(j <= i + nk - nq) for j in range(nk)] for i in range(nq)])
+            self.passes(lab4.blind_tests, st, [(4, 4), (1, 1)])
+            self.passes(lab4.window, st, lambda nq, nk, L, R: [[int((L < 0 or j >= i + nk - nq - L) and (R < 0 or j <= i + nk - nq + R))
+                                                                 for j in range(nk)] for i in range(nq)])
+            self.passes(lab4.varlen, st, lambda ls: [0] + [sum(ls[:k + 1]) for k in range(len(ls))])
+            self.passes(lab4.gqa, st, lambda h, q, k: h // (q // k))
+
+    def test_mistakes(self):
+        none = lambda *a: None
+        self.fails(lab4.decode_corner, "", none, hint="returned None")
+        self.fails(lab4.decode_corner, "", lambda nq, nk: [[int(j <= i) for j in range(nk)] for i in range(nq)], hint="top-left")
+        self.fails(lab4.decode_corner, "", lambda nq, nk: 7, hint="list of rows")
+        self.fails(lab4.blind_tests, "", None, hint="not answered")
+        self.fails(lab4.blind_tests, "", {(1, 1), (4, 4), (1, 8)}, hint="corners differ")
+        self.fails(lab4.blind_tests, "", {(1, 1)}, hint="same mask")
+        self.fails(lab4.window, "", lambda nq, nk, L, R: [[int((L < 0 or j >= i - L) and (R < 0 or j <= i + R)) for j in range(nk)]
+                                                        for i in range(nq)], hint="shifted by Nk - Nq")
+        self.fails(lab4.window, "", none, hint="returned None")
+        self.fails(lab4.window, "", lambda *a: [[1]], hint="expected")
+        self.fails(lab4.varlen, "", lambda ls: [sum(ls[:k + 1]) for k in range(len(ls))], hint="refuses")
+        self.fails(lab4.varlen, "", lambda ls: [0, 0] + [sum(ls)] * (len(ls) - 1), hint="describe lengths")
+        self.fails(lab4.varlen, "", none, hint="returned None")
+        self.fails(lab4.gqa, "", lambda h, q, k: h % k, hint="interleaves")
+        self.fails(lab4.gqa, "", lambda h, q, k: h // k, hint="the rule maps")
+        self.fails(lab4.gqa, "", none, hint="returned None")
+
+
+# ----------------------------------------------------------------------------------------------
+def bwd_pred(N, d, Br, Bc):
+    Tc, Nd = cdiv(N, Bc), N * d
+    return {"Q": (Tc * Nd, 0), "K": (Nd, 0), "V": (Nd, 0), "O": (Nd, 0), "dO": (Nd + Tc * Nd, 0),
+            "dQ": (Tc * Nd, Nd + Tc * Nd), "dK": (0, Nd), "dV": (0, Nd), "L": (Tc * N, 0), "D": (Tc * N, N)}
+
+
+class Lab5(Checks):
+    def test_right_and_rounded(self):
+        for st in STUDENTS:
+            a = lab5.answers(st)
+            self.passes(lab5.flash2_bwd, st, bwd_pred)
+            self.passes(lab5.saved, st, a["saved_standard"], a["saved_flash2"])
+            self.passes(lab5.traffic, st, sig6(a["ratio"]), a["recompute_adds_traffic"])
+
+    def test_mistakes(self):
+        a = lab5.answers("")
+        self.fails(lab5.flash2_bwd, "", lambda *x: None, hint="not answered yet")
+        self.fails(lab5.flash2_bwd, "", lambda N, d, Br, Bc: {**bwd_pred(N, d, Br, Bc), "dQ": (0, N * d)}, hint="dQ")
+        self.fails(lab5.flash2_bwd, "", lambda N, d, Br, Bc: {**bwd_pred(N, d, Br, Bc), "O": (0, 0)}, hint="O reads")
+        self.fails(lab5.saved, "", None, None, hint="not answered")
+        self.fails(lab5.saved, "", {"P": 1024}, a["saved_flash2"], hint="check its shape")
+        self.fails(lab5.saved, "", {"S": 1024 * 1024}, a["saved_flash2"], hint="you name")
+        self.fails(lab5.traffic, "", None, None, hint="not answered")
+        self.fails(lab5.traffic, "", 1 / a["ratio"], False, hint="standard over flash2")
+        self.fails(lab5.traffic, "", a["ratio"], True, hint="compare the two totals")
+
+
+# ----------------------------------------------------------------------------------------------
+def kernel_model(algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd", Nk=None):
+    return fl.run(algo, N=N, d=d, M=fl.footprint(algo, d, Br, Bc, bwd=pass_ == "bwd"), Br=Br, Bc=Bc,
+                  elem_bytes=elem_bytes, causal=causal, pass_=pass_, Nk=Nk or N)
+
+
+class Lab6(Checks):
+    def test_right(self):
+        self.passes(lab6.model, "", kernel_model)
+        a = lab6.answers("")
+        if a["rows_compared"]:
+            self.passes(lab6.counters, "", a["rows_compared"], a["rows_equal"])
+            self.passes(lab6.ncu, "", sig6(a["min_dram_ratio"]), list(a["min_dram_row"]))
+            self.fails(lab6.counters, "", a["rows_compared"] + 1, a["rows_equal"], hint="rows_compared")
+            self.fails(lab6.counters, "", None, None, hint="not answered")
+            self.fails(lab6.counters, "", a["rows_compared"], a["rows_equal"] - 2, hint="rows_equal")
+            self.fails(lab6.ncu, "", a["min_dram_ratio"] * 2, a["min_dram_row"], hint="divide dram_read_B")
+            self.fails(lab6.ncu, "", None, None, hint="not answered")
+            self.fails(lab6.ncu, "", a["min_dram_ratio"], ("flash2", "4096", "16", "16"), hint="as ints")
+
+    def test_model_mistakes(self):
+        self.fails(lab6.model, "", lambda *a, **k: None, hint="returned None")
+        self.fails(lab6.model, "", lambda algo, N, d, Br, Bc, **k: fl.run(algo, N=N, d=d, M=fl.footprint(algo, d, Br, Bc),
+                                                                             pass_=k.get("pass_", "fwd")), hint="force them")
+        self.fails(lab6.model, "", lambda algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd", Nk=None:
+                   fl.run(algo, N=N, d=d, M=fl.footprint(algo, d, Br, Bc), Br=Br, Bc=Bc, pass_=pass_), hint="bwd=True")
+        self.fails(lab6.model, "", lambda *a, **k: 42, hint="what fl.run returns")
+
+
+class Lab7(Checks):
+    def test_floors(self):
+        def floors(B, H, N, d, causal=False, eb=2):
+            f = 4.0 * B * H * N * N * d * (0.5 if causal else 1.0)
+            b = 4.0 * B * H * N * d * eb
+            return f, b, f / lab7.PEAK_FLOPS * 1e3, b / lab7.PEAK_BYTES * 1e3
+        self.passes(lab7.floors, "", floors)
+        self.passes(lab7.floors, "", lambda *a: sig6(list(floors(*a))))
+        self.fails(lab7.floors, "", lambda B, H, N, d, c=False, eb=2: (2 * floors(B, H, N, d, c, eb)[0],) + floors(B, H, N, d, c, eb)[1:],
+                   hint="two products")
+        self.fails(lab7.floors, "", lambda B, H, N, d, c=False, eb=2: floors(B, H, N, d, c, 2), hint="element size")
+        self.fails(lab7.floors, "", lambda *a: floors(*a)[:2], hint="list of 4 numbers")
+        self.fails(lab7.floors, "", None, hint="not written")
+
+    def test_recorded(self):
+        a = lab7.answers("")
+        if "speedup" not in a:
+            self.skipTest("no recorded Figure-2 data")
+        self.passes(lab7.bytes_check, "", lab7.lib_bytes)
+        self.fails(lab7.bytes_check, "", lambda r: lab7.lib_bytes(r) // 64, hint="batch 64")
+        self.fails(lab7.bytes_check, "", lambda r: None, hint="model_bytes = None")
+        self.fails(lab7.bytes_check, "", lambda r: r["nope"], hint="KeyError")
+        r = sig6({k: a[k] for k in ("speedup", "byte_ratio", "std_tbps", "tiled_tflops")})
+        self.passes(lab7.floor, "", r["speedup"], r["byte_ratio"], r["std_tbps"], r["tiled_tflops"])
+        self.fails(lab7.floor, "", r["byte_ratio"], r["speedup"], r["std_tbps"], r["tiled_tflops"], hint="speedup")
+        self.fails(lab7.floor, "", None, None, None, None, hint="not answered")
+        self.fails(lab7.floor, "", r["speedup"], r["byte_ratio"], r["std_tbps"] * 1e12, r["tiled_tflops"], hint="std_tbps")
+        self.passes(lab7.sdpa_check, "", sig6(a["worst_ratio"]), list(a["worst_shape"]))
+        self.fails(lab7.sdpa_check, "", 1 / a["worst_ratio"], a["worst_shape"], hint="smallest")
+        self.fails(lab7.sdpa_check, "", a["worst_ratio"], None, hint="worst_shape")
+        self.fails(lab7.sdpa_check, "", "1.14", a["worst_shape"], hint="remove the quotes")
+
+
+# ----------------------------------------------------------------------------------------------
+def design(skip=True, blocks=None, store=True, drop_last=False):
+    def fn(m, T, case):
+        Nq, d, H, Hk = case["Nq"], case["d"], case["heads"], case["kv_heads"]
+        Nk = case["Nk"] or Nq
+        _, _, algo, Br, Bc = grading.optimum(case)
+        Br, Bc = blocks or (Br, Bc)
+        G = H // Hk if algo == "flash2-gqa" and not blocks else 1
+        mk = fl.mask(Nq, Nk, case["causal"])
+        Qs = [m.alloc(f"Q{g}", Br, d) for g in range(G)]
+        Os = [m.alloc(f"O{g}", Br, d) for g in range(G)]
+        Kj, Vj = m.alloc("K_j", Bc, d), m.alloc("V_j", Bc, d)
+        mi = m.alloc("m_i", G * Br, 1)
+        for h0 in range(0, H, G):
+            kv = h0 // (H // Hk)
+            for r0 in range(0, Nq, Br):
+                br = min(Br, Nq - r0)
+                for g in range(G):
+                    m.load(Qs[g], T["Q"], (h0 + g) * Nq + r0, 0, br, d)
+                for c0 in range(0, Nk, Bc):
+                    bc = min(Bc, Nk - c0)
+                    if skip and fl.mask_tile(mk, r0, br, c0, bc) == "empty":
+                        continue
+                    if drop_last and c0 + bc == Nk:
+                        continue
+                    m.load(Kj, T["K"], kv * Nk + c0, 0, bc, d)
+                    m.load(Vj, T["V"], kv * Nk + c0, 0, bc, d)
+                for g in range(G):
+                    if store:
+                        m.store(Os[g], T["O"], (h0 + g) * Nq + r0, 0, br, d)
+                    m.store(mi, T["L"], (h0 + g) * Nq + r0, 0, br, 1)
+    return fn
+
+
+class Lab8(Checks):
+    def test_right(self):
+        for st in STUDENTS + ("alan", "barbara"):
+            self.passes(grading.design, st, design())
+
+    def test_mistakes(self):
+        self.fails(grading.design, "", None, hint="not written")
+        self.fails(grading.design, "", lambda m, T, c: None, hint="never on chip together")
+        self.fails(grading.design, "", design(store=False), hint="O is not stored")
+        self.fails(grading.design, "", design(drop_last=True), hint="never on chip together")
+        self.fails(grading.design, "", design(blocks=(4, 4)), hint="1.5x the optimum")
+
+    def test_points(self):
+        self.assertEqual(grading.points(100, 100), 10.0)
+        self.assertEqual(grading.points(90, 100), 10.0)
+        self.assertEqual(grading.points(150, 100), 5.0)
+        self.assertEqual(grading.points(250, 100), 0.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
