@@ -106,7 +106,9 @@ static fl_status trace_all(const opts *o, FILE *f)
         fl_problem p = o->po.p;
         p.algo = (fl_algo)o->algos[i];
         fl_trace_begin_run(&w, fl_algo_name(p.algo), p.M);
-        FL_TRY(fl_run(&p, o->compute ? FL_COMPUTE : FL_COUNT, fl_trace_event, &w, &r));
+        const fl_status s = fl_run(&p, o->compute ? FL_COMPUTE : FL_COUNT, fl_trace_event, &w, &r);
+        if (s == FL_ESTOPPED) return fl_trace_finish(&w); /* the writer stopped it: a failed write */
+        FL_TRY(s);
     }
     return fl_trace_finish(&w);
 }

@@ -50,7 +50,7 @@ from collections import namedtuple
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 STATUS = {0: "ok", 1: "invalid argument", 2: "capacity exceeded", 3: "overflow",
-          4: "out of memory", 5: "i/o error", 6: "out of bounds"}
+          4: "out of memory", 5: "i/o error", 6: "out of bounds", 7: "stopped by the trace callback"}
 
 
 class FlashlabError(RuntimeError):
@@ -208,7 +208,7 @@ class MaskStruct(C.Structure):
                 ("b", C.c_int64)]
 
 
-TRACE_FN = C.CFUNCTYPE(None, C.POINTER(Event), C.c_void_p)
+TRACE_FN = C.CFUNCTYPE(C.c_int, C.POINTER(Event), C.c_void_p)
 
 # ----------------------------------------------------------------------------------------------
 # Every C function this file calls, as its C prototype.  The ctypes signature is derived from it;
@@ -239,9 +239,9 @@ int64_t fl_machine_sram_peak(const fl_machine *m);
 int64_t fl_machine_sram_used(const fl_machine *m);
 int64_t fl_machine_events(const fl_machine *m);
 int64_t fl_machine_capacity(const fl_machine *m);
-double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n, const double *v, int64_t ldv, double *p);
+fl_status fl_osm_step_checked(double *m, double *l, double *u, int64_t u_len, int64_t dv, const double *s, int64_t s_len, const double *v, int64_t v_rows, int64_t ldv, double *p, int64_t p_len, double *a);
 void fl_osm_finish(double l, const double *u, int64_t dv, double *out);
-fl_status fl_osm_tiled(const double *s, int64_t n, const double *V, int64_t dv, int64_t tile, double *out);
+fl_status fl_osm_tiled_checked(const double *s, int64_t n, const double *V, int64_t v_len, int64_t dv, int64_t tile, double *out, int64_t out_len);
 double fl_ref_softmax_row(const double *s, int64_t n, const double *V, int64_t dv, double *out);
 fl_status fl_ref_attention(int64_t Nq, int64_t Nk, int64_t d, int64_t dv, const double *Q, const double *K, const double *V, double scale, fl_keep_fn keep, const void *ctx, double *O, double *L);
 fl_status fl_mask_init(fl_mask *mk, int64_t Nq, int64_t Nk, fl_causal causal, int64_t left, int64_t right);
@@ -474,7 +474,8 @@ def _event(ev):
 
 class _Relay:
     """Calls fn(TraceEvent) from a C trace callback.  An exception fn raises is kept (C cannot
-    unwind through ctypes), every later event is ignored, and raise_pending() re-raises it."""
+    unwind through ctypes) and the callback tells the C machine to stop (it then refuses every
+    further move with status 7, so the run ends at that event); raise_pending() re-raises it."""
 
     def __init__(self, fn):
         if not callable(fn):
@@ -484,11 +485,13 @@ class _Relay:
 
     def _call(self, ev, ctx):
         if self.error is not None:
-            return
+            return 1
         try:
             self.fn(_event(ev.contents))
         except BaseException as e:   # KeyboardInterrupt too: it must reach the caller
             self.error = e
+            return 1
+        return 0
 
     def raise_pending(self):
         if self.error is not None:
@@ -538,8 +541,8 @@ def _c_run(p, mode, relay):
 def run(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
     """Runs one schedule through fl_run.  mode: 'count' (no arithmetic) or 'compute' (real
     values, checked against the reference: .rel_err).  trace: a callable receiving a TraceEvent
-    per tile event; if it raises, the rest of the run's events are not passed on and the
-    exception is re-raised here (the C run itself finishes before fl_run returns)."""
+    per tile event; if it raises, the C run stops at that event and the exception is re-raised
+    here."""
     m = MODES[_choice("mode", mode, tuple(MODES))]
     p = problem(algo, N, d, M, Br, Bc, **kw)
     return RunResult(_c_run(p, m, _Relay(trace) if trace is not None else None))
@@ -875,9 +878,13 @@ class OsmState:
 
 
 def _c_osm_step(state, s, v):
-    """fl_osm_step with n = len(s) scores and n rows of state.dv values (checked by the caller)."""
-    return _fn["fl_osm_step"](C.byref(state._m), C.byref(state._l), state._u, state.dv,
-                              _doubles(s), len(s), _doubles(v), state.dv, None)
+    """fl_osm_step_checked: the C side checks len(s) scores against len(v) // state.dv value
+    rows and the numerator's length."""
+    a = C.c_double()
+    _ok(_fn["fl_osm_step_checked"](C.byref(state._m), C.byref(state._l), state._u, len(state._u),
+                                   state.dv, _doubles(s), len(s), _doubles(v), len(v) // state.dv,
+                                   state.dv, None, 0, C.byref(a)))
+    return a.value
 
 
 def osm_step(state, scores, values):
@@ -907,7 +914,7 @@ def osm_finish(state):
 def _c_osm_tiled(s, v, dv, tile):
     """fl_osm_tiled with len(s) scores and len(s) * dv values (checked by the caller)."""
     out = (C.c_double * dv)()
-    _ok(_fn["fl_osm_tiled"](_doubles(s), len(s), _doubles(v), dv, tile, out))
+    _ok(_fn["fl_osm_tiled_checked"](_doubles(s), len(s), _doubles(v), len(v), dv, tile, out, dv))
     return list(out)
 
 

@@ -142,9 +142,10 @@ Test(bwd, dense_closed_forms_written_out)
     cr_assert_gt(n, 80);
 }
 
-static void count_events(const fl_event *ev, void *ctx)
+static int count_events(const fl_event *ev, void *ctx)
 {
     if (ev->kind == FL_EV_LOAD || ev->kind == FL_EV_STORE) ++*(int64_t *)ctx;
+    return 0;
 }
 
 Test(bwd, bwd_alone_traces_only_the_backward)

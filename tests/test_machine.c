@@ -5,6 +5,7 @@
 
 #include "machine.h"
 #include "ops.h"
+#include "run.h"
 
 Test(machine, counts_each_element_moved_per_tensor)
 {
@@ -135,7 +136,7 @@ typedef struct {
     int64_t last_reads, max_used;
 } trace_tally;
 
-static void tally(const fl_event *ev, void *ctx)
+static int tally(const fl_event *ev, void *ctx)
 {
     trace_tally *t = ctx;
     t->loads += ev->kind == FL_EV_LOAD;
@@ -144,6 +145,37 @@ static void tally(const fl_event *ev, void *ctx)
     t->frees += ev->kind == FL_EV_FREE;
     t->last_reads = ev->reads;
     if (ev->sram_used > t->max_used) t->max_used = ev->sram_used;
+    return 0;
+}
+
+/* Stops the run at the n-th event (ctx: a counter starting at n). */
+static int stop_after(const fl_event *ev, void *ctx)
+{
+    (void)ev;
+    return --*(int *)ctx <= 0;
+}
+
+Test(machine, a_trace_callback_stops_the_run)
+{
+    for (int n = 1; n <= 12; n++) {
+        fl_problem p = fl_problem_default();
+        p.algo = FL_ALGO_FLASH2, p.N = 64, p.d = 8, p.M = 2000;
+        fl_result r;
+        int left = n;
+        cr_assert_eq(fl_run(&p, FL_COUNT, stop_after, &left, &r), FL_ESTOPPED, "stop at event %d", n);
+        cr_assert(strstr(fl_last_error(), "stopped the run"), "%s", fl_last_error());
+    }
+    /* the machine refuses every move after the stop */
+    fl_machine *m = fl_machine_alloc(100, FL_COUNT, "test");
+    int left = 1, t;
+    fl_buf *b;
+    fl_machine_set_trace(m, stop_after, &left);
+    cr_assert_eq(fl_tensor_add(m, "A", 4, 4, 2, &t), FL_OK);
+    cr_assert_eq(fl_sram_alloc(m, "a", 2, 2, &b), FL_ESTOPPED); /* the alloc event stops it */
+    cr_assert_eq(fl_load(m, b, t, 0, 0, 2, 2), FL_ESTOPPED);
+    cr_assert_eq(fl_store(m, b, t, 0, 0, 2, 2), FL_ESTOPPED);
+    cr_assert_eq(fl_machine_reads(m), 0, "a refused load counts nothing");
+    fl_machine_free(m);
 }
 
 Test(machine, trace_sees_every_event_with_running_totals)

@@ -37,9 +37,10 @@ Test(masks_sched, grid_counts_and_values)
 /* trace: every K load must touch a key block some query of the current row block may see;
  * counted here as the K elements loaded */
 typedef struct { int64_t k_reads; } kcount;
-static void on_event(const fl_event *ev, void *ctx)
+static int on_event(const fl_event *ev, void *ctx)
 {
     if (ev->kind == FL_EV_LOAD && strcmp(ev->tensor, "K") == 0) ((kcount *)ctx)->k_reads += ev->nr * ev->nc;
+    return 0;
 }
 
 Test(masks_sched, causal_square_skips_tiles)

@@ -93,3 +93,24 @@ Test(examples, two_tile_prints_both_walkthroughs_and_passes)
     cr_assert(strstr(buf, "m = 3.000000, l = 1.553002"), "%s", buf);
     cr_assert(strstr(buf, "two-tile: PASS"), "%s", buf);
 }
+
+/* The binding's entry points check the arrays' lengths they are given instead of reading past
+ * them: 3 scores with 1 value row, a short numerator, a value array of the wrong size. */
+Test(online_softmax, checked_steps_refuse_arrays_that_do_not_match)
+{
+    double m = -INFINITY, l = 0.0, u[2] = {0, 0}, a = -1.0;
+    const double s[3] = {0.1, 0.2, 0.3}, v[6] = {1, 2, 3, 4, 5, 6};
+    cr_assert_eq(fl_osm_step_checked(&m, &l, u, 2, 2, s, 3, v, 1, 2, NULL, 0, &a), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "values: 1 rows"), "%s", fl_last_error());
+    cr_assert_eq(fl_osm_step_checked(&m, &l, u, 1, 2, s, 3, v, 3, 2, NULL, 0, &a), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "u: "), "%s", fl_last_error());
+    cr_assert_eq(m, -INFINITY, "a refused step changes nothing");
+    cr_assert_eq(fl_osm_step_checked(&m, &l, u, 2, 2, s, 3, v, 3, 2, NULL, 0, &a), FL_OK);
+    double m2 = -INFINITY, l2 = 0.0, u2[2] = {0, 0};
+    const double a2 = fl_osm_step(&m2, &l2, u2, 2, s, 3, v, 2, NULL);
+    cr_assert(m == m2 && l == l2 && u[0] == u2[0] && u[1] == u2[1] && a == a2, "checked = unchecked");
+    double out[2];
+    cr_assert_eq(fl_osm_tiled_checked(s, 3, v, 5, 2, 2, out, 2), FL_EINVAL);
+    cr_assert_eq(fl_osm_tiled_checked(s, 3, v, 6, 2, 2, out, 1), FL_EINVAL);
+    cr_assert_eq(fl_osm_tiled_checked(s, 3, v, 6, 2, 2, out, 2), FL_OK);
+}

@@ -70,7 +70,10 @@ typedef struct {
     int64_t reads, writes;   /* machine totals after the event */
 } fl_event;
 
-typedef void (*fl_trace_fn)(const fl_event *ev, void *ctx);
+/* A trace callback: returns 0 to go on, nonzero to stop the run.  After a nonzero return the
+ * machine refuses every further load, store and allocation with FL_ESTOPPED (the event that was
+ * reported has happened), so the schedule returns at once and fl_run passes FL_ESTOPPED on. */
+typedef int (*fl_trace_fn)(const fl_event *ev, void *ctx);
 
 typedef struct fl_machine fl_machine;
 
@@ -86,7 +89,8 @@ void fl_machine_free(fl_machine *m);
 /* Nonzero when the machine moves real values (FL_COMPUTE). */
 int fl_computes(const fl_machine *m);
 
-/* Installs a trace callback (NULL removes it).  Called once per load/store/alloc/free. */
+/* Installs a trace callback (NULL removes it).  Called once per load/store/alloc/free; see
+ * fl_trace_fn for how it stops a run. */
 void fl_machine_set_trace(fl_machine *m, fl_trace_fn fn, void *ctx);
 
 /* Adds an HBM tensor of rows x cols elements, each reported as elem_bytes bytes.  In FL_COMPUTE

@@ -34,6 +34,15 @@ void fl_op_matmul(fl_buf *C, const fl_buf *A, const fl_buf *B, int64_t m, int64_
 double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n,
                    const double *v, int64_t ldv, double *p);
 
+/* fl_osm_step for a caller that holds arrays of known lengths (the Python binding), which this
+ * checks instead of trusting: u holds u_len >= dv values; the step absorbs all s_len >= 1 scores
+ * of s; v holds v_rows rows of ldv >= dv values, one per score (v_rows == s_len); p, when not
+ * NULL, holds p_len >= s_len entries.  FL_EINVAL naming the array and the rule otherwise; else
+ * *a receives fl_osm_step's rescale factor. */
+fl_status fl_osm_step_checked(double *m, double *l, double *u, int64_t u_len, int64_t dv,
+                              const double *s, int64_t s_len, const double *v, int64_t v_rows,
+                              int64_t ldv, double *p, int64_t p_len, double *a);
+
 /* Finishes a row: out[0:dv] = u / l, or zeros when l == 0 (no legal key; docs/model.md rule M0);
  * a NaN l gives NaN.
  * out may alias u. */
@@ -45,6 +54,11 @@ void fl_osm_finish(double l, const double *u, int64_t dv, double *out);
  * FL_ENOMEM if the numerator cannot be allocated. */
 fl_status fl_osm_tiled(const double *s, int64_t n, const double *V, int64_t dv, int64_t tile,
                        double *out);
+
+/* fl_osm_tiled with the arrays' lengths checked: s has n scores, V holds v_len == n * dv values,
+ * out holds out_len >= dv.  FL_EINVAL naming the array and the rule otherwise. */
+fl_status fl_osm_tiled_checked(const double *s, int64_t n, const double *V, int64_t v_len, int64_t dv,
+                               int64_t tile, double *out, int64_t out_len);
 
 #ifdef __cplusplus
 }

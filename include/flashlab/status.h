@@ -22,7 +22,8 @@ typedef enum {
     FL_EOVERFLOW = 3, /* a size or count does not fit in 64-bit arithmetic */
     FL_ENOMEM = 4,    /* the host could not allocate memory */
     FL_EIO = 5,       /* a file could not be written */
-    FL_EBOUNDS = 6    /* a tile lies outside its tensor or buffer (a schedule bug) */
+    FL_EBOUNDS = 6,   /* a tile lies outside its tensor or buffer (a schedule bug) */
+    FL_ESTOPPED = 7   /* a trace callback asked the run to stop */
 } fl_status;
 
 /* Records msg (printf-style) as this thread's last error and returns code.  Use through

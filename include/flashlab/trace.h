@@ -66,8 +66,10 @@ void fl_trace_init(fl_trace_writer *w, FILE *out, fl_trace_format fmt);
  * column and sram_capacity = M; step and the per-run state restart. */
 void fl_trace_begin_run(fl_trace_writer *w, const char *label, int64_t M);
 
-/* The trace callback: ctx is an fl_trace_writer.  Writes one line for ev. */
-void fl_trace_event(const fl_event *ev, void *ctx);
+/* The trace callback: ctx is an fl_trace_writer.  Writes one line for ev; returns nonzero (the
+ * run stops, machine.h) once writing to the output has failed, so a full disk ends the run at
+ * once instead of after its last event.  fl_trace_finish then reports the failure. */
+int fl_trace_event(const fl_event *ev, void *ctx);
 
 /* Flushes the output; FL_EIO ("trace: ...") if any write failed. */
 fl_status fl_trace_finish(fl_trace_writer *w);

@@ -237,6 +237,31 @@ class TraceCallbacks(Case):
         self.assertEqual(rc, 0, out)
         self.assertTrue(out.startswith("KeyError"), out)
 
+    def test_the_c_machine_stops_at_the_exception(self):
+        # after the callback raised, the C machine refuses every further move (status 7)
+        rc, out = run_snippet("""
+            m = fl.Machine(M=100)
+            t = m.tensor('Q', 8, 2)
+            b = m.alloc('b', 2, 2)
+            def cb(ev):
+                raise KeyError('from the callback')
+            m.set_trace(cb)
+            try:
+                m.load(b, t, 0, 0, 2, 2)
+                first = 'no exception'
+            except KeyError:
+                first = 'KeyError'
+            m.set_trace(None)
+            try:
+                m.load(b, t, 2, 0, 2, 2)
+                second = 'loaded'
+            except fl.FlashlabError as e:
+                second = 'stopped' if 'stopped the run' in str(e) else str(e)
+            print("OUTCOME", first, second, m.reads)
+            """)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out, "KeyError stopped 4", "the refused load counts nothing")
+
     def test_events_are_plain_values(self):
         self.returns("ev = []\nfl.run('flash2', N=16, d=4, M=400, trace=ev.append)\n"
                      "outcome(lambda: (ev[0].kind, type(ev[0].buf).__name__))", ("alloc", "str"))

@@ -42,7 +42,7 @@ static fl_trace_slot *slot(fl_trace_slot *tab, int *n, int cap, const char *name
     return s;
 }
 
-void fl_trace_event(const fl_event *ev, void *ctx)
+int fl_trace_event(const fl_event *ev, void *ctx)
 {
     fl_trace_writer *w = ctx;
     const int tile = ev->kind == FL_EV_LOAD || ev->kind == FL_EV_STORE;
@@ -95,6 +95,7 @@ void fl_trace_event(const fl_event *ev, void *ctx)
                 ev->buf, ev->r0, ev->c0, ev->nr, ev->nc, tr, tc, ev->sram_used, w->M, treads,
                 twrites, reads, writes);
     }
+    return ferror(w->out) != 0;
 }
 
 fl_status fl_trace_finish(fl_trace_writer *w)

@@ -30,6 +30,7 @@ const char *fl_strerror(fl_status code)
     case FL_ENOMEM: return "out of memory";
     case FL_EIO: return "i/o error";
     case FL_EBOUNDS: return "tile out of bounds";
+    case FL_ESTOPPED: return "stopped by the trace callback";
     }
     return "unknown status";
 }

@@ -17,6 +17,7 @@ struct fl_machine {
     int64_t reads, writes; /* running totals over tensors (= the sums of their counters) */
     fl_trace_fn trace;
     void *trace_ctx;
+    int stopped; /* the trace callback asked to stop: every further move is refused */
 };
 
 fl_machine *fl_machine_alloc(int64_t M, fl_mode mode, const char *schedule)
@@ -58,7 +59,16 @@ static inline void emit(fl_machine *m, fl_event_kind kind, const char *tensor, c
 {
     fl_event ev = {kind, tensor, b->name, r0, c0, nr, nc, m->sram_used,
                    m->reads, m->writes};
-    m->trace(&ev, m->trace_ctx);
+    if (m->trace(&ev, m->trace_ctx)) m->stopped = 1;
+}
+
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static fl_status stopped(const fl_machine *m)
+{
+    return fl_fail(FL_ESTOPPED, "%s: the trace callback stopped the run after %lld tile events",
+                   m->schedule, (long long)m->events);
 }
 
 fl_status fl_tensor_add(fl_machine *m, const char *name, int64_t rows, int64_t cols,
@@ -113,6 +123,7 @@ fl_status fl_sram_alloc(fl_machine *m, const char *name, int64_t rows, int64_t c
 {
     int64_t n, used;
     *out = NULL;
+    if (m->stopped) return stopped(m);
     if (rows <= 0 || cols <= 0 || !fl_mul_ok(rows, cols, &n))
         return fl_fail(FL_EINVAL, "%s: SRAM buffer %s must have a positive size (%lld x %lld)",
                        m->schedule, name, (long long)rows, (long long)cols);
@@ -145,7 +156,7 @@ fl_status fl_sram_alloc(fl_machine *m, const char *name, int64_t rows, int64_t c
     if (used > m->sram_peak) m->sram_peak = used;
     if (m->trace) emit(m, FL_EV_ALLOC, NULL, b, 0, 0, rows, cols);
     *out = b;
-    return FL_OK;
+    return m->stopped ? stopped(m) : FL_OK;
 }
 
 void fl_sram_free(fl_machine *m, fl_buf *b)
@@ -220,24 +231,26 @@ fl_status fl_load(fl_machine *m, fl_buf *b, int t, int64_t r0, int64_t c0, int64
                   int64_t nc)
 {
     if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "load");
+    if (m->stopped) return stopped(m);
     fl_tensor *T = &m->tensors[t];
     T->reads += nr * nc; /* rule R1: one read per element moved HBM -> SRAM */
     m->reads += nr * nc;
     m->events++;
     if (m->mode == FL_COMPUTE || m->trace) load_slow(m, b, T, r0, c0, nr, nc);
-    return FL_OK;
+    return m->stopped ? stopped(m) : FL_OK;
 }
 
 fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0, int64_t nr,
                    int64_t nc)
 {
     if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "store");
+    if (m->stopped) return stopped(m);
     fl_tensor *T = &m->tensors[t];
     T->writes += nr * nc; /* rule R2: one write per element moved SRAM -> HBM */
     m->writes += nr * nc;
     m->events++;
     if (m->mode == FL_COMPUTE || m->trace) store_slow(m, b, T, r0, c0, nr, nc);
-    return FL_OK;
+    return m->stopped ? stopped(m) : FL_OK;
 }
 
 /* The running totals kept by fl_load/fl_store: equal to the sums of the tensors' counters, which

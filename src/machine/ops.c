@@ -89,3 +89,32 @@ fl_status fl_osm_tiled(const double *s, int64_t n, const double *V, int64_t dv, 
     free(u);
     return FL_OK;
 }
+
+fl_status fl_osm_step_checked(double *m, double *l, double *u, int64_t u_len, int64_t dv,
+                              const double *s, int64_t s_len, const double *v, int64_t v_rows,
+                              int64_t ldv, double *p, int64_t p_len, double *a)
+{
+    if (dv < 1 || u_len < dv)
+        return fl_fail(FL_EINVAL, "u: the numerator holds %lld values, the step needs dv = %lld >= 1",
+                       (long long)u_len, (long long)dv);
+    if (s_len < 1) return fl_fail(FL_EINVAL, "scores: a step needs at least one score (got %lld)", (long long)s_len);
+    if (v_rows != s_len || ldv < dv)
+        return fl_fail(FL_EINVAL, "values: %lld rows of %lld values for %lld scores of dimension %lld "
+                                  "(one row per score, at least dv values each)",
+                       (long long)v_rows, (long long)ldv, (long long)s_len, (long long)dv);
+    if (p && p_len < s_len)
+        return fl_fail(FL_EINVAL, "p: %lld entries for %lld scores", (long long)p_len, (long long)s_len);
+    *a = fl_osm_step(m, l, u, dv, s, s_len, v, ldv, p);
+    return FL_OK;
+}
+
+fl_status fl_osm_tiled_checked(const double *s, int64_t n, const double *V, int64_t v_len, int64_t dv,
+                               int64_t tile, double *out, int64_t out_len)
+{
+    int64_t need;
+    if (n < 1 || dv < 1 || !fl_mul_ok(n, dv, &need) || v_len != need)
+        return fl_fail(FL_EINVAL, "values: %lld values for %lld scores of dimension %lld (need n * dv)",
+                       (long long)v_len, (long long)n, (long long)dv);
+    if (out_len < dv) return fl_fail(FL_EINVAL, "out: %lld entries for dimension %lld", (long long)out_len, (long long)dv);
+    return fl_osm_tiled(s, n, V, dv, tile, out);
+}
