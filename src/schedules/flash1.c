@@ -180,27 +180,20 @@ static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s,
 }
 
 /* (C1) reads = 2Nd + Tc(2Nd + 2N); writes = (Nd + 2N) + Tc(Nd + 2N); (E1) events = 3Tr + Tc(2 + 7Tr) */
-static fl_status closed_plain(const fl_problem *p, const fl_blocks *b, fl_counts *out)
+static void closed_plain(ck *c, const fl_problem *p, const fl_blocks *b, fl_counts *r)
 {
-    ck c = {0};
     const int64_t N = p->N, d = p->d;
     const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
-    const int64_t Nd = mul(&c, N, d);
-    fl_counts r = {0};
-    r.reads = add(&c, mul(&c, 2, Nd), mul(&c, Tc, add(&c, mul(&c, 2, Nd), mul(&c, 2, N))));
-    r.writes = add(&c, add(&c, Nd, mul(&c, 2, N)), mul(&c, Tc, add(&c, Nd, mul(&c, 2, N))));
-    r.events = add(&c, mul(&c, 3, Tr), mul(&c, Tc, add(&c, 2, mul(&c, 7, Tr))));
-    r.sram_peak = b->footprint;
-    r.total = add(&c, r.reads, r.writes);
-    if (c.ovf) return fl_closed_overflow(p);
-    *out = r;
-    return FL_OK;
+    const int64_t Nd = mul(c, N, d);
+    r->reads = add(c, mul(c, 2, Nd), mul(c, Tc, add(c, mul(c, 2, Nd), mul(c, 2, N))));
+    r->writes = add(c, add(c, Nd, mul(c, 2, N)), mul(c, Tc, add(c, Nd, mul(c, 2, N))));
+    r->events = add(c, mul(c, 3, Tr), mul(c, Tc, add(c, 2, mul(c, 7, Tr))));
+    r->sram_peak = b->footprint;
 }
 
 static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
-    if (fl_closed_is_plain(p, bwd)) return closed_plain(p, b, out);
-    return fl_closed_sum(p, bwd, b, segment_counts, out);
+    return fl_closed_tiled(p, bwd, b, closed_plain, segment_counts, out);
 }
 
 static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)

@@ -103,6 +103,19 @@ int fl_closed_is_plain(const fl_problem *p, int bwd)
            p->causal == FL_CAUSAL_NONE && p->window_left == -1 && p->window_right == -1;
 }
 
+fl_status fl_closed_tiled(const fl_problem *p, int bwd, const fl_blocks *b, fl_plain_counts plain,
+                          fl_segment_counts seg, fl_counts *out)
+{
+    if (!fl_closed_is_plain(p, bwd)) return fl_closed_sum(p, bwd, b, seg, out);
+    ck c = {0};
+    fl_counts r = {0};
+    plain(&c, p, b, &r);
+    r.total = add(&c, r.reads, r.writes);
+    if (c.ovf) return fl_closed_overflow(p);
+    *out = r;
+    return FL_OK;
+}
+
 fl_status fl_closed_overflow(const fl_problem *p)
 {
     return fl_fail(FL_EOVERFLOW, "--N/--d: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",

@@ -68,6 +68,15 @@ fl_status fl_closed_sum(const fl_problem *p, int bwd, const fl_blocks *b, fl_seg
  * one sequence, forward, no group stacking. */
 int fl_closed_is_plain(const fl_problem *p, int bwd);
 
+/* A schedule's O(1) counts of the plain problem (reads, writes, events, sram_peak into *r
+ * through the overflow flag c). */
+typedef void (*fl_plain_counts)(ck *c, const fl_problem *p, const fl_blocks *b, fl_counts *r);
+
+/* The closed form of a tiled attention schedule: plain's counts for the plain problem, else the
+ * sum of seg over the segments (fl_closed_sum).  FL_EOVERFLOW naming N and d on overflow. */
+fl_status fl_closed_tiled(const fl_problem *p, int bwd, const fl_blocks *b, fl_plain_counts plain,
+                          fl_segment_counts seg, fl_counts *out);
+
 /* The refusal of a closed form that overflows 64 bits: FL_EOVERFLOW naming N and d. */
 fl_status fl_closed_overflow(const fl_problem *p);
 

@@ -295,43 +295,36 @@ static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s,
 }
 
 /* (C0) the plain problem (one dense head, Nq = Nk = N, forward) in O(1) */
-static fl_status closed_plain(const fl_problem *p, const fl_blocks *b, fl_counts *out)
+static void closed_plain(ck *c, const fl_problem *p, const fl_blocks *b, fl_counts *r)
 {
-    ck c = {0};
     const int64_t N = p->N, d = p->d, M = p->M;
     const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
-    const int64_t Nd = mul(&c, N, d), NN = mul(&c, N, N);
-    fl_counts r = {0};
+    const int64_t Nd = mul(c, N, d), NN = mul(c, N, N);
     const int64_t Td = fl_cdiv(d, b->Bd);
     const int row_fits = N <= M;                         /* (C0.3) */
     const int64_t R = row_fits ? fl_min64(M / N, N) : 0; /* rows per softmax tile */
-    const int64_t soft_buf = row_fits ? mul(&c, R, N) : M;
+    const int64_t soft_buf = row_fits ? mul(c, R, N) : M;
     /* (C0.1) S = QK^T: Q read once per row block when Td = 1, else once per (i, j) */
-    int64_t q = Td == 1 ? Nd : mul(&c, Nd, Tc);
-    int64_t k = mul(&c, Nd, Tr);
+    int64_t q = Td == 1 ? Nd : mul(c, Nd, Tc);
+    int64_t k = mul(c, Nd, Tr);
     /* (C0.2) softmax: 1 read per element when a row fits in SRAM, else 3 (max, sum, out) */
-    int64_t s = row_fits ? NN : mul(&c, 3, NN);
+    int64_t s = row_fits ? NN : mul(c, 3, NN);
     /* (C0.4) O = PV: P read once per d-chunk, V once per row block */
-    int64_t pr = mul(&c, NN, Td), v = mul(&c, Nd, Tr);
-    r.reads = add(&c, add(&c, add(&c, q, k), s), add(&c, pr, v));
-    r.writes = add(&c, mul(&c, 2, NN), Nd); /* S, P and O written once */
+    int64_t pr = mul(c, NN, Td), v = mul(c, Nd, Tr);
+    r->reads = add(c, add(c, add(c, q, k), s), add(c, pr, v));
+    r->writes = add(c, mul(c, 2, NN), Nd); /* S, P and O written once */
     /* (E0) events */
-    int64_t e1 = Td == 1 ? mul(&c, Tr, add(&c, 1, mul(&c, 2, Tc)))
-                         : mul(&c, mul(&c, Tr, Tc), add(&c, mul(&c, 2, Td), 1));
-    int64_t e2 = row_fits ? mul(&c, 2, fl_cdiv(N, R)) : mul(&c, mul(&c, 4, N), fl_cdiv(N, M));
-    int64_t e3 = mul(&c, mul(&c, Tr, Td), add(&c, mul(&c, 2, Tc), 1));
-    r.events = add(&c, add(&c, e1, e2), e3);
-    r.sram_peak = fl_max64(b->footprint, soft_buf);
-    r.total = add(&c, r.reads, r.writes);
-    if (c.ovf) return fl_closed_overflow(p);
-    *out = r;
-    return FL_OK;
+    int64_t e1 = Td == 1 ? mul(c, Tr, add(c, 1, mul(c, 2, Tc)))
+                         : mul(c, mul(c, Tr, Tc), add(c, mul(c, 2, Td), 1));
+    int64_t e2 = row_fits ? mul(c, 2, fl_cdiv(N, R)) : mul(c, mul(c, 4, N), fl_cdiv(N, M));
+    int64_t e3 = mul(c, mul(c, Tr, Td), add(c, mul(c, 2, Tc), 1));
+    r->events = add(c, add(c, e1, e2), e3);
+    r->sram_peak = fl_max64(b->footprint, soft_buf);
 }
 
 static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
-    if (fl_closed_is_plain(p, bwd)) return closed_plain(p, b, out);
-    return fl_closed_sum(p, bwd, b, segment_counts, out);
+    return fl_closed_tiled(p, bwd, b, closed_plain, segment_counts, out);
 }
 
 static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
