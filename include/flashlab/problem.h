@@ -28,7 +28,8 @@ typedef enum {
     FL_ALGO_MEMEFF = 6,         /* Rabe-Staats memory-efficient chunked attention */
     FL_ALGO_SOFTMAX_SAFE = 7,   /* softmax alone, safe: 3 passes (Milakov-Gimelshein Alg. 2) */
     FL_ALGO_SOFTMAX_ONLINE = 8, /* softmax alone, online normalizer: 2 passes (Alg. 3) */
-    FL_NALGO = 9
+    FL_ALGO_SMALLCACHE = 9,     /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
+    FL_NALGO = 10
 } fl_algo;
 
 /* "all" in the CLI, sweeps and the report: the paper's three schedules (standard, flash1,

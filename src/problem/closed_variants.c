@@ -29,6 +29,7 @@
 #include "base/checked.h"
 #include <flashlab/problem.h>
 #include "segments.h"
+#include "schedules/smallcache.h" /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
 
 static void acc(ck *c, int64_t *x, int64_t v) { *x = add(c, *x, v); }
 
@@ -202,6 +203,7 @@ static void add_times(ck *c, fl_counts *r, const fl_counts *x, int64_t n)
 fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
     if (fl_algo_is_ext(p->algo)) return fl_ext_closed_form(p, b, out); /* sim/problem_ext.c */
+    if (p->algo == FL_ALGO_SMALLCACHE) return fl_smallcache_closed_form(p, bwd, b, out); /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
     if (plain(p, bwd)) return fl_closed_form_plain(p, b, out);
     fl_segments sg;
     FL_TRY(fl_segments_build(p, &sg));

@@ -5,13 +5,15 @@
 
 #include <flashlab/heads.h>
 #include <flashlab/problem_ext.h>
+#include "schedules/smallcache.h" /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char *const algo_names[FL_NALGO] = {"standard", "flash1", "flash2", "flash2-gqa",
-    "decode", "blocksparse", "memeff", "softmax-safe", "softmax-online"};
+    "decode", "blocksparse", "memeff", "softmax-safe", "softmax-online",
+    "smallcache" /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */};
 
 const char *fl_algo_name(fl_algo a)
 {
@@ -113,6 +115,7 @@ fl_status fl_problem_check(const fl_problem *p)
                                (long long)b, (long long)(cq[b + 1] - cq[b]), (long long)(ck[b + 1] - ck[b]));
     }
     FL_TRY(fl_ext_check(p)); /* issue 4 items 5-7: sim/problem_ext.c */
+    if (p->algo == FL_ALGO_SMALLCACHE) FL_TRY(fl_smallcache_check(p)); /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
     return FL_OK;
 }
 
@@ -148,6 +151,7 @@ int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, 
     ck c = {0};
     int64_t f = -1;
     const int64_t R = mul(&c, G, Br); /* rows of a query tile: a group's G heads stacked */
+    if (a == FL_ALGO_SMALLCACHE) return fl_smallcache_footprint(bwd, G, d, Br, Bc, Bd); /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
     switch (a) {
     case FL_ALGO_STANDARD: /* (F0) Br*Bd + Bc*Bd + Br*Bc, both passes (products only) */
         f = add(&c, add(&c, mul(&c, Br, Bd), mul(&c, Bc, Bd)), mul(&c, Br, Bc));
@@ -259,6 +263,7 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b)
     const int64_t n = fl_max64(r.nq, r.nk);
     memset(b, 0, sizeof *b);
     if (fl_algo_is_ext(p->algo)) return fl_ext_blocks(p, b); /* sim/problem_ext.c */
+    if (p->algo == FL_ALGO_SMALLCACHE) return fl_smallcache_blocks(p, bwd, b); /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
     b->Bd = p->d;
     switch (p->algo) {
     case FL_ALGO_FLASH1: {

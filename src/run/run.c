@@ -12,6 +12,7 @@
 #include <flashlab/problem_ext.h>
 #include "schedules/schedules.h"
 #include "problem/segments.h"
+#include "schedules/smallcache.h" /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
 
 fl_schedule_fn fl_schedule_for(fl_algo a)
 {
@@ -25,6 +26,7 @@ fl_schedule_fn fl_schedule_for(fl_algo a)
     case FL_ALGO_MEMEFF: return fl_schedule_memeff;
     case FL_ALGO_SOFTMAX_SAFE: return fl_schedule_softmax_safe;
     case FL_ALGO_SOFTMAX_ONLINE: return fl_schedule_softmax_online;
+    case FL_ALGO_SMALLCACHE: return fl_schedule_smallcache; /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */
     default: return NULL;
     }
 }
@@ -156,7 +158,7 @@ static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_segmen
     const int eb = p->elem_bytes;
     /* rule R8 (docs/model.md): accumulators that cross HBM are fp32: flash1's running O,
      * updated in HBM after every key block, and every backward's dQ (FlashAttention's dq_accum) */
-    const int ob = p->algo == FL_ALGO_FLASH1 ? 4 : eb;
+    const int ob = p->algo == FL_ALGO_FLASH1 || p->algo == FL_ALGO_SMALLCACHE /* TEMPORARY registration of smallcache (bounds branch): replaced by one registry line at merge */ ? 4 : eb;
     io->dO = io->dQ = io->dK = io->dV = -1;
     FL_TRY(fl_tensor_add(m, "Q", sg->q_rows, p->d, eb, &io->Q));
     FL_TRY(fl_tensor_add(m, "K", sg->k_rows, p->d, eb, &io->K));
