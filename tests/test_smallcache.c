@@ -86,6 +86,9 @@ Test(smallcache, heads_batches_varlen_and_overrides, .timeout = 300)
         fl_result r;
         expect_exact(&p, what, &r);
         expect_values(&p, what, &worst);
+        const int64_t floor_ev = fl_smallcache_events_floor(&p, &b, NULL);
+        cr_assert(floor_ev >= 1 && floor_ev <= r.events, "%s: events floor %lld, events %lld", what,
+                  (long long)floor_ev, (long long)r.events);
         /* Bd is the largest chunk that fits beside Br x Bc (eq. Fsc) */
         cr_assert_leq(fl_smallcache_footprint(0, 1, p.d, b.Br, b.Bc, b.Bd), p.M);
         if (b.Bd < p.d) cr_assert_gt(fl_smallcache_footprint(0, 1, p.d, b.Br, b.Bc, b.Bd + 1), p.M);

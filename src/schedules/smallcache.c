@@ -263,6 +263,22 @@ fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_block
     return FL_OK;
 }
 
+int64_t fl_smallcache_events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
+{
+    (void)bb;
+    /* (Esc): every row block of every segment makes at least Td events (its O chunks) */
+    const int64_t Td = fl_cdiv(p->d, b->Bd), n = p->cu_seqlens_q ? p->batch : 1;
+    int64_t total = 0, t;
+    for (int64_t s = 0; s < n; s++) {
+        const int64_t nq = p->cu_seqlens_q ? p->cu_seqlens_q[s + 1] - p->cu_seqlens_q[s] : p->N;
+        const int64_t reps = p->cu_seqlens_q ? p->heads : p->batch;
+        if (!fl_mul_ok(fl_cdiv(nq, b->Br), Td, &t) || !fl_mul_ok(t, reps, &t) ||
+            (!p->cu_seqlens_q && !fl_mul_ok(t, p->heads, &t)) || !fl_add_ok(total, t, &total))
+            return INT64_MAX;
+    }
+    return total;
+}
+
 void fl_smallcache_explain(FILE *out, const fl_problem *p, const fl_blocks *b)
 {
     fprintf(out,

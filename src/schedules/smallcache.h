@@ -35,6 +35,12 @@ fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_block
 /* FL_EINVAL naming --pass unless p is a forward problem. */
 fl_status fl_smallcache_check(const fl_problem *p);
 
+/* A lower bound on the tile events of a run with forward blocks b (bb unused: forward only),
+ * cheap, saturating at INT64_MAX: every row block of every segment stores its O in Td chunks
+ * (Esc).  For the descriptor's events_floor, checked against --max-events before the closed
+ * form walks the row blocks of a masked problem. */
+int64_t fl_smallcache_events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb);
+
 /* `count --explain`: the block rule and what it derived. */
 void fl_smallcache_explain(FILE *out, const fl_problem *p, const fl_blocks *b);
 
