@@ -163,11 +163,11 @@ Test(optimize, equals_the_exhaustive_minimum_on_small_problems, .timeout = 600)
     static int64_t cu[8];
     uint64_t st = 2024;
     int compared = 0;
-    for (int k = 0; k < 64; k++) {
+    for (int k = 0; k < 300; k++) {
         fl_problem p = fl_problem_default();
         const uint64_t r = fl_rng_next(&st);
-        p.N = 1 + (int64_t)(r % 11);
-        p.Nk = (r >> 8) % 3 ? 1 + (int64_t)((r >> 12) % 11) : 0;
+        p.N = 1 + (int64_t)(r % 13);
+        p.Nk = (r >> 8) % 3 ? 1 + (int64_t)((r >> 12) % 13) : 0;
         p.d = 1 + (int64_t)((r >> 20) % 6);
         const int64_t nk = p.Nk ? p.Nk : p.N;
         p.causal = (fl_causal)((r >> 24) % 3);
@@ -199,7 +199,9 @@ Test(optimize, equals_the_exhaustive_minimum_on_small_problems, .timeout = 600)
                      (long)p.batch, (long)o.best.total, fl_algo_name(o.best.algo), (long)b);
         compared++;
     }
-    cr_assert_geq(compared, 50);
+    printf("optimize: equal to the exhaustive minimum on %d of 300 small problems (the others: nothing fits, on both "
+           "sides)\n", compared);
+    cr_assert_geq(compared, 250);
 }
 
 /* ---- replay through the CLI ---- */
