@@ -141,6 +141,7 @@ Test(bounds, block_sparse_need_equals_a_scan_of_its_block_mask)
         }
         O = r1;
         fl_lower_bound lb;
+        cr_assert_eq(fl_lower_bound_of(&p, NULL, &lb), FL_EINVAL); /* its mask needs its blocks */
         cr_assert_eq(fl_lower_bound_of(&p, &b, &lb), FL_OK);
         cr_assert_eq(lb.floor_reads, 8 * (r2 + k2 + k1), "density %g", p.density);
         cr_assert_eq(lb.floor_writes, 8 * O);

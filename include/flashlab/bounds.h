@@ -51,10 +51,11 @@ typedef struct {
                              dense head); for ratios, not a bound */
 } fl_lower_bound;
 
-/* The lower bounds of docs/bounds.md for p (which must pass fl_problem_check).  b: the forward's
- * blocks, used only by the block-sparse schedule, whose block mask is cut along them (NULL: its
- * default blocks).  FL_EINVAL when the block mask of a block-sparse problem has more than 2^31
- * blocks (the bound walks them); other errors as fl_problem_check. */
+/* The lower bounds of docs/bounds.md for p (checked with fl_problem_check).  b: the forward's
+ * blocks, used only by the block-sparse schedule, whose block mask is cut along them (required
+ * there, ignored elsewhere; this module sits below the schedules and does not choose blocks).
+ * FL_EINVAL when a block-sparse problem comes without its blocks or its block mask has more than
+ * 2^31 blocks (the bound walks them); other errors as fl_problem_check. */
 fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bound *out);
 
 /* (LB1) alone: the largest R (ceil(W / f_R) - 1) over the grid R = M 2^(k/8), k = -48..48, for W

@@ -200,11 +200,8 @@ fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bo
         o->floor_reads = Nk >= 2 ? all : 0;
         o->floor_writes = all;
     } else if (p->algo == FL_ALGO_BLOCKSPARSE) {
-        fl_blocks own;
-        if (!b) {
-            FL_TRY(fl_blocks_choose(p, &own));
-            b = &own;
-        }
+        if (!b || b->Br < 1 || b->Bc < 1)
+            return fl_fail(FL_EINVAL, "blocksparse: the lower bound needs the blocks its block mask is cut along");
         fl_need n;
         FL_TRY(need_of_blocks(p, b, &n));
         add_need(p, &n, 1, 1, o);
