@@ -50,8 +50,8 @@ typedef struct {
 } fl_opt;
 
 /* FL_EINVAL, naming the option, when p sets a field of a problem that is not the family's: a KV
- * cache (decode), a block mask (blocksparse), or names one of those schedules or softmax as its
- * algo.  FL_OK otherwise (the rest of p is checked by fl_optimize). */
+ * cache (decode) or a block mask (blocksparse).  FL_OK otherwise (p->algo is ignored; the rest
+ * of p is checked by fl_optimize). */
 fl_status fl_optimize_check(const fl_problem *p);
 
 /* The default of `max_work`: block terms the search may walk (about a few seconds). */
@@ -61,9 +61,9 @@ fl_status fl_optimize_check(const fl_problem *p);
  * max_work >= 1: the search refuses (FL_EINVAL naming --max-work) a problem whose enumeration
  * would walk more block terms than this -- up front when the estimate says so, else when the
  * running count passes it.  p->algo, p->Br and p->Bc are ignored (they are what is searched).
- * FL_ECAPACITY when no schedule fits in M; FL_EINVAL naming the option for a problem of the
- * decode, block-sparse or softmax schedules (their problems are their own) and for a best
- * candidate that makes more than p->max_events tile events; other errors as fl_run. */
+ * FL_ECAPACITY when no schedule fits in M; FL_EINVAL naming the option for the fields of a
+ * KV cache or a block mask (fl_optimize_check) and for a best candidate that makes more than
+ * p->max_events tile events; other errors as fl_run. */
 fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *out);
 
 #ifdef __cplusplus

@@ -319,9 +319,6 @@ static int choice_better(const fl_opt_choice *a, const fl_opt_choice *b)
 
 fl_status fl_optimize_check(const fl_problem *p)
 {
-    if (fl_algo_is_ext(p->algo) && p->algo != FL_ALGO_MEMEFF)
-        return fl_fail(FL_EINVAL, "--algo: optimize searches the attention schedules (standard, flash1, flash2, "
-                                  "flash2-gqa, smallcache); %s has a problem of its own", fl_algo_name(p->algo));
     if (p->page_size || p->pool_pages || p->page_seed || p->block_table_len || p->splits != 1 || p->pad_value != 0.0)
         return fl_fail(FL_EINVAL, "--page-size/--pool-pages/--page-seed/--block-table/--splits/--pad: a KV cache is "
                                   "the decode schedule's problem; optimize searches the attention schedules");
