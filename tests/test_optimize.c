@@ -305,7 +305,8 @@ Test(optimize_cli, every_printed_row_replays_through_count, .timeout = 300)
 }
 
 /* The replay catches rows that print the wrong blocks: at N = 257, d = 64, causal, fwd+bwd,
- * M = 2000, the backward run with the forward's printed blocks does not give the row's total. */
+ * M = 2000, the backward with the forward's blocks does not run at all (its footprint is larger)
+ * or gives another total; with the backward's printed blocks it gives the row's. */
 Test(optimize_cli, a_backward_replayed_with_the_forward_blocks_does_not_match)
 {
     fl_problem p = fl_problem_default();
@@ -313,7 +314,7 @@ Test(optimize_cli, a_backward_replayed_with_the_forward_blocks_does_not_match)
     fl_opt o;
     cr_assert_eq(fl_optimize(&p, 1, FL_OPT_MAX_WORK, &o), FL_OK, "%s", fl_last_error());
     const int64_t wrong = run(&p, o.best.algo, FL_PASS_BWD, o.best.Br, o.best.Bc);
-    cr_assert_neq(o.best.fwd_total + wrong, o.best.total, "forward blocks %ld x %ld, backward %ld x %ld",
+    cr_assert(wrong < 0 || o.best.fwd_total + wrong != o.best.total, "forward blocks %ld x %ld, backward %ld x %ld",
                   (long)o.best.Br, (long)o.best.Bc, (long)o.best.Br_bwd, (long)o.best.Bc_bwd);
     cr_assert_eq(run(&p, o.best.algo, FL_PASS_BWD, o.best.Br_bwd, o.best.Bc_bwd), o.best.bwd_total);
 }
