@@ -23,10 +23,16 @@ static fl_status point(fl_regime_point *pt)
 {
     fl_problem p = fl_problem_default();
     p.N = pt->N, p.d = pt->d, p.M = pt->M;
+    FL_TRY(fl_optimize(&p, 1, FL_OPT_MAX_WORK, &pt->opt)); /* runs flash1 and flash2 at their rules too */
     for (int k = 0; k < FL_REGIME_NSCHED; k++) {
         fl_result r;
         pt->count[k] = -1;
         FL_TRY(fl_algo_parse(fl_regime_sched_name(k), &p.algo));
+        if (p.algo == FL_ALGO_FLASH1 || p.algo == FL_ALGO_FLASH2) { /* executed by fl_optimize */
+            const int have = p.algo == FL_ALGO_FLASH1 ? pt->opt.have_flash1 : pt->opt.have_flash2;
+            if (have) pt->count[k] = (p.algo == FL_ALGO_FLASH1 ? pt->opt.flash1 : pt->opt.flash2).total;
+            continue;
+        }
         const fl_status s = fl_run(&p, FL_COUNT, NULL, NULL, &r);
         if (s == FL_ECAPACITY) continue; /* its smallest tiles do not fit: no point */
         if (s) return s;
@@ -35,7 +41,7 @@ static fl_status point(fl_regime_point *pt)
                            fl_regime_sched_name(k), pt->M, r.total, r.closed.total);
         pt->count[k] = r.total;
     }
-    return fl_optimize(&p, 1, FL_OPT_MAX_WORK, &pt->opt);
+    return FL_OK;
 }
 
 fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n)
