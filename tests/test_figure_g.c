@@ -1,10 +1,10 @@
-/* test_figure_g.c: figure (g) and the per-regime summary.  `flashlab plot` writes figure (g) in
- * the three formats with its data; in the data every schedule and the optimum lie on or above
+/* test_figure_g.c: figure (g) and the per-regime summary.  The gnuplot script draws figure (g)'s
+ * data in the three formats; in the data every schedule and the optimum lie on or above
  * the lower bound, the optimum on or below every schedule, smallcache is the optimum below d^2
  * and flash2 from d^2 on, and the optimum falls like M^-1/2 below d^2 and like M^-1 above
  * (docs/analysis.md §5, §6).
- * `flashlab report` prints the summary per regime and prices the fp32 accumulators at 4 bytes;
- * `flashlab bound` fits the slope in d on the grid it is given. */
+ * the report prints the summary per regime (its other lines are test_report's); `flashlab bound`
+ * fits the slope in d on the grid it is given. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "cli_runner.h"
+#include "regimes.c" /* the figure's grid and summary, as `plot` and `report` run them */
 
 static int have_gnuplot(void)
 {
@@ -65,24 +66,18 @@ static double slope(const row *r, int n, long long d, long long lo, long long hi
     return (k * sxy - sx * sy) / (k * sxx - sx * sx);
 }
 
-Test(figure_g, plot_writes_it_and_its_data_obey_the_bound, .timeout = 600)
+/* Figure (g)'s grid, computed in this process (cli/regimes.c, the code `plot` and `report` run),
+ * written as its CSV and read back; the summary the report prints; the gnuplot script on it. */
+Test(figure_g, its_data_obey_the_bound_and_the_script_draws_them, .timeout = 600)
 {
-    if (!have_gnuplot()) cr_skip_test("gnuplot (pngcairo, pdfcairo, svg) is not installed: apt-get install gnuplot-nox");
-    char dir[] = "/tmp/flashlab-figg-XXXXXX", path[256], cmd[300];
+    const fl_regime_point *pts;
+    size_t npts;
+    cr_assert_eq(fl_regimes_collect(&pts, &npts), FL_OK, "%s", fl_last_error());
+    char dir[] = "/tmp/flashlab-figg-XXXXXX", path[256], cmd[1024];
     cr_assert(mkdtemp(dir));
-    const char *a[] = {"plot", "--out", dir, NULL};
-    cli_result *r = cli_run(a);
-    cr_assert_eq(r->status, 0, "%s", r->err);
-    cr_assert(strstr(r->out, "(a)-(d) and (g)"), "%s", r->out);
-    free(r);
-    snprintf(path, sizeof path, "%s/fig_g_bounds_vs_M.png", dir);
-    cr_assert(starts_with(path, "\x89PNG"), "%s", path);
-    snprintf(path, sizeof path, "%s/fig_g_bounds_vs_M.pdf", dir);
-    cr_assert(starts_with(path, "%PDF"), "%s", path);
-    snprintf(path, sizeof path, "%s/fig_g_bounds_vs_M.svg", dir);
-    cr_assert(starts_with(path, "<?xml") || starts_with(path, "<svg"), "%s", path);
+    snprintf(path, sizeof path, "%s/fig_g_bounds_vs_M.csv", dir);
+    cr_assert_eq(fl_regimes_write_path(path), FL_OK, "%s", fl_last_error());
 
-    snprintf(path, sizeof path, "%s/data/fig_g_bounds_vs_M.csv", dir);
     FILE *f = fopen(path, "r");
     cr_assert(f, "%s", path);
     static row rows[64];
@@ -116,20 +111,41 @@ Test(figure_g, plot_writes_it_and_its_data_obey_the_bound, .timeout = 600)
         cr_assert(below > -0.62 && below < -0.45, "d %lld: slope below d^2 %.3f", d, below);
         cr_assert(above > -1.1 && above < -0.9, "d %lld: slope above d^2 %.3f", d, above);
     }
+
+    /* the report's summary of the same grid */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    fl_regimes_print(m, pts, npts);
+    fclose(m);
+    const char *want[] = {"Optimum and lower bound on both sides of M = d^2", "M <  d^2 (small cache): optimal smallcache;",
+                          "M >= d^2 (large cache): optimal flash2;"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_assert(strstr(buf, want[i]), "lacks '%s':\n%s", want[i], buf);
+    free(buf);
+
+    /* the script draws the data in the three formats, with and without the GPU records */
+    if (!have_gnuplot()) cr_skip_test("gnuplot (pngcairo, pdfcairo, svg) is not installed: apt-get install gnuplot-nox");
+    const char *fmts[] = {"png", "pdf", "svg"}, *magic[] = {"\x89PNG", "%PDF", "<?xml"};
+    for (int k = 0; k < 3; k++)
+        for (int g = 0; g < 2; g++) {
+            snprintf(cmd, sizeof cmd,
+                     "cd %s/figures && gnuplot -e \"data='%s'; gpu='%s'; fmt='%s'; out='%s/g%d.%s'\" fig_g_bounds_vs_M.gp",
+                     FLASHLAB_SOURCE_DIR, path, g ? "data/gpu_validate.csv" : "", fmts[k], dir, g, fmts[k]);
+            cr_assert_eq(system(cmd), 0, "%s", cmd);
+            char out[300];
+            snprintf(out, sizeof out, "%s/g%d.%s", dir, g, fmts[k]);
+            cr_assert(starts_with(out, magic[k]) || (k == 2 && starts_with(out, "<svg")), "%s", out);
+        }
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
 
-Test(figure_g, report_prints_the_optimum_per_regime, .timeout = 600)
+Test(figure_g, plot_help_lists_it)
 {
-    const char *a[] = {"report", "--no-figures", NULL};
+    const char *a[] = {"plot", "--help", NULL};
     cli_result *r = cli_run(a);
     cr_assert_eq(r->status, 0, "%s", r->err);
-    const char *want[] = {"Optimum and lower bound on both sides of M = d^2", "M <  d^2 (small cache): optimal smallcache",
-                          "M >= d^2 (large cache): optimal flash2", "fp32 accumulators of rule R8",
-                          "Lower bounds (docs/bounds.md", "is a shape, not a bound"};
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        cr_assert(strstr(r->out, want[i]), "report lacks '%s':\n%s", want[i], r->out);
+    cr_assert(strstr(r->out, "figures (a)-(d) and (g)"), "%s", r->out);
     free(r);
 }
 
