@@ -178,12 +178,17 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
     }
 
     fprintf(out,
-            "\nLower bounds (docs/analysis.md):\n"
-            "  Omega(Nd): any exact algorithm reads Q, K, V and writes O: at least 4Nd elements.\n"
-            "  Prop. 3 (FlashAttention paper): no exact attention algorithm makes o(N²d²/M) HBM accesses\n"
-            "  for all M in [d, Nd].  flash1 attains this shape: Bc ~ M/4d blocks of K, V, and each\n"
-            "  of the Tc = ceil(N/Bc) ~ 4Nd/M passes moves ~3Nd elements (Q, O read, O written): the\n"
-            "  constant ~12 where M >= 8d² (14 below, where the blocks are shrunk to fit).\n"
+            "\nLower bounds (docs/bounds.md: proven, each with its constant and its assumptions):\n"
+            "  Omega(Nd), the floor: every input element an output depends on is read once and every output\n"
+            "  written once -- 4Nd for one dense head, K and V once per K/V head, only the keys a mask keeps.\n"
+            "  The products, under classical products (each score the sum of its d products): traffic\n"
+            "  >= N²d²/2M - M for M >= d² (the Theta(N²d²/M) of Prop. 3 and Saha & Ye) and\n"
+            "  >= N²d/(2 sqrt M) - M for M < d² (Saha & Ye's small-cache regime), per dense head and pass.\n"
+            "  The N²d²/M line (constant 1) fitted above is a shape, not a bound: below M = d² schedules go\n"
+            "  under it.  flash1 is Theta(N²d²/M) over [d, Nd] (Bc ~ M/4d blocks, Tc ~ 4Nd/M passes of ~3Nd\n"
+            "  elements: the constant ~12 where M >= 8d², 14 below), the optimal shape only for M >= d²;\n"
+            "  below d² smallcache attains N²d/sqrt(M), ~6 N²d/sqrt(M) (docs/model.md §4.6).  `flashlab\n"
+            "  optimize` prints the optimum of every schedule and block pair and its ratio to the bound.\n"
             "  Standard attention is Theta(Nd + N²) while its tiles hold all of d (M >= 3d²) and a row\n"
             "  of S fits in SRAM (N <= M); with less SRAM it re-reads P once per d-chunk and K, V once\n"
             "  per row block, and the softmax takes 3 reads per element: above Theta(Nd + N²).\n");
@@ -201,6 +206,7 @@ static const char *usage =
     "  --input FILE  fit the rows of a CSV written by `flashlab sweep` ('-': stdin) instead\n"
     "                of running the default sweep (forward rows; the d fit uses its own d values)\n"
     "  --all-N       print the M-slope for every N (default: the largest N only)\n"
+    "(with --N, --d or --M the slope in d is fitted on that grid, at its (N, M) with the most d)\n"
     "  --help        this text\n";
 
 int fl_cmd_bound(int argc, char **argv)
@@ -255,7 +261,10 @@ int fl_cmd_bound(int argc, char **argv)
         printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
                "input: %s, %zu rows\n\n", input, t.n);
     } else {
-        if ((e = fl_sweep_collect(&s, &t, &st)) || (e = fl_sweep_collect(&ds, &dt, NULL))) goto fail;
+        /* the d sweep (N = 65536, M = 524288) is the default's; a grid given by --N/--d/--M is
+         * fitted in d on its own (N, M) with the most values of d */
+        const int own = N.n || d.n || M.n;
+        if ((e = fl_sweep_collect(&s, &t, &st)) || (!own && (e = fl_sweep_collect(&ds, &dt, NULL)))) goto fail;
         printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
                "sweep: %" PRId64 " configurations (%" PRId64 " skipped), %" PRId64 " tile events; "
                "d sweep: %zu configurations\n\n", st.configs, st.skipped, st.events, dt.n);

@@ -1,5 +1,6 @@
-/* cmd_optimize.c: `flashlab optimize`: the fewest HBM accesses a tiled schedule attains under
- * capacity M (sim/optimize.h), for one M or over a list of M (the attainable-traffic frontier). */
+/* cmd_optimize.c: `flashlab optimize`: the fewest HBM accesses a schedule of the family attains
+ * under capacity M (optimize.h, docs/model.md §7), for one M or over a list of M (the attainable
+ * frontier), beside the lower bound (bounds.h, docs/bounds.md). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,63 +15,79 @@
 
 static const char *usage =
     "usage: flashlab optimize [options]\n"
-    "Searches loop order (flash1: K/V outer, flash2: queries outer), query-head grouping\n"
-    "(flash2-gqa) and block sizes (Br, Bc) for the fewest HBM accesses under capacity M; every\n"
-    "reported count is the machine's, from executing the schedule (docs/model.md §optimize).\n"
-    "With a list of M (512:262144:x2) it prints the attainable-traffic frontier.\n\n"
-    "  --M LIST      SRAM capacities in elements: one value, a list or a range   [from --sram]\n"
-    "  --top K       how many of the best-ranked candidates are executed        [8]\n"
-    "  --format F    table or csv                                             [table]\n"
-    "  --output FILE write to FILE (atomically)\n"
+    "The least HBM traffic (elements) of exact attention under capacity M over a family of\n"
+    "schedules: standard, flash1, flash2, flash2-gqa (when --kv-heads < --heads) and smallcache\n"
+    "(forward only), every block pair (Br, Bc) that fits, the forward's and the backward's chosen\n"
+    "separately, d chunked where the schedule does.  The minimum is exact (docs/model.md §7); the\n"
+    "best candidates are executed on the count-only machine, and each row prints the `count`\n"
+    "command(s) that replay it.  The lower bound is docs/bounds.md's.\n"
+    "With a list of M (512:262144:x2) it prints the attainable frontier.\n\n"
+    "  --M LIST        SRAM capacities in elements: one value, a list or a range   [from --sram]\n"
+    "  --top K         how many of the best candidates are executed (each checked\n"
+    "                  against its closed form)                                   [1]\n"
+    "  --max-work W    refuse a search that would walk more than W block terms of\n"
+    "                  closed forms (about 10^8 a second)                         [10^9]\n"
+    "  --format F      table or csv                                             [table]\n"
+    "  --output FILE   write to FILE (atomically)\n"
     "%s"
-    "  --help        this text\n"
+    "  --help          this text\n"
     "(--Br, --Bc and --algo are what is searched: they are not options here.)\n";
 
-/* The lower-bound shape summed over the (sequence, query head) problems: for each, reading Q, K,
- * V and writing O (2*Nq*d + 2*Nk*d) and Proposition 3's Nq*Nk*d^2/M with constant 1
- * (docs/model.md §7).  *prop3 receives the sum of the Nq*Nk*d^2/M terms alone. */
-static double lower_bound(const fl_problem *p, double *prop3)
+/* The options of `count` that give the problem p and the blocks of one pass. */
+static void replay(FILE *out, const fl_problem *p, fl_algo a, const char *pass, int64_t Br, int64_t Bc)
 {
-    const double d = (double)p->d, M = (double)p->M;
-    double lb = 0.0, sum3 = 0.0;
-    for (int64_t b = 0; b < p->batch; b++) {
-        double nq = (double)p->N, nk = (double)(p->Nk ? p->Nk : p->N);
-        if (p->cu_seqlens_q) {
-            const int64_t *ck = p->cu_seqlens_k ? p->cu_seqlens_k : p->cu_seqlens_q;
-            nq = (double)(p->cu_seqlens_q[b + 1] - p->cu_seqlens_q[b]);
-            nk = (double)(ck[b + 1] - ck[b]);
-        }
-        const double io = 2.0 * nq * d + 2.0 * nk * d, law = nq * nk * d * d / M;
-        lb += (double)p->heads * (io > law ? io : law);
-        sum3 += (double)p->heads * law;
+    fprintf(out, "flashlab count --algo %s --N %" PRId64, fl_algo_name(a), p->N);
+    if (p->Nk && p->Nk != p->N) fprintf(out, " --Nk %" PRId64, p->Nk);
+    fprintf(out, " --d %" PRId64 " --M %" PRId64, p->d, p->M);
+    if (p->causal != FL_CAUSAL_NONE) fprintf(out, " --causal %s", fl_causal_name(p->causal));
+    if (p->window_left != -1 || p->window_right != -1)
+        fprintf(out, " --window %" PRId64 ",%" PRId64, p->window_left, p->window_right);
+    if (p->batch != 1) fprintf(out, " --batch %" PRId64, p->batch);
+    if (p->heads != 1) fprintf(out, " --heads %" PRId64, p->heads);
+    if (p->kv_heads && p->kv_heads != p->heads) fprintf(out, " --kv-heads %" PRId64, p->kv_heads);
+    for (int k = 0; k < 2; k++) {
+        const int64_t *cu = k ? p->cu_seqlens_k : p->cu_seqlens_q;
+        if (!cu) continue;
+        fprintf(out, " --cu-seqlens-%s ", k ? "k" : "q");
+        for (int64_t i = 0; i <= p->batch; i++) fprintf(out, "%s%" PRId64, i ? "," : "", cu[i]);
     }
-    *prop3 = sum3;
-    return lb;
+    if (p->max_events != fl_problem_default().max_events) fprintf(out, " --max-events %" PRId64, p->max_events);
+    fprintf(out, " --pass %s --Br %" PRId64 " --Bc %" PRId64, pass, Br, Bc);
 }
+
+static const char *pass_name(fl_pass s) { return s == FL_PASS_FWD ? "fwd" : s == FL_PASS_BWD ? "bwd" : "fwd+bwd"; }
 
 static void row(FILE *out, int csv, const fl_problem *p, const fl_opt *o)
 {
-    double n2d2m;
-    const double lb = lower_bound(p, &n2d2m);
+    const fl_opt_choice *b = &o->best;
     const int64_t f1 = o->have_flash1 ? o->flash1.total : -1, f2 = o->have_flash2 ? o->flash2.total : -1;
+    const double ratio = o->lb.bound > 0 ? (double)b->total / (double)o->lb.bound : 0.0;
     if (csv) {
-        fprintf(out, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-                     ",%" PRId64 ",%.0f,%.4f\n",
-                p->N, p->d, p->M, fl_algo_name(o->best.p.algo), o->best.b.Br, o->best.b.Bc, o->best.total,
-                f1, f2, lb, (double)o->best.total / n2d2m);
+        fprintf(out, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.4f\n",
+                p->N, p->d, p->M, pass_name(p->pass), fl_algo_name(b->algo), b->Br, b->Bc, b->Bd, b->Br_bwd, b->Bc_bwd,
+                b->Bd_bwd, b->fwd_total, b->bwd_total, b->total, f1, f2, o->lb.bound, ratio);
         return;
     }
-    fprintf(out, "%9" PRId64 "  %-10s %6" PRId64 " %6" PRId64 " %15" PRId64 " %15" PRId64 " %15" PRId64
-                 " %15.0f %9.3f\n",
-            p->M, fl_algo_name(o->best.p.algo), o->best.b.Br, o->best.b.Bc, o->best.total, f1, f2,
-            lb, (double)o->best.total / n2d2m);
+    char fb[64] = "-", bb[64] = "-", s1[32] = "-", s2[32] = "-";
+    if (f1 >= 0) snprintf(s1, sizeof s1, "%" PRId64, f1);
+    if (f2 >= 0) snprintf(s2, sizeof s2, "%" PRId64, f2);
+    if (b->Br) snprintf(fb, sizeof fb, "%" PRId64 " x %" PRId64 " (Bd %" PRId64 ")", b->Br, b->Bc, b->Bd);
+    if (b->Br_bwd) snprintf(bb, sizeof bb, "%" PRId64 " x %" PRId64 " (Bd %" PRId64 ")", b->Br_bwd, b->Bc_bwd, b->Bd_bwd);
+    fprintf(out, "%9" PRId64 "  %-10s %-20s %-20s %15" PRId64 " %15s %15s %15" PRId64 " %8.2f\n", p->M,
+            fl_algo_name(b->algo), fb, bb, b->total, s1, s2, o->lb.bound, ratio);
+    fprintf(out, "           replay (%" PRId64 "): ", b->total);
+    if (b->Br) replay(out, p, b->algo, "fwd", b->Br, b->Bc);
+    if (b->Br && b->Br_bwd) fputs("  plus  ", out);
+    if (b->Br_bwd) replay(out, p, b->algo, "bwd", b->Br_bwd, b->Bc_bwd);
+    fputc('\n', out);
 }
 
 int fl_cmd_optimize(int argc, char **argv)
 {
     static fl_popts po; /* large (the cu_seqlens arrays): not on the stack */
     fl_list Ms = {0};
-    int64_t top = 8;
+    int64_t top = 1, max_work = FL_OPT_MAX_WORK;
     int csv = 0, status = 0;
     const char *output = NULL, *name, *iv, *v;
     fl_status e = FL_OK;
@@ -86,6 +103,7 @@ int fl_cmd_optimize(int argc, char **argv)
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--M") == 0) fl_list_free(&Ms), e = fl_list_parse(name, v, 1, INT64_MAX / 4, &Ms);
         else if (strcmp(name, "--top") == 0) e = fl_parse_i64(name, v, 1, 1000000, &top);
+        else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 1, INT64_MAX / 4, &max_work);
         else if (strcmp(name, "--output") == 0) output = v;
         else if (strcmp(name, "--format") == 0) {
             if (strcmp(v, "csv") == 0) csv = 1;
@@ -97,6 +115,7 @@ int fl_cmd_optimize(int argc, char **argv)
             e = fl_fail(FL_EINVAL, "%s: unknown option for optimize (see flashlab optimize --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
+    if (!e) e = fl_optimize_check(&po.p); /* before the problem check names --algo flash2 */
     if (!e) e = fl_popts_finish(&po);
     if (e) goto fail;
     const int nM = Ms.n ? Ms.n : 1;
@@ -108,7 +127,7 @@ int fl_cmd_optimize(int argc, char **argv)
     for (int i = 0; i < nM && !e; i++) { /* search every M before writing anything */
         fl_problem p = po.p;
         if (Ms.n) p.M = Ms.v[i];
-        e = fl_optimize(&p, (int)top, &res[i]);
+        e = fl_optimize(&p, (int)top, max_work, &res[i]);
     }
     fl_atomic_file af;
     FILE *out = stdout;
@@ -116,14 +135,17 @@ int fl_cmd_optimize(int argc, char **argv)
     if (!e) {
         if (csv) {
             fprintf(out, "# flashlab %s optimize: counts in elements from schedules executed on the count-only "
-                         "machine (a model, not a measurement)\n# command: flashlab optimize", FLASHLAB_VERSION);
+                         "machine (a model, not a measurement); lower_bound: docs/bounds.md\n# command: flashlab optimize",
+                    FLASHLAB_VERSION);
             for (int i = 0; i < argc; i++) fprintf(out, " %s", argv[i]);
-            fputs("\nN,d,M,best_algo,Br,Bc,best_total,flash1_total,flash2_total,lower_bound,constant\n", out);
+            fputs("\nN,d,M,pass,best_algo,Br,Bc,Bd,Br_bwd,Bc_bwd,Bd_bwd,best_fwd,best_bwd,best_total,flash1_total,"
+                  "flash2_total,lower_bound,best_over_bound\n", out);
         } else {
-            fprintf(out, "optimize at N = %" PRId64 ", d = %" PRId64 " (elements; flash1/flash2 at their default "
-                         "blocks; constant = best / sum of Nq Nk d^2 / M over sequences and heads)\n", po.p.N, po.p.d);
-            fprintf(out, "%9s  %-10s %6s %6s %15s %15s %15s %15s %9s\n", "M", "best", "Br", "Bc", "best total",
-                    "flash1", "flash2", "lower bound", "constant");
+            fprintf(out, "optimize at N = %" PRId64 ", d = %" PRId64 ", pass %s: the least HBM traffic (elements) of the\n"
+                         "family (docs/model.md §7); flash1, flash2 at their default blocks; lower bound of docs/bounds.md\n",
+                    po.p.N, po.p.d, pass_name(po.p.pass));
+            fprintf(out, "%9s  %-10s %-20s %-20s %15s %15s %15s %15s %8s\n", "M", "best", "forward Br x Bc",
+                    "backward Br x Bc", "best total", "flash1", "flash2", "lower bound", "/bound");
         }
         for (int i = 0; i < nM; i++) {
             fl_problem p = po.p;

@@ -17,6 +17,7 @@
 #include "analysis.h"
 #include <flashlab/args.h>
 #include "cli.h"
+#include "regimes.h"
 
 #ifndef FLASHLAB_FIGURES_DIR
 #define FLASHLAB_FIGURES_DIR "figures"
@@ -63,6 +64,7 @@ static const figure figs[] = {
     {"fig_b_traffic_vs_N", "fig_b_traffic_vs_N.gp", "fig_b_traffic_vs_N.csv"},
     {"fig_c_traffic_vs_Bc", "fig_c_traffic_vs_Bc.gp", "fig_c_traffic_vs_Bc.csv"},
     {"fig_d_ratio_vs_M", "fig_d_ratio_vs_M.gp", "fig_d_ratio_vs_M.csv"},
+    {"fig_g_bounds_vs_M", "fig_g_bounds_vs_M.gp", "fig_g_bounds_vs_M.csv"}, /* regimes.c */
 };
 
 /* Runs one sweep into tmp/data/file (and t when not NULL). */
@@ -185,7 +187,7 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int 
     for (int i = 0; i < 10; i++) Ma[i] = INT64_C(2048) << i; /* 2048 .. 1048576 = 16384*64 */
     for (int i = 0; i < 8; i++) Nb[i] = INT64_C(512) << i;   /* 512 .. 65536 */
     for (int i = 0; i < 28; i++) Bc[i] = 16 * (i + 1);       /* 16 .. 448 */
-    char tmp[4096], path[8400], vars[256];
+    char tmp[4096], path[8400], vars[8400];
     fl_table ta = {0}, tb = {0};
     fl_fit_const c;
     fl_status e;
@@ -218,12 +220,15 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int 
         (e = sweep_file(tmp, figs[2].data, &sc, "flashlab sweep --algo flash1,flash2 --N 1024 --d 64 --M 98304 --Bc 16:448:+16", NULL)) ||
         (e = ratio_file(tmp, &ta)))
         goto out;
+    snprintf(path, sizeof path, "%s/data/%s", tmp, figs[4].data);
+    if ((e = fl_regimes_write_path(path))) goto out;
 
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         const fl_select s = {FL_ALGO_FLASH1, 0, 64, i == 1 ? 98304 : 0, FL_REGIME_PAPER};
         if (i < 2 && (e = fl_law_constant(i == 1 ? &tb : &ta, &s, FL_SHAPE_N2D2_M, &c))) goto out;
         if (i < 2) snprintf(vars, sizeof vars, "c1=%.6g; M=98304; d=64", c.c);
         else snprintf(vars, sizeof vars, "M=98304; d=64; c1=0");
+        if (i == 4) fl_regimes_gnuplot_vars(scripts, vars, sizeof vars);
         for (int k = 0; k < 3; k++) {
             if (log) fprintf(log, "figures: %s.%s\n", figs[i].name, fmts[k]);
             if ((e = gnuplot(scripts, tmp, &figs[i], fmts[k], vars))) goto out;
@@ -243,7 +248,7 @@ out:
 
 static const char *usage =
     "usage: flashlab plot [--out DIR] [--scripts DIR]\n"
-    "Runs the sweeps behind figures (a)-(d) (docs/analysis.md) on the count-only machine and\n"
+    "Runs the sweeps behind figures (a)-(d) and (g) (docs/analysis.md) on the count-only machine and\n"
     "draws them with gnuplot as PNG, PDF and SVG into DIR (data CSVs in DIR/data/).\n\n"
     "  --out DIR      output directory (created if missing)        [flashlab-figures]\n"
     "  --scripts DIR  the gnuplot scripts (figures/ of the source)  [$FLASHLAB_FIGURES_DIR or built-in]\n"
@@ -269,6 +274,6 @@ int fl_cmd_plot(int argc, char **argv)
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_figures_write(dir, scripts, stderr, &n);
     if (e) return fl_cli_error(e);
-    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), and their data in data/)\n", dir, n);
+    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d) and (g), and their data in data/)\n", dir, n);
     return 0;
 }

@@ -16,6 +16,7 @@
 #include <flashlab/args.h>
 #include "atomic.h"
 #include "cli.h"
+#include "regimes.h"
 #include <flashlab/examples.h>
 #include <flashlab/presets.h>
 
@@ -77,7 +78,8 @@ static fl_status table(const opts *o, const fl_sram_preset *pre)
     }
     printf("\n  Counted over all %" PRId64 " heads, forward + backward (standard: Algorithm 0 + 3 from the saved\n"
            "  P; flash1: Algorithm 1 + 4; flash2: FA2 Algorithms 1 + 2); GB = 10^9 bytes, Q, K, V, O, S, P\n"
-           "  and their gradients at %d bytes, statistics at 4.  Br, Bc are the forward's blocks.\n",
+           "  and their gradients at %d bytes; statistics and the fp32 accumulators of rule R8 (flash1's\n"
+           "  running O, every backward's dQ) at 4.  Br, Bc are the forward's blocks.\n",
            o->batch * o->heads, o->elem_bytes);
     printf("  standard / flash1: %.2f forward + backward (%.2f forward only); standard / flash2: %.2f (%.2f).\n"
            "  The paper measured 40.3 / 4.4 = %.2f on an A100, whose kernels also fuse the softmax into the\n"
@@ -160,6 +162,12 @@ int fl_cmd_report(int argc, char **argv)
            "%" PRId64 " skipped, %.3g tile events.  `flashlab bound --all-N` prints every N.\n\n",
            st.configs, st.skipped, (double)st.events);
     if ((e = fl_bound_print(stdout, &t, &dt, 1))) goto fail;
+    {
+        const fl_regime_point *pts; /* computed once: figure (g) reuses it */
+        size_t npts;
+        if ((e = fl_regimes_collect(&pts, &npts))) goto fail;
+        fl_regimes_print(stdout, pts, npts);
+    }
     examples();
     fflush(stdout);
 
@@ -179,7 +187,7 @@ int fl_cmd_report(int argc, char **argv)
             goto fail;
         }
         if ((e = fl_atomic_commit(&af))) goto fail;
-        printf("\nFigures (a)-(d) as PNG, PDF and SVG, and their data, written to %s (%d files, and data/report_sweep.csv)\n",
+        printf("\nFigures (a)-(d) and (g) as PNG, PDF and SVG, and their data, written to %s (%d files, and data/report_sweep.csv)\n",
                o.dir, nfiles);
     }
     goto done;

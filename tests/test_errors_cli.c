@@ -64,8 +64,8 @@ Test(errors_cli, seed_and_max_events)
 
 Test(errors_cli, unknown_names)
 {
-    EXPECT_BAD("--algo: unknown schedule 'flash3' (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe or softmax-online)", "count", "--algo", "flash3");
-    EXPECT_BAD("--algo: unknown schedule 'Flash1' (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe or softmax-online)", "count", "--algo", "Flash1");
+    EXPECT_BAD("--algo: unknown schedule 'flash3' (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe, softmax-online or smallcache)", "count", "--algo", "flash3");
+    EXPECT_BAD("--algo: unknown schedule 'Flash1' (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe, softmax-online or smallcache)", "count", "--algo", "Flash1");
     EXPECT_BAD("--format: unknown format 'xml' (choose table, csv or json)", "count", "--format", "xml");
     EXPECT_BAD("--frobnicate: unknown option for count (see flashlab count --help)", "count", "--frobnicate", "3");
     EXPECT_BAD("--n: unknown option for run (see flashlab run --help)", "run", "--n", "3");

@@ -1,40 +1,70 @@
-/* optimize.h: the IO-optimal tiling search (`flashlab optimize`).  docs/model.md §optimize.
+/* optimize.h: the exact IO-optimal tiling search (`flashlab optimize`).  docs/model.md §7 states
+ * the family and proves the pruning rules; docs/bounds.md the lower bound it is compared with.
  *
- * For a problem p (N, d, M, and its pass, mask and heads), search the feasible tiled schedules —
- * the loop order (flash1: K/V outer; flash2: queries outer), the query-head grouping (flash2-gqa
- * when several query heads share a K/V head), and every block pair (Br, Bc) on the search grid
- * below that fits in M for every pass — for the fewest HBM accesses.
- *
- * Search grid: for Br in {1, 2, 4, ...} and the longest query sequence, the largest Bc that fits;
- * for Bc in {1, 2, 4, ...} and the longest key sequence, the largest Br that fits; and each
- * schedule's default blocks.  Candidates are ranked by their exact closed form (cheap); the
- * best `top` of them and the default flash1 and flash2 schedules are then EXECUTED on the
- * count-only machine, and the reported best is the least simulated count.  A simulated count
- * that disagrees with its closed form is an error (FL_EBOUNDS), never a silent choice.  The
- * defaults are always among the executed candidates, so the result is never worse than the
- * better of flash1 and flash2 at the same M.
+ * For a problem p (N, Nk, d, M, its pass, mask or window, heads, varlen) the family is: every
+ * loop order of the attention schedules -- standard (S and P in HBM, d chunked by Bd), flash1
+ * (K/V blocks outer), flash2 (query blocks outer), flash2-gqa (a GQA group's query heads stacked;
+ * when Hq > Hkv) and smallcache (both products chunked over d; forward only) -- with every block
+ * pair (Br, Bc) in [1, longest Nq] x [1, longest Nk] whose footprint fits in M, chosen separately
+ * for the forward and the backward (--pass fwd+bwd runs the same schedule's forward and backward
+ * with their own blocks); standard and smallcache take Bd = the largest chunk that fits beside
+ * Br x Bc (standard's count only falls as Bd grows, smallcache's does not depend on it).  The
+ * minimum of the closed forms over the family is found exactly: flash1's and every backward's
+ * count is least at Br = 1 for each Bc, flash2's forward at Bc = 1 for each Br (docs/model.md
+ * lemmas O1, O2), standard's on the frontier "Bc the largest that fits" for each (Br, chunk
+ * count) (O3), and smallcache's by branch and bound with a proven lower bound (O4).  Among equal
+ * counts the fewest tile events found win.  The best `top` candidates are then EXECUTED on the
+ * count-only machine (a fwd+bwd candidate as its two passes, `count --pass fwd` plus `count
+ * --pass bwd` with their blocks); a simulated count that differs from its closed form is an error
+ * (FL_EBOUNDS), never a silent choice.
  */
 #ifndef FL_OPTIMIZE_H
 #define FL_OPTIMIZE_H
 
+#include "bounds.h"
 #include "run.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* One schedule of the family with its blocks, as executed. */
 typedef struct {
-    fl_result best;           /* the winning schedule and blocks, as simulated */
+    fl_algo algo;
+    int64_t Br, Bc, Bd;             /* the forward's blocks (0 when the pass has no forward) */
+    int64_t Br_bwd, Bc_bwd, Bd_bwd; /* the backward's blocks (0 when the pass has no backward) */
+    int64_t fwd_total, bwd_total;   /* elements each pass moved, simulated */
+    int64_t total, events;          /* their sums */
+    int64_t sram_peak;              /* the larger of the passes' peaks */
+} fl_opt_choice;
+
+typedef struct {
+    fl_opt_choice best;       /* the least simulated count of the family */
     fl_result flash1, flash2; /* the fixed schedules at their default rules, as simulated */
     int have_flash1, have_flash2;
-    int64_t considered;       /* candidates (schedule, Br, Bc) that fit in M */
+    fl_lower_bound lb;        /* the problem's lower bound (bounds.h) */
+    int64_t evaluated;        /* closed forms evaluated */
+    int64_t pruned;           /* smallcache block pairs skipped by the bound of lemma O4 */
     int64_t simulated;        /* candidates executed on the machine */
+    int64_t work;             /* block terms the evaluated closed forms walked */
 } fl_opt;
 
-/* Searches as described above; `top` >= 1 is how many of the best-ranked candidates are
- * executed.  p->algo, p->Br and p->Bc are ignored (they are what is searched).  FL_ECAPACITY
- * when no schedule fits in M; other errors as fl_run. */
-fl_status fl_optimize(const fl_problem *p, int top, fl_opt *out);
+/* FL_EINVAL, naming the option, when p sets a field of a problem that is not the family's: a KV
+ * cache (decode) or a block mask (blocksparse).  FL_OK otherwise (p->algo is ignored; the rest
+ * of p is checked by fl_optimize). */
+fl_status fl_optimize_check(const fl_problem *p);
+
+/* The default of `max_work`: block terms the search may walk (about a few seconds). */
+#define FL_OPT_MAX_WORK INT64_C(1000000000)
+
+/* Searches the family above.  top >= 1: how many of the best candidates are executed.
+ * max_work >= 1: the search refuses (FL_EINVAL naming --max-work) a problem whose enumeration
+ * would walk more block terms than this -- up front when the estimate says so, else when the
+ * running count passes it.  p->algo, p->Br and p->Bc are ignored (they are what is searched).
+ * FL_ECAPACITY when no schedule fits in M; FL_EINVAL naming the option for the fields of a
+ * KV cache or a block mask (fl_optimize_check) and for a best candidate that makes more than
+ * p->max_events tile events; other errors as fl_run. */
+fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *out);
 
 #ifdef __cplusplus
 }

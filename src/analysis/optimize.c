@@ -1,142 +1,467 @@
-/* optimize.c: the IO-optimal tiling search (see optimize.h). */
+/* optimize.c: the exact tiling search (see optimize.h; the family and lemmas O1-O4 are in
+ * docs/model.md §7). */
 #include <flashlab/optimize.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <flashlab/masks.h>
+
+/* A candidate: a schedule with its blocks per pass (0 = the pass is not run) and its closed-form
+ * counts. */
 typedef struct {
     fl_algo algo;
-    int64_t Br, Bc;
-    fl_counts predicted;
+    int64_t Br, Bc, Bd, Br_b, Bc_b, Bd_b;
+    int64_t fwd, bwd, total, events;
 } cand;
 
-/* Both passes the problem runs fit with blocks (Br, Bc) of schedule a. */
-static int fits(const fl_problem *p, fl_algo a, int64_t Br, int64_t Bc)
+#define NALGO_MAX 8
+
+typedef struct {
+    const fl_problem *p;
+    int64_t nq, nk;   /* the longest sequence's lengths: blocks beyond them change nothing */
+    int64_t ratio;    /* query heads per K/V head: flash2-gqa's G */
+    int64_t nseq;     /* sequences a closed form walks */
+    int plain;        /* one dense head, no varlen: forward closed forms are O(1) */
+    int dense;        /* no causal mask and no window */
+    int64_t work, max_work, evaluated, pruned;
+    cand best[NALGO_MAX][2]; /* per schedule and pass (0 forward, 1 backward): the least count */
+    int have[NALGO_MAX][2];
+    cand *top;        /* the `ntop` best candidates of a single pass, ascending */
+    int ntop, K;
+    int64_t incumbent; /* the least forward count so far (smallcache's pruning), -1 = none */
+} ctx;
+
+static int better(const cand *a, const cand *b)
 {
-    fl_problem q = *p;
-    fl_blocks b;
-    q.algo = a;
-    q.Br = Br;
-    q.Bc = Bc;
-    if ((q.pass & FL_PASS_FWD) && fl_blocks_choose_pass(&q, 0, &b) != FL_OK) return 0;
-    if ((q.pass & FL_PASS_BWD) && fl_blocks_choose_pass(&q, 1, &b) != FL_OK) return 0;
-    return 1;
+    if (a->total != b->total) return a->total < b->total;
+    if (a->events != b->events) return a->events < b->events;
+    if (a->algo != b->algo) return a->algo < b->algo;
+    if (a->Br + a->Br_b != b->Br + b->Br_b) return a->Br + a->Br_b > b->Br + b->Br_b;
+    return a->Bc + a->Bc_b > b->Bc + b->Bc_b;
 }
 
-/* Largest x in [1, hi] with fits(Br = x, Bc = other) (or Bc = x when rows == 0); 0 if none.
- * Footprints grow with either block, so fitting is monotone. */
-static int64_t largest(const fl_problem *p, fl_algo a, int rows, int64_t other, int64_t hi)
+static void top_insert(ctx *c, const cand *k)
+{
+    for (int i = 0; i < c->ntop; i++)
+        if (!memcmp(&c->top[i], k, sizeof *k)) return;
+    if (c->ntop == c->K && !better(k, &c->top[c->K - 1])) return;
+    int i = c->ntop < c->K ? c->ntop++ : c->K - 1;
+    while (i > 0 && better(k, &c->top[i - 1])) c->top[i] = c->top[i - 1], i--;
+    c->top[i] = *k;
+}
+
+static int64_t group_of(const ctx *c, fl_algo a) { return a == FL_ALGO_FLASH2_GQA ? c->ratio : 1; }
+
+static int64_t footprint(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
+{
+    return fl_footprint_pass(a, bwd, group_of(c, a), c->p->d, Br, Bc, Bd);
+}
+
+/* Whether the schedule's footprint depends on a chunk Bd of d (standard, smallcache). */
+static int chunked(const ctx *c, fl_algo a, int bwd)
+{
+    return footprint(c, a, bwd, 1, 1, 1) != footprint(c, a, bwd, 1, 1, c->p->d);
+}
+
+static int fits(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
+{
+    const int64_t f = footprint(c, a, bwd, Br, Bc, Bd);
+    return f >= 0 && f <= c->p->M;
+}
+
+/* Largest x in [1, hi] with the pair (x, other) (rows) or (other, x) fitting with chunk Bd; 0 if
+ * none.  Footprints grow with every block, so fitting is monotone. */
+static int64_t largest(const ctx *c, fl_algo a, int bwd, int rows, int64_t other, int64_t Bd, int64_t hi)
 {
     int64_t lo = 0;
     while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2 + (hi - lo) % 2;
-        if (rows ? fits(p, a, mid, other) : fits(p, a, other, mid)) lo = mid;
+        const int64_t mid = lo + (hi - lo + 1) / 2;
+        if (rows ? fits(c, a, bwd, mid, other, Bd) : fits(c, a, bwd, other, mid, Bd)) lo = mid;
         else hi = mid - 1;
     }
     return lo;
 }
 
-static int by_predicted(const void *x, const void *y)
+/* The blocks of (Br, Bc): Bd the largest chunk that fits (what `count --Br --Bc` chooses). */
+static void blocks_of(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, fl_blocks *b)
 {
-    const cand *a = x, *b = y;
-    if (a->predicted.total != b->predicted.total) return a->predicted.total < b->predicted.total ? -1 : 1;
-    if (a->predicted.events != b->predicted.events) return a->predicted.events < b->predicted.events ? -1 : 1;
-    if (a->algo != b->algo) return a->algo < b->algo ? -1 : 1;
-    if (a->Br != b->Br) return a->Br < b->Br ? -1 : 1;
-    return (a->Bc > b->Bc) - (a->Bc < b->Bc);
-}
-
-/* Adds candidate (a, Br, Bc) with its closed form, unless already present or not fitting. */
-static fl_status add(const fl_problem *p, fl_algo a, int64_t Br, int64_t Bc, cand **v, int64_t *n,
-                     int64_t *cap)
-{
-    if (Br < 1 || Bc < 1 || !fits(p, a, Br, Bc)) return FL_OK;
-    for (int64_t i = 0; i < *n; i++)
-        if ((*v)[i].algo == a && (*v)[i].Br == Br && (*v)[i].Bc == Bc) return FL_OK;
-    if (*n == *cap) {
-        cand *w = realloc(*v, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof *w);
-        if (!w) return fl_fail(FL_ENOMEM, "optimize: out of memory for candidates");
-        *v = w;
+    memset(b, 0, sizeof *b);
+    b->Br = Br, b->Bc = Bc, b->overridden = 1;
+    if (chunked(c, a, bwd)) {
+        int64_t lo = 1, hi = c->p->d;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo + 1) / 2;
+            if (fits(c, a, bwd, Br, Bc, mid)) lo = mid;
+            else hi = mid - 1;
+        }
+        b->Bd = lo;
+    } else {
+        b->Bd = c->p->d;
     }
-    fl_problem q = *p;
-    fl_blocks b;
-    q.algo = a;
-    q.Br = Br;
-    q.Bc = Bc;
-    FL_TRY(fl_blocks_choose(&q, &b));
-    cand *c = &(*v)[(*n)++];
-    c->algo = a;
-    c->Br = Br;
-    c->Bc = Bc;
-    return fl_closed_form(&q, &b, &c->predicted);
+    b->footprint = footprint(c, a, bwd, Br, Bc, b->Bd);
 }
 
-/* Executes (a, Br, Bc) (Br = Bc = 0: the default rule) and checks it against its closed form. */
-static fl_status simulate(const fl_problem *p, fl_algo a, int64_t Br, int64_t Bc, fl_result *r)
+static fl_status over_work(const ctx *c)
 {
-    fl_problem q = *p;
+    return fl_fail(FL_EINVAL,
+                   "--max-work: the search walks more than %lld block terms of closed forms at N = %lld, "
+                   "d = %lld, M = %lld; raise --max-work (it runs about 10^8 per second) or shrink the problem",
+                   (long long)c->max_work, (long long)c->p->N, (long long)c->p->d, (long long)c->p->M);
+}
+
+/* Block terms the closed form of schedule a's pass with blocks (Br, Bc) walks, at most: one for
+ * the plain forward of one dense head; per sequence (twice: a first and a later query head of a
+ * K/V head), constant for standard, the row blocks for the forward of flash2, flash2-gqa and
+ * smallcache (constant without a mask), the key blocks for flash1 and every backward. */
+static int64_t cost_of(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc)
+{
+    const int64_t per = 2 * c->nseq;
+    if (c->plain && !bwd) return 1;
+    if (a == FL_ALGO_STANDARD) return per;
+    if (!bwd && a != FL_ALGO_FLASH1) {
+        if (c->dense && a != FL_ALGO_FLASH2 && a != FL_ALGO_FLASH2_GQA) return per; /* smallcache */
+        return per * fl_cdiv(c->nq, Br);
+    }
+    return per * fl_cdiv(c->nk, Bc);
+}
+
+/* The closed form of schedule a's pass with blocks (Br, Bc) (which must fit) as a candidate. */
+static fl_status eval(ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, cand *k)
+{
+    fl_problem q = *c->p;
+    fl_blocks b;
+    fl_counts n;
     q.algo = a;
-    q.Br = Br;
-    q.Bc = Bc;
-    FL_TRY(fl_run(&q, FL_COUNT, NULL, NULL, r));
-    if (r->total != r->closed.total)
-        return fl_fail(FL_EBOUNDS, "optimize: %s Br = %lld, Bc = %lld counted %lld, its closed form says %lld",
-                       fl_algo_name(a), (long long)Br, (long long)Bc, (long long)r->total,
-                       (long long)r->closed.total);
+    q.Br = Br, q.Bc = Bc;
+    q.pass = bwd ? FL_PASS_BWD : FL_PASS_FWD;
+    blocks_of(c, a, bwd, Br, Bc, &b);
+    c->work += cost_of(c, a, bwd, Br, Bc);
+    if (c->work > c->max_work) return over_work(c);
+    FL_TRY(fl_closed_form_pass(&q, bwd, &b, &n));
+    c->evaluated++;
+    memset(k, 0, sizeof *k);
+    k->algo = a;
+    if (bwd) k->Br_b = Br, k->Bc_b = Bc, k->Bd_b = b.Bd, k->bwd = n.total;
+    else k->Br = Br, k->Bc = Bc, k->Bd = b.Bd, k->fwd = n.total;
+    k->total = n.total;
+    k->events = n.events;
     return FL_OK;
 }
 
-static int better(const fl_result *a, const fl_result *b)
+/* Records a single-pass candidate: the schedule's best for the pass, the top list (when the
+ * problem runs that pass alone) and the forward incumbent. */
+static void consider(ctx *c, int slot, int bwd, const cand *k)
+{
+    if (!c->have[slot][bwd] || better(k, &c->best[slot][bwd])) c->best[slot][bwd] = *k, c->have[slot][bwd] = 1;
+    if (c->p->pass != FL_PASS_FWD_BWD) top_insert(c, k);
+    if (!bwd && (c->incumbent < 0 || k->total < c->incumbent)) c->incumbent = k->total;
+}
+
+/* Lemmas O1 and O2 (docs/model.md §7): one block only adds to the count -- Br for flash1 and
+ * every backward (rows_j grows with Br, nothing else depends on it), Bc for the forward of flash2
+ * and flash2-gqa (cols_i grows with Bc) -- so for each value x of the other block the least count
+ * is at that block = 1.  Larger values of the free block can only lower the tile events: the
+ * largest that fits and its halvings are tried, and one with the same count is kept. */
+static fl_status search_one_free(ctx *c, int slot, fl_algo a, int bwd, int rows_free)
+{
+    const int64_t hi = rows_free ? c->nk : c->nq, hi_free = rows_free ? c->nq : c->nk, d = c->p->d;
+    for (int64_t x = 1; x <= hi; x++) {
+        if (rows_free ? !fits(c, a, bwd, 1, x, d) : !fits(c, a, bwd, x, 1, d)) break;
+        cand k = {0}, t = {0};
+        FL_TRY(eval(c, a, bwd, rows_free ? 1 : x, rows_free ? x : 1, &k));
+        consider(c, slot, bwd, &k);
+        for (int64_t y = largest(c, a, bwd, rows_free, x, d, hi_free); y > 1; y /= 2) {
+            FL_TRY(eval(c, a, bwd, rows_free ? y : x, rows_free ? x : y, &t));
+            if (t.total == k.total) {
+                consider(c, slot, bwd, &t);
+                break;
+            }
+        }
+    }
+    return FL_OK;
+}
+
+/* Lemma O3: standard's count falls as Br, Bc or Bd grows (Tr, Tc, Td shrink), so a least pair
+ * lies on the frontier where Bc is the largest that fits with Br and a chunk of at least
+ * ceil(d / t) for some chunk count t: every Br and every chunk of chunk_values. */
+static fl_status search_frontier(ctx *c, int slot, fl_algo a, int bwd, const int64_t *chunks, int64_t nchunks)
+{
+    for (int64_t Br = 1; Br <= c->nq; Br++) {
+        if (!fits(c, a, bwd, Br, 1, 1)) break;
+        int64_t prev = -1;
+        for (int64_t t = 0; t < nchunks; t++) {
+            const int64_t Bc = largest(c, a, bwd, 0, Br, chunks[t], c->nk);
+            if (Bc < 1 || Bc == prev) continue;
+            prev = Bc;
+            cand k = {0};
+            FL_TRY(eval(c, a, bwd, Br, Bc, &k));
+            consider(c, slot, bwd, &k);
+        }
+    }
+    return FL_OK;
+}
+
+/* The query-key matrices of the problem (one per sequence) and how many query heads meet each. */
+typedef struct {
+    fl_mask *mk;
+    int64_t *times;
+    int64_t n;
+} shapes;
+
+static fl_status shapes_of(const fl_problem *p, shapes *s)
+{
+    const int64_t Nk = p->Nk ? p->Nk : p->N, n = p->cu_seqlens_q ? p->batch : 1;
+    s->n = 0;
+    s->mk = malloc((size_t)n * sizeof *s->mk);
+    s->times = malloc((size_t)n * sizeof *s->times);
+    if (!s->mk || !s->times) return fl_fail(FL_ENOMEM, "optimize: out of memory for %lld sequences", (long long)n);
+    if (!p->cu_seqlens_q) {
+        FL_TRY(fl_mask_init(&s->mk[0], p->N, Nk, p->causal, p->window_left, p->window_right));
+        s->times[0] = p->batch * p->heads, s->n = 1;
+        return FL_OK;
+    }
+    const int64_t *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k ? p->cu_seqlens_k : cq;
+    for (int64_t b = 0; b < p->batch; b++) {
+        const int64_t nq = cq[b + 1] - cq[b], nk = ck[b + 1] - ck[b];
+        if (nq < 1) continue;
+        FL_TRY(fl_mask_init(&s->mk[s->n], nq, nk, p->causal, p->window_left, p->window_right));
+        s->times[s->n++] = p->heads;
+    }
+    return FL_OK;
+}
+
+/* Lemma O4's bound on smallcache's count for blocks Br and any Bc <= cmax: a row block keeping
+ * K keys (the span of its kept keys) touches at least ceil(K / Bc) >= ceil(K / cmax) key blocks
+ * covering at least K keys, and moves br d (3n - 1) + 2 d cols; one keeping none writes br d. */
+static double smallcache_floor(ctx *c, const shapes *s, int64_t Br, int64_t cmax)
+{
+    const double d = (double)c->p->d;
+    double total = 0.0;
+    for (int64_t k = 0; k < s->n; k++) {
+        const fl_mask *mk = &s->mk[k];
+        double seg = 0.0;
+        for (int64_t r0 = 0; r0 < mk->Nq; r0 += Br) {
+            const int64_t br = fl_min64(Br, mk->Nq - r0);
+            int64_t j0, j1;
+            fl_mask_block_range(mk, r0, br, 1, &j0, &j1); /* with unit key blocks: the kept span */
+            if (j1 <= j0) seg += (double)br * d;
+            else seg += (double)br * d * (3.0 * (double)fl_cdiv(j1 - j0, cmax) - 1.0) + 2.0 * d * (double)(j1 - j0);
+        }
+        total += seg * (double)s->times[k];
+    }
+    c->work += s->n * fl_cdiv(c->nq, Br);
+    return total;
+}
+
+/* Lemma O4: branch and bound over smallcache's pairs, against the least forward count so far. */
+static fl_status search_bound(ctx *c, int slot, fl_algo a)
+{
+    shapes s;
+    fl_status st = shapes_of(c->p, &s);
+    for (int64_t Br = 1; !st && Br <= c->nq; Br++) {
+        const int64_t cmax = largest(c, a, 0, 0, Br, 1, c->nk);
+        if (cmax < 1) break;
+        if (c->incumbent >= 0 && smallcache_floor(c, &s, Br, cmax) >= (double)c->incumbent) {
+            c->pruned += cmax;
+            continue;
+        }
+        for (int64_t Bc = cmax; !st && Bc >= 1; Bc--) {
+            if (c->incumbent >= 0 && Bc < cmax && smallcache_floor(c, &s, Br, Bc) >= (double)c->incumbent) {
+                c->pruned += Bc;
+                break;
+            }
+            cand k = {0};
+            if (!(st = eval(c, a, 0, Br, Bc, &k))) consider(c, slot, 0, &k);
+        }
+        if (!st && c->work > c->max_work) st = over_work(c);
+    }
+    free(s.mk);
+    free(s.times);
+    return st;
+}
+
+/* Executes candidate k (each pass it has, with its blocks) and checks it against its closed form. */
+static fl_status simulate(const ctx *c, const cand *k, fl_opt_choice *o)
+{
+    memset(o, 0, sizeof *o);
+    o->algo = k->algo;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        const int64_t Br = bwd ? k->Br_b : k->Br, Bc = bwd ? k->Bc_b : k->Bc, Bd = bwd ? k->Bd_b : k->Bd;
+        if (!Br) continue;
+        fl_problem q = *c->p;
+        fl_result r;
+        q.algo = k->algo;
+        q.Br = Br, q.Bc = Bc;
+        q.pass = bwd ? FL_PASS_BWD : FL_PASS_FWD;
+        FL_TRY(fl_run(&q, FL_COUNT, NULL, NULL, &r));
+        const int64_t want = bwd ? k->bwd : k->fwd;
+        const fl_blocks *rb = bwd ? &r.b_bwd : &r.b;
+        if (r.total != want || r.closed.total != want || rb->Bd != Bd)
+            return fl_fail(FL_EBOUNDS, "optimize: %s --pass %s --Br %lld --Bc %lld counted %lld (Bd %lld), the search's "
+                                       "closed form says %lld (Bd %lld)",
+                           fl_algo_name(k->algo), bwd ? "bwd" : "fwd", (long long)Br, (long long)Bc,
+                           (long long)r.total, (long long)rb->Bd, (long long)want, (long long)Bd);
+        if (bwd) o->Br_bwd = Br, o->Bc_bwd = Bc, o->Bd_bwd = Bd, o->bwd_total = r.total;
+        else o->Br = Br, o->Bc = Bc, o->Bd = Bd, o->fwd_total = r.total;
+        o->events += r.events;
+        o->sram_peak = fl_max64(o->sram_peak, r.sram_peak);
+    }
+    o->total = o->fwd_total + o->bwd_total;
+    return FL_OK;
+}
+
+static int choice_better(const fl_opt_choice *a, const fl_opt_choice *b)
 {
     return a->total < b->total || (a->total == b->total && a->events < b->events);
 }
 
-fl_status fl_optimize(const fl_problem *p, int top, fl_opt *out)
+fl_status fl_optimize_check(const fl_problem *p)
+{
+    if (p->page_size || p->pool_pages || p->page_seed || p->block_table_len || p->splits != 1 || p->pad_value != 0.0)
+        return fl_fail(FL_EINVAL, "--page-size/--pool-pages/--page-seed/--block-table/--splits/--pad: a KV cache is "
+                                  "the decode schedule's problem; optimize searches the attention schedules");
+    if (p->density != 1.0 || p->mask_seed != 1)
+        return fl_fail(FL_EINVAL, "--density/--mask-seed: a block mask is the blocksparse schedule's problem; "
+                                  "optimize searches the attention schedules");
+    return FL_OK;
+}
+
+/* sum over x = 1..xmax of ceil(n / x), at most n (ln xmax + 1) + xmax */
+static double harmonic(double n, double xmax) { return xmax < 1.0 ? 0.0 : n * (log(xmax) + 1.0) + xmax; }
+
+/* The chunk sizes lemma O3 walks: a superset of every ceil(d / t), t >= 1: ceil(d / t) for
+ * t <= T = ceil(sqrt(d)), and 1 .. ceil(d / T) (every value at most that).  Descending, distinct;
+ * returns their number (at most 2 sqrt(d) + 2). */
+static int64_t chunk_values(int64_t d, int64_t *v, int64_t cap)
+{
+    int64_t T = (int64_t)ceil(sqrt((double)d)), n = 0;
+    while (T * T < d) T++;
+    for (int64_t t = 1; t <= T && n < cap; t++) {
+        const int64_t x = fl_cdiv(d, t);
+        if (!n || x < v[n - 1]) v[n++] = x;
+    }
+    for (int64_t x = fl_cdiv(d, T) - 1; x >= 1 && n < cap; x--) v[n++] = x;
+    return n;
+}
+
+/* An up-front estimate of the block terms of lemmas O1-O3 (smallcache's are counted as they go),
+ * from the ranges the enumerations walk. */
+static double estimate(const ctx *c, const fl_algo *algos, int nalgo, int fwd, int bwd, int64_t nchunks)
+{
+    const double per = c->plain ? 1.0 : 2.0 * (double)c->nseq, d = (double)c->p->d;
+    const double halvings = log2((double)fl_max64(c->nq, c->nk)) + 2.0;
+    double e = 0.0;
+    for (int i = 0; i < nalgo; i++)
+        for (int pb = 0; pb < 2; pb++) {
+            const fl_algo a = algos[i];
+            if ((pb && !bwd) || (!pb && !fwd) || !strcmp(fl_algo_name(a), "smallcache")) continue;
+            if (a == FL_ALGO_STANDARD) {
+                e += 2.0 * (double)c->nseq * (double)largest(c, a, pb, 1, 1, 1, c->nq) * (double)nchunks;
+            } else if (pb || a == FL_ALGO_FLASH1) {
+                const double x = (double)largest(c, a, pb, 0, 1, c->p->d, c->nk);
+                e += per * harmonic((double)c->nk, x) * halvings;
+            } else {
+                const double x = (double)largest(c, a, pb, 1, 1, c->p->d, c->nq);
+                e += per * harmonic((double)c->nq, x) * halvings;
+            }
+        }
+    (void)d;
+    return e;
+}
+
+fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *out)
 {
     if (top < 1) return fl_fail(FL_EINVAL, "--top: must be >= 1 (got %d)", top);
-    FL_TRY(fl_problem_check(p));
-    int64_t nq, nk;
-    fl_problem_lengths(p, &nq, &nk);
-    fl_algo algos[3] = {FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
-    const int nalgo = fl_problem_group_ratio(p) > 1 ? 3 : 2;
-    cand *v = NULL;
-    int64_t n = 0, cap = 0;
-    fl_status s = FL_OK;
+    if (max_work < 1) return fl_fail(FL_EINVAL, "--max-work: must be >= 1 (got %lld)", (long long)max_work);
+    FL_TRY(fl_optimize_check(p));
+    fl_problem base = *p;
+    base.algo = FL_ALGO_FLASH2, base.Br = base.Bc = 0;
+    FL_TRY(fl_problem_check(&base));
     memset(out, 0, sizeof *out);
+    FL_TRY(fl_lower_bound_of(&base, NULL, &out->lb));
 
-    for (int k = 0; k < nalgo && !s; k++) {
-        const fl_algo a = algos[k];
-        for (int64_t x = 1;; x = x > nq / 2 ? nq : 2 * x) { /* Br on the grid, Bc largest */
-            if (!s) s = add(p, a, x, largest(p, a, 0, x, nk), &v, &n, &cap);
-            if (x >= nq) break;
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.p = &base;
+    fl_problem_lengths(&base, &c.nq, &c.nk);
+    c.ratio = fl_problem_group_ratio(&base);
+    c.nseq = base.cu_seqlens_q ? base.batch : 1;
+    c.plain = base.batch == 1 && base.heads == 1 && !base.cu_seqlens_q && (!base.Nk || base.Nk == base.N) &&
+              base.causal == FL_CAUSAL_NONE && base.window_left == -1 && base.window_right == -1;
+    c.dense = base.causal == FL_CAUSAL_NONE && base.window_left == -1 && base.window_right == -1;
+    c.max_work = max_work;
+    c.incumbent = -1;
+    c.K = top;
+    if (!(c.top = calloc((size_t)top, sizeof *c.top))) return fl_fail(FL_ENOMEM, "optimize: out of memory");
+
+    /* the family: the attention schedules the problem's passes allow */
+    fl_algo algos[NALGO_MAX];
+    int nalgo = 0;
+    algos[nalgo++] = FL_ALGO_STANDARD;
+    algos[nalgo++] = FL_ALGO_FLASH1;
+    algos[nalgo++] = FL_ALGO_FLASH2;
+    if (c.ratio > 1) algos[nalgo++] = FL_ALGO_FLASH2_GQA;
+    fl_algo sc;
+    const int with_sc = base.pass == FL_PASS_FWD && fl_algo_parse("smallcache", &sc) == FL_OK;
+    if (with_sc) algos[nalgo++] = sc; /* last: it prunes against the others' least count */
+    const int fwd = (base.pass & FL_PASS_FWD) != 0, bwd = (base.pass & FL_PASS_BWD) != 0;
+
+    /* standard's chunk sizes (lemma O3): at most T + ceil(d / T) of them, T = ceil(sqrt(d)) */
+    const int64_t T = (int64_t)ceil(sqrt((double)base.d)) + 1, cap = T + fl_cdiv(base.d, T) + 2;
+    int64_t *chunks = NULL, nchunks = 0;
+    fl_status s = FL_OK;
+    if ((double)cap > (double)max_work) s = over_work(&c);
+    else if (!(chunks = malloc((size_t)cap * sizeof *chunks))) s = fl_fail(FL_ENOMEM, "optimize: out of memory");
+    else nchunks = chunk_values(base.d, chunks, cap);
+    if (!s && estimate(&c, algos, nalgo, fwd, bwd, nchunks) > (double)max_work) s = over_work(&c);
+    for (int i = 0; i < nalgo && !s; i++) {
+        const fl_algo a = algos[i];
+        for (int pb = 0; pb < 2 && !s; pb++) {
+            if ((pb && !bwd) || (!pb && !fwd)) continue;
+            if (a == FL_ALGO_STANDARD) s = search_frontier(&c, i, a, pb, chunks, nchunks);
+            else if (with_sc && a == sc) s = search_bound(&c, i, a);
+            else if (pb || a == FL_ALGO_FLASH1) s = search_one_free(&c, i, a, pb, 1);
+            else s = search_one_free(&c, i, a, pb, 0);
         }
-        for (int64_t x = 1;; x = x > nk / 2 ? nk : 2 * x) { /* Bc on the grid, Br largest */
-            if (!s) s = add(p, a, largest(p, a, 1, x, nq), x, &v, &n, &cap);
-            if (x >= nk) break;
+        if (!s && fwd && bwd && c.have[i][0] && c.have[i][1]) { /* both passes: the same schedule */
+            cand k = c.best[i][0];
+            const cand *b = &c.best[i][1];
+            k.Br_b = b->Br_b, k.Bc_b = b->Bc_b, k.Bd_b = b->Bd_b, k.bwd = b->bwd;
+            k.total += b->total, k.events += b->events;
+            top_insert(&c, &k);
         }
     }
-    /* the fixed schedules at their default rules: always executed */
+    out->evaluated = c.evaluated;
+    out->pruned = c.pruned;
+    out->work = c.work;
+    if (!s && !c.ntop)
+        s = fl_fail(FL_ECAPACITY, "--M: no schedule of the family fits in M = %lld elements at d = %lld",
+                    (long long)base.M, (long long)base.d);
+    for (int i = 0; i < c.ntop && !s; i++) {
+        fl_opt_choice o;
+        if (base.max_events > 0 && c.top[i].events > base.max_events) {
+            if (i == 0)
+                s = fl_fail(FL_EINVAL, "--max-events: the least count, %s at M = %lld, makes %lld tile events, more "
+                                       "than the limit %lld; raise --max-events",
+                            fl_algo_name(c.top[i].algo), (long long)base.M, (long long)c.top[i].events,
+                            (long long)base.max_events);
+            continue;
+        }
+        if (!(s = simulate(&c, &c.top[i], &o))) {
+            out->simulated++;
+            if (i == 0 || choice_better(&o, &out->best)) out->best = o;
+        }
+    }
+    free(c.top);
+    free(chunks);
+    if (s) return s;
+    /* the fixed schedules at their default rules, simulated for comparison */
     fl_result r;
-    if (!s && simulate(p, FL_ALGO_FLASH1, 0, 0, &r) == FL_OK) out->flash1 = r, out->have_flash1 = 1;
-    if (!s && simulate(p, FL_ALGO_FLASH2, 0, 0, &r) == FL_OK) out->flash2 = r, out->have_flash2 = 1;
-    if (!s && !n && !out->have_flash1 && !out->have_flash2)
-        s = fl_fail(FL_ECAPACITY, "--M: no tiled schedule fits in M = %lld elements at d = %lld",
-                    (long long)p->M, (long long)p->d);
-    if (s) {
-        free(v);
-        return s;
-    }
-    qsort(v, (size_t)n, sizeof *v, by_predicted);
-    out->considered = n;
-    int have = 0;
-    if (out->have_flash1) out->best = out->flash1, have = 1;
-    if (out->have_flash2 && (!have || better(&out->flash2, &out->best))) out->best = out->flash2, have = 1;
-    out->simulated = out->have_flash1 + out->have_flash2;
-    for (int64_t i = 0; i < n && i < top; i++) {
-        if ((s = simulate(p, v[i].algo, v[i].Br, v[i].Bc, &r))) break;
-        out->simulated++;
-        if (!have || better(&r, &out->best)) out->best = r, have = 1;
-    }
-    free(v);
-    return s;
+    base.algo = FL_ALGO_FLASH1;
+    if (fl_run(&base, FL_COUNT, NULL, NULL, &r) == FL_OK) out->flash1 = r, out->have_flash1 = 1;
+    base.algo = FL_ALGO_FLASH2;
+    if (fl_run(&base, FL_COUNT, NULL, NULL, &r) == FL_OK) out->flash2 = r, out->have_flash2 = 1;
+    return FL_OK;
 }

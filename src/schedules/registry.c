@@ -17,7 +17,8 @@
     X(blocksparse)        \
     X(memeff)             \
     X(softmax_safe)       \
-    X(softmax_online)
+    X(softmax_online)     \
+    X(smallcache)
 
 #define FL_DECLARE(name) extern const fl_schedule fl_sched_##name;
 FL_SCHEDULES(FL_DECLARE)

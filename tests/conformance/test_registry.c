@@ -2,12 +2,14 @@
  * (include/flashlab/schedule.h).  Every registered schedule, including one added later, is run
  * here without editing this file: for a grid of problems built from the fields its descriptor
  * accepts, the machine's counts equal its closed form (reads, writes, events, SRAM peak), the
- * SRAM peak stays within M, the event floor it declares is a floor, the compute run matches the
- * reference to 1e-12, and its descriptor is complete and consistent. */
+ * SRAM peak stays within M, the event floor it declares is a floor, the count is at least the
+ * problem's proven lower bound (bounds.h), the compute run matches the reference to 1e-12, and
+ * its descriptor is complete and consistent. */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "../grid.h"
+#include "bounds.h"
 #include "schedule.h"
 
 /* The problems a schedule is checked on: small enough to compute, varied in the fields it
@@ -125,6 +127,10 @@ Test(registry, every_schedule_counts_its_closed_form_and_computes_the_reference,
             }
             fl_result r;
             expect_exact(&ps[i], what, &r);
+            fl_lower_bound lb; /* no schedule goes under the problem's proven lower bound */
+            cr_assert_eq(fl_lower_bound_of(&ps[i], &b, &lb), FL_OK, "%s: %s", what, fl_last_error());
+            cr_assert_leq(lb.bound, r.total, "%s: %lld elements moved, under the lower bound %lld", what,
+                          (long long)r.total, (long long)lb.bound);
             if (s->events_floor)
                 cr_assert_leq(s->events_floor(&ps[i], &b, bwd ? &bb : NULL), r.events, "%s: the event floor is above the events", what);
             expect_values(&ps[i], what, NULL);

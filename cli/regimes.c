@@ -1,0 +1,166 @@
+/* regimes.c: figure (g)'s grid and the per-regime summary (see regimes.h). */
+#include "regimes.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REGIME_N 4096
+
+static const int64_t dims[] = {64, 128};
+
+const char *fl_regime_sched_name(int k)
+{
+    static const char *const names[FL_REGIME_NSCHED] = {"standard", "flash1", "flash2", "smallcache"};
+    return k >= 0 && k < FL_REGIME_NSCHED ? names[k] : NULL;
+}
+
+/* The grid, computed once per process. */
+static fl_regime_point *store;
+static size_t nstore;
+
+static fl_status point(fl_regime_point *pt)
+{
+    fl_problem p = fl_problem_default();
+    p.N = pt->N, p.d = pt->d, p.M = pt->M;
+    FL_TRY(fl_optimize(&p, 1, FL_OPT_MAX_WORK, &pt->opt)); /* runs flash1 and flash2 at their rules too */
+    for (int k = 0; k < FL_REGIME_NSCHED; k++) {
+        fl_result r;
+        pt->count[k] = -1;
+        FL_TRY(fl_algo_parse(fl_regime_sched_name(k), &p.algo));
+        if (p.algo == FL_ALGO_FLASH1 || p.algo == FL_ALGO_FLASH2) { /* executed by fl_optimize */
+            const int have = p.algo == FL_ALGO_FLASH1 ? pt->opt.have_flash1 : pt->opt.have_flash2;
+            if (have) pt->count[k] = (p.algo == FL_ALGO_FLASH1 ? pt->opt.flash1 : pt->opt.flash2).total;
+            continue;
+        }
+        const fl_status s = fl_run(&p, FL_COUNT, NULL, NULL, &r);
+        if (s == FL_ECAPACITY) continue; /* its smallest tiles do not fit: no point */
+        if (s) return s;
+        if (r.total != r.closed.total)
+            return fl_fail(FL_EBOUNDS, "figure (g): %s at M = %" PRId64 " counted %" PRId64 ", its closed form says %" PRId64,
+                           fl_regime_sched_name(k), pt->M, r.total, r.closed.total);
+        pt->count[k] = r.total;
+    }
+    return FL_OK;
+}
+
+fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n)
+{
+    if (!store) {
+        size_t cap = 0;
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+            for (int64_t M = dims[i]; M <= REGIME_N * dims[i]; M *= 2) cap++;
+        fl_regime_point *v = calloc(cap, sizeof *v);
+        if (!v) return fl_fail(FL_ENOMEM, "figure (g): out of memory");
+        size_t k = 0;
+        fl_status s = FL_OK;
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0] && !s; i++)
+            for (int64_t M = dims[i]; M <= REGIME_N * dims[i] && !s; M *= 2, k++) {
+                v[k].N = REGIME_N, v[k].d = dims[i], v[k].M = M;
+                s = point(&v[k]);
+            }
+        if (s) {
+            free(v);
+            return s;
+        }
+        store = v, nstore = k;
+    }
+    *pts = store, *n = nstore;
+    return FL_OK;
+}
+
+static void cell(FILE *f, int64_t v)
+{
+    if (v < 0) fputs(",-", f);
+    else fprintf(f, ",%" PRId64, v);
+}
+
+fl_status fl_regimes_write_csv(FILE *f, const fl_regime_point *pts, size_t n)
+{
+    fprintf(f, "# flashlab %s: figure (g), HBM traffic (elements) of the count-only machine against M on both sides "
+               "of M = d^2\n# forward, one dense head, N = %d; each schedule at its default rule (flashlab count), the "
+               "optimum of flashlab optimize (docs/model.md §7),\n# the lower bound of docs/bounds.md (floor: LB0, "
+               "product: LB1); '-': the schedule's smallest tiles do not fit\n",
+            FLASHLAB_VERSION, REGIME_N);
+    fputs("N,d,M,standard,flash1,flash2,smallcache,optimum,optimum_algo,opt_Br,opt_Bc,lower_bound,floor,product\n", f);
+    for (size_t i = 0; i < n; i++) {
+        const fl_regime_point *p = &pts[i];
+        fprintf(f, "%" PRId64 ",%" PRId64 ",%" PRId64, p->N, p->d, p->M);
+        for (int k = 0; k < FL_REGIME_NSCHED; k++) cell(f, p->count[k]);
+        fprintf(f, ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n", p->opt.best.total,
+                fl_algo_name(p->opt.best.algo), p->opt.best.Br, p->opt.best.Bc, p->opt.lb.bound, p->opt.lb.floor,
+                p->opt.lb.product);
+    }
+    return ferror(f) ? fl_fail(FL_EIO, "figure (g): writing its data failed") : FL_OK;
+}
+
+static double ratio(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : 0.0; }
+
+/* M / d^2 as a short text: 1/64, 1/4, 1, 16. */
+static void fraction(char *buf, size_t n, int64_t M, int64_t d)
+{
+    if (M >= d * d) snprintf(buf, n, "%" PRId64, M / (d * d));
+    else snprintf(buf, n, "1/%" PRId64, d * d / M);
+}
+
+void fl_regimes_print(FILE *out, const fl_regime_point *pts, size_t n)
+{
+    fprintf(out, "\nOptimum and lower bound on both sides of M = d^2 (figure (g); forward, one head, N = %d; optimum of\n"
+                 "flashlab optimize, bound of docs/bounds.md; each schedule at its default rule, over the bound):\n",
+            REGIME_N);
+    fprintf(out, "  %4s %8s %6s  %-22s %12s %6s  %8s %7s %7s %10s\n", "d", "M", "M/d^2", "optimum (Br x Bc)",
+            "lower bound", "/bound", "standard", "flash1", "flash2", "smallcache");
+    for (size_t i = 0; i < n; i++) {
+        const fl_regime_point *p = &pts[i];
+        int64_t q = p->M / p->d; /* print M = d 4^k */
+        int k = 0;
+        while (q > 1 && q % 4 == 0) q /= 4;
+        if (q != 1 && !(p->M == p->N * p->d)) continue;
+        char fr[24], op[40], cs[FL_REGIME_NSCHED][16];
+        fraction(fr, sizeof fr, p->M, p->d);
+        snprintf(op, sizeof op, "%s %" PRId64 " x %" PRId64, fl_algo_name(p->opt.best.algo), p->opt.best.Br, p->opt.best.Bc);
+        for (k = 0; k < FL_REGIME_NSCHED; k++) {
+            if (p->count[k] < 0) snprintf(cs[k], sizeof cs[k], "-");
+            else snprintf(cs[k], sizeof cs[k], "%.1f", ratio(p->count[k], p->opt.lb.bound));
+        }
+        fprintf(out, "  %4" PRId64 " %8" PRId64 " %6s  %-22s %12" PRId64 " %6.2f  %8s %7s %7s %10s\n", p->d, p->M, fr, op,
+                p->opt.lb.bound, ratio(p->opt.best.total, p->opt.lb.bound), cs[0], cs[1], cs[2], cs[3]);
+    }
+    for (int large = 0; large < 2; large++) {
+        char names[128] = "";
+        double lo = 0, hi = 0;
+        int any = 0;
+        for (size_t i = 0; i < n; i++) {
+            const fl_regime_point *p = &pts[i];
+            if ((p->M >= p->d * p->d) != large) continue;
+            const double r = ratio(p->opt.best.total, p->opt.lb.bound);
+            const char *a = fl_algo_name(p->opt.best.algo);
+            if (!strstr(names, a)) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "", a);
+            lo = any ? (r < lo ? r : lo) : r, hi = any ? (r > hi ? r : hi) : r, any = 1;
+        }
+        if (any)
+            fprintf(out, "  %s: optimal %s; the optimum is %.2f to %.2f times the lower bound\n",
+                    large ? "M >= d^2 (large cache)" : "M <  d^2 (small cache)", names, lo, hi);
+    }
+}
+
+fl_status fl_regimes_write_path(const char *path)
+{
+    const fl_regime_point *pts;
+    size_t n;
+    FL_TRY(fl_regimes_collect(&pts, &n));
+    FILE *f = fopen(path, "w");
+    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s", path);
+    fl_status e = fl_regimes_write_csv(f, pts, n);
+    if (fclose(f) && !e) e = fl_fail(FL_EIO, "figures: write to %s failed", path);
+    return e;
+}
+
+void fl_regimes_gnuplot_vars(const char *scripts, char *vars, size_t n)
+{
+    char gpu[4200];
+    snprintf(gpu, sizeof gpu, "%s/data/gpu_validate.csv", scripts);
+    FILE *f = fopen(gpu, "r");
+    if (f) fclose(f);
+    snprintf(vars, n, "gpu='%s'", f ? gpu : "");
+}

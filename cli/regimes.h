@@ -1,0 +1,47 @@
+/* regimes.h: the optimum, each schedule and the lower bound against M on both sides of M = d^2
+ * -- the data of figure (g) and the per-regime summary of `flashlab report` (docs/analysis.md
+ * §5, docs/bounds.md §3). */
+#ifndef FL_CLI_REGIMES_H
+#define FL_CLI_REGIMES_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <flashlab/optimize.h>
+
+/* The schedules drawn beside the optimum, each at its default rule. */
+#define FL_REGIME_NSCHED 4
+
+typedef struct {
+    int64_t N, d, M;
+    int64_t count[FL_REGIME_NSCHED]; /* standard, flash1, flash2, smallcache; -1: does not fit */
+    fl_opt opt;                       /* the optimum of the family (optimize.h) and the bound */
+} fl_regime_point;
+
+/* The grid of figure (g): forward, one dense head, N = 4096, d = 64 and 128, M = d, 2d, ..., Nd.
+ * Every count is executed on the count-only machine (fl_run, fl_optimize).  The result is kept
+ * for the life of the process, so the report's summary and its figure compute it once; *pts
+ * points into that store.  FL_ENOMEM or a run's error otherwise. */
+fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n);
+
+/* The schedule names of count[] in order. */
+const char *fl_regime_sched_name(int k);
+
+/* Writes the grid as CSV with provenance lines ('-' where a schedule does not fit):
+ * N,d,M,standard,flash1,flash2,smallcache,optimum,optimum_algo,opt_Br,opt_Bc,lower_bound,floor,product.
+ * FL_EIO when a write fails. */
+fl_status fl_regimes_write_csv(FILE *f, const fl_regime_point *pts, size_t n);
+
+/* Prints the summary: every fourth M (d, 4d, 16d, ...) with the optimum, its ratio to the bound
+ * and each schedule's, then per regime (M < d^2, M >= d^2) which schedules are optimal and the
+ * range of the optimum's ratio to the bound. */
+void fl_regimes_print(FILE *out, const fl_regime_point *pts, size_t n);
+
+/* Collects the grid and writes it as CSV to path (figure (g)'s data).  FL_EIO naming the file. */
+fl_status fl_regimes_write_path(const char *path);
+
+/* The gnuplot variables of figure (g): gpu = the GPU records beside the scripts
+ * (scripts/data/gpu_validate.csv) when that file can be read, else ''. */
+void fl_regimes_gnuplot_vars(const char *scripts, char *vars, size_t n);
+
+#endif

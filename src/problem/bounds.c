@@ -1,0 +1,232 @@
+/* bounds.c: lower bounds on HBM traffic (see bounds.h; derivations in docs/bounds.md). */
+#include <flashlab/bounds.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <flashlab/blocksparse_mask.h>
+#include <flashlab/masks.h>
+
+/* Saturating arithmetic on non-negative counts: a sum too large for 64 bits becomes INT64_MAX,
+ * which is still a lower bound of the true value. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return fl_add_ok(a, b, &r) ? r : INT64_MAX;
+}
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return fl_mul_ok(a, b, &r) ? r : INT64_MAX;
+}
+
+/* ---- what a causal/window mask needs (docs/bounds.md §1.2) ----
+ * Row i keeps keys [lo(i), hi(i)] with lo(i) = max(0, i + a) (0 without a lower offset) and
+ * hi(i) = min(Nk - 1, i + b) (Nk - 1 without an upper one); len(i) = hi - lo + 1 when positive.
+ * lo and hi are nondecreasing and piecewise linear with slopes 0 and 1, so len is concave and
+ * piecewise linear with at most three pieces, split where i + a = 0 and i + b = Nk - 1. */
+
+static int64_t lo_of(const fl_mask *mk, int64_t i) { return mk->has_a ? fl_max64(0, i + mk->a) : 0; }
+static int64_t hi_of(const fl_mask *mk, int64_t i) { return mk->has_b ? fl_min64(mk->Nk - 1, i + mk->b) : mk->Nk - 1; }
+static int64_t len_of(const fl_mask *mk, int64_t i) { return hi_of(mk, i) - lo_of(mk, i) + 1; }
+
+/* Within the piece [p0, p1] where len is linear, the rows with len >= t: [*u, *v] (empty when
+ * *u > *v) and the sum of len over them (*sum). */
+static void piece(const fl_mask *mk, int64_t p0, int64_t p1, int64_t t, int64_t *u, int64_t *v, double *sum)
+{
+    const int64_t l0 = len_of(mk, p0), l1 = len_of(mk, p1);
+    *u = p1 + 1, *v = p1, *sum = 0.0;
+    if (p0 > p1) return;
+    const int64_t s = p1 > p0 ? (l1 - l0) / (p1 - p0) : 0; /* -1, 0 or 1 */
+    if (s == 0) {
+        if (l0 >= t) *u = p0, *v = p1;
+    } else if (s > 0) { /* len(i) = l0 + (i - p0) >= t  <=>  i >= p0 + t - l0 */
+        *u = fl_max64(p0, p0 + (t - l0)), *v = p1;
+    } else { /* len(i) = l0 - (i - p0) >= t  <=>  i <= p0 + l0 - t */
+        *u = p0, *v = fl_min64(p1, p0 + (l0 - t));
+    }
+    if (*u > *v) return;
+    *sum = (double)(*v - *u + 1) * (double)(len_of(mk, *u) + len_of(mk, *v)) / 2.0;
+}
+
+/* Rows with len >= t (one interval, len being concave): [*u, *v], and the sum of their len. */
+static void rows_at_least(const fl_mask *mk, int64_t t, int64_t *u, int64_t *v, double *sum)
+{
+    int64_t cut[4], n = 0;
+    const int64_t Nq = mk->Nq;
+    cut[n++] = 0;
+    if (mk->has_a && -mk->a + 1 > 0 && -mk->a + 1 < Nq) cut[n++] = -mk->a + 1;              /* lo = i + a from here */
+    if (mk->has_b && mk->Nk - mk->b > 0 && mk->Nk - mk->b < Nq) cut[n++] = mk->Nk - mk->b; /* hi = Nk - 1 from here */
+    if (n == 3 && cut[1] > cut[2]) {
+        const int64_t x = cut[1];
+        cut[1] = cut[2], cut[2] = x;
+    }
+    cut[n] = Nq;
+    *u = Nq, *v = -1, *sum = 0.0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t a, b;
+        double s;
+        piece(mk, cut[k], cut[k + 1] - 1, t, &a, &b, &s);
+        if (a > b) continue;
+        *u = fl_min64(*u, a), *v = fl_max64(*v, b), *sum += s;
+    }
+}
+
+void fl_need_of_mask(const fl_mask *mk, fl_need *o)
+{
+    int64_t u, v;
+    double s;
+    memset(o, 0, sizeof *o);
+    rows_at_least(mk, 1, &u, &v, &s);
+    if (u <= v) {
+        o->r1 = v - u + 1;
+        o->k1 = hi_of(mk, v) - lo_of(mk, u) + 1; /* the kept intervals of consecutive rows touch */
+    }
+    rows_at_least(mk, 2, &u, &v, &s);
+    if (u <= v) {
+        o->r2 = v - u + 1;
+        o->k2 = hi_of(mk, v) - lo_of(mk, u) + 1;
+        o->s2 = s;
+    }
+}
+
+/* The need of a block-sparse problem: block (bi, bj) of the Br x Bc grid is kept or not
+ * (blocksparse_mask.h); the rows of a block row keep the same keys. */
+static fl_status need_of_blocks(const fl_problem *p, const fl_blocks *b, fl_need *o)
+{
+    const int64_t N = p->N;
+    const fl_bsmask mk = fl_bsmask_make(N, N, b->Br, b->Bc, p->density, p->mask_seed);
+    int64_t blocks;
+    if (!fl_mul_ok(mk.Tr, mk.Tc, &blocks) || blocks > (INT64_C(1) << 31))
+        return fl_fail(FL_EINVAL, "--N/--M: the block mask has %lld x %lld blocks; the lower bound walks "
+                                  "at most 2^31 of them", (long long)mk.Tr, (long long)mk.Tc);
+    unsigned char *kept = calloc((size_t)mk.Tc, 1); /* bit 0: kept by a row with >= 1 key, bit 1: >= 2 */
+    if (!kept) return fl_fail(FL_ENOMEM, "out of memory for the block mask (%lld key blocks)", (long long)mk.Tc);
+    memset(o, 0, sizeof *o);
+    for (int64_t bi = 0; bi < mk.Tr; bi++) {
+        const int64_t br = fl_min64(b->Br, N - bi * b->Br);
+        int64_t keys = 0;
+        for (int64_t bj = 0; bj < mk.Tc; bj++)
+            if (fl_bsmask_block(&mk, bi, bj)) keys += fl_min64(b->Bc, N - bj * b->Bc);
+        if (keys < 1) continue;
+        o->r1 += br;
+        if (keys >= 2) o->r2 += br, o->s2 += (double)br * (double)keys;
+        const unsigned char bit = keys >= 2 ? 3 : 1;
+        for (int64_t bj = 0; bj < mk.Tc; bj++)
+            if (fl_bsmask_block(&mk, bi, bj)) kept[bj] |= bit;
+    }
+    for (int64_t bj = 0; bj < mk.Tc; bj++) {
+        const int64_t bc = fl_min64(b->Bc, N - bj * b->Bc);
+        if (kept[bj] & 1) o->k1 += bc;
+        if (kept[bj] & 2) o->k2 += bc;
+    }
+    free(kept);
+    return FL_OK;
+}
+
+/* ---- (LB1) ---- */
+
+/* f_R of docs/bounds.md eq. (LB1): an upper bound on the elementary products a segment of R
+ * element moves can form, (M + R)^2 / (4d) + h_R with h_R = max over x <= M + R of
+ * (x / 2) sqrt(2M + R - x): ((2M + R) / 3)^(3/2) when R >= M, else ((M + R) / 2) sqrt(M). */
+static long double f_of(long double M, long double R, long double d)
+{
+    const long double y = 2.0L * M + R;
+    const long double h = R >= M ? powl(y / 3.0L, 1.5L) : (M + R) / 2.0L * sqrtl(M);
+    return (M + R) * (M + R) / (4.0L * d) + h;
+}
+
+int64_t fl_product_bound(double W, int64_t d, int64_t M, int64_t *Rbest)
+{
+    int64_t best = 0;
+    *Rbest = 0;
+    if (!(W > 0.0) || d < 1 || M < 1) return 0;
+    for (int k = -48; k <= 48; k++) {
+        const long double Rl = floorl((long double)M * powl(2.0L, (long double)k / 8.0L));
+        if (Rl < 1.0L || Rl > 4e18L) continue;
+        /* f rounded up and W rounded down by a relative 1e-9: ceil(q) can only be too small */
+        const long double f = f_of((long double)M, Rl, (long double)d) * (1.0L + 1e-9L);
+        const long double q = (long double)W * (1.0L - 1e-9L) / f;
+        const long double segs = ceill(q) - 1.0L; /* segments that are certainly complete */
+        if (segs < 1.0L) continue;
+        const long double lb = Rl * segs;
+        const int64_t v = lb >= 9.2e18L ? INT64_MAX : (int64_t)lb;
+        if (v > best) best = v, *Rbest = (int64_t)Rl;
+    }
+    return best;
+}
+
+/* ---- the problem ---- */
+
+/* Adds the floor and products of one query-key matrix with need n, met by hq query heads and
+ * hkv K/V heads, to *o (docs/bounds.md eqs. (F-fwd), (F-bwd), (F-fb)). */
+static void add_need(const fl_problem *p, const fl_need *n, int64_t hq, int64_t hkv, fl_lower_bound *o)
+{
+    const int64_t d = p->d;
+    const int64_t q2 = sat_mul(hq, n->r2), q1 = sat_mul(hq, n->r1);
+    const int64_t kk2 = sat_mul(hkv, n->k2), kk1 = sat_mul(hkv, n->k1);
+    int64_t rd = 0, wr = 0;
+    double W = (double)d * (double)hq * n->s2;
+    switch (p->pass) {
+    case FL_PASS_FWD: /* read Q (r2), K (k2), V (k1); write O (r1) */
+        rd = sat_add(sat_add(q2, kk2), kk1);
+        wr = q1;
+        break;
+    case FL_PASS_BWD: /* read dO (r1); write dQ (r2), dK (k2), dV (k1) */
+        rd = q1;
+        wr = sat_add(sat_add(q2, kk2), kk1);
+        break;
+    default: /* both: read Q, K, V, dO; write O, dQ, dK, dV */
+        rd = sat_add(sat_add(sat_add(q2, kk2), kk1), q1);
+        wr = sat_add(sat_add(sat_add(q1, q2), kk2), kk1);
+        W *= 2.0; /* the scores and the entries of dP */
+        break;
+    }
+    o->floor_reads = sat_add(o->floor_reads, sat_mul(d, rd));
+    o->floor_writes = sat_add(o->floor_writes, sat_mul(d, wr));
+    o->products += W;
+}
+
+fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bound *o)
+{
+    FL_TRY(fl_problem_check_fields(p));
+    memset(o, 0, sizeof *o);
+    const int64_t Nk = p->Nk ? p->Nk : p->N;
+    const int64_t hq = p->heads, hkv = p->kv_heads ? p->kv_heads : p->heads;
+    if (p->algo == FL_ALGO_SOFTMAX_SAFE || p->algo == FL_ALGO_SOFTMAX_ONLINE) {
+        /* softmax of an N x Nk matrix: every entry of a row of two or more is read; Y written */
+        const int64_t all = sat_mul(p->N, Nk);
+        o->floor_reads = Nk >= 2 ? all : 0;
+        o->floor_writes = all;
+    } else if (p->algo == FL_ALGO_BLOCKSPARSE) {
+        if (!b || b->Br < 1 || b->Bc < 1)
+            return fl_fail(FL_EINVAL, "blocksparse: the lower bound needs the blocks its block mask is cut along");
+        fl_need n;
+        FL_TRY(need_of_blocks(p, b, &n));
+        add_need(p, &n, 1, 1, o);
+    } else if (!p->cu_seqlens_q) {
+        fl_mask mk;
+        fl_need n;
+        FL_TRY(fl_mask_init(&mk, p->N, Nk, p->causal, p->window_left, p->window_right));
+        fl_need_of_mask(&mk, &n);
+        add_need(p, &n, sat_mul(p->batch, hq), sat_mul(p->batch, hkv), o);
+    } else {
+        const int64_t *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k ? p->cu_seqlens_k : cq;
+        for (int64_t s = 0; s < p->batch; s++) {
+            const int64_t nq = cq[s + 1] - cq[s], nk = ck[s + 1] - ck[s];
+            if (nq < 1 || nk < 1) continue; /* an empty sequence (fl_problem_check: empty on both sides) */
+            fl_mask mk;
+            fl_need n;
+            FL_TRY(fl_mask_init(&mk, nq, nk, p->causal, p->window_left, p->window_right));
+            fl_need_of_mask(&mk, &n);
+            add_need(p, &n, hq, hkv, o);
+        }
+    }
+    o->floor = sat_add(o->floor_reads, o->floor_writes);
+    o->product = fl_product_bound(o->products, p->d, p->M, &o->segment);
+    o->bound = fl_max64(o->floor, o->product);
+    o->small_cache = p->d > p->M / p->d; /* M < d^2, without forming d^2 */
+    o->shape = o->small_cache ? o->products / sqrt((double)p->M) : o->products * (double)p->d / (double)p->M;
+    return FL_OK;
+}

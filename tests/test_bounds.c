@@ -1,0 +1,237 @@
+/* test_bounds.c: the lower bounds of docs/bounds.md.  What a problem needs (rows, keys, scores)
+ * equals a scan of every entry; the floors equal hand counts; the product bound keeps the
+ * constants docs/bounds.md states; and the plausible wrong bounds (the N^2 d^2 / M line below
+ * M = d^2, K and V counted per query head, every key counted under a mask, a segment too many)
+ * are each caught by a schedule that goes under them, while the bound holds. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "blocksparse_mask.h"
+#include "bounds.h"
+#include "rng.h"
+#include "run.h"
+
+static fl_problem prob(int64_t N, int64_t d, int64_t M)
+{
+    fl_problem p = fl_problem_default();
+    p.N = N, p.d = d, p.M = M;
+    return p;
+}
+
+static fl_lower_bound lb_of(const fl_problem *p)
+{
+    fl_lower_bound lb;
+    cr_assert_eq(fl_lower_bound_of(p, NULL, &lb), FL_OK, "%s", fl_last_error());
+    return lb;
+}
+
+/* The least count of the schedules a problem runs (at their rules), executed; and whether every
+ * one of them is at least `bound`. */
+static int64_t least_count(const fl_problem *p, const fl_algo *algos, int n)
+{
+    int64_t least = -1;
+    for (int i = 0; i < n; i++) {
+        fl_problem q = *p;
+        fl_result r;
+        q.algo = algos[i];
+        if (fl_run(&q, FL_COUNT, NULL, NULL, &r) != FL_OK) continue;
+        if (least < 0 || r.total < least) least = r.total;
+    }
+    cr_assert_geq(least, 0, "no schedule runs");
+    return least;
+}
+
+static const fl_algo attention[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
+
+Test(bounds, need_of_a_mask_equals_a_scan_of_every_entry)
+{
+    int checked = 0;
+    for (int64_t nq = 1; nq <= 17; nq++)
+        for (int64_t nk = 1; nk <= 17; nk++)
+            for (int c = 0; c < 3; c++)
+                for (int64_t L = -1; L <= 5; L++)
+                    for (int64_t R = -1; R <= 5; R++) {
+                        fl_mask mk;
+                        fl_need n;
+                        cr_assert_eq(fl_mask_init(&mk, nq, nk, (fl_causal)c, L, R), FL_OK);
+                        fl_need_of_mask(&mk, &n);
+                        int64_t r1 = 0, r2 = 0, k1 = 0, k2 = 0;
+                        double s2 = 0;
+                        char seen1[17] = {0}, seen2[17] = {0};
+                        for (int64_t i = 0; i < nq; i++) {
+                            int64_t kept = 0;
+                            for (int64_t j = 0; j < nk; j++) kept += fl_mask_keep(&mk, i, j);
+                            for (int64_t j = 0; j < nk; j++)
+                                if (fl_mask_keep(&mk, i, j)) seen1[j] |= kept >= 1, seen2[j] |= kept >= 2;
+                            r1 += kept >= 1, r2 += kept >= 2;
+                            if (kept >= 2) s2 += (double)kept;
+                        }
+                        for (int64_t j = 0; j < nk; j++) k1 += seen1[j], k2 += seen2[j];
+                        cr_assert(n.r1 == r1 && n.r2 == r2 && n.k1 == k1 && n.k2 == k2 && n.s2 == s2,
+                                  "Nq %ld Nk %ld corner %d window %ld,%ld: %ld %ld %ld %ld %g, scan %ld %ld %ld %ld %g",
+                                  (long)nq, (long)nk, c, (long)L, (long)R, (long)n.r1, (long)n.r2, (long)n.k1,
+                                  (long)n.k2, n.s2, (long)r1, (long)r2, (long)k1, (long)k2, s2);
+                        checked++;
+                    }
+    cr_assert_eq(checked, 17 * 17 * 3 * 7 * 7);
+}
+
+Test(bounds, floors_equal_hand_counts)
+{
+    fl_problem p = prob(1000, 64, 98304);
+    cr_assert_eq(lb_of(&p).floor, 4 * 1000 * 64); /* read Q, K, V, write O */
+    p.pass = FL_PASS_BWD;                          /* read dO; write dQ, dK, dV */
+    cr_assert_eq(lb_of(&p).floor_reads, 1000 * 64);
+    cr_assert_eq(lb_of(&p).floor_writes, 3 * 1000 * 64);
+    p.pass = FL_PASS_FWD_BWD; /* read Q, K, V, dO; write O, dQ, dK, dV */
+    cr_assert_eq(lb_of(&p).floor, 8 * 1000 * 64);
+
+    /* causal top-left, N = 5, d = 3: row 0 keeps one key (it needs no Q row); every key is kept by
+     * a row with two or more: Q 4 rows, K 5, V 5, O 5 */
+    p = prob(5, 3, 1000);
+    p.causal = FL_CAUSAL_TOP_LEFT;
+    cr_assert_eq(lb_of(&p).floor_reads, 3 * (4 + 5 + 5));
+    cr_assert_eq(lb_of(&p).floor_writes, 3 * 5);
+    /* (Nq, Nk) = (5, 2) bottom-right: rows 3, 4 keep 1 and 2 keys; keys 0, 1 */
+    p.N = 5, p.Nk = 2, p.causal = FL_CAUSAL_BOTTOM_RIGHT;
+    cr_assert_eq(lb_of(&p).floor_reads, 3 * (1 + 2 + 2));
+    cr_assert_eq(lb_of(&p).floor_writes, 3 * 2);
+    cr_assert_eq(lb_of(&p).products, 3.0 * 2.0); /* row 4's two scores, d products each */
+
+    /* GQA: K and V once per K/V head: 6 query heads over 2, Nq = 777, Nk = 500, d = 48 */
+    p = prob(777, 48, 2000000);
+    p.Nk = 500, p.heads = 6, p.kv_heads = 2;
+    cr_assert_eq(lb_of(&p).floor, 48 * (6 * 777 * 2 + 2 * 500 * 2));
+
+    /* varlen: the sum of the sequences as problems of their own */
+    static const int64_t cq[] = {0, 30, 30, 100}, ck[] = {0, 10, 10, 55};
+    p = prob(100, 16, 5000);
+    p.Nk = 55, p.batch = 3, p.cu_seqlens_q = cq, p.cu_seqlens_k = ck, p.causal = FL_CAUSAL_BOTTOM_RIGHT;
+    p.cu_seqlens_q_len = p.cu_seqlens_k_len = 4;
+    const fl_lower_bound all = lb_of(&p);
+    fl_problem a = prob(30, 16, 5000), b = prob(70, 16, 5000);
+    a.Nk = 10, b.Nk = 45;
+    a.causal = b.causal = FL_CAUSAL_BOTTOM_RIGHT;
+    cr_assert_eq(all.floor, lb_of(&a).floor + lb_of(&b).floor);
+    cr_assert_eq(all.products, lb_of(&a).products + lb_of(&b).products);
+}
+
+Test(bounds, block_sparse_need_equals_a_scan_of_its_block_mask)
+{
+    for (int k = 0; k < 12; k++) {
+        fl_problem p = prob(37 + 11 * k, 8, 400 + 97 * k);
+        p.algo = FL_ALGO_BLOCKSPARSE;
+        p.density = 0.15 + 0.07 * k;
+        p.mask_seed = (uint64_t)(3 + k);
+        fl_blocks b;
+        cr_assert_eq(fl_blocks_choose(&p, &b), FL_OK);
+        const fl_bsmask mk = fl_bsmask_make(p.N, p.N, b.Br, b.Bc, p.density, p.mask_seed);
+        int64_t r1 = 0, r2 = 0, k1 = 0, k2 = 0, O = 0;
+        double s2 = 0;
+        for (int64_t j = 0; j < p.N; j++) {
+            int in1 = 0, in2 = 0;
+            for (int64_t i = 0; i < p.N; i++) {
+                int64_t kept = 0;
+                for (int64_t t = 0; t < p.N; t++) kept += fl_bsmask_keep(i, t, &mk);
+                if (fl_bsmask_keep(i, j, &mk)) in1 |= kept >= 1, in2 |= kept >= 2;
+                if (j == 0) r1 += kept >= 1, r2 += kept >= 2, s2 += kept >= 2 ? (double)kept : 0.0;
+            }
+            k1 += in1, k2 += in2;
+        }
+        O = r1;
+        fl_lower_bound lb;
+        cr_assert_eq(fl_lower_bound_of(&p, NULL, &lb), FL_EINVAL); /* its mask needs its blocks */
+        cr_assert_eq(fl_lower_bound_of(&p, &b, &lb), FL_OK);
+        cr_assert_eq(lb.floor_reads, 8 * (r2 + k2 + k1), "density %g", p.density);
+        cr_assert_eq(lb.floor_writes, 8 * O);
+        cr_assert_eq(lb.products, 8.0 * s2);
+    }
+}
+
+/* docs/bounds.md: per dense head and pass, the product bound is at least N^2 d^2 / 2M - M for
+ * M >= d^2 and N^2 d / 2 sqrt(M) - M below. */
+Test(bounds, product_bound_keeps_its_stated_constants)
+{
+    uint64_t st = 11;
+    int n = 0;
+    for (int k = 0; k < 3000; k++) {
+        const int64_t N = 2 + (int64_t)(fl_rng_next(&st) % 100000), d = 1 + (int64_t)(fl_rng_next(&st) % 600);
+        const int64_t M = 1 + (int64_t)(fl_rng_next(&st) % (uint64_t)(4 * d * d + 2 * N * d));
+        const double W = (double)N * (double)N * (double)d, Md = (double)M, dd = (double)d;
+        int64_t R;
+        const int64_t lb = fl_product_bound(W, d, M, &R);
+        const double want = (double)M >= dd * dd ? W * dd / (2.0 * Md) - Md : W / (2.0 * sqrt(Md)) - Md;
+        cr_assert_geq((double)lb, floor(want) - 1.0, "N %ld d %ld M %ld: %ld < %.0f", (long)N, (long)d, (long)M,
+                      (long)lb, want);
+        n += want > 0;
+    }
+    cr_assert_geq(n, 1000); /* most cases are not vacuous */
+    int64_t R;
+    cr_assert_eq(fl_product_bound(0.0, 8, 100, &R), 0);
+    cr_assert_eq(R, 0);
+}
+
+/* The line the figures drew, N^2 d^2 / M with constant 1, is not a lower bound below M = d^2:
+ * standard goes under it (docs/bounds.md §4); the bound holds. */
+Test(bounds, the_n2d2_over_M_line_is_caught_below_d_squared)
+{
+    fl_problem p = prob(4096, 256, 256);
+    const int64_t least = least_count(&p, attention, 4);
+    const double line = 4096.0 * 4096.0 * 256.0 * 256.0 / 256.0;
+    cr_assert_lt((double)least, line);
+    cr_assert_geq(least, lb_of(&p).bound);
+    cr_assert(lb_of(&p).small_cache);
+}
+
+/* optimize's former bound counted K and V once per query head and every key: the group schedule
+ * goes under it; the floor (K, V once per K/V head) holds. */
+Test(bounds, k_and_v_per_query_head_is_caught)
+{
+    fl_problem p = prob(777, 48, 2000000);
+    p.Nk = 500, p.heads = 6, p.kv_heads = 2;
+    const int64_t least = least_count(&p, attention, 4);
+    const double wrong = 6.0 * fmax(2.0 * 777 * 48 + 2.0 * 500 * 48, 777.0 * 500 * 48 * 48 / 2000000.0);
+    cr_assert_lt((double)least, wrong);
+    cr_assert_geq(least, lb_of(&p).bound);
+}
+
+/* Counting every key (and every row) under a mask: with Nq = 1000 queries bottom-right over 10
+ * keys, 990 rows keep nothing; flash2 goes under 2 (Nq + Nk) d, the floor holds. */
+Test(bounds, a_mask_oblivious_floor_is_caught)
+{
+    fl_problem p = prob(1000, 32, 50000);
+    p.Nk = 10, p.causal = FL_CAUSAL_BOTTOM_RIGHT;
+    const int64_t least = least_count(&p, attention, 4);
+    cr_assert_lt(least, 2 * (1000 + 10) * 32);
+    cr_assert_geq(least, lb_of(&p).bound);
+}
+
+/* Dropping the "- 1" of R (ceil(W / f_R) - 1) (the last segment may be incomplete): two tokens
+ * at d = 1 under a large M move a few elements, far fewer than one segment of M. */
+Test(bounds, a_segment_too_many_is_caught)
+{
+    fl_problem p = prob(2, 1, 1000);
+    const int64_t least = least_count(&p, attention, 4);
+    int64_t R;
+    fl_product_bound(4.0, 1, 1000, &R);
+    cr_assert_eq(R, 0); /* W = 4 products fit in one segment: no product bound */
+    cr_assert_lt(least, 1000); /* R * ceil(W / f_R) with R = M would claim 1000 */
+    cr_assert_geq(least, lb_of(&p).bound);
+    cr_assert_eq(lb_of(&p).bound, 4 * 2); /* the floor: Q, K, V, O of two rows of one element */
+}
+
+Test(bounds, softmax_and_decode_problems)
+{
+    fl_problem p = prob(7, 4, 100);
+    p.algo = FL_ALGO_SOFTMAX_ONLINE;
+    p.Nk = 30;
+    cr_assert_eq(lb_of(&p).floor, 2 * 7 * 30);
+    p.Nk = 1; /* a row of one entry is 1 whatever X holds: written, not read */
+    cr_assert_eq(lb_of(&p).floor, 7);
+    p = prob(3, 16, 4000);
+    p.algo = FL_ALGO_DECODE;
+    p.Nk = 1000, p.causal = FL_CAUSAL_BOTTOM_RIGHT;
+    cr_assert_eq(lb_of(&p).floor, 16 * (3 + 1000 + 1000 + 3));
+}
