@@ -25,7 +25,7 @@ static int starts_with(const char *path, const char *magic)
     return n == strlen(magic) && memcmp(buf, magic, n) == 0;
 }
 
-Test(report, prints_the_table_fits_examples_and_writes_every_figure, .timeout = 300)
+Test(report, prints_the_table_fits_examples_and_writes_every_figure, .timeout = 550)
 {
     if (!have_gnuplot()) cr_skip_test("gnuplot (pngcairo, pdfcairo, svg) is not installed: apt-get install gnuplot-nox");
     char dir[] = "/tmp/flashlab-report-XXXXXX", out[128], path[256], cmd[256];
