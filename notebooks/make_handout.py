@@ -5,7 +5,8 @@ student needs and nothing else:
     DEST/lab*.ipynb           the exercises (with --solutions: the solution notebooks too)
     DEST/flashlab.py          the binding; DEST/labkit/ the checks and the step viewer
     DEST/libflashlab.so       the built library;  DEST/flashlab  the built CLI
-    DEST/figures/             style.gp, term.gp, the trace scripts, and data/gpu_*.csv (labs 6, 7)
+    DEST/figures/             style.gp, term.gp, the trace scripts, the labs' figure scripts
+                              (lab*.gp), and data/gpu_*.csv (labs 6, 7)
 
     python3 notebooks/make_handout.py DEST --lib build/sim/libflashlab.so --cli build/flashlab
 
@@ -42,6 +43,8 @@ def make(dest, lib, cli, solutions=False):
     (fig / "data").mkdir(parents=True, exist_ok=True)
     for gp in ("style.gp", "term.gp", "trace_setup.gp", "trace_frame.gp", "trace_anim.gp", "trace_strip.gp"):
         shutil.copy(ROOT / "figures" / gp, fig)
+    for gp in sorted((ROOT / "figures").glob("lab*.gp")):   # the labs' figures (labkit.figures)
+        shutil.copy(gp, fig)
     for csv in sorted((ROOT / "figures" / "data").glob("gpu_*.csv")):
         shutil.copy(csv, fig / "data")
     return dest
