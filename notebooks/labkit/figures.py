@@ -1,6 +1,6 @@
 """figures: the labs' figures, drawn by gnuplot from data the lab computed with the C library.
 
-Each figure is a script figures/labN_*.gp (beside the notebooks in the student-only layout, else
+Each figure is a script figures/lab*.gp (beside the notebooks in the student-only layout, else
 the repository's figures/), run with its data written to a temporary folder and passed in
 variables, so the same script also makes a PDF or SVG for slides:
 

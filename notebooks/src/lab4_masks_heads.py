@@ -122,10 +122,10 @@ def window_keep_buggy(nq, nk, left, right):
         keep.append([1 if lo <= j <= hi else 0 for j in range(nk)])
     return keep
 
-print("buggy, Nq = 3, Nk = 6, window (1, 0):")
-show(window_keep_buggy(3, 6, 1, 0))
-print("the rule:")
-show(fl.mask_matrix(3, 6, "none", 1, 0))
+print("buggy, Nq = 2, Nk = 5, window (1, 0):")
+show(window_keep_buggy(2, 5, 1, 0))
+print("the rule (the library's keep matrix):")
+show(fl.mask_matrix(2, 5, "none", 1, 0))
 
 # %% [markdown]
 # Fix it as `window_keep(nq, nk, left, right)` (no causal mask; $-1$ = unbounded side).

@@ -30,9 +30,8 @@ r = fl.run("flash2", N=128, d=16, M=4000, pass_="fwd+bwd", mode="compute")
 print("flash2 forward + backward on real values: relative error of O", f"{r.rel_err:.1e},",
       "of dQ, dK, dV", ", ".join(f"{e:.1e}" for e in r.grad_rel_err))
 r = fl.run("flash2", N=1000, d=64, M=98304, pass_="bwd")
-print("flash2 backward, N = 1000, d = 64: blocks", r.bwd_Br, "x", r.bwd_Bc, "(the forward's:", r.Br, "x", r.Bc, ")")
-for t, (rd, wr) in r.tensors.items():
-    print(f"  {t:>3}: reads {rd:>8d}  writes {wr:>8d}")
+print("flash2 backward, N = 1000, d = 64: blocks", r.bwd_Br, "x", r.bwd_Bc, "(the forward's:", r.Br, "x", r.Bc, ");",
+      "tensors counted:", ", ".join(r.tensors))
 
 # %% [markdown]
 # ## Exercise 1: predict flash2's backward, tensor by tensor
@@ -62,6 +61,14 @@ def predict_flash2_bwd(N, d, Br, Bc):
 
 # %% check
 lab5.flash2_bwd(STUDENT, predict_flash2_bwd)
+
+# %% [markdown]
+# What the machine counted for the run of the first cell (N = 1000, d = 64): which tensors carry
+# the recomputation's cost?
+
+# %%
+for t, (rd, wr) in r.tensors.items():
+    print(f"  {t:>3}: reads {rd:>8d}  writes {wr:>8d}")
 
 # %% [markdown]
 # ## Exercise 2: memory saved
