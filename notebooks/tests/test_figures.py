@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_figures.py: the figures of labs 4-7 (labkit.figures and figures/lab*.gp).  The data
+"""test_figures.py: the figures of labs 4-8 (labkit.figures and figures/lab*.gp).  The data
 behind each figure is what the lab says it is (the tiles the machine loaded under a mask are the
 non-empty ones and account for every K read; the GQA sweep, the passes sweep, the counters and
 Nsight Compute tables come from the C library and the recorded data); every script draws PNG,
@@ -18,7 +18,7 @@ from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import flashlab as fl  # noqa: E402
-from labkit import figures, lab4, lab5, lab6, lab7  # noqa: E402
+from labkit import figures, grading, lab4, lab5, lab6, lab7  # noqa: E402
 
 HAVE_GNUPLOT = shutil.which("gnuplot") is not None
 
@@ -167,6 +167,22 @@ class Figures(Drawing):
             self.assertIsNone(path)
             self.assertIn("(no figure:", text)
 
+    def test_lab8(self):
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+        from test_checks import design
+        for st in ("", "ada", "grace"):
+            path, text = quiet(grading.figure, st, design(), show=False, keep=self.tmp / st)
+            self.assertImage(path)
+            rows = (self.tmp / st / "data.dat").read_text().splitlines()
+            yours = [int(x) for x in rows[0].split()[1:]]
+            best, bound = grading.optimum(grading.params(st))[:2]
+            self.assertEqual(sum(yours), best, "the solution's schedule equals optimize's best")
+            self.assertEqual(int(rows[-1].split()[-1]), bound)
+        for bad in (None, lambda m, T, c: None, lambda m, T, c: 1 / 0, design(store=False), 7):
+            path, text = quiet(grading.figure, "", bad, show=False, keep=self.tmp / "bad")
+            self.assertIsNone(path)
+            self.assertIn("(no figure:", text)
+
     def test_every_script_draws_pdf_and_svg(self):
         s = lab5.sweep(512, 32)
         for fmt in ("pdf", "svg"):
@@ -176,6 +192,9 @@ class Figures(Drawing):
             self.assertImage(quiet(lab5.figure, s, 512, 32, 2048, show=False, keep=k, fmt=fmt)[0], fmt)
             if lab7.fig2():
                 self.assertImage(quiet(lab7.figure, lab7.lib_bytes, show=False, keep=k, fmt=fmt)[0], fmt)
+            sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+            from test_checks import design
+            self.assertImage(quiet(grading.figure, "", design(), show=False, keep=k, fmt=fmt)[0], fmt)
             if lab6.counter_table():
                 self.assertImage(quiet(lab6.counter_figure, show=False, keep=k, fmt=fmt)[0][0], fmt)
                 self.assertImage(quiet(lab6.ncu_figure, show=False, keep=k, fmt=fmt)[0][0], fmt)

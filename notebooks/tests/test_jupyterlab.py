@@ -13,7 +13,7 @@ execute_request per code cell of the notebook as the server stores it.  Each sol
 must run without an error and every check must print PASS (SKIP only for missing GPU data); each
 untouched exercise must run without an error and every check print FAIL.  Where a lab calls the
 step viewer (labs 1 and 2), the kernel must open ipywidgets' comms (an IntSlider, an Output, a
-VBox) and display the widget view: the viewer's widget path ran.  Labs 3-7 must display their
+VBox) and display the widget view: the viewer's widget path ran.  Labs 3-8 must display their
 figures (image/png).  The page /lab must list ipywidgets' front end
 (@jupyter-widgets/jupyterlab-manager) among its extensions and serve its code.
 
@@ -36,7 +36,7 @@ import uuid
 SKIP = 77
 HERE = pathlib.Path(__file__).resolve().parent.parent
 WIDGET_LABS = ("lab1", "lab2")            # stepview.show: the ipywidgets slider
-FIGURE_LABS = ("lab3", "lab4", "lab5", "lab6", "lab7")
+FIGURE_LABS = ("lab3", "lab4", "lab5", "lab6", "lab7", "lab8")
 CELL_TIMEOUT = 300
 
 
