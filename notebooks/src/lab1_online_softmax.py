@@ -117,7 +117,7 @@ lab1.rescales(STUDENT, factors)
 # ## The worked examples, step by step
 #
 # Now that you have your own numbers, compare with the two worked rows of the background notes
-# (docs/labs/background.md, "Two tiles by hand"), as the CLI computes them:
+# (docs/labs/background.md, "Online softmax"), as the CLI computes them:
 
 # %%
 print(fl.cli("example", "two-tile"))

@@ -38,7 +38,7 @@ print("tensors counted:", ", ".join(r.tensors), "(r.tensors[name] = (reads, writ
 # $O$.  Write `predict_standard(N, d, Br, Bc)` returning `{tensor: (reads, writes)}` for the tensors
 # `Q, K, V, O, S, P`.  Assume what holds in all the check's cases: the blocks hold whole rows of
 # $Q$, $K$, $V$ (`Bd = d`) and a row of $S$ fits in SRAM ($N \le M$).  Row blocks: $T_r = \lceil N/B_r\rceil$.
-# (The loops: docs/labs/background.md, "Standard attention".)
+# (The loops: docs/labs/background.md, "Attention".)
 
 # %%
 def cdiv(a, b):

@@ -8,7 +8,7 @@
 # not count (rule R3); what it changes in *memory* and in *HBM traffic* is what you measure here.
 # Handout: `docs/labs/lab5.md`; background: `docs/labs/background.md`.
 #
-# The schedules (their loops: docs/labs/background.md, "The backward passes"): standard
+# The schedules (their loops: docs/labs/background.md, "The backward passes and recomputation"): standard
 # attention's backward (the FlashAttention paper's Algorithm 3, from saved $P$) and
 # FlashAttention-2's backward (its Algorithm 2, with the $D = \mathrm{rowsum}(dO \circ O)$
 # preprocessing pass).
