@@ -24,6 +24,7 @@ PATH = re.compile(r"(?<![\w/.-])((?:docs|kernels|sim|src|include|reference|share
                   r"/[\w./*{}-]*[\w*}])")
 LINK = re.compile(r"\]\(([^)#\s]+)")
 ISSUE = re.compile(r"\bissue\s+#?\d", re.I)
+SECTION = re.compile(r'background\.md`?,\s+"([^"]+)"')
 FILE = re.compile(r"(?<![\w.-])([\w./-]*\w\.(md|h|c|cu|cuh))\b")
 
 
@@ -87,6 +88,18 @@ class Citations(unittest.TestCase):
                 if not shipped.exists() and not (f.name == "README.md" and target in make_handout.INSTRUCTOR_ONLY):
                     bad.append(f"{f.name}: {target}")
         self.assertEqual(bad, [])
+
+    def test_background_sections_exist(self):
+        """A section named after background.md ("Masks and heads") is one of its headings."""
+        heads = [l[3:].strip() for l in (ROOT / "docs" / "labs" / "background.md").read_text().splitlines()
+                 if l.startswith("## ")]
+        bad = []
+        for f in student_texts() + [ROOT / "docs" / "labs" / "README.md"]:
+            text = " ".join(l.lstrip("# ") for l in f.read_text().splitlines())
+            for name in SECTION.findall(text):
+                if not any(h.startswith(name.rstrip(". ")) for h in heads):
+                    bad.append(f"{f.relative_to(ROOT)}: \"{name}\"")
+        self.assertEqual(bad, [], f"sections of background.md are {heads}")
 
     def test_instructor_guide_not_shipped(self):
         self.assertTrue((self.dest / "docs" / "labs" / "background.md").exists())
