@@ -5,9 +5,11 @@ student needs and nothing else:
     DEST/lab*.ipynb           the exercises (with --solutions: the solution notebooks too)
     DEST/flashlab.py          the binding; DEST/labkit/ the checks and the step viewer
     DEST/libflashlab.so       the built library;  DEST/flashlab  the built CLI
-    DEST/figures/             style.gp, term.gp, the trace scripts, and data/gpu_*.csv (labs 6, 7)
+    DEST/figures/             style.gp, term.gp, the trace scripts, the labs' figure scripts
+                              (lab*.gp), trace_strip.png, and data/gpu_*.csv (labs 6, 7)
+    DEST/docs/labs/           the handouts and background.md (not instructor.md)
 
-    python3 notebooks/make_handout.py DEST --lib build/sim/libflashlab.so --cli build/flashlab
+    python3 notebooks/make_handout.py DEST --lib build/src/libflashlab.so --cli build/flashlab
 
 flashlab.py finds the library, the CLI and figures/ beside itself, so the notebooks run from DEST
 with no environment variables (ctest: notebooks_handout runs the solutions there).
@@ -20,6 +22,7 @@ import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
+INSTRUCTOR_ONLY = ("instructor.md",)
 
 
 def make(dest, lib, cli, solutions=False):
@@ -42,8 +45,16 @@ def make(dest, lib, cli, solutions=False):
     (fig / "data").mkdir(parents=True, exist_ok=True)
     for gp in ("style.gp", "term.gp", "trace_setup.gp", "trace_frame.gp", "trace_anim.gp", "trace_strip.gp"):
         shutil.copy(ROOT / "figures" / gp, fig)
+    for gp in sorted((ROOT / "figures").glob("lab*.gp")):   # the labs' figures (labkit.figures)
+        shutil.copy(gp, fig)
     for csv in sorted((ROOT / "figures" / "data").glob("gpu_*.csv")):
         shutil.copy(csv, fig / "data")
+    shutil.copy(ROOT / "figures" / "trace_strip.png", fig)   # shown by docs/labs/lab2.md
+    docs = dest / "docs" / "labs"   # the handouts, at the paths the notebooks cite; not the
+    docs.mkdir(parents=True, exist_ok=True)   # instructor's guide (it holds the answers)
+    for md in sorted((ROOT / "docs" / "labs").glob("*.md")):
+        if md.name not in INSTRUCTOR_ONLY:
+            shutil.copy(md, docs)
     return dest
 
 

@@ -35,9 +35,27 @@ if ! python3 -c 'import nbclient, nbformat, ipykernel' 2>/dev/null; then
   python3 -m pip install -q nbclient nbformat ipykernel 2>/dev/null ||
     python3 -m pip install -q --break-system-packages nbclient nbformat ipykernel
 fi
-if [ "$LAB" -eq 1 ] && ! python3 -c 'import jupyterlab, ipywidgets' 2>/dev/null; then
-  echo "install-deps: installing jupyterlab, ipywidgets (pip)"
-  python3 -m pip install -q jupyterlab ipywidgets 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages jupyterlab ipywidgets
+# --lab: JupyterLab and ipywidgets (8, with its JupyterLab front end, jupyterlab_widgets) for the
+# python3 on PATH, the one whose kernel runs the labs.  Where that python3 is Debian's own
+# (PEP 668, "externally managed"), pip refuses a plain install and the second command installs
+# with --break-system-packages (into /usr/local as root, ~/.local otherwise), as the notebook
+# runner above does.  Then it checks what a lab needs: the imports, the server, and the widget
+# manager among JupyterLab's extensions.
+if [ "$LAB" -eq 1 ]; then
+  if ! python3 -c 'import jupyterlab, ipywidgets, jupyterlab_widgets' 2>/dev/null; then
+    echo "install-deps: installing jupyterlab, ipywidgets (pip)"
+    python3 -m pip install -q jupyterlab ipywidgets 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages jupyterlab ipywidgets
+  fi
+  python3 -c 'import jupyterlab, ipywidgets, jupyterlab_widgets' ||
+    { echo "install-deps: jupyterlab or ipywidgets does not import in $(command -v python3)" >&2; exit 1; }
+  python3 -m jupyterlab --version >/dev/null ||
+    { echo "install-deps: python3 -m jupyterlab does not start" >&2; exit 1; }
+  python3 -m jupyter labextension list 2>&1 | grep -q '@jupyter-widgets/jupyterlab-manager' ||
+    { echo "install-deps: the JupyterLab widget manager (jupyterlab_widgets) is not enabled" >&2; exit 1; }
+  echo "install-deps: JupyterLab $(python3 -m jupyterlab --version), ipywidgets" \
+       "$(python3 -c 'import ipywidgets; print(ipywidgets.__version__)') for $(command -v python3)"
+  echo "install-deps: open a lab with: python3 -m jupyterlab notebooks/lab1_online_softmax.ipynb" \
+       "(as root add --allow-root)"
 fi
 echo "install-deps: done"

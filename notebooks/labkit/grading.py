@@ -124,8 +124,8 @@ class Coverage:
         return out
 
 
-def optimum(case):
-    """(best_total, lower_bound, best_algo, Br, Bc) from `flashlab optimize --format csv`."""
+def optimize_row(case):
+    """The row of `flashlab optimize --format csv` for the case (a dict of strings)."""
     args = ["optimize", "--N", case["Nq"], "--d", case["d"], "--M", case["M"], "--format", "csv"]
     if case["Nk"]:
         args += ["--Nk", case["Nk"]]
@@ -134,7 +134,12 @@ def optimum(case):
     if case["heads"] > 1:
         args += ["--heads", case["heads"], "--kv-heads", case["kv_heads"]]
     text = "\n".join(l for l in fl.cli(*args).splitlines() if not l.startswith("#"))
-    row = next(csv.DictReader(io.StringIO(text)))
+    return next(csv.DictReader(io.StringIO(text)))
+
+
+def optimum(case):
+    """(best_total, lower_bound, best_algo, Br, Bc) from `flashlab optimize --format csv`."""
+    row = optimize_row(case)
     return int(row["best_total"]), int(row["lower_bound"]), row["best_algo"], int(row["Br"]), int(row["Bc"])
 
 
@@ -143,21 +148,27 @@ def points(total, best):
     return max(0.0, min(10.0, 10.0 * (2 * best - total) / best))
 
 
-def grade(student, my_schedule):
-    """Runs the student's schedule; returns (problems, report lines, points or None)."""
-    case = params(student)
+def run_schedule(case, my_schedule):
+    """Runs the student's schedule on a fresh count-only machine for the case, following its
+    trace.  Returns (coverage, per-tensor counts, total, SRAM peak); Wrong when it raises or the
+    machine refuses a move."""
     m, T = machine(case)
     cov = Coverage(case)
     m.set_trace(cov)
     try:
-        try:
-            attempt("my_schedule", my_schedule, m, T, dict(case))
-        except Wrong as w:
-            return [str(w)], [], None
-        total = m.reads + m.writes
-        peak = m.sram_peak
+        attempt("my_schedule", my_schedule, m, T, dict(case))
+        return cov, m.counts(), m.reads + m.writes, m.sram_peak
     finally:
         m.close()
+
+
+def grade(student, my_schedule):
+    """Runs the student's schedule; returns (problems, report lines, points or None)."""
+    case = params(student)
+    try:
+        cov, _, total, peak = run_schedule(case, my_schedule)
+    except Wrong as w:
+        return [str(w)], [], None
     problems = cov.problems()
     if problems:
         return problems, [], 0.0
@@ -184,3 +195,45 @@ def design(student, my_schedule):
         problems.append(f"a valid schedule, but {pts:.1f} of 10 points: it moves more than 1.5x the "
                         f"optimum; skip what the mask removes and choose the blocks for M")
     return problems
+
+
+TENSORS = ("Q", "K", "V", "O", "L")
+
+
+def figure(student, my_schedule, show=True, keep=None, fmt="png"):
+    """Draws figures/lab8_traffic.gp: the student's schedule's traffic split by tensor (reads and
+    writes), beside what `flashlab optimize` reports for the case: its best schedule, flash2 and
+    flash1 with their own blocks, and the lower bound.  Draws nothing (and says why) when the
+    schedule raises, is refused by the machine or is not valid; never raises on the student's
+    function.  Returns the figure's path or None."""
+    case = params(student)
+    if not callable(my_schedule):
+        print("(no figure: write my_schedule first)")
+        return None
+    try:
+        cov, counts, total, _ = run_schedule(case, my_schedule)
+    except Wrong as w:
+        print(f"(no figure: {w})")
+        return None
+    if cov.problems():
+        print("(no figure: the schedule is not valid yet; the check above says where)")
+        return None
+    row = optimize_row(case)
+    parts = [counts.get(t, (0, 0)) for t in TENSORS]
+    lines = [("yours", *[x for rw in parts for x in rw]),
+             (f"optimize ({row['best_algo']} {row['Br']}x{row['Bc']})", int(row["best_total"])),
+             ("flash2, its blocks", int(row["flash2_total"])),
+             ("flash1, its blocks", int(row["flash1_total"])),
+             ("lower bound", int(row["lower_bound"]))]
+    zeros = [0] * (2 * len(TENSORS))
+    data = "".join(f'"{name}" ' + " ".join(map(str, list(vals) + [0] if name == "yours" else zeros + list(vals))) + "\n"
+                   for name, *vals in lines)
+    print(f"your schedule: {total} elements; by tensor (reads, writes): "
+          + ", ".join(f"{t} {rw}" for t, rw in zip(TENSORS, parts)))
+    print(f"optimize's best {row['best_total']} ({row['best_algo']}, Br={row['Br']}, Bc={row['Bc']}); "
+          f"flash2 {row['flash2_total']}, flash1 {row['flash1_total']} with their own blocks; "
+          f"lower bound {row['lower_bound']}")
+    from . import figures
+    title = (f"{case['kind']}: Nq = {case['Nq']}, Nk = {nk(case)}, d = {case['d']}, M = {case['M']}, "
+             f"heads {case['heads']}/{case['kv_heads']}")
+    return figures.draw("lab8_traffic.gp", {"data": data}, show=show, keep=keep, fmt=fmt, title=title)

@@ -1,8 +1,11 @@
 """Lab 4 (masks and heads: find the bug): checks against the library's one implementation of
-the rules (fl_mask_init/fl_mask_keep, fl_kv_head, fl_cu_seqlens_check)."""
+the rules (fl_mask_init/fl_mask_keep, fl_kv_head, fl_cu_seqlens_check), and the lab's two
+figures: which tiles the machine loads under a mask (from a trace of flash2), and K/V traffic
+against the GQA group size."""
 import flashlab as fl
 
 from . import Wrong, attempt, check, function, rng, student_id
+from . import figures
 
 CANDIDATES = [(1, 1), (4, 4), (1, 8), (8, 1), (3, 5)]
 
@@ -116,3 +119,85 @@ def gqa(student, kv_head):
                    if mine == [h % Hkv for h in range(Hq)] else "")
             return [f"Hq={Hq}, Hkv={Hkv}: you map {mine}, the rule maps {ref}{why}"]
     return []
+
+
+# ----------------------------------------------------------------------------------------------
+# Figures
+
+FIG = dict(Nq=64, Nk=192, d=16, B=16)   # the keep figure's decode shape: 4 x 12 tiles of 16 x 16
+
+
+def tile_classes(Nq, Nk, d, B, causal="none", left=-1, right=-1):
+    """Runs flash2 with B x B blocks forced, on an SRAM of exactly their footprint, and follows
+    its trace: which key block each row block loads.  Returns (result, loaded, classes):
+    loaded the set of (row block, key block) tiles whose K_j the machine loaded; classes[i][j]
+    is 2 when the mask keeps (i, j) (its tile was loaded), 1 when (i, j) was computed in a loaded
+    tile but masked, 0 when its tile was skipped (never loaded)."""
+    loaded, row = set(), [None]
+
+    def event(e):
+        if e.kind == "load" and e.tensor == "Q":
+            row[0] = e.r0 // B
+        elif e.kind == "load" and e.tensor == "K":
+            loaded.add((row[0], e.r0 // B))
+    r = fl.run("flash2", N=Nq, Nk=Nk, d=d, M=fl.footprint("flash2", d, B, B), Br=B, Bc=B,
+               causal=causal, window_left=left, window_right=right, trace=event)
+    mk = fl.mask(Nq, Nk, causal, left, right)
+    classes = [[0] * Nk for _ in range(Nq)]
+    for bi, bj in loaded:
+        r0, c0 = bi * B, bj * B
+        nr, nc = min(B, Nq - r0), min(B, Nk - c0)
+        kind = fl.mask_tile(mk, r0, nr, c0, nc)
+        for i in range(r0, r0 + nr):
+            for j in range(c0, c0 + nc):
+                classes[i][j] = 2 if kind == "full" or (kind == "partial" and fl.mask_keep(mk, i, j)) else 1
+    return r, loaded, classes
+
+
+def keep_figure(panels, show=True, keep=None, fmt="png", **shape):
+    """Draws figures/lab4_keep.gp: one panel per (title, causal, left, right), each the keep
+    matrix of FIG's decode shape (Nq queries over Nk keys) coloured by what flash2 did with
+    every element (kept, computed in a loaded tile but masked, skipped with its tile).  Prints
+    each panel's tiles and traffic.  Returns (figure path or None, [(title, result, tiles)])."""
+    sh = {**FIG, **shape}
+    Nq, Nk, B = sh["Nq"], sh["Nk"], sh["B"]
+    tiles = -(-Nq // B) * -(-Nk // B)
+    blocks, out = [], []
+    for title, causal, left, right in panels:
+        r, loaded, cls = tile_classes(Nq, Nk, sh["d"], B, causal, left, right)
+        out.append((title, r, len(loaded)))
+        print(f"{title:>28}: {len(loaded):3d} of {tiles} tiles loaded; K reads {r.tensors['K'][0]:6d}, "
+              f"total {r.total:6d} elements")
+        blocks.append(figures.table(cls))
+    titles = " ".join(f'"{t}: {n} of {tiles} tiles, {r.total} elements"' for t, r, n in out)
+    path = figures.draw("lab4_keep.gp", {"data": "\n\n".join(blocks)}, show=show, keep=keep, fmt=fmt,
+                        n=len(panels), Nq=Nq, Nk=Nk, B=B, titles=titles.replace("'", ""))
+    return path, out
+
+
+def gqa_traffic(N=512, d=64, M=40000, Hq=16):
+    """K + V reads of flash2 and flash2-gqa for Hq query heads over Hkv = Hq / G K/V heads, for
+    every group size G dividing Hq: rows (G, Hkv, flash2's, flash2-gqa's, flash2-gqa's block,
+    the floor 2 Hkv N d: each K/V head's K and V read once)."""
+    rows = []
+    G = 1
+    while G <= Hq:
+        Hkv = Hq // G
+        f = fl.run("flash2", N=N, d=d, M=M, heads=Hq, kv_heads=Hkv)
+        g = fl.run("flash2-gqa", N=N, d=d, M=M, heads=Hq, kv_heads=Hkv)
+        rows.append((G, Hkv, f.tensors["K"][0] + f.tensors["V"][0], g.tensors["K"][0] + g.tensors["V"][0],
+                     g.Br, 2 * Hkv * N * d))
+        G *= 2
+    return rows
+
+
+def gqa_figure(N=512, d=64, M=40000, Hq=16, show=True, keep=None, fmt="png"):
+    """Draws figures/lab4_gqa.gp from gqa_traffic and prints its rows.  Returns (path, rows)."""
+    rows = gqa_traffic(N, d, M, Hq)
+    print(f"Hq = {Hq}, N = {N}, d = {d}, M = {M}: K + V elements read")
+    print(f"{'G':>3} {'Hkv':>4} | {'flash2':>9} | {'flash2-gqa':>10} {'(block)':>8} | {'floor 2*Hkv*N*d':>15}")
+    for G, Hkv, f, g, b, floor in rows:
+        print(f"{G:3d} {Hkv:4d} | {f:9d} | {g:10d} {b:8d} | {floor:15d}")
+    path = figures.draw("lab4_gqa.gp", {"data": figures.table(rows)}, show=show, keep=keep, fmt=fmt,
+                        N=N, d=d, M=M, Hq=Hq)
+    return path, rows

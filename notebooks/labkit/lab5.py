@@ -1,23 +1,29 @@
 """Lab 5 (backward and recomputation): checks against the machine's backward runs (fl.run with
-pass_='bwd' and 'fwd+bwd') and a trace of what each backward reads."""
+pass_='bwd' and 'fwd+bwd') and a trace of what each backward reads; the figure of both passes'
+traffic against M (figures/lab5_passes.gp) drawn from the student's sweep."""
 import flashlab as fl
 
 from . import Wrong, attempt, boolean, check, function, mapping, near, number, rng, student_id, whole
+from . import figures
 
 KEPT = ("Q", "K", "V", "O", "dO")
+MS = [2 ** k for k in range(10, 21)]   # exercise 4's sweep: M = 1024 ... 1048576
+ALGOS = ("standard", "flash2")
 
 
 def params(student=""):
-    """'cases' (N, d, M) for exercise 1, 'saved' (N, d) for exercise 2, 'traffic' (N, d, M) for 3."""
+    """'cases' (N, d, M) for exercise 1, 'saved' (N, d) for exercise 2, 'traffic' (N, d, M) for 3,
+    'sweep' (N, d) for exercise 4 (over MS)."""
     s = student_id(student)
     if not s:
         return {"cases": [(1000, 64, 98304), (512, 32, 20000), (300, 16, 5000)],
-                "saved": (1024, 64), "traffic": (4096, 64, 98304)}
+                "saved": (1024, 64), "traffic": (4096, 64, 98304), "sweep": (1024, 64)}
     g = rng("lab5", s)
     return {"cases": [(g.randrange(600, 1200), 64, 98304), (g.randrange(300, 600), 32, g.randrange(12000, 30000)),
                       (g.randrange(100, 300), 16, g.randrange(3000, 8000))],
             "saved": (g.choice([512, 768, 1024, 2048]), g.choice([32, 64, 128])),
-            "traffic": (g.choice([2048, 4096, 8192]), 64, 98304)}
+            "traffic": (g.choice([2048, 4096, 8192]), 64, 98304),
+            "sweep": (g.choice([768, 1024, 1280]), g.choice([32, 64, 128]))}
 
 
 def saved_by(algo, N, d):
@@ -39,8 +45,30 @@ def answers(student=""):
     N, d, M = p["traffic"]
     s = fl.run("standard", N=N, d=d, M=M, pass_="fwd+bwd")
     f = fl.run("flash2", N=N, d=d, M=M, pass_="fwd+bwd")
+    passes = sweep(*p["sweep"])
     return {"saved_standard": saved_by("standard", *p["saved"]), "saved_flash2": saved_by("flash2", *p["saved"]),
-            "ratio": f.total / s.total, "recompute_adds_traffic": f.total > s.total}
+            "ratio": f.total / s.total, "recompute_adds_traffic": f.total > s.total,
+            "passes": passes, "M_cross": crossing(passes)}
+
+
+def sweep(N, d, Ms=MS):
+    """{algo: [(forward total, backward total) for M in Ms]} of standard and flash2, both passes
+    on one machine (fl.run with pass_='fwd+bwd')."""
+    out = {}
+    for a in ALGOS:
+        out[a] = []
+        for M in Ms:
+            r = fl.run(a, N=N, d=d, M=M, pass_="fwd+bwd")
+            out[a].append((r.fwd_total, r.bwd_total))
+    return out
+
+
+def crossing(passes, Ms=MS, part=sum):
+    """The smallest M of Ms at which flash2's part(fwd, bwd) is below standard's (None if none)."""
+    for M, s, f in zip(Ms, passes["standard"], passes["flash2"]):
+        if part(f) < part(s):
+            return M
+    return None
 
 
 @check("lab5.flash2-bwd")
@@ -100,3 +128,80 @@ def traffic(student, ratio, recompute_adds_traffic):
     if boolean("recompute_adds_traffic", recompute_adds_traffic) != (f.total > s.total):
         problems.append("recompute_adds_traffic: compare the two totals again")
     return problems
+
+
+def _pairs(passes):
+    """The student's sweep as {algo: [(fwd, bwd) as ints]}, or Wrong saying what was expected."""
+    passes = mapping("passes", passes)
+    out = {}
+    for a in ALGOS:
+        if a not in passes:
+            raise Wrong(f"passes: expected the keys {', '.join(map(repr, ALGOS))}; {a!r} is missing")
+        v = passes[a]
+        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__iter__"):
+            raise Wrong(f"passes[{a!r}]: expected a list of (fwd, bwd) pairs, one per M of Ms")
+        v = list(v)
+        if len(v) != len(MS):
+            raise Wrong(f"passes[{a!r}]: {len(v)} entries; expected one (fwd, bwd) pair per M of Ms ({len(MS)})")
+        try:
+            out[a] = [(whole(f"passes[{a!r}] fwd", x[0]), whole(f"passes[{a!r}] bwd", x[1])) for x in v]
+        except (TypeError, IndexError, KeyError):
+            raise Wrong(f"passes[{a!r}]: each entry must be a pair (fwd_total, bwd_total)")
+    return out
+
+
+@check("lab5.sweep")
+def sweep_check(student, passes, M_cross):
+    N, d = params(student)["sweep"]
+    mine = _pairs(passes)
+    truth = sweep(N, d)
+    problems = []
+    for a in ALGOS:
+        for M, g, w in zip(MS, mine[a], truth[a]):
+            if g == w:
+                continue
+            if g == (w[1], w[0]):
+                why = "fwd and bwd are swapped: (r.fwd_total, r.bwd_total)"
+            elif g[1] == 0:
+                why = "the backward is 0: run both passes, pass_='fwd+bwd'"
+            elif g[1] == w[0] + w[1]:
+                why = "the second number is the fwd+bwd total; give the backward alone (r.bwd_total)"
+            elif g[0] == w[0] + w[1]:
+                why = "the first number is the fwd+bwd total; give the forward alone (r.fwd_total)"
+            else:
+                why = f"not what the machine counts at N = {N}, d = {d} (your sizes)"
+            problems.append(f"passes[{a!r}] at M = {M}: {g}: {why}")
+            break
+    if problems:
+        return problems
+    if M_cross is None:
+        raise Wrong("M_cross is not answered yet")
+    x = whole("M_cross", M_cross)
+    want = crossing(truth)
+    if x != want:
+        if x not in MS:
+            why = "it must be one of Ms"
+        elif x == crossing(truth, part=lambda p: p[0]):
+            why = "that is where the forward passes cross; compare the fwd + bwd totals"
+        elif want is not None and x < want:
+            why = "there flash2 still moves more than standard: the smallest M where it moves less"
+        else:
+            why = "the smallest M of Ms where flash2's fwd + bwd total is below standard's"
+        problems.append(f"M_cross = {M_cross}: {why}")
+    return problems
+
+
+def figure(passes, N, d, M_cross=None, show=True, keep=None, fmt="png"):
+    """Draws figures/lab5_passes.gp from a sweep {algo: [(fwd, bwd)]} over MS (the student's:
+    checked by lab5.sweep): each pass's traffic against M, and the backward over the forward.
+    Prints why when the sweep is not usable; never raises on the student's data.  Returns the
+    figure's path or None."""
+    try:
+        data = _pairs(passes)
+    except Wrong as w:
+        print(f"(no figure: {w})")
+        return None
+    rows = [(M, *data["standard"][k], *data["flash2"][k]) for k, M in enumerate(MS)]
+    cross = M_cross if isinstance(M_cross, int) and not isinstance(M_cross, bool) and M_cross in MS else 0
+    return figures.draw("lab5_passes.gp", {"data": figures.table(rows)}, show=show, keep=keep, fmt=fmt,
+                        N=N, d=d, cross=cross)

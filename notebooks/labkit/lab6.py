@@ -1,9 +1,11 @@
-"""Lab 6 (real kernels, measured vs model): checks.  A kernel's model is its schedule run with
-its blocks forced on an SRAM of exactly its tiles' footprint (fl.footprint), computed here with
-the C library for every recorded row."""
+"""Lab 6 (real kernels, measured vs model): checks and figures.  A kernel's model is its schedule
+run with its blocks forced on an SRAM of exactly its tiles' footprint (fl.footprint), computed
+here with the C library for every recorded row; the figures set the recorded byte counters
+(per kernel version) and Nsight Compute's bytes beside those models."""
 import flashlab as fl
 
 from . import Skip, Wrong, attempt, check, function, near, number, whole
+from . import figures
 from .data import recorded
 
 KERNELS = [("flash2", 4096, 128, 64, 64, "fwd"), ("flash1", 4096, 64, 64, 128, "fwd"),
@@ -111,3 +113,74 @@ def ncu(student, min_dram_ratio, min_dram_row):
     if min_dram_row is None or tuple(min_dram_row) != a["min_dram_row"]:
         problems.append(f"min_dram_row = {min_dram_row}: the (algo, N, Br, Bc) of that row, N, Br, Bc as ints")
     return problems
+
+
+# ----------------------------------------------------------------------------------------------
+# Figures (from the recorded data; every model recomputed with the C library)
+
+SCHEDULES = {"standard": 1, "flash1": 2, "flash2": 3}   # style.gp's line styles
+
+
+def counter_table(extra=None):
+    """Every recorded row with byte counters and a model (whatever its status), as (version,
+    counters / model in elements, ok, model total): the model recomputed with the C library.
+    extra: more {name: (provenance, rows)} (the live run), beside the recorded files."""
+    tables = dict(recorded())
+    tables.update(extra or {})
+    out = []
+    for _, (prov, rows) in tables.items():
+        for r in rows:
+            if "gpu_reads" not in r or not r.get("model_reads"):
+                continue
+            m = library_model(kernel_args(r))
+            got = int(r["gpu_reads"]) + int(r["gpu_writes"])
+            out.append((int(r.get("version") or 0), got / (m.reads + m.writes),
+                        int(r.get("status", "ok").startswith("ok")), m.reads + m.writes))
+    return out
+
+
+def counter_figure(extra=None, show=True, keep=None, fmt="png"):
+    """Draws figures/lab6_counters.gp: each recorded row's counters over its model, per kernel
+    version (ok rows and rows recorded with another status apart); prints the same per version.
+    Returns (figure path or None, rows); no figure without recorded rows."""
+    rows = counter_table(extra)
+    if not rows:
+        print("no recorded byte counters here: no figure")
+        return None, rows
+    per = {}
+    for v, ratio, ok, _ in rows:
+        n, eq, bad = per.get(v, (0, 0, 0))
+        per[v] = (n + 1, eq + (ratio == 1.0), bad + (not ok))
+    print(f"{'version':>7} | {'rows':>5} {'counters = model':>16} {'status not ok':>13}")
+    for v in sorted(per):
+        print(f"{v:7d} | {per[v][0]:5d} {per[v][1]:16d} {per[v][2]:13d}")
+    # a deterministic spread of each version's points, so that many equal ratios stay visible
+    data = figures.table((v + ((k * 0.618034) % 1 - 0.5) * 0.6, ratio, ok) for k, (v, ratio, ok, _) in enumerate(rows))
+    counts = figures.table((v, n, eq) for v, (n, eq, bad) in sorted(per.items()))
+    hi = max(r[1] for r in rows)
+    lo = min(r[1] for r in rows)
+    path = figures.draw("lab6_counters.gp", {"data": data, "counts": counts}, show=show, keep=keep, fmt=fmt,
+                        vmax=max(per), ymax=max(1.02, hi + 0.2 * (hi - 1) + 0.01), ymin=min(0.98, lo - 0.01))
+    return path, rows
+
+
+def ncu_table():
+    """The Nsight Compute rows as (model read bytes from the C library, byte counters' read
+    bytes, L2 read bytes, DRAM read bytes, schedule style, 1 for fwd / 2 for bwd)."""
+    out = []
+    for r in ncu_rows():
+        m = library_model(kernel_args(r))
+        out.append((m.read_bytes, float(r["counter_read_B"]), float(r["l2_read_B"]), float(r["dram_read_B"]),
+                    SCHEDULES.get(r["algo"], 3), 2 if r.get("pass") == "bwd" else 1))
+    return out
+
+
+def ncu_figure(show=True, keep=None, fmt="png"):
+    """Draws figures/lab6_ncu.gp: the read bytes the byte counters, Nsight Compute's L2 sectors
+    and its DRAM bytes saw against the model's, per recorded kernel run.  Returns (path or None,
+    rows); no figure without recorded Nsight Compute rows."""
+    rows = ncu_table()
+    if not rows:
+        print("no recorded Nsight Compute data here: no figure")
+        return None, rows
+    return figures.draw("lab6_ncu.gp", {"data": figures.table(rows)}, show=show, keep=keep, fmt=fmt), rows

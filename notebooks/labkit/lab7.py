@@ -1,8 +1,11 @@
 """Lab 7 (why the tiled kernel is fast): checks on the recorded Figure-2 and SDPA data; every
-model byte count is recomputed with the C library."""
+model byte count is recomputed with the C library.  The figure (figures/lab7_floors.gp) puts each
+Figure-2 kernel's runtime against its model bytes (the student's model_bytes) beside the two
+floors."""
 import flashlab as fl
 
 from . import Skip, Wrong, attempt, check, function, near, number, numbers_list
+from . import figures
 from .data import read_measurements
 
 PEAK_FLOPS = 790e12   # FLOP/s: a dense bf16 matrix product on the H200 the data was recorded on
@@ -114,3 +117,38 @@ def sdpa_check(student, worst_ratio, worst_shape):
     if worst_shape is None or tuple(worst_shape) != a["worst_shape"]:
         problems.append(f"worst_shape = {worst_shape}: (dtype, d, N, causal) of that shape, d, N, causal as ints")
     return problems
+
+
+# ----------------------------------------------------------------------------------------------
+# The figure: runtime against bytes, and the two floors
+
+def figure(model_bytes, show=True, keep=None, fmt="png"):
+    """Draws figures/lab7_floors.gp: every recorded Figure-2 kernel's median runtime against the
+    bytes model_bytes(row) gives it (the student's function: lab7.bytes checks it), with the byte
+    floor (bytes over PEAK_BYTES) and each pass's arithmetic floor (its FLOPs over PEAK_FLOPS).
+    Prints why when there is no data or model_bytes does not give numbers; never raises on the
+    student's function.  Returns the figure's path or None."""
+    rows = fig2()
+    if not rows:
+        print("no recorded Figure-2 data (figures/data/gpu_fig2.csv): no figure")
+        return None
+    if not callable(model_bytes):
+        print("(no figure: write model_bytes first)")
+        return None
+    data = []
+    for r in rows:
+        try:
+            b = number("model_bytes(row)", attempt("model_bytes(row)", model_bytes, r))
+        except Wrong as w:
+            print(f"(no figure: {w})")
+            return None
+        data.append((int(r["version"]), 1 if r["pass"] == "fwd" else 2, b, float(r["median_ms"]),
+                     float(r["gflop"]), int(r["Br"]), int(r["Bc"])))
+    flops = {p: next(g for _, q, _, _, g, _, _ in data if q == p) for p in (1, 2) if any(q == p for _, q, *_ in data)}
+    print(f"{'version':>7} {'pass':>4} {'tiles':>7} | {'model GB':>8} {'ms':>7} | {'bytes floor ms':>14} {'FLOP floor ms':>13}")
+    for v, p, b, ms, g, br, bc in data:
+        print(f"{v:7d} {'fwd' if p == 1 else 'bwd':>4} {f'{br}x{bc}':>7} | {b / 1e9:8.3f} {ms:7.3f} | "
+              f"{b / PEAK_BYTES * 1e3:14.3f} {g * 1e9 / PEAK_FLOPS * 1e3:13.3f}")
+    return figures.draw("lab7_floors.gp", {"data": figures.table(data)}, show=show, keep=keep, fmt=fmt,
+                        peak_bytes=PEAK_BYTES, peak_flops=PEAK_FLOPS,
+                        gflop_fwd=flops.get(1, 0.0), gflop_bwd=flops.get(2, 0.0))

@@ -6,7 +6,8 @@ A frame holds the event, the pseudocode line that issued it (from the table PSEU
 the pseudocode shown), the loop indices (from the tile's index in units of its buffer), what each
 live SRAM buffer holds (which tile of which tensor, and its values when the run was recorded on a
 compute machine), and the running counts.  Frames are shown as text, as PNG frames and a GIF
-drawn by gnuplot (figures/trace_step.gp), or, where ipywidgets is installed, in a slider.
+drawn by gnuplot (the script is written by gnuplot_script below), or, where ipywidgets is
+installed, in a slider.
 
     python3 -m labkit.stepview trace.csv --algo flash2 --png DIR --gif out.gif
 """

@@ -11,7 +11,7 @@
 # `flashlab.py`.  Each exercise is a cell marked **TODO**; the cell after it is a *check* that
 # prints `CHECK ...: PASS`, or `FAIL` and what is wrong.  Handout: `docs/labs/lab1.md`.
 #
-# The recurrence (docs/model.md eq. (OS)), for a state $(m, \ell, u)$ and a new tile of scores $s_j$
+# The recurrence (eq. (OS) of docs/labs/background.md), for a state $(m, \ell, u)$ and a new tile of scores $s_j$
 # with value rows $v_j$:
 #
 # $$m' = \max(m, \max_j s_j),\quad a = e^{m - m'},\quad \ell' = a\,\ell + \sum_j e^{s_j - m'},\quad
@@ -117,7 +117,7 @@ lab1.rescales(STUDENT, factors)
 # ## The worked examples, step by step
 #
 # Now that you have your own numbers, compare with the two worked rows of the background notes
-# (docs/labs/background.md, "Two tiles by hand"), as the CLI computes them:
+# (docs/labs/background.md, "Online softmax"), as the CLI computes them:
 
 # %%
 print(fl.cli("example", "two-tile"))
@@ -125,8 +125,9 @@ print(fl.cli("example", "two-tile"))
 # %% [markdown]
 # The same two tiles on the machine, one frame per tile event: which line of the loop runs, which
 # tile of which tensor sits in SRAM (with its values), and the state $(m, \ell, u)$ kept in the
-# SRAM buffer `state`.  Frame 4 (the load of tile two) shows the state after tile one, the
-# frame after the last load the state after both.
+# SRAM buffer `state`.  Frame 6 (the load of tile two's scores) shows the state after tile one,
+# frame 8 (after the last load) the state after both: compare them with your exercises 1 and 2
+# (the viewer shows worked example B, your row when you have no student id).
 
 # %%
 frames = stepview.two_tile_frames()

@@ -8,7 +8,7 @@
 #
 # The counts come from the C machine: HBM tensors, SRAM buffers whose sizes add up
 # to at most $M$ elements, and `fl_load` / `fl_store` of rectangular tiles, each counting one read or
-# one write per element (docs/model.md rules R1, R2).  `fl.run(...)` runs one of the project's
+# one write per element (rules R1, R2 of docs/labs/background.md).  `fl.run(...)` runs one of the project's
 # schedules on it in *count* mode (no arithmetic).  You predict; the machine counts.
 # Handout: `docs/labs/lab2.md`; background: `docs/labs/background.md`.
 
@@ -27,8 +27,8 @@ P = lab2.params(STUDENT)
 
 r = fl.run("flash2", N=1024, d=64, M=98304)
 print(r)
-print("per tensor (reads, writes):", r.tensors)
 print("blocks Br x Bc =", r.Br, "x", r.Bc, " SRAM peak", r.sram_peak, "of M =", r.M)
+print("tensors counted:", ", ".join(r.tensors), "(r.tensors[name] = (reads, writes): predict them first)")
 
 # %% [markdown]
 # ## Exercise 1: predict standard attention
@@ -38,7 +38,7 @@ print("blocks Br x Bc =", r.Br, "x", r.Bc, " SRAM peak", r.sram_peak, "of M =", 
 # $O$.  Write `predict_standard(N, d, Br, Bc)` returning `{tensor: (reads, writes)}` for the tensors
 # `Q, K, V, O, S, P`.  Assume what holds in all the check's cases: the blocks hold whole rows of
 # $Q$, $K$, $V$ (`Bd = d`) and a row of $S$ fits in SRAM ($N \le M$).  Row blocks: $T_r = \lceil N/B_r\rceil$.
-# (The loops: docs/labs/background.md, "Standard attention".)
+# (The loops: docs/labs/background.md, "Attention".)
 
 # %%
 def cdiv(a, b):
@@ -171,7 +171,8 @@ with fl.Machine(M=2000, name="greedy") as m:
 #
 # The check runs your schedule sealed (HBM only through load and store) on random inputs and
 # compares $O$ and $L$ with the exact reference (to 1e-12), every tensor's reads and writes with the
-# project's flash2 (which equal its closed form, docs/model.md eq. (C2)), and the SRAM peak.
+# project's flash2 (which equal its closed form, eq. (C2) of docs/labs/background.md), and the
+# SRAM peak.
 
 # %%
 N, d, M = P["own"]

@@ -165,7 +165,7 @@ lab3.flat(STUDENT, M_flat)
 # ## Exercise 4: the paper's block sizes vs what fits
 #
 # Algorithm 1 of the FlashAttention paper sets $B_c = \lceil M/4d \rceil$, $B_r = \min(B_c, d)$.
-# But flash1's buffers need $2B_cd + 2B_rd + B_rB_c + 6B_r$ elements (docs/model.md eq. (F1)):
+# But flash1's buffers need $2B_cd + 2B_rd + B_rB_c + 6B_r$ elements (eq. (F1) of docs/labs/background.md):
 # $K_j, V_j, Q_i, O_i$, the score tile and six row vectors.  For your `P["paper"]` $= (d, M)$ (no
 # student id: $d = 128$ on an A100, $M$ = 98304 fp16 elements = 192 KiB): give the paper's
 # `paper_Bc`, `paper_Br`, the elements `paper_need` its buffers would take, and `paper_fits`

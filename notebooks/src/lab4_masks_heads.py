@@ -4,9 +4,9 @@
 # **One idea:** the mask and head conventions are part of the kernel's *contract*, and a wrong
 # convention gives a fast, exact-looking, wrong answer.  Each exercise hands you a small piece of
 # Python that a reasonable person could have written, with one bug; you fix it.  The checks compare
-# your fix with the library's one implementation of the rules (`reference/masks.h`,
-# `reference/heads.h`, whose header comments state the rules K1–K4, H1, V1), and the machine shows what each
-# convention costs in HBM traffic.  Handout: `docs/labs/lab4.md`; background: `docs/labs/background.md`.
+# your fix with the library's one implementation of the rules (`fl.mask_keep`, `fl.kv_head`,
+# `fl.cu_seqlens_check`; the rules K1–K4, H1, V1 are stated in docs/labs/background.md), and the
+# machine shows what each convention costs in HBM traffic.  Handout: `docs/labs/lab4.md`.
 #
 # Conventions (docs/labs/background.md, "Masks and heads"): query $i$ of $N_q$ and key $j$ of $N_k$;
 # causal **top-left** (PyTorch SDPA `is_causal`) keeps $j \le i$; causal **bottom-right**
@@ -98,6 +98,17 @@ for corner in ("none", "top-left", "bottom-right"):
     print(f"{corner:>12}: K reads {r.tensors['K'][0]:>7d}, total {r.total:>7d}")
 
 # %% [markdown]
+# Where those savings come from, in a decode case small enough to see every element: 64 new
+# queries over a 192-key cache, flash2 with $16 \times 16$ tiles (forced, on an SRAM of exactly
+# their footprint).  The figure is drawn from a trace of each run: which key tiles the machine
+# loaded for each row block.  Blue pairs are kept; orange pairs were computed in a loaded tile and
+# masked on chip (a boundary tile, rule K4); grey pairs belong to tiles the machine never loaded
+# (rule K2).  Top-left loads far fewer tiles than bottom-right, and they hold the wrong keys.
+
+# %%
+_ = lab4.keep_figure([("top-left", "top-left", -1, -1), ("bottom-right", "bottom-right", -1, -1)])
+
+# %% [markdown]
 # ## Exercise 2: the window that forgot the corner
 #
 # A local-attention reference (FA2's `window_size=(L, R)`):
@@ -111,10 +122,10 @@ def window_keep_buggy(nq, nk, left, right):
         keep.append([1 if lo <= j <= hi else 0 for j in range(nk)])
     return keep
 
-print("buggy, Nq = 3, Nk = 6, window (1, 0):")
-show(window_keep_buggy(3, 6, 1, 0))
-print("the rule:")
-show(fl.mask_matrix(3, 6, "none", 1, 0))
+print("buggy, Nq = 2, Nk = 5, window (1, 0):")
+show(window_keep_buggy(2, 5, 1, 0))
+print("the rule (the library's keep matrix):")
+show(fl.mask_matrix(2, 5, "none", 1, 0))
 
 # %% [markdown]
 # Fix it as `window_keep(nq, nk, left, right)` (no causal mask; $-1$ = unbounded side).
@@ -137,6 +148,14 @@ def window_keep(nq, nk, left, right):
 
 # %% check
 lab4.window(STUDENT, window_keep)
+
+# %% [markdown]
+# A local window keeps a band of keys along the same corner; the tiles outside the band are never
+# loaded, so the traffic grows with the window, not with the cache.  The same decode case with
+# two windows:
+
+# %%
+_ = lab4.keep_figure([("window (40, 0)", "none", 40, 0), ("window (16, 16)", "none", 16, 16)])
 
 # %% [markdown]
 # ## Exercise 3: varlen offsets
@@ -226,12 +245,23 @@ for algo in ("flash2", "flash2-gqa"):
     print(f"{algo:>10}: K reads {r.tensors['K'][0]:>8,d}, V reads {r.tensors['V'][0]:>8,d}, total {r.total:>9,d}")
 
 # %% [markdown]
+# Against the group size $G = H_q / H_{kv}$ (16 query heads; $G = 1$ is multi-head attention,
+# $G = 16$ multi-query): flash2's K/V traffic does not move at all, `flash2-gqa`'s falls, but
+# not like $1/G$: the $G$ stacked query blocks share the SRAM, so its block $B$ shrinks and K and
+# V are re-read by more row blocks.  Neither comes near the floor that reads each K/V head once.
+
+# %%
+_ = lab4.gqa_figure(N=512, d=64, M=40000, Hq=16)
+
+# %% [markdown]
 # ## Take-away
 #
 # Masks and head maps are conventions, not mathematics: top-left vs bottom-right agree on square
 # problems and differ exactly in decode; a window is anchored at the same corner; offsets start at
 # 0; groups are consecutive.  Test with unequal lengths, and check the convention before the
-# numerics.
+# numerics.  And a convention is also a traffic pattern: the wrong corner skips tiles it should
+# load, a window skips what lies outside its band, and a GQA group saves K/V traffic only when
+# the schedule stacks the group's queries, at the price of smaller blocks.
 
 # %% [markdown] solution
 # **Instructor notes.** decode_keep keeps $j \le i + N_k - N_q$; blind shapes: {(1, 1), (4, 4)}

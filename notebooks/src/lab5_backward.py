@@ -8,7 +8,7 @@
 # not count (rule R3); what it changes in *memory* and in *HBM traffic* is what you measure here.
 # Handout: `docs/labs/lab5.md`; background: `docs/labs/background.md`.
 #
-# The schedules (their loops: docs/labs/background.md, "The backward passes"): standard
+# The schedules (their loops: docs/labs/background.md, "The backward passes and recomputation"): standard
 # attention's backward (the FlashAttention paper's Algorithm 3, from saved $P$) and
 # FlashAttention-2's backward (its Algorithm 2, with the $D = \mathrm{rowsum}(dO \circ O)$
 # preprocessing pass).
@@ -30,9 +30,8 @@ r = fl.run("flash2", N=128, d=16, M=4000, pass_="fwd+bwd", mode="compute")
 print("flash2 forward + backward on real values: relative error of O", f"{r.rel_err:.1e},",
       "of dQ, dK, dV", ", ".join(f"{e:.1e}" for e in r.grad_rel_err))
 r = fl.run("flash2", N=1000, d=64, M=98304, pass_="bwd")
-print("flash2 backward, N = 1000, d = 64: blocks", r.bwd_Br, "x", r.bwd_Bc, "(the forward's:", r.Br, "x", r.Bc, ")")
-for t, (rd, wr) in r.tensors.items():
-    print(f"  {t:>3}: reads {rd:>8d}  writes {wr:>8d}")
+print("flash2 backward, N = 1000, d = 64: blocks", r.bwd_Br, "x", r.bwd_Bc, "(the forward's:", r.Br, "x", r.Bc, ");",
+      "tensors counted:", ", ".join(r.tensors))
 
 # %% [markdown]
 # ## Exercise 1: predict flash2's backward, tensor by tensor
@@ -62,6 +61,14 @@ def predict_flash2_bwd(N, d, Br, Bc):
 
 # %% check
 lab5.flash2_bwd(STUDENT, predict_flash2_bwd)
+
+# %% [markdown]
+# What the machine counted for the run of the first cell (N = 1000, d = 64): which tensors carry
+# the recomputation's cost?
+
+# %%
+for t, (rd, wr) in r.tensors.items():
+    print(f"  {t:>3}: reads {rd:>8d}  writes {wr:>8d}")
 
 # %% [markdown]
 # ## Exercise 2: memory saved
@@ -130,13 +137,57 @@ for N in (256, 1024, 4096, 8192):
           f"{N * N * 2 / 2**20:8.2f} MiB vs {N * 4 / 2**10:6.1f} KiB")
 
 # %% [markdown]
+# ## Exercise 4: where does recomputation stop paying?
+#
+# The table above fixes $M$.  Now sweep it.  For your `N4`, `d4` (printed below; no student id:
+# $N = 1024$, $d = 64$) and every $M$ of `Ms` (1024, 2048, …, 1048576), run standard and flash2
+# with both passes (`pass_="fwd+bwd"`) and give
+# `passes = {"standard": [(fwd_total, bwd_total), ...], "flash2": [...]}`: one pair per $M$, in
+# the order of `Ms`.  Then give `M_cross`: the smallest $M$ of the sweep at which flash2's two
+# passes together move **fewer** elements than standard's.  The cell after the check draws your
+# sweep.
+
+# %%
+N4, d4 = lab5.params(STUDENT)["sweep"]
+Ms = lab5.MS
+print("your sizes: N =", N4, " d =", d4, "  M =", Ms[0], "...", Ms[-1])
+# TODO
+### BEGIN STUB
+passes = None
+M_cross = None
+### END STUB
+### BEGIN SOLUTION
+passes = {}
+for algo in ("standard", "flash2"):
+    passes[algo] = []
+    for M in Ms:
+        r = fl.run(algo, N=N4, d=d4, M=M, pass_="fwd+bwd")
+        passes[algo].append((r.fwd_total, r.bwd_total))
+M_cross = next(M for M, s, f in zip(Ms, passes["standard"], passes["flash2"]) if sum(f) < sum(s))
+print("M_cross =", M_cross, " d^2 =", d4 * d4)
+### END SOLUTION
+
+# %% check
+lab5.sweep_check(STUDENT, passes, M_cross)
+
+# %% [markdown]
+# Your sweep: each pass's traffic against $M$ (top; dashed the forward, solid the backward,
+# dotted both) and the backward's traffic over the forward's (bottom).  Compare `M_cross` with
+# $d^2$: why does the crossing move with $d$ and hardly with $N$?  (Standard's two passes cost
+# about a constant times $N^2$; flash2's about a constant times $N^2d^2/M$.)
+
+# %%
+_ = lab5.figure(passes, N4, d4, M_cross)
+
+# %% [markdown]
 # ## Take-away
 #
 # Recomputation trades FLOPs for memory: flash2 keeps $N$ statistics instead of $N^2$
 # probabilities.  With an A100-sized SRAM it does not even pay in traffic: re-reading $Q$ and $dO$
-# tiles ($\Theta(N^2d^2/M)$) is cheaper than moving $P$, $dP$ and $dS$ ($\Theta(N^2)$).  With a
-# much smaller $M$ the comparison turns (lab 3 found where, for the forward pass; try
-# `M=2048` here).  Why more FLOPs can still be faster: docs/labs/background.md, "Recomputation".
+# tiles ($\Theta(N^2d^2/M)$) is cheaper than moving $P$, $dP$ and $dS$ ($\Theta(N^2)$).  Below
+# `M_cross`, a small multiple of $d^2$, the comparison turns, and the backward costs flash2 about
+# three times its forward against standard's two.  Why more FLOPs can still be faster:
+# docs/labs/background.md, "The backward passes and recomputation".
 
 # %% [markdown] solution
 # **Instructor notes.** Flash2 backward: Q (Tc·Nd, 0), K and V (Nd, 0), O (Nd, 0) (the D pass),
@@ -144,3 +195,7 @@ for N in (256, 1024, 4096, 8192):
 # dK, dV (0, Nd), L (Tc·N, 0), D (Tc·N, N).  Saved: standard P (N² = 1048576 elements, 2 MiB in
 # fp16 per head), flash2 L (N = 1024, 4 KiB).  At N = 4096 the ratio is 0.216 (flash2 moves
 # 45.6 M elements over both passes, standard 211 M): recomputation does not add traffic here.
+# Exercise 4: M_cross = 2d² for every student size (d = 32: 2048, d = 64: 8192, d = 128: 32768;
+# N = 768, 1024 or 1280): standard's two passes cost about c·N², flash2's about c'·N²d²/M, so
+# they cross at M = (c'/c)·d², whatever N.  The backward over the forward: standard 1.8-2.0,
+# flash2 2.5-3.7 at N = 1024, d = 64.

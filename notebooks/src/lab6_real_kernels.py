@@ -2,9 +2,9 @@
 # # Lab 6: real kernels, measured vs model
 #
 # **One idea:** the machine's counts are a *prediction* about real hardware, and it can be tested.
-# The project's CUDA kernels (`kernels/`, one per schedule) run the same schedules with the same
-# tile sizes, with byte counters compiled in; Nsight Compute reads the hardware's own traffic
-# counters.  Here you rebuild the model of a kernel with the C library, then compare it with what
+# The project's CUDA kernels (numbered versions, one schedule each: docs/labs/background.md, "The
+# project's GPU kernels") run the same schedules with the same tile sizes, with byte counters
+# compiled in; Nsight Compute reads the hardware's own traffic counters.  Here you rebuild the model of a kernel with the C library, then compare it with what
 # was measured on a GPU and recorded in `figures/data/gpu_*.csv` (with the provenance of each
 # measurement in its `#` lines).  If this machine has a GPU and the kernels are built, the notebook
 # also measures live.  Handout: `docs/labs/lab6.md`.
@@ -72,10 +72,11 @@ else:
 #
 # A kernel does not choose its blocks from $M$: it has fixed tiles $B_r \times B_c$ compiled in.
 # Its model is the schedule run on a machine whose SRAM is exactly what those tiles take,
-# $M_\text{eff} = $ `fl.footprint(algo, d, Br, Bc)` (docs/model.md F0–F2), with the blocks forced
-# (`Br=..., Bc=...` in `fl.run`).  A backward kernel (`pass_="bwd"`) is modelled by the backward
-# schedule alone on the SRAM of *its* buffers, `fl.footprint(algo, d, Br, Bc, bwd=True)`
-# (its buffers are listed in the header of `sim/sched_flash_bwd.c`).  Write
+# $M_\text{eff} = $ `fl.footprint(algo, d, Br, Bc)` (the footprints F0–F2 of
+# docs/labs/background.md), with the blocks forced (`Br=..., Bc=...` in `fl.run`).  A backward
+# kernel (`pass_="bwd"`) is modelled by the backward schedule alone on the SRAM of *its* buffers,
+# `fl.footprint(algo, d, Br, Bc, bwd=True)` (flash2's backward buffers: F2b in background.md).
+# Write
 # `model_for_kernel(algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd", Nk=None)`
 # returning the `fl.run` result of that model (`causal`: "none", "top-left" or "bottom-right";
 # `Nk`: the number of keys when it differs from N).
@@ -154,8 +155,9 @@ lab6.counters(STUDENT, rows_compared, rows_equal)
 
 # %% [markdown]
 # The rows left out because their recorded status is not ok are worth a look: when the counters
-# disagree with the model, one of the two is wrong, and the table cannot say which.  Read
-# `kernels/NOTES.md` and `docs/validation.md` for what was found.
+# disagree with the model, one of the two is wrong, and the table cannot say which.  Look at
+# their shape and corner: which query blocks see no key at all, which tiles does rule K2 skip,
+# and what would a kernel that forgets that rule load too much?
 
 # %%
 for name, (prov, rows) in recorded.items():
@@ -164,6 +166,15 @@ for name, (prov, rows) in recorded.items():
             print(f"{name}: {r['algo']} {r.get('pass', 'fwd')} N={r['N']} Nk={r.get('Nk', r['N'])} "
                   f"{r.get('corner', 'causal=' + r.get('causal', '0'))} {r['Br']}x{r['Bc']}: model "
                   f"{r['model_reads']} reads, counters {r['gpu_reads']}: {r['status']}")
+
+# %% [markdown]
+# Every recorded run at once, per kernel version: its counters over the model of that kernel
+# (both in elements, reads + writes; the model recomputed with the C library).  Versions 1–6 are
+# the readable kernels, 7–11 the tensor-core ones; the numbers on top are the runs per version
+# and how many of them equal the model to the element.
+
+# %%
+_ = lab6.counter_figure(extra={k: v for k, v in recorded.items() if k == "live"})
 
 # %% [markdown]
 # ## Exercise 3: what the hardware saw (Nsight Compute)
@@ -216,6 +227,14 @@ else:
     print("no Nsight Compute data recorded in this checkout")
 
 # %% [markdown]
+# The same table as a picture: for every profiled run, the read bytes the counters, the L2 and
+# the DRAM saw, at the model's read bytes.  Which of the three follows the model, and which
+# hardly moves when the tiles (and so the model's bytes) change?
+
+# %%
+_ = lab6.ncu_figure()
+
+# %% [markdown]
 # ## Take-away
 #
 # The model is exact about what a schedule *asks* for (the byte counters agree to the element
@@ -229,11 +248,13 @@ else:
 # rule (the paper's $B_c = \lceil M/4d\rceil$) picks other blocks.  Exercises 2 and 3 depend on
 # the recorded data in your checkout; the check recomputes every model with the C library.  With
 # the H200 data recorded by the kernels (validation at 6209878 and, with Nq != Nk and both
-# corners, at ffbaa97; Nsight Compute at 79dec6a and 6209878): all 536 comparable rows (standard,
-# flash1 and flash2, forward and backward, masks, Nq != Nk) equal the model to the element.  Two
-# rows were recorded with status FAIL (flash2 forward, Nq > Nk, bottom-right: the kernel loaded
-# Q_i for query blocks that see no key; kernels/NOTES.md says it was fixed afterwards, not
-# re-measured): the model caught a kernel bug.  The smallest
+# corners, at ffbaa97; Nsight Compute at 79dec6a and 6209878; the tensor-core versions 7-11 and
+# every version's quick matrix after them): all 1311 comparable rows (standard, flash1 and flash2,
+# forward and backward, masks, Nq != Nk, versions 1-11) equal the model to the element.  Two
+# rows were recorded with status FAIL (version 3, flash2 forward, Nq > Nk, bottom-right: the
+# kernel loaded Q_i for query blocks that see no key, which rule K2 skips; fixed afterwards, and
+# version 3's quick matrix recorded after the fix, 128 cases, all equal): the model caught a
+# kernel bug.  The counters figure shows them at 1.136 and 1.079 of the model.  The smallest
 # DRAM/model read ratio is 0.006, flash2 forward at N = 4096 with 16 x 16 tiles: Q, K, V take
 # 1.5 MB, far less than the 60 MB L2, so the many re-reads of K and V are served by L2 and DRAM
 # sees each byte about once.

@@ -3,7 +3,8 @@
 #
 # **One idea:** FlashAttention's speed is a claim about *time*, and the model counts *bytes*.
 # This lab puts the two side by side on measurements recorded from the project's fast kernels
-# (versions 7–11, `kernels/attn_fast_*.cu`) and PyTorch SDPA on one NVIDIA H200:
+# (versions 7–11: docs/labs/background.md, "The project's GPU kernels") and PyTorch SDPA on one
+# NVIDIA H200:
 # `figures/data/gpu_fig2.csv` (the FlashAttention paper's Figure 2 for GPT-2 medium) and
 # `figures/data/gpu_sdpa.csv` (32 shapes, ours against SDPA's backends, one process).  You will
 # compute the two floors of a kernel (arithmetic and bytes), rebuild the model's bytes of every
@@ -24,8 +25,8 @@ from labkit import lab7
 
 STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
 
-# The ceilings measured on this machine type (shared/anchors/h200-sdpa.md): a dense bf16 matrix
-# product through PyTorch on random data, and a device-to-device copy counting bytes read + written.
+# The ceilings measured on the H200 type the data was recorded on: a dense bf16 matrix product
+# through PyTorch on random data, and a device-to-device copy counting bytes read + written.
 PEAK_FLOPS = 790e12   # FLOP/s
 PEAK_BYTES = 4.3e12   # bytes/s
 
@@ -144,6 +145,16 @@ if std and tiled:
 # %% check
 lab7.floor(STUDENT, speedup, byte_ratio, std_tbps, tiled_tflops)
 
+# %% [markdown]
+# Every Figure-2 kernel at once: its runtime against the bytes your `model_bytes` gives it, with
+# the two floors.  No kernel can run below the byte floor (its bytes over the copy bandwidth,
+# the diagonal) nor below its pass's FLOP floor (the horizontal lines).  Which points sit close
+# to which floor?  And what does changing the tile size do to the tiled forward's bytes and to
+# its runtime?
+
+# %%
+_ = lab7.figure(model_bytes)
+
 # %% [markdown] solution
 # **Expected answers.**  Exercise 1: for GPT-2 medium, 275 GFLOP and 0.54 GB: 0.35 ms of
 # arithmetic against 0.12 ms of bytes — attention is arithmetic-bound *if* it moves only the
@@ -192,7 +203,8 @@ lab7.sdpa_check(STUDENT, worst_ratio, worst_shape)
 # ## To think about
 #
 # - Version 10 beats FA2 on every recorded shape, yet moves exactly FA2's bytes (the same
-#   schedule).  What changed, if not the traffic?  (`kernels/NOTES.md`.)
+#   schedule).  What changed, if not the traffic?  (docs/labs/background.md describes versions
+#   7 and 10.)
 # - The tiled backward's model bytes (Figure 2, version 9) are larger than its forward's by a
 #   factor of six, but Nsight Compute's DRAM bytes are not: where does dQ's read-modify-write
 #   happen on the GPU?

@@ -82,6 +82,14 @@ def my_schedule(m, T, case):
 grading.design(STUDENT, my_schedule)
 
 # %% [markdown]
+# Where your traffic goes: your schedule's reads and writes per tensor, beside what
+# `flashlab optimize` reports for your case (its best schedule, flash2 and flash1 with their own
+# block rules, and the lower bound).  Use it for the write-up.
+
+# %%
+_ = grading.figure(STUDENT, my_schedule)
+
+# %% [markdown]
 # ## Write-up (graded by your instructor)
 #
 # In the markdown cell below, in at most 200 words: which loop order and blocks you chose and why;

@@ -7,7 +7,7 @@ Each case runs its snippet in a fresh python3 process, so a binding that segfaul
 case instead of killing the test run.  The binding under test is the flashlab.py in
 $FLASHLAB_PY_DIR (default: notebooks/), so the same cases can be run against another version:
 
-    FLASHLAB_PY_DIR=/tmp/old FLASHLAB_LIB=build/sim/libflashlab.so python3 test_binding.py -v
+    FLASHLAB_PY_DIR=/tmp/old FLASHLAB_LIB=build/src/libflashlab.so python3 test_binding.py -v
 """
 import os
 import pathlib

@@ -359,6 +359,10 @@ class Lab5(Checks):
             self.passes(lab5.flash2_bwd, st, bwd_pred)
             self.passes(lab5.saved, st, a["saved_standard"], a["saved_flash2"])
             self.passes(lab5.traffic, st, sig6(a["ratio"]), a["recompute_adds_traffic"])
+            self.passes(lab5.sweep_check, st, a["passes"], a["M_cross"])
+            # lists instead of tuples, counts as floats (1.2e7), M_cross as a float
+            as_lists = {k: [[float(x) for x in p] for p in v] for k, v in a["passes"].items()}
+            self.passes(lab5.sweep_check, st, as_lists, float(a["M_cross"]))
 
     def test_mistakes(self):
         a = lab5.answers("")
@@ -371,6 +375,33 @@ class Lab5(Checks):
         self.fails(lab5.traffic, "", None, None, hint="not answered")
         self.fails(lab5.traffic, "", 1 / a["ratio"], False, hint="standard over flash2")
         self.fails(lab5.traffic, "", a["ratio"], True, hint="compare the two totals")
+
+    def test_sweep_mistakes(self):
+        a = lab5.answers("")
+        P, C = a["passes"], a["M_cross"]
+        swap = lambda f: {k: [f(p) for p in v] for k, v in P.items()}
+        self.fails(lab5.sweep_check, "", None, None, hint="not answered")
+        self.fails(lab5.sweep_check, "", P, None, hint="M_cross is not answered")
+        self.fails(lab5.sweep_check, "", swap(lambda p: (p[1], p[0])), C, hint="swapped")
+        self.fails(lab5.sweep_check, "", swap(lambda p: (p[0] + p[1], 0)), C, hint="the backward is 0")
+        self.fails(lab5.sweep_check, "", swap(lambda p: (p[0], p[0] + p[1])), C, hint="fwd+bwd total")
+        self.fails(lab5.sweep_check, "", swap(lambda p: (p[0] + p[1], p[1])), C, hint="give the forward alone")
+        self.fails(lab5.sweep_check, "", lab5.sweep(2048, 64), C, hint="your sizes")
+        self.fails(lab5.sweep_check, "", {"standard": P["standard"]}, C, hint="'flash2' is missing")
+        self.fails(lab5.sweep_check, "", {k: v[:-1] for k, v in P.items()}, C, hint="one (fwd, bwd) pair per M")
+        self.fails(lab5.sweep_check, "", {k: 5 for k in P}, C, hint="list of (fwd, bwd) pairs")
+        self.fails(lab5.sweep_check, "", {k: [1] * len(lab5.MS) for k in P}, C, hint="must be a pair")
+        self.fails(lab5.sweep_check, "", [P], C, hint="expected a dict")
+        fwd_cross = lab5.crossing(P, part=lambda p: p[0])
+        self.assertNotEqual(fwd_cross, C)
+        self.fails(lab5.sweep_check, "", P, fwd_cross, hint="forward passes cross")
+        self.fails(lab5.sweep_check, "", P, C // 4, hint="still moves more")
+        self.fails(lab5.sweep_check, "", P, C + 1, hint="one of Ms")
+        self.fails(lab5.sweep_check, "", P, str(C), hint="remove the quotes")
+        self.fails(lab5.sweep_check, "", P, 4 * C, hint="smallest M of Ms")
+        # another student's sizes are not yours
+        other = next(st for st in ("ada", "grace", "alan") if lab5.params(st)["sweep"] != lab5.params("")["sweep"])
+        self.fails(lab5.sweep_check, other, P, C, hint="your sizes")
 
 
 # ----------------------------------------------------------------------------------------------
