@@ -51,7 +51,13 @@ COUNTERS = [
     "lts__t_sectors_srcunit_tex_op_write.sum",
     "lts__t_sectors_srcunit_tex_op_atom.sum",
     "lts__t_sectors_srcunit_tex_op_red.sum",
-    "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+    "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+    "lts__t_sectors_srcunit_ltcfabric.sum",
+    "lts__d_sectors_fill_device.sum",
+    # the L2 request coalescer: read sectors it could merge, and merged (identical requests of
+    # several SMs served by one L2 lookup)
+    "lrc__request_sectors_op_read_coalescable.sum",
+    "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum",
     # the SM side: sectors delivered to each SM's L1TEX/shared memory, by kind
     "l1tex__m_xbar2l1tex_read_sectors.sum",
     "l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld.sum",
@@ -59,18 +65,18 @@ COUNTERS = [
     "l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld_dest_multicast.sum",
     "l1tex__m_l1tex2xbar_write_sectors.sum",
     "l1tex__m_l1tex2xbar_write_sectors_mem_global_op_tma_st.sum",
+    "l1tex__m_l1tex2xbar_write_sectors_mem_lg_op_st.sum",
+    "l1tex__m_xbar2l1tex_read_sectors_mem_global_op_ldgsts_cache_access.sum",
     # second metrics: L1 hits, LDGSTS (cp.async), stores, atomics, spills
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access_lookup_hit.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",
     "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss.sum",
     "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
-    "smsp__sass_inst_executed_op_global_st.sum",
     "sm__ctas_launched.sum",
 ]
 LAUNCH = [
