@@ -361,8 +361,10 @@ def main(argv):
     c = sub.add_parser("collect", help="run COMMAND under ncu; one CSV row per kernel")
     collect_args(c)
     m = sub.add_parser("match", help="explain a collected CSV with the model")
-    m.add_argument("csv")
+    m.add_argument("csv", nargs="+", help="collected CSVs")
     match_args(m)
+    t = sub.add_parser("table", help="the markdown table of explained CSVs (docs/third_party.md)")
+    t.add_argument("csv", nargs="+", help="explained CSVs")
     e = sub.add_parser("explain", help="collect, then match")
     collect_args(e)
     e.add_argument("--raw", default=None, help="keep the collected CSV here")
@@ -386,12 +388,16 @@ def main(argv):
         return cmd_collect(a, command)
     if a.cmd == "match":
         return cmd_match(a)
+    if a.cmd == "table":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from explain_match import table
+        return table(a.csv)
     final = a.out
     a.out = a.raw or final + ".raw.csv"
     rc = cmd_collect(a, command)
     if rc != 0:
         return rc
-    a.csv, a.out = a.out, final
+    a.csv, a.out = [a.out], final
     return cmd_match(a)
 
 
@@ -401,10 +407,16 @@ def match_args(ap, out=True):
     ap.add_argument("--flashlab", default="build/flashlab", help="the flashlab CLI (the model)")
     ap.add_argument("--tolerance", type=float, default=0.10, help="a ratio further than this from 1 gets a hypothesis")
     ap.add_argument("--schedule", default=None, help="force the schedule of every attention kernel: FAMILY:BrxBc")
+    ap.add_argument("--only-backend", default=None, help="explain only rows of these backends (comma-separated)")
 
 
 def cmd_match(a):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from explain_match import match_file  # scripts/explain_match.py: the model side
+    if a.tolerance <= 0 or a.tolerance >= 1:
+        fail("--tolerance", "must be between 0 and 1 (0.10 = 10 %)")
+    if not os.access(a.flashlab, os.X_OK):
+        fail("--flashlab", f"{a.flashlab} is not an executable (build flashlab first)")
     return match_file(a)
 
 

@@ -264,8 +264,9 @@ static void setup(ctx *c, const fl_launch *L)
 typedef struct {
     fl_l2 *l2;
     int64_t sb;
-    acc last;
+    acc last;          /* the range touched last */
     int have_last;
+    int last_dirty;    /* every sector of it written since it was touched in that order */
     int64_t last_sectors;
 } walker;
 
@@ -280,20 +281,25 @@ static void visit(const ctx *c, walker *w, const acc *a, fl_launch_pred *out)
         out->reads[a->t] += elems * a->deliver;
         out->sm_read_B += sectors * w->sb * a->deliver;
         out->l2_read_B += sectors * w->sb;
-        if (w->have_last && memcmp(a, &w->last, sizeof *a) == 0 && w->last_sectors <= fl_l2_capacity_sectors(w->l2))
-            return; /* the same read again, nothing between: every sector hits, LRU order unchanged */
     } else {
         out->writes[a->t] += elems;
         if (a->kind == WR) out->sm_write_B += sectors * w->sb;
         else out->red_B += sectors * w->sb;
     }
+    /* The range touched last, again, nothing between: its sectors are resident and most recently
+     * used in the same order, so a read hits and changes nothing; a write or reduction changes
+     * nothing either once they are dirty.  Only counted (CTA after CTA on the same tile). */
+    const int same = w->have_last && a->t == w->last.t && a->slice == w->last.slice && a->r0 == w->last.r0 &&
+                     a->nr == w->last.nr && sectors <= fl_l2_capacity_sectors(w->l2);
+    if (same && (a->kind == RD || w->last_dirty)) return;
     const fl_l2_stats before = fl_l2_get_stats(w->l2);
     if (a->kind != WR) fl_l2_access(w->l2, at, len, 0); /* a reduction reads the old value in L2 */
     if (a->kind != RD) fl_l2_access(w->l2, at, len, 1);
     const fl_l2_stats after = fl_l2_get_stats(w->l2);
     out->dram_read_B += (after.read_misses - before.read_misses) * w->sb;
     out->writeback_B += (after.writebacks - before.writebacks) * w->sb;
-    w->last = *a, w->have_last = a->kind == RD, w->last_sectors = sectors;
+    w->last_dirty = a->kind != RD || (same && w->last_dirty);
+    w->last = *a, w->have_last = 1, w->last_sectors = sectors;
 }
 
 fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector, fl_launch_pred *out)
@@ -309,7 +315,7 @@ fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector
     out->ctas = ctas, out->items = c.items, out->waves = fl_cdiv(ctas, wave);
     list *ls = calloc((size_t)fl_min64(wave, ctas), sizeof *ls);
     fl_status e = ls ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for a wave of %lld CTAs", (long long)wave);
-    walker w = {l2, sector, {0}, 0, 0};
+    walker w = {l2, sector, {0}, 0, 0, 0};
     for (int64_t w0 = 0; !e && w0 < ctas; w0 += wave) {
         const int64_t n = fl_min64(wave, ctas - w0);
         int64_t steps = 0;
