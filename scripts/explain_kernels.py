@@ -408,6 +408,7 @@ def match_args(ap, out=True):
     ap.add_argument("--tolerance", type=float, default=0.10, help="a ratio further than this from 1 gets a hypothesis")
     ap.add_argument("--schedule", default=None, help="force the schedule of every attention kernel: FAMILY:BrxBc")
     ap.add_argument("--only-backend", default=None, help="explain only rows of these backends (comma-separated)")
+    ap.add_argument("--jobs", type=int, default=2, help="model runs at once")
 
 
 def cmd_match(a):
