@@ -13,6 +13,7 @@ int fl_cmd_report(int argc, char **argv); /* flashlab report (cmd_report.c) */
 int fl_cmd_optimize(int argc, char **argv); /* flashlab optimize (cmd_optimize.c) */
 int fl_cmd_trace(int argc, char **argv);   /* flashlab trace (cmd_trace.c) */
 int fl_cmd_l2(int argc, char **argv);      /* flashlab l2 (cmd_l2.c) */
+int fl_cmd_l2_launch(int argc, char **argv); /* flashlab l2 --launch (cmd_l2_launch.c) */
 
 /* Prints "flashlab: <last error>" on stderr and returns fl_exit_code(s). */
 int fl_cli_error(int s);

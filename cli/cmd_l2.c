@@ -57,6 +57,8 @@ static fl_status model(const fl_gpu_sched *s, const fl_l2_pred *pr, int64_t *rea
 
 int fl_cmd_l2(int argc, char **argv)
 {
+    for (int i = 0; i < argc; i++) /* a whole launch over batch x heads: cmd_l2_launch.c */
+        if (strcmp(argv[i], "--launch") == 0 || strncmp(argv[i], "--launch=", 9) == 0) return fl_cmd_l2_launch(argc, argv);
     fl_gpu_machine mc = fl_gpu_machine_h200();
     int64_t N = 0, d = 0, Br = 0, Bc = 0, l2_mb = 60, sector = 32;
     int eb = 2, csv = 0, flush = 1, bwd = 0, k;

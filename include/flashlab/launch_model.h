@@ -1,0 +1,93 @@
+/* launch_model.h: one whole kernel launch over batch x heads, in the order its grid runs, through
+ * the L2 of l2.h (docs/third_party.md §3).
+ *
+ * gpu_order.h describes flashlab's own kernels for one head.  A library's attention kernel runs
+ * every (batch, head) in one launch: its grid lists work items (a query or key tile of one head),
+ * the GPU runs the CTAs in launch order in waves of SMs x CTAs-per-SM (rule G1 of
+ * docs/l2_model.md: within a wave the CTAs advance in lock step, one tile access each per step),
+ * and heads share the L2.  A launch here is one such kernel: a family (the loop a CTA runs), its
+ * tiles, how the grid orders work items (the tile index fastest, or the head fastest), and three
+ * things library kernels do that flashlab's kernels do not:
+ *
+ *   persistent grids  P CTAs, CTA c takes work items c, c + P, c + 2P, ... one after the other;
+ *   cluster multicast the K and V tiles of a cluster of C CTAs (consecutive query tiles of one
+ *                     head) are read from L2 once and delivered to all C SMs;
+ *   split-KV          a query tile's keys are cut into S ranges, each its own work item writing a
+ *                     partial O and logsumexp in fp32; FL_LF_COMBINE then reads the partials.
+ *
+ * Tensors are (B, H, N, d) row-major (heads contiguous), logsumexp and D are (B, H, N) in fp32,
+ * the dQ accumulator (B, H, N, d) in fp32; each starts on a 2 MiB boundary.  Causal masking is the
+ * lower triangle (Nq = Nk: top-left and bottom-right coincide); a tile pair is visited when any of
+ * its elements is kept.  The counts come from walking the access lists, never from a formula.
+ */
+#ifndef FL_LAUNCH_MODEL_H
+#define FL_LAUNCH_MODEL_H
+#include <stdint.h>
+
+#include "status.h"
+
+typedef enum {
+    FL_LF_FWD_Q,       /* flash2 order: Q_i once; per kept key tile: K_j, V_j; write O_i, L_i */
+    FL_LF_FWD_QKV,     /* Q re-read: per kept key tile: Q_i, K_j, V_j; write O_i, L_i (CUTLASS mem-eff) */
+    FL_LF_BWD_KV,      /* K_j, V_j; per kept query tile: Q_i, dO_i, L_i, D_i, dQ_i (fp32) read and
+                          written (atomic_dq: reduced in L2, not read by the SM); write dK_j, dV_j */
+    FL_LF_BWD_TWOPASS, /* Triton's tutorial: K_j, V_j; per kept BLOCK_M1 step: Q, dO, L, D; write dK_j,
+                          dV_j; then Q_m, dO_m, L_m, D_m; per kept BLOCK_N2 step: K, V; write dQ_m */
+    FL_LF_PRE,         /* D = rowsum(dO o O): per tile of Br rows: O, dO read; D written (+ dQ acc = 0) */
+    FL_LF_CONVERT,     /* dQ = dQ acc: per tile of Br rows: dQ acc (fp32) read, dQ written */
+    FL_LF_COMBINE      /* split-KV: per query tile: the S partial O_i, L_i read; O_i, L_i written */
+} fl_launch_family;
+
+typedef enum { FL_GO_TILE_FASTEST, FL_GO_HEAD_FASTEST } fl_grid_order;
+
+/* The tensors of a launch (elements counted per tensor in fl_launch_pred). */
+typedef enum {
+    FL_LT_Q, FL_LT_K, FL_LT_V, FL_LT_O, FL_LT_L, FL_LT_dO, FL_LT_D, FL_LT_dQacc, FL_LT_dQ, FL_LT_dK, FL_LT_dV,
+    FL_LT_Opart, FL_LT_Lpart, FL_LT_COUNT
+} fl_launch_tensor;
+
+typedef struct {
+    fl_launch_family family;
+    int64_t batch, heads, N, d;
+    int causal;        /* 0: none; 1: the lower triangle */
+    int elem_bytes;    /* Q, K, V, O, dO, dQ, dK, dV: 2 (fp16, bf16) or 4 */
+    int64_t Br, Bc;    /* query, key tile rows (BWD_TWOPASS: BLOCK_M1, BLOCK_N1; PRE, CONVERT: rows) */
+    int64_t Br2, Bc2;  /* BWD_TWOPASS's dQ pass: BLOCK_M2, BLOCK_N2 */
+    int atomic_dq;     /* BWD_KV: dQ accumulated by reductions in L2 */
+    int zero_dq;       /* PRE: also writes the dQ accumulator (fp32) = 0 */
+    fl_grid_order order;
+    int64_t persistent; /* 0: one CTA per work item; P >= 1: P CTAs take the items round-robin */
+    int64_t cluster;    /* >= 1: CTAs per cluster sharing K_j, V_j by multicast (FWD families) */
+    int64_t splits;     /* >= 1: key ranges per query tile (FWD_Q, COMBINE) */
+    int64_t sms, ctas_per_sm; /* the machine: 132 SMs on the H200; resident CTAs per SM (>= 1) */
+} fl_launch;
+
+/* What a launch moves.  Bytes are sectors x sector bytes (docs/l2_model.md rule L1). */
+typedef struct {
+    int64_t ctas, items, waves;
+    int64_t sm_read_B;   /* sectors delivered to the SMs (a multicast counts once per receiving SM) */
+    int64_t l2_read_B;   /* L2 read lookups (a multicast counts once) */
+    int64_t sm_write_B;  /* sectors the SMs write */
+    int64_t red_B;       /* sectors reduced in L2 (atomic dQ) */
+    int64_t dram_read_B; /* read and reduction misses x sector */
+    int64_t writeback_B; /* dirty sectors evicted during the launch x sector */
+    int64_t reads[FL_LT_COUNT], writes[FL_LT_COUNT]; /* elements per tensor (reductions: in writes) */
+} fl_launch_pred;
+
+/* A launch with the defaults: family f, problem B x H x N x d, no mask, 2-byte elements, tiles
+ * Br x Bc, the tile index fastest, one CTA per item, no cluster, no split, 132 SMs, 1 CTA/SM. */
+fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N, int64_t d, int64_t Br, int64_t Bc);
+
+/* Checks every field (FL_EINVAL naming the CLI option of the first that breaks its rule: sizes
+ * >= 1, tiles <= N, BWD_TWOPASS's Bc a multiple of Br and Br2 of Bc2, a cluster only for the
+ * forward families, splits only for FWD_Q and COMBINE, elem_bytes 2 or 4), then walks the launch
+ * in GPU order through an LRU L2 of l2_bytes in sectors of `sector` bytes, emptied first (ncu
+ * --cache-control all), and fills *out.  FL_ENOMEM when the host runs out of memory. */
+fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector, fl_launch_pred *out);
+
+/* Parses a family name (fwd-q, fwd-qkv, bwd-kv, bwd-twopass, pre, convert, combine): FL_EINVAL
+ * naming --launch otherwise.  fl_launch_family_name is its inverse. */
+fl_status fl_launch_family_parse(const char *s, fl_launch_family *out);
+const char *fl_launch_family_name(fl_launch_family f);
+const char *fl_launch_tensor_name(fl_launch_tensor t);
+#endif

@@ -1,0 +1,342 @@
+/* launch_model.c: whole launches over batch x heads in grid order through the L2
+ * (launch_model.h).  Each CTA's accesses are listed as its loop runs them; a wave of resident CTAs
+ * advances in lock step (rule G1); every access goes through the LRU cache of l2.h. */
+#include <flashlab/launch_model.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <flashlab/l2.h>
+
+enum { RD = 0, WR = 1, RED = 2 };
+
+typedef struct {
+    int t, kind;
+    int64_t slice, r0, nr; /* rows [r0, r0 + nr) of slice `slice` (a head, or a head's split) */
+    int64_t deliver;       /* SMs that receive a read (multicast: > 1); 0: delivered, not looked up */
+} acc;
+
+typedef struct {
+    acc *a;
+    int64_t n, cap;
+} list;
+
+typedef struct {
+    const fl_launch *L;
+    int64_t BH, Tr, Tc, items;
+    int64_t cols[FL_LT_COUNT], eb[FL_LT_COUNT], rows[FL_LT_COUNT];
+    uint64_t base[FL_LT_COUNT];
+} ctx;
+
+static const char *const family_names[] = {"fwd-q", "fwd-qkv", "bwd-kv", "bwd-twopass", "pre", "convert", "combine"};
+static const char *const tensor_names[] = {"Q", "K", "V", "O", "L", "dO", "D", "dQacc", "dQ", "dK", "dV", "Opart", "Lpart"};
+
+const char *fl_launch_family_name(fl_launch_family f) { return family_names[f]; }
+const char *fl_launch_tensor_name(fl_launch_tensor t) { return tensor_names[t]; }
+
+fl_status fl_launch_family_parse(const char *s, fl_launch_family *out)
+{
+    for (int f = 0; f <= FL_LF_COMBINE; f++)
+        if (s && strcmp(s, family_names[f]) == 0) {
+            *out = (fl_launch_family)f;
+            return FL_OK;
+        }
+    return fl_fail(FL_EINVAL, "--launch: unknown family '%s' (choose fwd-q, fwd-qkv, bwd-kv, bwd-twopass, pre, convert "
+                              "or combine)", s ? s : "");
+}
+
+fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N, int64_t d, int64_t Br, int64_t Bc)
+{
+    fl_launch L;
+    memset(&L, 0, sizeof L);
+    L.family = f, L.batch = B, L.heads = H, L.N = N, L.d = d, L.Br = Br, L.Bc = Bc, L.Br2 = Br, L.Bc2 = Bc;
+    L.elem_bytes = 2, L.order = FL_GO_TILE_FASTEST, L.cluster = 1, L.splits = 1, L.sms = 132, L.ctas_per_sm = 1;
+    return L;
+}
+
+static int push(list *l, int t, int kind, int64_t slice, int64_t r0, int64_t nr, int64_t deliver)
+{
+    if (nr <= 0) return 0;
+    if (l->n == l->cap) {
+        const int64_t cap = l->cap ? 2 * l->cap : 256;
+        acc *a = realloc(l->a, (size_t)cap * sizeof *a);
+        if (!a) return -1;
+        l->a = a, l->cap = cap;
+    }
+    l->a[l->n++] = (acc){t, kind, slice, r0, nr, deliver};
+    return 0;
+}
+
+/* the last key row + 1 that query rows [q0, q0 + nq) keep (causal: the lower triangle) */
+static int64_t key_end(const fl_launch *L, int64_t q0, int64_t nq)
+{
+    return L->causal ? fl_min64(L->N, q0 + nq) : L->N;
+}
+
+/* work item -> (head, tile, split) as the grid orders them */
+static void item_of(const ctx *c, int64_t item, int64_t ntiles, int64_t nsplit, int64_t *bh, int64_t *tile, int64_t *s)
+{
+    if (c->L->order == FL_GO_TILE_FASTEST) {
+        *tile = item % ntiles, item /= ntiles;
+        *s = item % nsplit, *bh = item / nsplit;
+    } else {
+        *bh = item % c->BH, item /= c->BH;
+        *tile = item % ntiles, *s = item / ntiles;
+    }
+}
+
+#define P(...) \
+    do { if (push(l, __VA_ARGS__)) return -1; } while (0)
+
+/* The accesses of one work item, appended to l.  -1: out of memory. */
+static int item_accesses(const ctx *c, int64_t item, list *l)
+{
+    const fl_launch *L = c->L;
+    const int64_t N = L->N, Br = L->Br, Bc = L->Bc;
+    int64_t bh, t, s;
+    switch (L->family) {
+    case FL_LF_FWD_Q:
+    case FL_LF_FWD_QKV: {
+        item_of(c, item, c->Tr, L->splits, &bh, &t, &s);
+        const int64_t q0 = t * Br, nq = fl_min64(Br, N - q0), kend = key_end(L, q0, nq);
+        const int64_t per = fl_cdiv(c->Tc, L->splits), j0 = s * per, j1 = fl_min64(c->Tc, j0 + per);
+        const int64_t lead = t - t % L->cluster, members = fl_min64(L->cluster, c->Tr - lead);
+        const int64_t kv = t == lead ? members : 0; /* the cluster's leader reads K_j, V_j for all */
+        if (L->family == FL_LF_FWD_Q) P(FL_LT_Q, RD, bh, q0, nq, 1);
+        for (int64_t j = j0; j < j1 && j * Bc < kend; j++) {
+            const int64_t k0 = j * Bc, nk = fl_min64(Bc, N - k0);
+            if (L->family == FL_LF_FWD_QKV) P(FL_LT_Q, RD, bh, q0, nq, 1);
+            P(FL_LT_K, RD, bh, k0, nk, kv);
+            P(FL_LT_V, RD, bh, k0, nk, kv);
+        }
+        if (L->splits > 1) {
+            P(FL_LT_Opart, WR, bh * L->splits + s, q0, nq, 0);
+            P(FL_LT_Lpart, WR, bh * L->splits + s, q0, nq, 0);
+        } else {
+            P(FL_LT_O, WR, bh, q0, nq, 0);
+            P(FL_LT_L, WR, bh, q0, nq, 0);
+        }
+        return 0;
+    }
+    case FL_LF_BWD_KV: {
+        item_of(c, item, c->Tc, 1, &bh, &t, &s);
+        const int64_t k0 = t * Bc, nk = fl_min64(Bc, N - k0);
+        P(FL_LT_K, RD, bh, k0, nk, 1);
+        P(FL_LT_V, RD, bh, k0, nk, 1);
+        for (int64_t i = L->causal ? k0 / Br : 0; i < c->Tr; i++) {
+            const int64_t q0 = i * Br, nq = fl_min64(Br, N - q0);
+            P(FL_LT_Q, RD, bh, q0, nq, 1);
+            P(FL_LT_dO, RD, bh, q0, nq, 1);
+            P(FL_LT_L, RD, bh, q0, nq, 1);
+            P(FL_LT_D, RD, bh, q0, nq, 1);
+            if (L->atomic_dq) P(FL_LT_dQacc, RED, bh, q0, nq, 0);
+            else {
+                P(FL_LT_dQacc, RD, bh, q0, nq, 1);
+                P(FL_LT_dQacc, WR, bh, q0, nq, 0);
+            }
+        }
+        P(FL_LT_dK, WR, bh, k0, nk, 0);
+        P(FL_LT_dV, WR, bh, k0, nk, 0);
+        return 0;
+    }
+    case FL_LF_BWD_TWOPASS: { /* the tutorial's _attn_bwd: BLOCK_M1 = Br, BLOCK_N1 = Bc, BLOCK_M2 = Br2, BLOCK_N2 = Bc2 */
+        item_of(c, item, N / Bc, 1, &bh, &t, &s);
+        const int64_t n0 = t * Bc;
+        P(FL_LT_K, RD, bh, n0, Bc, 1);
+        P(FL_LT_V, RD, bh, n0, Bc, 1);
+        int64_t m = 0;
+        if (L->causal) /* the diagonal block in steps of Br / 2 (BLK_SLICE_FACTOR = 2), masked */
+            for (m = n0; m < n0 + Bc; m += Br / 2) {
+                P(FL_LT_Q, RD, bh, m, Br / 2, 1);
+                P(FL_LT_L, RD, bh, m, Br / 2, 1);
+                P(FL_LT_dO, RD, bh, m, Br / 2, 1);
+                P(FL_LT_D, RD, bh, m, Br / 2, 1);
+            }
+        for (; m + Br <= N; m += Br) {
+            P(FL_LT_Q, RD, bh, m, Br, 1);
+            P(FL_LT_L, RD, bh, m, Br, 1);
+            P(FL_LT_dO, RD, bh, m, Br, 1);
+            P(FL_LT_D, RD, bh, m, Br, 1);
+        }
+        P(FL_LT_dV, WR, bh, n0, Bc, 0);
+        P(FL_LT_dK, WR, bh, n0, Bc, 0);
+        const int64_t m0 = t * L->Br2; /* the dQ pass of the same program */
+        P(FL_LT_Q, RD, bh, m0, L->Br2, 1);
+        P(FL_LT_dO, RD, bh, m0, L->Br2, 1);
+        P(FL_LT_L, RD, bh, m0, L->Br2, 1);
+        P(FL_LT_D, RD, bh, m0, L->Br2, 1);
+        int64_t end = N;
+        if (L->causal) {
+            for (int64_t k = m0; k < m0 + L->Br2; k += L->Bc2 / 2) {
+                P(FL_LT_K, RD, bh, k, L->Bc2 / 2, 1);
+                P(FL_LT_V, RD, bh, k, L->Bc2 / 2, 1);
+            }
+            end = m0;
+        }
+        for (int64_t k = end % L->Bc2; k + L->Bc2 <= end; k += L->Bc2) {
+            P(FL_LT_K, RD, bh, k, L->Bc2, 1);
+            P(FL_LT_V, RD, bh, k, L->Bc2, 1);
+        }
+        P(FL_LT_dQ, WR, bh, m0, L->Br2, 0);
+        return 0;
+    }
+    case FL_LF_PRE:
+    case FL_LF_CONVERT: {
+        item_of(c, item, fl_cdiv(N, Br), 1, &bh, &t, &s);
+        const int64_t q0 = t * Br, nq = fl_min64(Br, N - q0);
+        if (L->family == FL_LF_PRE) {
+            P(FL_LT_O, RD, bh, q0, nq, 1);
+            P(FL_LT_dO, RD, bh, q0, nq, 1);
+            P(FL_LT_D, WR, bh, q0, nq, 0);
+            if (L->zero_dq) P(FL_LT_dQacc, WR, bh, q0, nq, 0);
+        } else {
+            P(FL_LT_dQacc, RD, bh, q0, nq, 1);
+            P(FL_LT_dQ, WR, bh, q0, nq, 0);
+        }
+        return 0;
+    }
+    case FL_LF_COMBINE: {
+        item_of(c, item, c->Tr, 1, &bh, &t, &s);
+        const int64_t q0 = t * Br, nq = fl_min64(Br, N - q0);
+        for (int64_t k = 0; k < L->splits; k++) {
+            P(FL_LT_Lpart, RD, bh * L->splits + k, q0, nq, 1);
+            P(FL_LT_Opart, RD, bh * L->splits + k, q0, nq, 1);
+        }
+        P(FL_LT_O, WR, bh, q0, nq, 0);
+        P(FL_LT_L, WR, bh, q0, nq, 0);
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static fl_status check(const fl_launch *L)
+{
+    if (L->batch < 1 || L->heads < 1 || L->N < 1 || L->d < 1)
+        return fl_fail(FL_EINVAL, "--batch/--heads/--N/--d: must be >= 1");
+    if (L->Br < 1 || L->Bc < 1 || L->Br > L->N || L->Bc > L->N)
+        return fl_fail(FL_EINVAL, "--Br/--Bc: tile rows must be >= 1 and at most N");
+    if (L->elem_bytes != 2 && L->elem_bytes != 4) return fl_fail(FL_EINVAL, "--dtype: 2- or 4-byte elements only");
+    if (L->sms < 1 || L->ctas_per_sm < 1) return fl_fail(FL_EINVAL, "--sms/--ctas-per-sm: must be >= 1");
+    if (L->persistent < 0) return fl_fail(FL_EINVAL, "--persistent: must be >= 0 (0: a CTA per work item)");
+    if (L->cluster < 1 || L->splits < 1) return fl_fail(FL_EINVAL, "--cluster/--splits: must be >= 1");
+    if (L->cluster > 1 && (L->family > FL_LF_FWD_QKV || L->causal))
+        return fl_fail(FL_EINVAL, "--cluster: multicast of K and V is modelled for the forward families without a mask");
+    if (L->splits > 1 && L->family != FL_LF_FWD_Q && L->family != FL_LF_COMBINE)
+        return fl_fail(FL_EINVAL, "--splits: split-KV applies to fwd-q and combine only");
+    if (L->splits > fl_cdiv(L->N, L->Bc)) return fl_fail(FL_EINVAL, "--splits: at most one split per key tile");
+    if (L->family == FL_LF_BWD_TWOPASS) {
+        if (L->Br2 < 1 || L->Bc2 < 1 || L->Bc % L->Br || L->Br2 % L->Bc2 || L->Bc != L->Br2 || L->N % L->Bc ||
+            L->Br % 2 || L->Bc2 % 2)
+            return fl_fail(FL_EINVAL, "--Br/--Bc/--Br2/--Bc2: bwd-twopass needs Bc a multiple of Br, Br2 = Bc a multiple "
+                                      "of Bc2, N a multiple of Bc, Br and Bc2 even (the tutorial's asserts)");
+    }
+    return FL_OK;
+}
+
+static void setup(ctx *c, const fl_launch *L)
+{
+    memset(c, 0, sizeof *c);
+    c->L = L;
+    c->BH = L->batch * L->heads;
+    c->Tr = fl_cdiv(L->N, L->Br), c->Tc = fl_cdiv(L->N, L->Bc);
+    for (int t = 0; t < FL_LT_COUNT; t++) c->cols[t] = L->d, c->eb[t] = L->elem_bytes, c->rows[t] = c->BH * L->N;
+    c->cols[FL_LT_L] = c->cols[FL_LT_D] = c->cols[FL_LT_Lpart] = 1;
+    c->eb[FL_LT_L] = c->eb[FL_LT_D] = c->eb[FL_LT_Lpart] = c->eb[FL_LT_dQacc] = c->eb[FL_LT_Opart] = 4;
+    c->rows[FL_LT_Opart] = c->rows[FL_LT_Lpart] = c->BH * L->splits * L->N;
+    uint64_t at = 0;
+    for (int t = 0; t < FL_LT_COUNT; t++) { /* 2 MiB-aligned bases (cudaMalloc of large buffers) */
+        c->base[t] = at;
+        const uint64_t bytes = (uint64_t)c->rows[t] * (uint64_t)c->cols[t] * (uint64_t)c->eb[t];
+        at += (bytes + (UINT64_C(1) << 21) - 1) & ~((UINT64_C(1) << 21) - 1);
+    }
+    switch (L->family) {
+    case FL_LF_FWD_Q:
+    case FL_LF_FWD_QKV: c->items = c->BH * c->Tr * L->splits; break;
+    case FL_LF_BWD_KV: c->items = c->BH * c->Tc; break;
+    case FL_LF_BWD_TWOPASS: c->items = c->BH * (L->N / L->Bc); break;
+    case FL_LF_PRE:
+    case FL_LF_CONVERT:
+    case FL_LF_COMBINE: c->items = c->BH * c->Tr; break;
+    }
+}
+
+typedef struct {
+    fl_l2 *l2;
+    int64_t sb;
+    acc last;          /* the range touched last */
+    int have_last;
+    int last_dirty;    /* every sector of it written since it was touched in that order */
+    int64_t last_sectors;
+} walker;
+
+static void visit(const ctx *c, walker *w, const acc *a, fl_launch_pred *out)
+{
+    const int64_t cols = c->cols[a->t], eb = c->eb[a->t], elems = a->nr * cols;
+    const uint64_t at = c->base[a->t] + ((uint64_t)(a->slice * c->L->N + a->r0) * (uint64_t)cols) * (uint64_t)eb;
+    const int64_t len = elems * eb;
+    const int64_t sectors = (int64_t)((at + (uint64_t)len - 1) / (uint64_t)w->sb - at / (uint64_t)w->sb + 1);
+    if (a->kind == RD) {
+        if (!a->deliver) return; /* a cluster member's K_j, V_j: its leader's read delivers them */
+        out->reads[a->t] += elems * a->deliver;
+        out->sm_read_B += sectors * w->sb * a->deliver;
+        out->l2_read_B += sectors * w->sb;
+    } else {
+        out->writes[a->t] += elems;
+        if (a->kind == WR) out->sm_write_B += sectors * w->sb;
+        else out->red_B += sectors * w->sb;
+    }
+    /* The range touched last, again, nothing between: its sectors are resident and most recently
+     * used in the same order, so a read hits and changes nothing; a write or reduction changes
+     * nothing either once they are dirty.  Only counted (CTA after CTA on the same tile). */
+    const int same = w->have_last && a->t == w->last.t && a->slice == w->last.slice && a->r0 == w->last.r0 &&
+                     a->nr == w->last.nr && sectors <= fl_l2_capacity_sectors(w->l2);
+    if (same && (a->kind == RD || w->last_dirty)) return;
+    const fl_l2_stats before = fl_l2_get_stats(w->l2);
+    if (a->kind != WR) fl_l2_access(w->l2, at, len, 0); /* a reduction reads the old value in L2 */
+    if (a->kind != RD) fl_l2_access(w->l2, at, len, 1);
+    const fl_l2_stats after = fl_l2_get_stats(w->l2);
+    out->dram_read_B += (after.read_misses - before.read_misses) * w->sb;
+    out->writeback_B += (after.writebacks - before.writebacks) * w->sb;
+    w->last_dirty = a->kind != RD || (same && w->last_dirty);
+    w->last = *a, w->have_last = 1, w->last_sectors = sectors;
+}
+
+fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector, fl_launch_pred *out)
+{
+    memset(out, 0, sizeof *out);
+    FL_TRY(check(L));
+    ctx c;
+    setup(&c, L);
+    fl_l2 *l2;
+    FL_TRY(fl_l2_alloc(l2_bytes, sector, &l2));
+    const int64_t ctas = L->persistent > 0 ? fl_min64(L->persistent, c.items) : c.items;
+    const int64_t wave = L->sms * L->ctas_per_sm;
+    out->ctas = ctas, out->items = c.items, out->waves = fl_cdiv(ctas, wave);
+    list *ls = calloc((size_t)fl_min64(wave, ctas), sizeof *ls);
+    fl_status e = ls ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for a wave of %lld CTAs", (long long)wave);
+    walker w = {l2, sector, {0}, 0, 0, 0};
+    for (int64_t w0 = 0; !e && w0 < ctas; w0 += wave) {
+        const int64_t n = fl_min64(wave, ctas - w0);
+        int64_t steps = 0;
+        for (int64_t k = 0; !e && k < n; k++) { /* each CTA's accesses: its items one after the other */
+            ls[k].n = 0;
+            const int64_t stride = L->persistent > 0 ? ctas : c.items;
+            for (int64_t item = w0 + k; item < c.items; item += stride)
+                if (item_accesses(&c, item, &ls[k])) {
+                    e = fl_fail(FL_ENOMEM, "l2: out of memory listing a CTA's accesses");
+                    break;
+                }
+            steps = fl_max64(steps, ls[k].n);
+        }
+        for (int64_t s = 0; !e && s < steps; s++) /* rule G1: lock step, CTAs in launch order */
+            for (int64_t k = 0; k < n; k++)
+                if (s < ls[k].n) visit(&c, &w, &ls[k].a[s], out);
+    }
+    if (ls)
+        for (int64_t k = 0; k < fl_min64(wave, ctas); k++) free(ls[k].a);
+    free(ls);
+    fl_l2_free(l2);
+    if (e) memset(out, 0, sizeof *out);
+    return e;
+}
