@@ -8,7 +8,8 @@
 # measured them on an H200 through `scripts/explain_kernels.py collect`, and the results are
 # recorded in `figures/data/third_party_ncu.csv` (provenance in its `#` lines).  You identify each
 # kernel's schedule, run flashlab's launch model (`flashlab l2 --launch`), and explain the ratios
-# that are off with a second counter.  Handout: `docs/labs/lab9.md`; the study: `docs/third_party.md`.
+# that are off with a second counter.  Handout: `docs/labs/lab9.md`; background: the section
+# "Kernels you did not write" of `docs/labs/background.md`.
 #
 # **What is available.** Without the recorded CSV in your checkout the exercises on it say so and
 # are skipped; nothing is made up.
@@ -286,5 +287,5 @@ else:
 #    which unit merged the difference, and which of the two counters is the schedule's traffic?
 # 2. The DRAM reads of nearly every forward kernel here are Q + K + V once.  What in the grid's
 #    order makes that true, and what would break it (try `--order head` in `flashlab l2 --launch`)?
-# 3. `docs/third_party.md` lists what the model does not yet explain.  Pick one and write down the
+# 3. The background's section "Kernels you did not write" lists what the model does not yet explain.  Pick one and write down the
 #    next measurement you would make, and what result would refute your hypothesis.
