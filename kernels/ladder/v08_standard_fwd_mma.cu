@@ -1,4 +1,11 @@
-/* attn_fast_std.cu: version 8, standard (materializing) attention on the tensor cores.
+/* v08_standard_fwd_mma.cu: version 8, standard (materializing) attention on the tensor cores.
+ *
+ * What changed from version 7: back to version 1's schedule (S and P through HBM), now on the
+ * tensor cores and over batch x heads, to show what the schedule alone costs when the arithmetic
+ * is fast.  What it costs: the model's bytes, S and P included (26.0 GB at d = 128, N = 4096,
+ * batch 8 x 16 heads, 128 x 64 tiles), moved at 3.09 TB/s on the H200, 72 % of its copy ceiling:
+ * 3.4-6.3x faster than SDPA's unfused math backend, slower than version 7 by the bytes
+ * (kernels/NOTES.md, fast kernels 6).  S is stored as whole 32-byte sectors (tc_gemm.cuh).
  *
  * Version 1's schedule (sim/sched_standard.c, Algorithm 0; docs/model.md eqs. C0.1-C0.4) with the
  * whole head dimension in one chunk (Bd = d):
@@ -18,21 +25,30 @@
 #include "attn.h"
 #include "tc_gemm.cuh"
 
+#define FL_V_NEEDS FL_NEED_SM80
+
+/* Tile traits of the softmax: a row of S on chip (Nk <= M_eff) or none, the reduction scratch. */
+static fl_tiles<2> v08_softmax_tiles(long row, int esize, int nt)
+{
+    return {{{"S row", 1, row, 0, esize, 1, 1, FL_SMEM}, {"red", 1, nt / 32, 0, 4, 1, 0, FL_STATIC}}};
+}
+
 /* One CTA per row of S (NT threads).  fits: the row is read once into shared memory (Nk
  * elements); else three passes over HBM as the model's chunked safe softmax.  A row with no
  * legal key gets P = 0 (rule M0). */
 template <class T, int NT>
 __global__ void __launch_bounds__(NT)
-fl_fast_softmax(const T *__restrict__ S, T *__restrict__ P, long rows, int Nk, int fits, fl_gpu_counters *g)
+fl_fast_softmax(fl_gptr<const T, FL_T_S> S, fl_gptr<T, FL_T_P> P, long rows, int Nk, int fits, fl_csink g)
 {
+#if FL_CODE_HAS(FL_V_NEEDS)
     extern __shared__ __align__(128) unsigned char fl_smem[];
     T *row = (T *)fl_smem;
     __shared__ float red[NT / 32];
     FlCount c;
     const long r = blockIdx.x + (long)blockIdx.y * gridDim.x;
     if (r >= rows) { fl_cnt_flush(c, g, (int)sizeof(T)); return; }
-    const T *s = S + r * Nk;
-    T *p = P + r * Nk;
+    const fl_gptr<const T, FL_T_S> s = S + r * Nk;
+    const fl_gptr<T, FL_T_P> p = P + r * Nk;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     auto block_reduce = [&](float v, bool is_max) {
 #pragma unroll
@@ -52,88 +68,83 @@ fl_fast_softmax(const T *__restrict__ S, T *__restrict__ P, long rows, int Nk, i
     float mx = -INFINITY;
     if (vec) {
         for (int x = threadIdx.x * 8; x < Nk; x += NT * 8) {
-            const uint4 u = __ldcg((const uint4 *)(s + x));
+            const uint4 u = s.template ld_vec<uint4>(c, x);
             if (fits) *(uint4 *)(row + x) = u;
             const T *e = (const T *)&u;
 #pragma unroll
             for (int k = 0; k < 8; k++) mx = fmaxf(mx, fl_to_f(e[k]));
-            FL_CNT_RDN(c, FL_T_S, 8);
         }
     } else {
         for (int x = threadIdx.x; x < Nk; x += NT) {
-            const T e = __ldcg(s + x);
+            const T e = s.ld_elem(c, x);
             if (fits) row[x] = e;
             mx = fmaxf(mx, fl_to_f(e));
-            FL_CNT_RD(c, FL_T_S);
         }
     }
     mx = block_reduce(mx, true);
     const float ms = mx == -INFINITY ? 0.f : mx;
-    const T *src = fits ? row : s; /* pass 2 and 3 read the row from SRAM, or again from HBM */
-    float sum = 0.f;
-    for (int x = threadIdx.x; x < Nk; x += NT) {
-        sum += __expf(fl_to_f(fits ? src[x] : __ldcg(src + x)) - ms);
-        if (!fits) FL_CNT_RD(c, FL_T_S);
-    }
+    float sum = 0.f; /* pass 2 and 3 read the row from SRAM, or again from HBM */
+    for (int x = threadIdx.x; x < Nk; x += NT) sum += __expf((fits ? fl_to_f(row[x]) : s.ld(c, x)) - ms);
     sum = block_reduce(sum, false);
     const float inv = mx == -INFINITY ? 0.f : 1.f / sum;
     if (vec) {
         for (int x = threadIdx.x * 8; x < Nk; x += NT * 8) {
-            const uint4 u = fits ? *(const uint4 *)(row + x) : __ldcg((const uint4 *)(s + x));
-            if (!fits) FL_CNT_RDN(c, FL_T_S, 8);
+            const uint4 u = fits ? *(const uint4 *)(row + x) : s.template ld_vec<uint4>(c, x);
             const T *e = (const T *)&u;
             uint4 w;
             unsigned *wp = (unsigned *)&w;
 #pragma unroll
             for (int k = 0; k < 4; k++)
                 wp[k] = fl_pack2<T>(__expf(fl_to_f(e[2 * k]) - ms) * inv, __expf(fl_to_f(e[2 * k + 1]) - ms) * inv);
-            *(uint4 *)(p + x) = w;
-            FL_CNT_WRN(c, FL_T_P, 8);
+            p.st_vec(c, x, w);
         }
     } else {
         for (int x = threadIdx.x; x < Nk; x += NT) {
-            const float v = fl_to_f(fits ? src[x] : __ldcg(src + x));
-            if (!fits) FL_CNT_RD(c, FL_T_S);
-            p[x] = fl_from_f<T>(__expf(v - ms) * inv);
-            FL_CNT_WR(c, FL_T_P);
+            const float v = fits ? fl_to_f(row[x]) : s.ld(c, x);
+            p.st(c, x, __expf(v - ms) * inv);
         }
     }
     fl_cnt_flush(c, g, (int)sizeof(T));
+#else
+    fl_arch_missing();
+#endif
 }
 
 template <class T, int D, int WM, int BC> static void launch_fast_std(const fl_gpu_args *a)
 {
     constexpr int BR = (FL_THREADS / 32) * WM * 16, SMT = 256;
-    constexpr size_t sm1 = 2 * (size_t)(BR * D + 2 * BC * D), sm3 = 2 * (size_t)(2 * BR * BC + 2 * BC * D);
+    constexpr auto t1 = fl_tc_nt_tiles<D, BR, BC>();
+    constexpr auto t3 = fl_tc_nn_tiles<D, BR, BC>();
+    static_assert(t1.footprint() == fl_fp_eval(fl_fp_coef FL_FP_STANDARD, BR, BC, D) && t3.footprint() == t1.footprint(),
+                  "the tiles are the model's (F0) with Bd = d");
+    static_assert(t1.dyn_bytes() <= FL_SMEM_MAX && t3.dyn_bytes() <= FL_SMEM_MAX, "tiles do not fit in shared memory");
     const int N = a->N, Nk = a->Nk ? a->Nk : a->N, nbh = a->nbh > 0 ? a->nbh : 1;
     const long off = a->causal == 2 ? (long)Nk - N : 0;
-    const long meff = (long)BR * D + (long)BC * D + (long)BR * BC; /* F0 */
-    const int fits = Nk <= meff;
-    const size_t sm2 = fits ? (size_t)Nk * sizeof(T) : 0;
-    if (sm2 > 200 * 1024) {
+    const int fits = Nk <= t1.footprint(); /* eq. (C0.3): the row fits in M */
+    if (fits && (size_t)Nk * sizeof(T) > 200 * 1024) {
         fprintf(stderr, "flashlab-gpu: standard (v8): a row of %d keys does not fit in shared memory\n", Nk);
         exit(2);
     }
-    CUDA_CHECK(cudaFuncSetAttribute(fl_tc_nt<T, D, WM, BC, FL_T_Q, FL_T_K, FL_T_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm1));
-    CUDA_CHECK(cudaFuncSetAttribute(fl_tc_nn<T, T, D, WM, BC, FL_T_P, FL_T_V, FL_T_O>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm3));
-    CUDA_CHECK(cudaFuncSetAttribute(fl_fast_softmax<T, SMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm2));
     const dim3 grid(FL_CDIV(N, BR), nbh);
-    fl_tc_nt<T, D, WM, BC, FL_T_Q, FL_T_K, FL_T_S><<<grid, FL_THREADS, sm1, a->stream>>>((const T *)a->Q, (const T *)a->K, (T *)a->S, N, Nk,
-                                                                       a->causal, off, 1.0f / sqrtf((float)D), a->cnt);
-    CUDA_CHECK(cudaGetLastError());
+    fl_launch(fl_tc_nt<T, D, WM, BC, FL_T_Q, FL_T_K, FL_T_S>, t1.info("fl_tc_nt (S)"), grid, dim3(FL_THREADS), a->stream, a->log,
+              (const T *)a->Q, (const T *)a->K, (T *)a->S, N, Nk, a->causal, off, 1.0f / sqrtf((float)D), a->cnt);
     const long rows = (long)N * nbh;
     const dim3 g2((unsigned)min(rows, 65535L), (unsigned)FL_CDIV(rows, 65535L));
-    fl_fast_softmax<T, SMT><<<g2, SMT, sm2, a->stream>>>((const T *)a->S, (T *)a->P, rows, Nk, fits, a->cnt);
-    CUDA_CHECK(cudaGetLastError());
-    fl_tc_nn<T, T, D, WM, BC, FL_T_P, FL_T_V, FL_T_O><<<grid, FL_THREADS, sm3, a->stream>>>((const T *)a->P, (const T *)a->V, (T *)a->O, N, Nk, 1.f, a->cnt);
-    CUDA_CHECK(cudaGetLastError());
+    fl_launch(fl_fast_softmax<T, SMT>, v08_softmax_tiles(fits ? Nk : 0, (int)sizeof(T), SMT).info("fl_fast_softmax"), g2,
+              dim3(SMT), a->stream, a->log, (const T *)a->S, (T *)a->P, rows, Nk, fits, a->cnt);
+    fl_launch(fl_tc_nn<T, T, D, WM, BC, FL_T_P, FL_T_V, FL_T_O>, t3.info("fl_tc_nn (O)"), grid, dim3(FL_THREADS), a->stream,
+              a->log, (const T *)a->P, (const T *)a->V, (T *)a->O, N, Nk, 1.f, a->cnt);
 }
 
-/* (F0) with Bd = d: Q_i, K_j (or V_j) and the S / P tile */
-#define F0(D, BR, BC) ((long)(BR) * (D) + (long)(BC) * (D) + (long)(BR) * (BC))
-#define K8(T, DT, D, WM, BC) {"standard", 8, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, F0(D, (FL_THREADS / 32) * WM * 16, BC), 1, launch_fast_std<T, D, WM, BC>, 0}
+#define K8(T, DT, D, WM, BC)                                                                                           \
+    {"standard", 8, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), \
+     1, launch_fast_std<T, D, WM, BC>, 0,                                                                              \
+     (long)(fl_tc_nn_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes() >                                        \
+                    fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()                                   \
+                ? fl_tc_nn_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()                                     \
+                : fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes())}
 #define K8_SET(T, DT) K8(T, DT, 64, 1, 64), K8(T, DT, 64, 2, 128), K8(T, DT, 128, 1, 64), K8(T, DT, 128, 2, 64)
 
 static const fl_kernel_info fast_std_table[] = {K8_SET(__half, FL_F16), K8_SET(__nv_bfloat16, FL_BF16)};
 
-FL_TABLE_GETTER(fl_fast_std_kernels, fast_std_table)
+FL_LADDER_FILE(08, fast_std_table, FL_V_NEEDS)
