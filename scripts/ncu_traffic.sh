@@ -16,7 +16,8 @@
 #   l2_write_B  lts__t_sectors_srcunit_tex_op_write x 32: the sectors the SMs wrote to L2
 #   red_B       lts__t_sectors_srcunit_tex_op_red x 32: reductions done in L2 (version 9's dQ +=);
 #               each reduced element is one read and one write, as the counters count it
-#   l2_read_B, dram_read_B, dram_write_B  for context (docs/validation.md explains why they differ)
+#   l2_read_B, dram_read_B, dram_write_B  for context, when NCU_CONTEXT_METRICS names them (more
+#               metrics, more replay passes; docs/validation.md explains why they differ)
 # and from the counters build (flashlab-gpu run), the counted data bytes read and written and the
 # synchronisation words of the wavefront versions (2, 4, 5): each poll of a flag or of the error
 # word and each release is one 32-byte sector at L2, not data.  The rule checked:
@@ -40,7 +41,7 @@ fi
 SMR=l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld.sum
 L2W=lts__t_sectors_srcunit_tex_op_write.sum
 RED=lts__t_sectors_srcunit_tex_op_red.sum
-CTX="lts__t_sectors_srcunit_tex_op_read.sum dram__bytes_read.sum dram__bytes_write.sum"
+CTX=${NCU_CONTEXT_METRICS:-}   # e.g. "lts__t_sectors_srcunit_tex_op_read.sum dram__bytes_read.sum dram__bytes_write.sum"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 # keep only the metrics this ncu knows for this GPU (a missing one is reported, not fatal; when the
