@@ -27,10 +27,13 @@
 
 #define FL_V_NEEDS FL_NEED_SM80
 
-/* Tile traits of the softmax: a row of S on chip (Nk <= M_eff) or none, the reduction scratch. */
-static fl_tiles<2> v08_softmax_tiles(long row, int esize, int nt)
+/* Tile traits of the softmax: a row of S on chip (Nk <= M_eff) or none, the reduction scratch, and
+ * the padding after it that starts the dynamic row buffer (__align__(128)) on a 128-byte boundary:
+ * the compiler rounds the static shared memory up to that alignment. */
+static fl_tiles<3> v08_softmax_tiles(long row, int esize, int nt)
 {
-    return {{{"S row", 1, row, 0, esize, 1, 1, FL_SMEM}, {"red", 1, nt / 32, 0, 4, 1, 0, FL_STATIC}}};
+    return {{{"S row", 1, row, 0, esize, 1, 1, FL_SMEM}, {"red", 1, nt / 32, 0, 4, 1, 0, FL_STATIC},
+             {"padding to 128 bytes", 1, (128 - (nt / 32 * 4) % 128) % 128, 0, 1, 1, 0, FL_STATIC}}};
 }
 
 /* One CTA per row of S (NT threads).  fits: the row is read once into shared memory (Nk

@@ -22,10 +22,13 @@
 
 #define FL_V_NEEDS FL_NEED_SM80
 
-/* Tile traits of step 3: the rows of P and dP on chip (2 Nk <= M_eff) or none, the scratch. */
-static fl_tiles<2> v11_dsoftmax_tiles(long rows2, int esize, int nt)
+/* Tile traits of step 3: the rows of P and dP on chip (2 Nk <= M_eff) or none, the scratch, and the
+ * padding after it that starts the dynamic rows (__align__(128)) on a 128-byte boundary (the
+ * compiler rounds the static shared memory up to that alignment). */
+static fl_tiles<3> v11_dsoftmax_tiles(long rows2, int esize, int nt)
 {
-    return {{{"P, dP rows", 1, rows2, 0, esize, 1, 1, FL_SMEM}, {"red", 1, nt / 32, 0, 4, 1, 0, FL_STATIC}}};
+    return {{{"P, dP rows", 1, rows2, 0, esize, 1, 1, FL_SMEM}, {"red", 1, nt / 32, 0, 4, 1, 0, FL_STATIC},
+             {"padding to 128 bytes", 1, (128 - (nt / 32 * 4) % 128) % 128, 0, 1, 1, 0, FL_STATIC}}};
 }
 
 /* Step 3, one CTA of NT threads per row; fits: the two rows stay in shared memory. */
