@@ -62,7 +62,8 @@ done
   echo "# metrics: sm_read_B = $SMR x 32; l2_write_B = $L2W x 32; red_B = $RED x 32; l2_read_B, dram_*: $CTX"
   echo "# counters: flashlab-gpu run --no-check (counter_*_B: data; flag_reads/writes: synchronisation words, 32 B a sector each)"
   echo "# rule: read_ratio = (sm_read_B + red_B) / (counter_read_B + 32 flag_reads); write_ratio = (l2_write_B + red_B) / (counter_write_B + 32 flag_writes); ok within 1%"
-  echo "# source: versions 2, 4, 5 (wavefront, polls vary by run): the counters build under ncu, one metric a run (passes = 1), local memory 0; others: the timing build, counters from a separate run"
+  echo "# source: versions 2, 4, 5 (wavefront, polls vary by run): the counters build under ncu, one metric a run (passes: ncu's count when it printed one), local memory 0; others: the timing build, counters from a separate run"
+  echo "# command: $0 $*"
   echo "version,algo,pass,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,flag_reads,flag_writes,sm_read_B,l2_write_B,red_B,l2_read_B,dram_read_B,dram_write_B,read_ratio,write_ratio,ok,source,passes,local_bytes"
 } >"$OUT.tmp"
 
