@@ -3,9 +3,10 @@
  * What changed from version 7: back to version 1's schedule (S and P through HBM), now on the
  * tensor cores and over batch x heads, to show what the schedule alone costs when the arithmetic
  * is fast.  What it costs: the model's bytes, S and P included (26.0 GB at d = 128, N = 4096,
- * batch 8 x 16 heads, 128 x 64 tiles), moved at 3.09 TB/s on the H200, 72 % of its copy ceiling:
- * 3.4-6.3x faster than SDPA's unfused math backend, slower than version 7 by the bytes
- * (kernels/NOTES.md, fast kernels 6).  S is stored as whole 32-byte sectors (tc_gemm.cuh).
+ * batch 8 x 16 heads, 128 x 64 tiles), moved in 7.0 ms on the H200, 3.72 TB/s, 86 % of its 4.3
+ * TB/s copy ceiling (3.09 TB/s before S was stored as whole 32-byte sectors, tc_gemm.cuh;
+ * figures/data/gpu_sdpa_v8_v9_v10_v11.csv): several times faster than SDPA's unfused math
+ * backend, slower than version 7 by the bytes (kernels/NOTES.md, "Optimisations" 6).
  *
  * Version 1's schedule (sim/sched_standard.c, Algorithm 0; docs/model.md eqs. C0.1-C0.4) with the
  * whole head dimension in one chunk (Bd = d):

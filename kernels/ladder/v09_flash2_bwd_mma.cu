@@ -6,7 +6,7 @@
  * different key blocks need no hand-off.  What it costs: the model's bytes (dQ_i read and
  * written once per (key block, query block) pair, now by the L2's atomic units); on the H200
  * (fp16, d = 128, N = 4096) 12.7 ms against PyTorch SDPA's FlashAttention-2 backward at 8.8 ms,
- * 0.70-0.97 of it over the benchmark's shapes (kernels/NOTES.md, fast kernels 5).
+ * 0.70-0.97 of it over the benchmark's shapes (kernels/NOTES.md, "Optimisations" 5).
  *
  * The same schedule as version 4 (sim/sched_flash_bwd.c; docs/model.md §backward, F2b):
  *   fl_fast_bwd_pre  line 3-4  dQ = 0 (fp32, in HBM), D = rowsum(dO o O)  reads 2Nd, writes Nd + N

@@ -5,7 +5,7 @@
  * on 64-row warpgroup tiles.  What it costs: the same bytes as versions 3 and 7; only sm_90a has
  * the instruction (on other GPUs the harness lists this version as not runnable).  What it buys:
  * on the H200 (fp16, d = 128, N = 4096) 405 TFLOP/s, 1.23x version 7 and 1.13x PyTorch SDPA's
- * FlashAttention-2 (kernels/NOTES.md, fast kernels 4).
+ * FlashAttention-2 (kernels/NOTES.md, "Optimisations" 4).
  *
  * The schedule of versions 3 and 7 (sim/sched_flash2.c; docs/model.md eq. C2), byte for byte the
  * same HBM traffic: one CTA per query block of Br = 64 * NWG rows (NWG warpgroups of 4 warps,
