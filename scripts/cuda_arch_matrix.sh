@@ -6,7 +6,7 @@
 # usage: scripts/cuda_arch_matrix.sh [BUILD_DIR] [ARCHS]
 #   BUILD_DIR  default build-archs
 #   ARCHS      default "75 80 86 89 90a": T4; A100; RTX 30, A10; RTX 40, L4, L40; H100, H200
-#              (add 100 for the B200, planned: it builds versions 1-9 and 11; wgmma is sm_90a's)
+#              (add 100 for the B200, planned; wgmma is sm_90a's, so version 10 is a stub there)
 #
 # One CMake build: flashlab-gpu (with counters) for all ARCHS as machine code (sm_XX, no PTX), its
 # per-architecture PTX kept; flashlab-gpu-timing and libflashlab_kernels.so for sm_90a only (the
@@ -21,7 +21,8 @@ cd "$(dirname "$0")/.."
 DIR=${1:-build-archs}
 ARCHS=${2:-"75 80 86 89 90a"}
 jobs=$(nproc 2>/dev/null || echo 2)
-command -v nvcc >/dev/null || { echo "cuda_arch_matrix: nvcc not found: nothing to check" >&2; exit 77; }
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+  { echo "cuda_arch_matrix: nvcc not found: nothing to check" >&2; exit 77; }
 real=""
 for a in $ARCHS; do real="$real${real:+;}$a-real"; done
 aux=90a-real
@@ -34,7 +35,8 @@ cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Release -DFLASHLAB_CUDA=ON "-DCMAKE_CUDA
 cmake --build "$DIR" -j "$jobs" --target flashlab_gpu flashlab_gpu_timing flashlab_kernels
 end=$(date +%s)
 echo "cuda_arch_matrix: built for $ARCHS in $((end - start)) s ($jobs jobs)"
-python3 - "$KEEP" kernels/ladder $ARCHS <<'EOF'
+check() { # $1 = the ladder sources to read FL_V_NEEDS from; prints the table, exit 1 on a mismatch
+python3 - "$KEEP" "$1" $ARCHS <<'EOF'
 import glob, os, re, sys
 keep, ladder, archs = sys.argv[1], sys.argv[2], sys.argv[3:]
 NEED = {"FL_NEED_BASE": 750, "FL_NEED_SM80": 800, "FL_NEED_SM90A": 901}
@@ -52,6 +54,8 @@ for src in sorted(glob.glob(os.path.join(ladder, "v[0-9][0-9]_*.cu"))):
     row = []
     for a in archs:
         ptx = os.path.join(keep, f"{base}.compute_{a}.ptx")
+        if len(archs) == 1 and not os.path.exists(ptx):  # one target: nvcc keeps base.ptx
+            ptx = os.path.join(keep, f"{base}.ptx")
         if not os.path.exists(ptx):
             row.append("MISSING"); bad += 1; continue
         text = open(ptx).read()
@@ -72,3 +76,16 @@ print("cuda_arch_matrix: " + ("every version real where its instructions exist, 
                               else f"{bad} mismatches"))
 sys.exit(1 if bad else 0)
 EOF
+}
+check kernels/ladder
+# The check itself, against plausible wrong declarations (no compiling: the same PTX, a copy of the
+# sources with version 7 claiming sm_75 and version 10 claiming sm_80): it must fail.
+WRONG=$(mktemp -d)
+cp kernels/ladder/*.cu "$WRONG"/
+sed -i 's/#define FL_V_NEEDS FL_NEED_SM80/#define FL_V_NEEDS FL_NEED_BASE/' "$WRONG"/v07_*.cu
+sed -i 's/#define FL_V_NEEDS FL_NEED_SM90A/#define FL_V_NEEDS FL_NEED_SM80/' "$WRONG"/v10_*.cu
+if check "$WRONG" >"$WRONG/out.txt"; then
+  echo "cuda_arch_matrix: the check passed sources whose FL_V_NEEDS is wrong" >&2; rm -rf "$WRONG"; exit 1
+fi
+echo "cuda_arch_matrix: self-test: wrong FL_V_NEEDS caught in $(grep -c WRONG "$WRONG/out.txt") versions"
+rm -rf "$WRONG"

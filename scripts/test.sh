@@ -20,7 +20,7 @@ run_suite() { # $1 = build dir, $2 = labels to exclude (ctest -LE), rest = cmake
 run_suite build gpu -DFLASHLAB_CUDA=OFF
 python3 scripts/check_counted_access.py
 python3 scripts/check_counted_access.py --self-test
-if command -v nvcc >/dev/null; then
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   bash scripts/cuda_arch_matrix.sh build-archs
 fi
 if [ "${FLASHLAB_SANITIZE:-0}" = 1 ]; then
