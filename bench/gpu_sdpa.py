@@ -20,7 +20,10 @@ Writes a CSV with provenance (`#` lines) and prints a short table.  This is a be
 test: run it on the GPU machine (kernels/device_run.sh step `bench`).
 
   python3 bench/gpu_sdpa.py --lib build/libflashlab_kernels.so --flashlab build/flashlab \
-      --csv figures/data/gpu_sdpa.csv [--quick] [--reps 30]
+      --csv figures/data/gpu_sdpa.csv [--quick] [--reps 30] [--backends sdpa-fa2] [--only-versions 8,10]
+
+Kernels of ours that do not run on this GPU (fl_fast_runs_here: version 10 needs sm_90a) are left
+out with a line saying why.
 """
 import argparse
 import ctypes
@@ -55,15 +58,23 @@ class Lib:
             fail(f"--lib: cannot load {path} ({e}); build it with cmake (kernels/CMakeLists.txt)")
         self.h.fl_fast_run.restype = ctypes.c_int
         self.h.fl_fast_run.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 16
+        self.h.fl_fast_runs_here.restype = ctypes.c_int
+        self.h.fl_fast_runs_here.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
         self.kernels = []
+        self.skipped = []  # (kernel, why) of those that do not run on this GPU
         i = 0
         while True:
             algo = ctypes.create_string_buffer(16)
             f = [ctypes.c_int() for _ in range(6)]
             if self.h.fl_fast_describe(i, algo, *[ctypes.byref(x) for x in f]) != 0:
                 break
-            self.kernels.append(dict(i=i, algo=algo.value.decode(), version=f[0].value, bwd=f[1].value,
-                                     dtype=f[2].value, d=f[3].value, Br=f[4].value, Bc=f[5].value))
+            k = dict(i=i, algo=algo.value.decode(), version=f[0].value, bwd=f[1].value, dtype=f[2].value,
+                     d=f[3].value, Br=f[4].value, Bc=f[5].value)
+            why = ctypes.create_string_buffer(256)
+            if self.h.fl_fast_runs_here(i, why, 256) == 1:
+                self.kernels.append(k)
+            else:  # e.g. version 10 (wgmma) on a GPU other than sm_90a
+                self.skipped.append((k, why.value.decode()))
             i += 1
 
     def run(self, k, nbh, N, causal, **t):
@@ -133,11 +144,14 @@ def main():
     ap.add_argument("--skip-versions", default="", help="comma-separated versions of ours to leave out")
     ap.add_argument("--only-versions", default="", help="comma-separated versions of ours to run (default all)")
     ap.add_argument("--tiles", default="", help="forward tiles of ours to run, e.g. 128x64,128x128 (default all)")
+    ap.add_argument("--backends", default="", help="SDPA backends to run, e.g. sdpa-fa2 (default all four)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
         return 77
     lib = Lib(a.lib)
+    for k, why in lib.skipped:
+        print(f"gpu_sdpa: v{k['version']} {k['algo']} d={k['d']} {k['Br']}x{k['Bc']} left out: {why}", file=sys.stderr)
     dev = torch.cuda.get_device_properties(0)
     torch.manual_seed(20261130)
     rows = []
@@ -181,6 +195,8 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
     # ---- SDPA backends, forward and backward
     sdpa_err = {}
     for name, be in BACKENDS:
+        if a.backends and name not in a.backends.split(","):
+            continue
         if name == "sdpa-math" and N > 4096:
             continue  # fp32 S and P of 2 x 16 x 16384^2: minutes per call (the anchor skips it too)
         try:

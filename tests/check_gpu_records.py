@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""check_gpu_records.py: the recorded GPU results of the fast kernels (issue 7) against today's model.
+"""check_gpu_records.py: the recorded GPU results of the kernels against today's model.
 
 The GPU machine keeps nothing and CI has no GPU, so what the kernels' byte counters measured lives
 in figures/data/.  This test re-runs the model (the `flashlab count` CLI, fl_run) on every recorded
 case and requires:
-  1. gpu_validate_v{7..11}.csv: for every case, today's model reads and writes (elements) equal the
-     recorded model columns, and the recorded counters equal them (status ok): if the model's
-     counting changes, the kernels' measured counts no longer confirm it, and this fails;
+  1. gpu_validate_v{7..11}.csv, gpu_validate_all.csv (versions 1-11, natively) and
+     gpu_validate_ptx80.csv (the compute_80 PTX build): for every case, today's model reads and
+     writes (elements) equal the recorded model columns, and the recorded counters equal them
+     (status ok): if the model's counting changes, the kernels' measured counts no longer confirm
+     it, and this fails; the two full records must hold every version (1-11; 1-9 and 11 from the
+     PTX);
   2. gpu_fig2.csv: for every configuration, today's model bytes for all 1,024 heads equal the
      recorded counter bytes;
-  3. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs.
+  3. gpu_ncu_versions.csv: every version, forward and backward, within 1% of its counters, and the
+     counted bytes equal to today's model bytes;
+  4. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs.
 
   python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
 """
@@ -36,21 +41,47 @@ def main():
     data = os.path.join(src, "figures", "data")
     bad = 0
     checked = 0
-    for v in range(7, 12):
-        path = os.path.join(data, f"gpu_validate_v{v}.csv")
-        for r in rows_of(path):
+    cache = {}
+
+    def model(algo, N, d, Br, Bc, M, dtype, pass_, corner=None, Nk=None):
+        key = (algo, N, d, Br, Bc, M, dtype, pass_, corner, Nk)
+        if key not in cache:
+            cache[key] = count(cli, algo, N, d, Br, Bc, M, dtype, pass_, corner, Nk)
+        return cache[key]
+
+    records = [f"gpu_validate_v{v}.csv" for v in range(7, 12)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv"]
+    for name in records:
+        versions = set()
+        for r in rows_of(os.path.join(data, name)):
             corner = {"none": None, "top-left": "top-left", "bottom-right": "bottom-right"}[r["corner"]]
-            m = count(cli, r["algo"], r["N"], r["d"], r["Br"], r["Bc"], r["M_eff"], r["dtype"], r["pass"], corner,
-                      r["Nk"])
+            m = model(r["algo"], r["N"], r["d"], r["Br"], r["Bc"], r["M_eff"], r["dtype"], r["pass"], corner, r["Nk"])
             want = (int(r["model_reads"]), int(r["model_writes"]))
             got = (int(m["hbm_reads"]), int(m["hbm_writes"]))
             gpu = (int(r["gpu_reads"]), int(r["gpu_writes"]))
             if got != want or gpu != want or not r["status"].startswith("ok"):
                 bad += 1
-                print(f"v{v} {r['tag']} {r['algo']} {r['pass']} N={r['N']} d={r['d']} {r['Br']}x{r['Bc']}: "
+                print(f"{name}: v{r['version']} {r['tag']} {r['algo']} {r['pass']} N={r['N']} d={r['d']} {r['Br']}x{r['Bc']}: "
                       f"model now {got}, recorded model {want}, kernel counters {gpu}, status {r['status']}")
+            versions.add(int(r["version"]))
             checked += 1
-    print(f"check_gpu_records: {checked} recorded cases of versions 7-11 against today's model")
+        need = {"gpu_validate_all.csv": set(range(1, 12)), "gpu_validate_ptx80.csv": set(range(1, 12)) - {10}}.get(name)
+        if need and versions != need:
+            bad += 1
+            print(f"{name}: versions {sorted(versions)}, expected {sorted(need)}")
+    print(f"check_gpu_records: {checked} recorded validation cases against today's model")
+    seen = set()
+    for r in rows_of(os.path.join(data, "gpu_ncu_versions.csv")):
+        m = model(r["algo"], r["N"], r["d"], r["Br"], r["Bc"], r["M_eff"], r["dtype"], r["pass"])
+        counted = int(r["counter_read_B"]) + int(r["counter_write_B"])
+        if r["ok"] != "1" or int(m["hbm_bytes"]) != counted:
+            bad += 1
+            print(f"gpu_ncu_versions.csv: v{r['version']} {r['pass']}: ok {r['ok']} (read {r['read_ratio']}, write "
+                  f"{r['write_ratio']}), model bytes now {m['hbm_bytes']}, counted {counted}")
+        seen.add((int(r["version"]), r["pass"]))
+        checked += 1
+    if {v for v, _ in seen} != set(range(1, 12)) or {p for _, p in seen} != {"fwd", "bwd"}:
+        bad += 1
+        print(f"gpu_ncu_versions.csv: covers {sorted(seen)}, not every version")
     for r in rows_of(os.path.join(data, "gpu_fig2.csv")):
         v = int(r["version"])
         algo = "standard" if v in (8, 11) else "flash2"

@@ -2,7 +2,8 @@
  * inputs, checks them against the fp64 reference, and compares their byte counters with the
  * model's counts (fl_run in FL_COUNT mode, the only source of model counts).
  *
- *   flashlab-gpu list                         the kernel variants built in
+ *   flashlab-gpu list                         the versions and kernel variants built in, and (with a GPU)
+ *                                             which of them run on it
  *   flashlab-gpu run --algo A --N N --d D --Br B --Bc B [--dtype fp16] [--causal] [--reps R]
  *                                             one case, per-tensor table (used under ncu)
  *   flashlab-gpu validate [--csv FILE] [--quick]
@@ -37,16 +38,73 @@ extern "C" {
 static std::vector<const fl_kernel_info *> all_kernels()
 {
     std::vector<const fl_kernel_info *> v;
-    const fl_kernel_info *(*tables[])(int *) = {fl_standard_kernels, fl_flash1_kernels, fl_flash2_kernels,
-                                                   fl_flash2_bwd_kernels, fl_standard_bwd_kernels,
-                                                   fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels,
-                                                   fl_wg_fwd_kernels, fl_fast_std_bwd_kernels};
-    for (auto t : tables) {
+    int nv;
+    const fl_version_info *vs = fl_versions(&nv);
+    for (int i = 0; i < nv; i++) {
         int n;
-        const fl_kernel_info *k = t(&n);
-        for (int i = 0; i < n; i++) v.push_back(&k[i]);
+        const fl_kernel_info *k = vs[i].table(&n);
+        for (int j = 0; j < n; j++) v.push_back(&k[j]);
     }
     return v;
+}
+
+static const fl_version_info *version_info(int version)
+{
+    int nv;
+    const fl_version_info *vs = fl_versions(&nv);
+    for (int i = 0; i < nv; i++)
+        if (vs[i].version == version) return &vs[i];
+    return NULL;
+}
+
+/* ---- what runs on this GPU ------------------------------------------------------------------ */
+/* The probe of each version, run once (needs a GPU). */
+static const fl_probe_result &probe_of(int version)
+{
+    static fl_probe_result pr[64];
+    static bool done[64];
+    if (!done[version]) {
+        version_info(version)->probe(&pr[version]);
+        done[version] = true;
+    }
+    return pr[version];
+}
+
+/* "sm_90a", "sm_80", ...: the architecture the loaded code of a probe was compiled for. */
+static std::string code_name(const fl_probe_result &p)
+{
+    char b[32];
+    snprintf(b, sizeof b, "sm_%d%s", p.code_arch / 10, p.feat_90a ? "a" : "");
+    return b;
+}
+
+/* NULL when kernel k runs on this GPU; else why not (one line).  Needs a GPU. */
+static const char *unavailable(const fl_kernel_info *k)
+{
+    static char why[256];
+    return fl_why_not_here(k, probe_of(k->version), version_info(k->version)->needs(), why, sizeof why);
+}
+
+/* The versions with at least one variant that runs here, as "1-6, 8" (needs a GPU). */
+static std::string runnable_versions()
+{
+    int nv;
+    const fl_version_info *vs = fl_versions(&nv);
+    std::vector<int> ok;
+    for (int i = 0; i < nv; i++) {
+        int n;
+        const fl_kernel_info *t = vs[i].table(&n);
+        for (int j = 0; j < n; j++)
+            if (!unavailable(&t[j])) { ok.push_back(vs[i].version); break; }
+    }
+    std::string out;
+    for (size_t i = 0; i < ok.size();) {
+        size_t j = i;
+        while (j + 1 < ok.size() && ok[j + 1] == ok[j] + 1) j++;
+        out += (out.empty() ? "" : ", ") + std::to_string(ok[i]) + (j > i ? "-" + std::to_string(ok[j]) : "");
+        i = j + 1;
+    }
+    return out.empty() ? "none" : out;
 }
 
 /* The kernel of this schedule, type and tiles; version 0: the first built (the plainest). */
@@ -57,6 +115,13 @@ static const fl_kernel_info *find_kernel(const char *algo, int dtype, int d, int
             (!version || k->version == version))
             return k;
     return NULL;
+}
+
+static int version_count(void)
+{
+    int nv;
+    fl_versions(&nv);
+    return nv;
 }
 
 static int bad(const char *msg)
@@ -76,6 +141,13 @@ static int need_gpu(void)
         return 77;
     }
     return 0;
+}
+
+/* A GPU is there (no message). */
+static bool need_gpu_quiet(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
 /* ---- provenance ----------------------------------------------------------------------------- */
@@ -98,7 +170,11 @@ static void provenance(FILE *f, int argc, char **argv, const char *what)
             pr.multiProcessorCount, pr.l2CacheSize >> 20, pr.totalGlobalMem / 1e9);
     fprintf(f, "# driver (CUDA API): %d.%d; runtime: %d.%d; nvcc: %d.%d\n", drv / 1000, (drv % 1000) / 10,
             rt / 1000, (rt % 1000) / 10, __CUDACC_VER_MAJOR__, __CUDACC_VER_MINOR__);
-    fprintf(f, "# build: %s; kernels: v1 standard, v2 flash1 (wavefront), v3 flash2; fp32 arithmetic\n", FL_BUILD);
+    const fl_probe_result &p1 = probe_of(1);
+    const char *jit = getenv("CUDA_FORCE_PTX_JIT");
+    fprintf(f, "# build: %s; code loaded for this GPU: %s (machine code sm_%d from PTX %d)%s; versions that run here: %s\n",
+            FL_BUILD, code_name(p1).c_str(), p1.binary_version, p1.ptx_version,
+            jit && *jit && strcmp(jit, "0") ? ", CUDA_FORCE_PTX_JIT set" : "", runnable_versions().c_str());
     fprintf(f, "# model: libflashlab %s fl_run(FL_COUNT) at M = M_eff = fl_footprint(schedule, d, Br, Bc, d)\n",
             FLASHLAB_VERSION);
     fprintf(f, "# accuracy: max|O - O_ref| <= 2 * max|O_naive - O_ref| + eps/2 * max|O_ref| on sampled rows "
@@ -111,7 +187,7 @@ static void provenance(FILE *f, int argc, char **argv, const char *what)
 static const char *csv_header =
     "tag,algo,pass,version,dtype,N,d,Br,Bc,causal,M_eff,model_reads,model_writes,gpu_reads,gpu_writes,"
     "ratio,model_bytes,gpu_bytes,bytes_ratio,tensors_equal,max_err,naive_err,tol,L_err,unwritten,"
-    "acc_ok,flag_polls,ms,status,Nk,corner";
+    "acc_ok,flag_polls,ms,status,Nk,corner,smem_bytes,local_bytes,tiles_ok,flag_writes";
 
 static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
@@ -128,8 +204,10 @@ static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
     else
         fprintf(f, ",,%lld,,,", o.gpu_bytes);
     fprintf(f, "%.3e,%.3e,%.3e,%.3e,%lld,%d,%lld,%.4f,%s", o.max_err, o.naive_err, o.tol, o.L_err,
-            o.unwritten, o.acc_ok, o.gpu_polls, o.ms, o.ok ? (o.model_ok ? "ok" : "ok (no model counts)") : "FAIL");
-    fprintf(f, ",%d,%s\n", c.Nk ? c.Nk : c.N, c.causal == 1 ? "top-left" : c.causal == 2 ? "bottom-right" : "none");
+            o.unwritten, o.acc_ok, o.gpu_polls, o.ms, o.ok ? (o.counted ? "ok" : "ok (not counted)") : "FAIL");
+    fprintf(f, ",%d,%s,%ld,%ld,%d,%lld\n", c.Nk ? c.Nk : c.N,
+            c.causal == 1 ? "top-left" : c.causal == 2 ? "bottom-right" : "none", o.smem_bytes, o.local_bytes, o.tiles_ok,
+            o.gpu_flag_writes);
 }
 
 static void print_case(const fl_gpu_case &c, const fl_gpu_outcome &o)
@@ -148,6 +226,7 @@ static void print_case(const fl_gpu_case &c, const fl_gpu_outcome &o)
         printf("ratio %.6f %s ", o.ratio, o.tensors_equal ? "(every tensor equal)" : "(TENSORS DIFFER)");
     else
         printf("[%s] ", o.model_msg);
+    if (!o.tiles_ok) printf("[tiles: %s] ", o.tiles_msg);
     printf("err %.2e <= %.2e (naive %.2e) %s %.3f ms  %s\n", o.max_err, o.tol, o.naive_err,
            o.unwritten ? "UNWRITTEN" : "", o.ms, o.ok ? "ok" : "FAIL");
     fflush(stdout);
@@ -189,7 +268,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(name, "--Bc")) s = fl_parse_i64(name, v, 1, 1024, &Bc);
         else if (!strcmp(name, "--reps")) s = fl_parse_i64(name, v, 0, 1000, &reps);
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
-        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 11, &version);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, version_count(), &version);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
@@ -202,6 +281,10 @@ static int cmd_run(int argc, char **argv)
     if (Nk && Nk != N && (bwd || strcmp(algo, "flash2")))
         return bad("--Nk: only the flash2 forward kernel takes Nk != N");
     if (int g = need_gpu()) return g;
+    if (const char *why = unavailable(k)) {
+        fprintf(stderr, "flashlab-gpu: version %d does not run on this GPU: %s (see flashlab-gpu list)\n", k->version, why);
+        return 2;
+    }
     fl_gpu_case c = {k, (int)N, causal, (uint64_t)seed, "run", check, (int)reps, (int)Nk};
     fl_gpu_outcome o;
     if (fl_gpu_case_run(&c, &o)) return 1;
@@ -213,8 +296,11 @@ static int cmd_run(int argc, char **argv)
     printf("%-6s %15lld %15lld %15lld %15lld\n", "total", o.model_reads, o.gpu_reads, o.model_writes, o.gpu_writes);
     printf("model bytes %lld, gpu bytes %lld\n", o.model_bytes, o.gpu_bytes);
     if (o.gpu_polls) printf("flag polls (synchronisation, not in the model): %lld\n", o.gpu_polls);
-    printf("bytes: M_eff=%ld model_read=%lld model_write=%lld counter_read=%lld counter_write=%lld polls=%lld\n",
-           o.m_eff, o.model_rd_bytes, o.model_wr_bytes, o.gpu_rd_bytes, o.gpu_wr_bytes, o.gpu_polls);
+    if (o.gpu_flag_writes) printf("flag releases (synchronisation, not in the model): %lld\n", o.gpu_flag_writes);
+    printf("bytes: M_eff=%ld model_read=%lld model_write=%lld counter_read=%lld counter_write=%lld polls=%lld "
+           "flag_writes=%lld local_bytes=%ld counted=%d\n",
+           o.m_eff, o.model_rd_bytes, o.model_wr_bytes, o.gpu_rd_bytes, o.gpu_wr_bytes, o.gpu_polls, o.gpu_flag_writes,
+           o.local_bytes, o.counted);
     if (reps) printf("median of %lld launches: %.4f ms\n", (long long)reps, o.ms_median);
     print_case(c, o);
     return o.ok ? 0 : 1;
@@ -243,7 +329,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         else if (!strcmp(name, "--d")) s = fl_parse_i64(name, v, 1, 1024, &only_d);
         else if (!strcmp(name, "--dtype")) { if (parse_dtype(v, &only_dt)) return bad("--dtype: choose fp32, fp16 or bf16"); }
         else if (!strcmp(name, "--seed")) s = fl_parse_i64(name, v, 0, INT64_MAX, &seed);
-        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, 11, &only_version);
+        else if (!strcmp(name, "--version")) s = fl_parse_i64(name, v, 1, version_count(), &only_version);
         else return bad((std::string(name) + ": unknown option (see flashlab-gpu --help)").c_str());
         if (s != FL_OK) return bad(fl_last_error());
     }
@@ -257,11 +343,20 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         cases.push_back(c);
     };
     std::vector<const fl_kernel_info *> ks; /* optionally only some (sanitizers are slow) */
+    std::vector<std::string> skipped;       /* variants that do not run on this GPU, and why */
     for (auto k : all_kernels())
         if ((!only_algo || !strcmp(k->algo, only_algo)) && (only_dt < 0 || k->dtype == only_dt) &&
             (!only_d || k->d == only_d) && (only_pass < 0 || k->bwd == only_pass) &&
-            (!only_version || k->version == only_version))
-            ks.push_back(k);
+            (!only_version || k->version == only_version)) {
+            if (const char *why = unavailable(k)) {
+                char b[512];
+                snprintf(b, sizeof b, "v%d %s %s d=%d %dx%d: %s", k->version, k->algo, fl_dtype_names[k->dtype], k->d, k->Br,
+                         k->Bc, why);
+                skipped.push_back(b);
+            } else {
+                ks.push_back(k);
+            }
+        }
     if (quick) { /* every kernel once at a small, ragged size (sanitizers, ctest) */
         for (auto k : ks) {
             add(k, 200, 0, "quick");
@@ -292,7 +387,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         /* shapes A, B, A in one process, each checked (the deep dive's mixed-shape lesson) */
         const fl_kernel_info *A = find_kernel("flash2", FL_F16, 64, 64, 64);
         const fl_kernel_info *B = find_kernel("flash2", FL_F16, 128, 32, 32, 1);
-        if (A && B && !only_algo && only_dt < 0 && !only_d && only_pass < 0 && !only_version) {
+        if (A && B && !unavailable(A) && !unavailable(B) && !only_algo && only_dt < 0 && !only_d && only_pass < 0 && !only_version) {
             add(A, 1000, 0, "ABA-A1");
             add(B, 1000, 0, "ABA-B");
             add(A, 1000, 0, "ABA-A2");
@@ -300,6 +395,11 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         }
     }
 
+    for (auto &w : skipped) fprintf(stderr, "flashlab-gpu: skipped (does not run on this GPU): %s\n", w.c_str());
+    if (cases.empty()) {
+        fprintf(stderr, "flashlab-gpu: no case of the selection runs on this GPU: nothing was validated\n");
+        return 1;
+    }
     FILE *f = stdout;
     std::string tmp;
     if (csv) {
@@ -323,13 +423,14 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         if (csv) print_case(c, o);
         csv_row(f, c, o);
         fails += !o.ok;
-        if (o.model_ok) { compared++; equal += o.tensors_equal; }
+        if (o.model_ok && o.counted) { compared++; equal += o.tensors_equal; }
     }
     if (csv) {
         if (fclose(f) != 0 || rename(tmp.c_str(), csv) != 0) return bad("--csv: could not write the file");
     }
     printf("flashlab-gpu validate: %zu cases, %d compared with the model (%d equal to the element), "
-           "%d failed\n", cases.size(), compared, equal, fails);
+           "%d failed; %zu variants skipped (they do not run on this GPU); versions that run here: %s\n",
+           cases.size(), compared, equal, fails, skipped.size(), runnable_versions().c_str());
     return fails ? 1 : 0;
 }
 
@@ -388,17 +489,44 @@ static int cmd_curve(int argc, char **argv, int argc0, char **argv0)
 
 static int cmd_list(void)
 {
-    printf("%-8s %-4s %-2s %-5s %-5s %-4s %-4s %-4s %-7s %s\n", "algo", "pass", "v", "dtype", "O", "d", "Br", "Bc", "M_eff", "causal");
-    for (auto k : all_kernels())
-        printf("%-8s %-4s %-2d %-5s %-5s %-4d %-4d %-4d %-7ld %s\n", k->algo, k->bwd ? "bwd" : "fwd", k->version, fl_dtype_names[k->dtype],
-               fl_dtype_names[k->o_dtype], k->d, k->Br, k->Bc, k->m_eff, k->causal_ok ? "yes" : "no");
+    int nv;
+    const fl_version_info *vs = fl_versions(&nv);
+    const bool gpu = need_gpu_quiet();
+    if (gpu) {
+        cudaDeviceProp pr;
+        int dev;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaGetDeviceProperties(&pr, dev));
+        printf("GPU: %s (compute capability %d.%d, %zu bytes of shared memory a CTA); versions that run here: %s\n\n",
+               pr.name, pr.major, pr.minor, fl_device_smem_optin(), runnable_versions().c_str());
+    } else {
+        printf("no GPU: which versions run is not probed (each needs the GPU below or newer)\n\n");
+    }
+    printf("%-3s %-24s %-7s %s\n", "v", "file", "needs", gpu ? "on this GPU" : "");
+    for (int i = 0; i < nv; i++) {
+        std::string here;
+        if (gpu) {
+            const fl_probe_result &p = probe_of(vs[i].version);
+            here = !p.ran ? std::string("no: the binary has no code for this GPU") : !p.has ? "no: the code loaded is " + code_name(p)
+                                                                                            : "yes (" + code_name(p) + " code)";
+        }
+        printf("%-3d %-24s %-7s %s\n", vs[i].version, vs[i].file, fl_need_name(vs[i].needs()), here.c_str());
+    }
+    printf("\n%-8s %-4s %-2s %-5s %-5s %-4s %-4s %-4s %-7s %-6s %-7s %s\n", "algo", "pass", "v", "dtype", "O", "d", "Br", "Bc",
+           "M_eff", "causal", "smem", gpu ? "runs here" : "");
+    for (auto k : all_kernels()) {
+        const char *why = gpu ? unavailable(k) : NULL;
+        printf("%-8s %-4s %-2d %-5s %-5s %-4d %-4d %-4d %-7ld %-6s %-7ld %s\n", k->algo, k->bwd ? "bwd" : "fwd", k->version,
+               fl_dtype_names[k->dtype], fl_dtype_names[k->o_dtype], k->d, k->Br, k->Bc, k->m_eff, k->causal_ok ? "yes" : "no",
+               k->smem, !gpu ? "" : why ? why : "yes");
+    }
     return 0;
 }
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: flashlab-gpu COMMAND [options]   build: %s\n\n"
-               "  list       the kernel variants built in\n"
+               "  list       the versions and kernel variants built in; with a GPU, which of them run on it\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
                "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
                "             [--version V]: that version of the kernel (7-11: the fast ones; default the first)\n"

@@ -197,6 +197,52 @@ static void naive_bwd(int dt, int N, int d, int causal, const std::vector<double
         }
 }
 
+/* ---- the tiles against the launched kernels --------------------------------------------------- */
+/* Step 4 of gpu_case.h: for every launched kernel, its static shared memory (cudaFuncGetAttributes)
+ * equals its traits' __shared__ arrays, its dynamic shared-memory limit the traits' bytes, and the
+ * model's buffers fit in what it has; the largest footprint of the schedule's kernels is M_eff. */
+static void check_tiles(const fl_kernel_info *k, const fl_launch_log &log, fl_gpu_outcome *o)
+{
+    long fp = 0;
+    o->tiles_ok = 1;
+    o->tiles_msg[0] = 0;
+    if (log.n == 0) {
+        o->tiles_ok = 0;
+        snprintf(o->tiles_msg, sizeof o->tiles_msg, "no launch was recorded");
+        return;
+    }
+    for (int i = 0; i < log.n; i++) {
+        const fl_launch_rec &r = log.r[i];
+        const long have = (long)r.attr.sharedSizeBytes + (long)r.dyn_launched;
+        if (have > o->smem_bytes) o->smem_bytes = have;
+        if ((long)r.attr.localSizeBytes > o->local_bytes) o->local_bytes = (long)r.attr.localSizeBytes;
+        if (r.tiles.footprint > fp) fp = r.tiles.footprint;
+        const char *why = (size_t)r.attr.sharedSizeBytes != r.tiles.static_bytes ? "static shared memory != its traits'"
+                          : (size_t)r.attr.maxDynamicSharedSizeBytes != r.tiles.dyn_bytes ? "dynamic shared memory != its traits'"
+                          : r.tiles.smem_model_bytes > (size_t)have ? "the model's buffers exceed its shared memory"
+                          : r.tiles.footprint > k->m_eff ? "a footprint above M_eff"
+                                                         : NULL;
+        if (why && o->tiles_ok) {
+            o->tiles_ok = 0;
+            snprintf(o->tiles_msg, sizeof o->tiles_msg, "%s: %s (attributes: %zu static + %d dynamic bytes; traits: %zu + %zu)",
+                     r.tiles.kernel, why, r.attr.sharedSizeBytes, r.attr.maxDynamicSharedSizeBytes, r.tiles.static_bytes,
+                     r.tiles.dyn_bytes);
+        }
+    }
+    if (o->tiles_ok && fp != k->m_eff) {
+        o->tiles_ok = 0;
+        snprintf(o->tiles_msg, sizeof o->tiles_msg, "largest footprint of the launched kernels %ld != M_eff %ld", fp, k->m_eff);
+    }
+}
+
+/* The verdict: the model ran, the tiles passed, the counts equal the model's (counters build),
+ * every output was written and, when checked, accurate, and no hand-off timed out. */
+static int case_ok(const fl_gpu_case *c, const fl_gpu_outcome *o)
+{
+    return o->model_ok && o->tiles_ok && (!o->counted || o->tensors_equal) &&
+           (c->check ? o->acc_ok : o->unwritten == 0) && !o->wait_timeout;
+}
+
 /* ---- one case ------------------------------------------------------------------------------ */
 int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
 {
@@ -282,9 +328,9 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
         int nf;
         /* the fast standard backward (version 11) takes P from the fast standard forward (version
          * 8), the only standard forward with the causal mask */
-        const fl_kernel_info *tab = !strcmp(k->algo, "flash1") ? fl_flash1_kernels(&nf)
-                                    : is_std ? (k->version == 11 ? fl_fast_std_kernels(&nf) : fl_standard_kernels(&nf))
-                                             : fl_flash2_kernels(&nf);
+        const fl_kernel_info *tab = !strcmp(k->algo, "flash1") ? fl_v02_kernels(&nf)
+                                    : is_std ? (k->version == 11 ? fl_v08_kernels(&nf) : fl_v01_kernels(&nf))
+                                             : fl_v03_kernels(&nf);
         for (int i = 0; i < nf; i++) /* the same tiles if built, else the first of this type */
             if (tab[i].dtype == dt && tab[i].d == d && (!f || (tab[i].Br == k->Br && tab[i].Bc == k->Bc))) f = &tab[i];
         if (!f) { fprintf(stderr, "flashlab-gpu: no %s forward for this backward\n", k->algo); return 1; }
@@ -314,6 +360,9 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     }
 
     cudaEvent_t e0, e1;
+    fl_launch_log log;
+    log.n = 0;
+    a.log = &log;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
     CUDA_CHECK(cudaEventRecord(e0));
@@ -321,6 +370,8 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     CUDA_CHECK(cudaEventRecord(e1));
     CUDA_CHECK(cudaEventSynchronize(e1));
     CUDA_CHECK(cudaGetLastError());
+    a.log = NULL;
+    check_tiles(k, log, o);
     float ms = 0.f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     o->ms = ms;
@@ -331,6 +382,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     fl_gpu_counters hc;
     CUDA_CHECK(cudaMemcpy(&hc, dcnt, sizeof hc, cudaMemcpyDeviceToHost));
     o->gpu_polls = (long long)hc.rd_elems[FL_T_FLAGS];
+    o->gpu_flag_writes = (long long)hc.wr_elems[FL_T_FLAGS];
     for (int t = 0; t < FL_NT_DATA; t++) {
         o->gpu_rd[t] = (long long)hc.rd_elems[t];
         o->gpu_wr[t] = (long long)hc.wr_elems[t];
@@ -345,6 +397,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
 #else
     const int counted = 0; /* a timing build: nothing to compare */
 #endif
+    o->counted = counted;
     if (o->model_ok && counted) {
         o->tensors_equal = 1;
         for (int t = 0; t < FL_NT_DATA; t++)
@@ -404,9 +457,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
                 if (q > worst) { worst = q; o->max_err = ek; o->naive_err = en; o->tol = tol; }
             }
         }
-        o->ok = (!o->model_ok || !counted ? 1 : o->tensors_equal) && (c->check ? o->acc_ok : o->unwritten == 0) &&
-                !o->wait_timeout;
-        if (!o->model_ok) o->ok = 0; /* the model has the backward: it must be compared */
+        o->ok = case_ok(c, o);
         CUDA_CHECK(cudaEventDestroy(e0));
         CUDA_CHECK(cudaEventDestroy(e1));
         void *bufs[] = {dQ, dK, dV, dO, dS, dP, dl, dm, dL, dflags, derr, dcnt, gdO, gdK, gdV, gdQ, gD, gdP, gdS};
@@ -458,9 +509,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
         o->L_err = strcmp(k->algo, "flash2") == 0 ? el : NAN;
         o->acc_ok = !isnan(ek) && ek <= o->tol && o->unwritten == 0;
     }
-    o->ok = (!o->model_ok || !counted ? 1 : o->tensors_equal) && (c->check ? o->acc_ok : o->unwritten == 0) &&
-            !o->wait_timeout;
-    if (!o->model_ok && !c->causal) o->ok = 0; /* a non-causal case must have a model */
+    o->ok = case_ok(c, o);
 
     CUDA_CHECK(cudaEventDestroy(e0));
     CUDA_CHECK(cudaEventDestroy(e1));

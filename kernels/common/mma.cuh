@@ -1,4 +1,4 @@
-/* mma.cuh: the tensor-core building blocks of the fast kernels (versions 7-9), plain sm_80+ PTX:
+/* mma.cuh: the tensor-core building blocks of the fast kernels (versions 7-11), plain sm_80+ PTX:
  * cp.async tile copies into swizzled shared memory, ldmatrix, and mma.sync m16n8k16 (fp16 or
  * bf16 in, fp32 accumulate).  Every fast kernel is one of three warp-level products built from
  * these pieces:
@@ -21,16 +21,9 @@
 #ifndef FL_KERNELS_MMA_CUH
 #define FL_KERNELS_MMA_CUH
 
+#include "arch.cuh"
 #include "common.cuh"
-
-/* Counters of n elements at once (the fast kernels count whole 16-byte chunks). */
-#ifdef FL_COUNTERS
-#define FL_CNT_RDN(c, t, n) ((c).rd[t] += (unsigned)(n))
-#define FL_CNT_WRN(c, t, n) ((c).wr[t] += (unsigned)(n))
-#else
-#define FL_CNT_RDN(c, t, n) ((void)0)
-#define FL_CNT_WRN(c, t, n) ((void)0)
-#endif
+#include "counted.cuh"
 
 /* ---- shared memory layout ------------------------------------------------------------------ */
 /* Element offset of (row r, 16-byte chunk ch) in a swizzled tile of COLS 16-bit elements a row. */
@@ -40,24 +33,20 @@ template <int COLS> __device__ __forceinline__ int fl_swz(int r, int ch)
     return r * COLS + ((ch ^ (r & 7)) << 3);
 }
 
-__device__ __forceinline__ unsigned fl_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-/* ---- asynchronous copies ------------------------------------------------------------------- */
-/* 16 bytes global -> shared, bypassing L1 (.cg, as every kernel here: the byte counters and
- * ncu's SM<->L2 sectors then count the same loads); nbytes < 16 zero-fills the rest. */
-__device__ __forceinline__ void fl_cp16(void *s, const void *g, int nbytes)
+/* ---- asynchronous copies (the copies themselves: fl_gptr::cp16, counted.cuh) --------------- */
+__device__ __forceinline__ void fl_cp_commit()
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(fl_smem_u32(s)), "l"(g), "r"(nbytes));
+#if FL_CODE_HAS(FL_NEED_SM80)
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
 }
-__device__ __forceinline__ void fl_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void fl_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+template <int N> __device__ __forceinline__ void fl_cp_wait()
+{
+#if FL_CODE_HAS(FL_NEED_SM80)
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
 
-/* Copies rows [0, rows) x columns [0, cols) of a row-major global matrix (leading dimension ld
- * elements) into a ROWS x COLS swizzled tile; everything outside is zero-filled.  Chunks that
- * are whole and 16-byte aligned go by cp.async (the caller commits and waits); a ragged edge
- * (cols not a multiple of 8, or rows not 16-byte aligned) is copied element by element.
- * Counts each element read once into c under tensor t.  All NT threads of the CTA call it.
- * SUB: the tile is stored as 64-column sub-tiles (the wgmma layout, fl_tile_off). */
 /* Element offset of (row r, 16-byte chunk ch) in a ROWS x COLS tile: one swizzled tile of COLS
  * columns, or (SUB) COLS/64 swizzled sub-tiles of ROWS x 64 one after the other (wgmma.cuh). */
 template <int ROWS, int COLS, bool SUB> __device__ __forceinline__ int fl_tile_off(int r, int ch)
@@ -66,22 +55,28 @@ template <int ROWS, int COLS, bool SUB> __device__ __forceinline__ int fl_tile_o
     else return fl_swz<COLS>(r, ch);
 }
 
-template <class T, int ROWS, int COLS, int NT, bool SUB = false>
-__device__ __forceinline__ void fl_load_tile(T *s, const T *g, long ld, int rows, int cols, FlCount &c, int t)
+/* Copies rows [0, rows) x columns [0, cols) of a row-major global matrix g (leading dimension ld
+ * elements) into a ROWS x COLS swizzled tile; everything outside is zero-filled.  Chunks that
+ * are whole and 16-byte aligned go by cp.async (the caller commits and waits); a ragged edge
+ * (cols not a multiple of 8, or rows not 16-byte aligned) is copied element by element.  Each
+ * element read is counted once (counted.cuh).  All NT threads of the CTA call it.  SUB: the tile
+ * is stored as 64-column sub-tiles (the wgmma layout, fl_tile_off). */
+
+template <class T, int ROWS, int COLS, int NT, bool SUB = false, int TT>
+__device__ __forceinline__ void fl_load_tile(T *s, fl_gptr<const T, TT> g, long ld, int rows, int cols, FlCount &c)
 {
     constexpr int CH = COLS / 8;
-    const bool aligned = (ld % 8) == 0 && ((unsigned long)g % 16) == 0;
+    const bool aligned = (ld % 8) == 0 && g.aligned16();
     if constexpr ((ROWS * CH) % NT == 0 && (NT / CH) % 8 == 0) {
         if (rows == ROWS && cols == COLS && aligned) {
             /* a whole tile (all but a ragged last one): each thread's chunks lie NT/CH rows apart,
              * a multiple of 8, so they share one swizzle and the addresses advance by constants */
             const int r = threadIdx.x / CH, ch = threadIdx.x % CH;
-            const T *src = g + (long)r * ld + ch * 8;
+            const fl_gptr<const T, TT> src = g + (long)r * ld + ch * 8;
             T *dst = s + fl_tile_off<ROWS, COLS, SUB>(r, ch);
 #pragma unroll
             for (int it = 0; it < ROWS * CH / NT; it++)
-                fl_cp16(dst + it * (NT / CH) * (SUB ? 64 : COLS), src + (long)it * (NT / CH) * ld, 16);
-            FL_CNT_RDN(c, t, (ROWS * CH / NT) * 8);
+                src.cp16(c, dst + it * (NT / CH) * (SUB ? 64 : COLS), (long)it * (NT / CH) * ld, 16);
             return;
         }
     }
@@ -90,43 +85,60 @@ __device__ __forceinline__ void fl_load_tile(T *s, const T *g, long ld, int rows
         T *dst = s + fl_tile_off<ROWS, COLS, SUB>(r, ch);
         const int n = (r < rows) ? max(0, min(8, cols - c0)) : 0;
         if (n == 8 && aligned) {
-            fl_cp16(dst, g + (long)r * ld + c0, 16);
+            (g + (long)r * ld + c0).cp16(c, dst, 0, 16);
         } else if (n == 0) {
-            fl_cp16(dst, g, 0); /* zero fill, nothing read */
+            g.cp16(c, dst, 0, 0); /* zero fill, nothing read */
         } else {
+            const fl_gptr<const T, TT> src = g + (long)r * ld + c0;
 #pragma unroll
-            for (int e = 0; e < 8; e++) dst[e] = e < n ? __ldcg(g + (long)r * ld + c0 + e) : fl_from_f<T>(0.f);
+            for (int e = 0; e < 8; e++) dst[e] = e < n ? src.ld_elem(c, e) : fl_from_f<T>(0.f);
         }
-        FL_CNT_RDN(c, t, n);
     }
-    (void)c; (void)t;
 }
 
 /* ---- ldmatrix and mma ---------------------------------------------------------------------- */
+/* (ldmatrix exists from sm_75, mma.sync m16n8k16 from sm_80: every caller needs FL_NEED_SM80, and
+ * on an older target these compile to fl_arch_missing, never executed: see arch.cuh.) */
 __device__ __forceinline__ void fl_ldsm4(unsigned (&r)[4], const void *p)
 {
+#if FL_CODE_HAS(FL_NEED_SM80)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(fl_smem_u32(p)));
+#else
+    fl_arch_missing();
+#endif
 }
 __device__ __forceinline__ void fl_ldsm4t(unsigned (&r)[4], const void *p)
 {
+#if FL_CODE_HAS(FL_NEED_SM80)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(fl_smem_u32(p)));
+#else
+    fl_arch_missing();
+#endif
 }
 
 /* c += a b for one 16x8x16 tile (fp32 accumulators). */
 template <class T> __device__ __forceinline__ void fl_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
 template <> __device__ __forceinline__ void fl_mma<__half>(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
+#if FL_CODE_HAS(FL_NEED_SM80)
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    fl_arch_missing();
+#endif
 }
 template <> __device__ __forceinline__ void fl_mma<__nv_bfloat16>(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
+#if FL_CODE_HAS(FL_NEED_SM80)
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    fl_arch_missing();
+#endif
 }
 
 /* Two fp32 values rounded into one register of two 16-bit values (x in the low half). */
@@ -259,11 +271,11 @@ __device__ __forceinline__ void fl_warp_pv_smem_t(float (&o)[WM][D / 8][4], cons
 
 /* Writes this warp's WM*16 x D output rows, each row's fragments multiplied by rs[m][h] (h = 0:
  * row g, 1: row g+8), through the warp's own rows of the swizzled stage tile (no other warp
- * touches them) as 16-byte stores: rows [row0, row0 + rows) of the global matrix (ld = D)
- * exist; each element stored is counted once under tensor t. */
-template <class T, int D, int WM>
+ * touches them) as 16-byte stores: rows [0, rows) of the global matrix out (ld = D) exist; each
+ * element stored is counted once. */
+template <class T, int D, int WM, class Out>
 __device__ __forceinline__ void fl_warp_store_rows(const float (&o)[WM][D / 8][4], const float (&rs)[WM][2], T *stage,
-                                                   T *out, int rows, FlCount &c, int t)
+                                                   Out out, int rows, FlCount &c)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
     __syncwarp();
@@ -279,12 +291,8 @@ __device__ __forceinline__ void fl_warp_store_rows(const float (&o)[WM][D / 8][4
     constexpr int CH = D / 8;
     for (int x = lane; x < WM * 16 * CH; x += 32) {
         const int r = x / CH, ch = x % CH;
-        if (r < rows) {
-            *(uint4 *)(out + (long)r * D + ch * 8) = *(const uint4 *)(stage + fl_swz<D>(r, ch));
-            FL_CNT_WRN(c, t, 8);
-        }
+        if (r < rows) out.st_vec(c, (long)r * D + ch * 8, *(const uint4 *)(stage + fl_swz<D>(r, ch)));
     }
-    (void)c; (void)t;
 }
 
 #endif

@@ -1,7 +1,14 @@
-/* attn_fast_bwd.cu: version 9, FlashAttention-2 backward (Dao 2023, Algorithm 2) on the tensor
- * cores.
+/* v09_flash2_bwd_mma.cu: version 9, FlashAttention-2 backward (Dao 2023, Algorithm 2) on the
+ * tensor cores.
  *
- * The same schedule as version 4 (sim/sched_flash_bwd.c; docs/model.md §backward, F2b):
+ * What changed from version 8: version 4's schedule on the tensor cores, over batch x heads, and
+ * without the wavefront: dQ_i += dS K_j goes to L2 as reductions (red.global.add), so the CTAs of
+ * different key blocks need no hand-off.  What it costs: the model's bytes (dQ_i read and
+ * written once per (key block, query block) pair, now by the L2's atomic units); on the H200
+ * (fp16, d = 128, N = 4096) 12.7 ms against PyTorch SDPA's FlashAttention-2 backward at 8.8 ms,
+ * 0.70-0.97 of it over the benchmark's shapes (kernels/NOTES.md, "Optimisations" 5).
+ *
+ * The same schedule as version 4 (src/schedules/flash_bwd.c; docs/model.md §backward, F2b):
  *   fl_fast_bwd_pre  line 3-4  dQ = 0 (fp32, in HBM), D = rowsum(dO o O)  reads 2Nd, writes Nd + N
  *   fl_fast_bwd      line 5-18 one CTA per key block j of BC = 64 keys (each of the 4 warps owns
  *                    16 keys): load K_j, V_j; for each query block i that sees j: load Q_i, dO_i,
@@ -9,7 +16,8 @@
  *                    dP^T = V_j dO_i^T; dS^T = P^T o (dP^T - D); dK_j += dS^T Q_i; dQ_i += dS K_j
  *                    (through shared memory: dS^T is stored once and read transposed by ldmatrix);
  *                    write dK_j, dV_j once.
- * dQ_i += is a red.global.add of two fp32 values (sm_90 vector atomics) per pair of elements:
+ * dQ_i += is a red.global.add of two fp32 values (sm_90 vector atomics; two scalar ones before sm_90,
+ * counted.cuh) per pair of elements:
  * the L2 reads and writes each element of dQ_i, which is the model's load (line 9) and store
  * (line 15) of dQ_i, and the counters count it so: one read and one write per element.  The
  * fp32 accumulator is the output the model counts (rule R8); fl_tc_round (tc_gemm.cuh) rounds it into the
@@ -21,57 +29,73 @@
 #include "attn.h"
 #include "tc_gemm.cuh"
 
+#define FL_V_NEEDS FL_NEED_SM80
+
+/* Tile traits (traits.cuh) of the main kernel, BC = 64 keys a CTA: K_j, V_j; 2 stages of Q_i and
+ * dO_i; dS^T (BC x BR); 2 stages of L_i, D_i (fp32) in shared memory (second stages: the
+ * prefetch, not in the model); dK_j, dV_j, the P^T tile and the dQ_i partial sums in registers. */
+template <int D, int BR> __host__ __device__ constexpr fl_tiles<10> v09_tiles()
+{
+    return {{{"K_j", 64, D, 0, 2, 1, 1, FL_SMEM}, {"V_j", 64, D, 0, 2, 1, 1, FL_SMEM}, {"Q_i", BR, D, 0, 2, 2, 1, FL_SMEM},
+             {"dO_i", BR, D, 0, 2, 2, 1, FL_SMEM}, {"dS_ij^T", 64, BR, 0, 2, 1, 1, FL_SMEM}, {"L_i", BR, 1, 0, 4, 2, 1, FL_SMEM},
+             {"D_i", BR, 1, 0, 4, 2, 1, FL_SMEM}, {"dK_j, dV_j", 2 * 64, D, 0, 4, 1, 1, FL_REGS},
+             {"P_ij^T", 64, BR, 0, 4, 1, 1, FL_REGS}, {"dQ_i", BR, D, 0, 4, 1, 1, FL_REGS}}};
+}
+/* the preprocessing streams: no tiles */
+static fl_tiles<1> v09_pre_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
+
 /* lines 3-4: one row per D/8 threads, 16-byte loads; counts O, dO reads, D and dQ writes. */
 template <class T, int D>
 __global__ void __launch_bounds__(FL_THREADS)
-fl_fast_bwd_pre(const T *__restrict__ O, const T *__restrict__ dO, float *__restrict__ Dv, float *__restrict__ dQacc,
-                long rows, fl_gpu_counters *g)
+fl_fast_bwd_pre(fl_gptr<const T, FL_T_O> O, fl_gptr<const T, FL_T_dO> dO, fl_gptr<float, FL_T_D> Dv,
+                fl_gptr<float, FL_T_dQ> dQacc, long rows, fl_csink g)
 {
+#if FL_CODE_HAS(FL_V_NEEDS)
     constexpr int TPR = D / 8; /* threads per row: 8 or 16, a divisor of 32 */
     FlCount c;
     const long row = ((long)blockIdx.x * FL_THREADS + threadIdx.x) / TPR;
     const int part = threadIdx.x % TPR;
     float acc = 0.f;
     if (row < rows) {
-        const uint4 uo = __ldcg((const uint4 *)(O + row * D + part * 8));
-        const uint4 ug = __ldcg((const uint4 *)(dO + row * D + part * 8));
+        const uint4 uo = O.template ld_vec<uint4>(c, row * D + part * 8);
+        const uint4 ug = dO.template ld_vec<uint4>(c, row * D + part * 8);
         const T *eo = (const T *)&uo, *eg = (const T *)&ug;
 #pragma unroll
         for (int k = 0; k < 8; k++) acc += fl_to_f(eo[k]) * fl_to_f(eg[k]);
-        FL_CNT_RDN(c, FL_T_O, 8);
-        FL_CNT_RDN(c, FL_T_dO, 8);
-        float4 *q = (float4 *)(dQacc + row * D + part * 8);
-        q[0] = q[1] = make_float4(0.f, 0.f, 0.f, 0.f);
-        FL_CNT_WRN(c, FL_T_dQ, 8);
+        dQacc.st_vec(c, row * D + part * 8, make_float4(0.f, 0.f, 0.f, 0.f));
+        dQacc.st_vec(c, row * D + part * 8 + 4, make_float4(0.f, 0.f, 0.f, 0.f));
     }
 #pragma unroll
     for (int o = TPR / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (row < rows && part == 0) {
-        Dv[row] = acc;
-        FL_CNT_WR(c, FL_T_D);
-    }
+    if (row < rows && part == 0) Dv.st(c, row, acc);
     fl_cnt_flush(c, g, (int)sizeof(T));
+#else
+    fl_arch_missing();
+#endif
 }
 
 template <class T, int D, int BR>
 __global__ void __launch_bounds__(FL_THREADS)
-fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V, const T *__restrict__ dO,
-            const float *__restrict__ L, const float *__restrict__ Dv, float *__restrict__ dQacc, T *__restrict__ dK,
-            T *__restrict__ dV, int N, int causal, float scale, float scale_log2, fl_gpu_counters *g)
+fl_fast_bwd(fl_gptr<const T, FL_T_Q> Q, fl_gptr<const T, FL_T_K> K, fl_gptr<const T, FL_T_V> V,
+            fl_gptr<const T, FL_T_dO> dO, fl_gptr<const float, FL_T_L> L, fl_gptr<const float, FL_T_D> Dv,
+            fl_gptr<float, FL_T_dQ> dQacc, fl_gptr<T, FL_T_dK> dK, fl_gptr<T, FL_T_dV> dV, int N, int causal, float scale,
+            float scale_log2, fl_csink g)
 {
+#if FL_CODE_HAS(FL_V_NEEDS)
     constexpr int BC = 64, WQ = BR / 64; /* keys per CTA; query m-tiles per warp in dQ_i */
+    constexpr auto tl = v09_tiles<D, BR>();
     extern __shared__ __align__(128) unsigned char fl_smem[];
-    T *Ks = (T *)fl_smem, *Vs = Ks + BC * D;
-    T *Qs = Vs + BC * D;          /* 2 stages x BR x D */
-    T *dOs = Qs + 2 * BR * D;     /* 2 stages x BR x D */
-    T *dSs = dOs + 2 * BR * D;    /* BC x BR: dS^T, keys by queries */
-    float *Ls = (float *)(dSs + BC * BR), *Ds = Ls + 2 * BR; /* 2 stages x BR each */
+    T *Ks = FL_TILE(T, fl_smem, tl, 0), *Vs = FL_TILE(T, fl_smem, tl, 1);
+    T *Qs = FL_TILE(T, fl_smem, tl, 2);  /* 2 stages x BR x D */
+    T *dOs = FL_TILE(T, fl_smem, tl, 3); /* 2 stages x BR x D */
+    T *dSs = FL_TILE(T, fl_smem, tl, 4); /* BC x BR: dS^T, keys by queries */
+    float *Ls = FL_TILE(float, fl_smem, tl, 5), *Ds = FL_TILE(float, fl_smem, tl, 6); /* 2 stages x BR each */
     FlCount c;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
     const int wk = warp * 16; /* the warp's keys in the block */
     const long bh = blockIdx.y, Nd = (long)N * D;
-    Q += bh * Nd; K += bh * Nd; V += bh * Nd; dO += bh * Nd; dK += bh * Nd; dV += bh * Nd;
-    dQacc += bh * Nd; L += bh * N; Dv += bh * N;
+    Q = Q + bh * Nd; K = K + bh * Nd; V = V + bh * Nd; dO = dO + bh * Nd; dK = dK + bh * Nd; dV = dV + bh * Nd;
+    dQacc = dQacc + bh * Nd; L = L + bh * N; Dv = Dv + bh * N;
     const long c0 = (long)blockIdx.x * BC;
     const int bc = (int)min((long)BC, N - c0), nqb = (N + BR - 1) / BR;
     /* causal (the lower triangle): query r sees key c0 iff c0 <= r; earlier query blocks skip */
@@ -84,18 +108,17 @@ fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     auto load_q = [&](int i, int st) { /* line 9: Q_i, dO_i (async), L_i, D_i */
         const long r0 = (long)i * BR;
         const int br = (int)min((long)BR, N - r0);
-        fl_load_tile<T, BR, D, FL_THREADS>(Qs + st * BR * D, Q + r0 * D, D, br, D, c, FL_T_Q);
-        fl_load_tile<T, BR, D, FL_THREADS>(dOs + st * BR * D, dO + r0 * D, D, br, D, c, FL_T_dO);
+        fl_load_tile<T, BR, D, FL_THREADS>(Qs + st * BR * D, Q + r0 * D, D, br, D, c);
+        fl_load_tile<T, BR, D, FL_THREADS>(dOs + st * BR * D, dO + r0 * D, D, br, D, c);
         for (int r = threadIdx.x; r < BR; r += FL_THREADS) {
             const bool ok = r < br;
-            Ls[st * BR + r] = ok ? __ldcg(L + r0 + r) * 1.4426950408889634f : 0.f; /* base 2 */
-            Ds[st * BR + r] = ok ? __ldcg(Dv + r0 + r) : 0.f;
-            if (ok) { FL_CNT_RD(c, FL_T_L); FL_CNT_RD(c, FL_T_D); }
+            Ls[st * BR + r] = ok ? L.ld(c, r0 + r) * 1.4426950408889634f : 0.f; /* base 2 */
+            Ds[st * BR + r] = ok ? Dv.ld(c, r0 + r) : 0.f;
         }
     };
     if (i0 < nqb) {
-        fl_load_tile<T, BC, D, FL_THREADS>(Ks, K + c0 * D, D, bc, D, c, FL_T_K); /* line 6 */
-        fl_load_tile<T, BC, D, FL_THREADS>(Vs, V + c0 * D, D, bc, D, c, FL_T_V);
+        fl_load_tile<T, BC, D, FL_THREADS>(Ks, K + c0 * D, D, bc, D, c); /* line 6 */
+        fl_load_tile<T, BC, D, FL_THREADS>(Vs, V + c0 * D, D, bc, D, c);
         load_q(i0, 0);
     }
     fl_cp_commit();
@@ -161,11 +184,8 @@ fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
                     const long row = r0 + qw + m * 16 + g4 + 8 * h;
                     if (row >= N) continue;
 #pragma unroll
-                    for (int n = 0; n < D / 8; n++)
-                        atomicAdd((float2 *)(dQacc + row * D + n * 8 + 2 * t4),
-                                  make_float2(dq[m][n][2 * h] * scale, dq[m][n][2 * h + 1] * scale));
-                    FL_CNT_RDN(c, FL_T_dQ, D / 4); /* this thread's D/4 elements of the row: read + written */
-                    FL_CNT_WRN(c, FL_T_dQ, D / 4);
+                    for (int n = 0; n < D / 8; n++) /* each element read and written by the L2 */
+                        dQacc.red_add2(c, row * D + n * 8 + 2 * t4, dq[m][n][2 * h] * scale, dq[m][n][2 * h + 1] * scale);
                 }
         }
         __syncthreads(); /* stage st and dS^T are free */
@@ -173,42 +193,36 @@ fl_fast_bwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restric
     /* line 18: write dK_j (scaled), dV_j through the first Q stage (free now) */
     float rs[1][2] = {{scale, scale}}, one[1][2] = {{1.f, 1.f}};
     const int kr = (int)min(16L, max(0L, N - c0 - wk));
-    fl_warp_store_rows<T, D, 1>(dk, rs, Qs + wk * D, dK + (c0 + wk) * D, kr, c, FL_T_dK);
-    fl_warp_store_rows<T, D, 1>(dv, one, Qs + (64 + wk) * D, dV + (c0 + wk) * D, kr, c, FL_T_dV);
+    fl_warp_store_rows<T, D, 1>(dk, rs, Qs + wk * D, dK + (c0 + wk) * D, kr, c);
+    fl_warp_store_rows<T, D, 1>(dv, one, Qs + (64 + wk) * D, dV + (c0 + wk) * D, kr, c);
     fl_cnt_flush(c, g, (int)sizeof(T));
-}
-
-template <int D, int BR> constexpr size_t fast_bwd_smem()
-{
-    return 2 * (size_t)(2 * 64 * D + 4 * BR * D + 64 * BR) + 4 * 4 * (size_t)BR;
+#else
+    fl_arch_missing();
+#endif
 }
 
 template <class T, int D, int BR> static void launch_fast_bwd(const fl_gpu_args *a)
 {
-    constexpr size_t smem = fast_bwd_smem<D, BR>();
-    static_assert(smem <= 227 * 1024, "fast backward tiles do not fit in shared memory");
+    constexpr auto tl = v09_tiles<D, BR>();
+    static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_BWD, BR, 64, D), "the tiles are the model's (F2b)");
+    static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "fast backward tiles do not fit in shared memory");
     const int N = a->N, nbh = a->nbh > 0 ? a->nbh : 1;
     const long rows = (long)N * nbh;
-    fl_fast_bwd_pre<T, D><<<(unsigned)FL_CDIV(rows * (D / 8), FL_THREADS), FL_THREADS, 0, a->stream>>>(
-        (const T *)a->O, (const T *)a->dO, a->Dv, a->dQ, rows, a->cnt);
-    CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaFuncSetAttribute(fl_fast_bwd<T, D, BR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    fl_launch(fl_fast_bwd_pre<T, D>, v09_pre_tiles().info("fl_fast_bwd_pre"), dim3((unsigned)FL_CDIV(rows * (D / 8), FL_THREADS)),
+              dim3(FL_THREADS), a->stream, a->log, (const T *)a->O, (const T *)a->dO, a->Dv, a->dQ, rows, a->cnt);
     const float scale = 1.0f / sqrtf((float)D);
-    fl_fast_bwd<T, D, BR><<<dim3(FL_CDIV(N, 64), nbh), FL_THREADS, smem, a->stream>>>(
-        (const T *)a->Q, (const T *)a->K, (const T *)a->V, (const T *)a->dO, a->L, a->Dv, a->dQ, (T *)a->dK,
-        (T *)a->dV, N, a->causal ? 1 : 0, scale, scale * 1.4426950408889634f, a->cnt);
-    CUDA_CHECK(cudaGetLastError());
-    if (a->dQout) {
-        fl_tc_round<T><<<1024, 256, 0, a->stream>>>(a->dQ, (T *)a->dQout, rows * D / 2);
-        CUDA_CHECK(cudaGetLastError());
-    }
+    fl_launch(fl_fast_bwd<T, D, BR>, tl.info("fl_fast_bwd"), dim3(FL_CDIV(N, 64), nbh), dim3(FL_THREADS), a->stream, a->log,
+              (const T *)a->Q, (const T *)a->K, (const T *)a->V, (const T *)a->dO, (const float *)a->L, (const float *)a->Dv,
+              a->dQ, (T *)a->dK, (T *)a->dV, N, a->causal ? 1 : 0, scale, scale * 1.4426950408889634f, a->cnt);
+    if (a->dQout)
+        fl_launch(fl_tc_round<T>, fl_tc_round_tiles().info("fl_tc_round"), dim3(1024), dim3(256), a->stream, a->log,
+                  (const float *)a->dQ, (T *)a->dQout, rows * D / 2, a->cnt);
 }
 
-/* (F2b) 4 Bc d + 3 Br d + 2 Br Bc + 2 Br: K_j, V_j, dK_j, dV_j, Q_i, dO_i, dQ_i, S_ij, dP_ij, L_i, D_i */
-#define F2B(D, BR, BC) (4L * (BC) * (D) + 3L * (BR) * (D) + 2L * (BR) * (BC) + 2L * (BR))
-#define K9(T, DT, D, BR) {"flash2", 9, DT, DT, D, BR, 64, F2B(D, BR, 64), 1, launch_fast_bwd<T, D, BR>, 1}
+#define K9(T, DT, D, BR) \
+    {"flash2", 9, DT, DT, D, BR, 64, v09_tiles<D, BR>().footprint(), 1, launch_fast_bwd<T, D, BR>, 1, (long)v09_tiles<D, BR>().dyn_bytes()}
 #define K9_SET(T, DT) K9(T, DT, 64, 64), K9(T, DT, 64, 128), K9(T, DT, 128, 64)
 
 static const fl_kernel_info fast_bwd_table[] = {K9_SET(__half, FL_F16), K9_SET(__nv_bfloat16, FL_BF16)};
 
-FL_TABLE_GETTER(fl_fast_bwd_kernels, fast_bwd_table)
+FL_LADDER_FILE(09, fast_bwd_table, FL_V_NEEDS)

@@ -2,20 +2,35 @@
  * without counters), for bench/gpu_sdpa.py: Python loads the library with ctypes and passes
  * PyTorch's device pointers and stream, so that our kernels and PyTorch SDPA's backends run in
  * one process on the same inputs.  Tensors are contiguous (B, H, N, d): nbh = B * H slices.
+ * fl_fast_runs_here says which kernels run on the current GPU (attn.h, fl_why_not_here).
  */
 #include <string.h>
 
 #include "attn.h"
 
-static const fl_kernel_info *fast_kernel(int i)
+/* The fast versions, in the order their kernels are numbered here. */
+struct fast_version {
+    const fl_kernel_info *(*table)(int *n);
+    void (*probe)(fl_probe_result *r);
+    int (*needs)(void);
+};
+static const fast_version fast_versions[] = {{fl_v07_kernels, fl_v07_probe, fl_v07_needs},
+                                             {fl_v08_kernels, fl_v08_probe, fl_v08_needs},
+                                             {fl_v09_kernels, fl_v09_probe, fl_v09_needs},
+                                             {fl_v10_kernels, fl_v10_probe, fl_v10_needs},
+                                             {fl_v11_kernels, fl_v11_probe, fl_v11_needs}};
+
+/* Kernel i and its version's entry. */
+static const fl_kernel_info *fast_kernel(int i, const fast_version **fv = NULL)
 {
-    const fl_kernel_info *(*tables[])(int *) = {fl_fast_fwd_kernels, fl_fast_std_kernels, fl_fast_bwd_kernels,
-                                                   fl_wg_fwd_kernels, fl_fast_std_bwd_kernels};
     if (i < 0) return NULL;
-    for (auto t : tables) {
+    for (auto &v : fast_versions) {
         int n;
-        const fl_kernel_info *k = t(&n);
-        if (i < n) return &k[i];
+        const fl_kernel_info *k = v.table(&n);
+        if (i < n) {
+            if (fv) *fv = &v;
+            return &k[i];
+        }
         i -= n;
     }
     return NULL;
@@ -32,6 +47,21 @@ int fl_fast_describe(int i, char *algo, int *version, int *bwd, int *dtype, int 
     algo[15] = 0;
     *version = k->version; *bwd = k->bwd; *dtype = k->dtype; *d = k->d; *Br = k->Br; *Bc = k->Bc;
     return 0;
+}
+
+/* 1 when kernel i runs on the current GPU, 0 when it does not (why: up to n bytes into why, if
+ * not NULL), -1 past the last kernel. */
+int fl_fast_runs_here(int i, char *why, int n)
+{
+    const fast_version *fv;
+    const fl_kernel_info *k = fast_kernel(i, &fv);
+    if (!k) return -1;
+    fl_probe_result p;
+    fv->probe(&p);
+    char buf[256];
+    const char *w = fl_why_not_here(k, p, fv->needs(), buf, sizeof buf);
+    if (w && why && n > 0) snprintf(why, (size_t)n, "%s", w);
+    return w ? 0 : 1;
 }
 
 /* Runs kernel i asynchronously on stream (a cudaStream_t; NULL: the default stream) over nbh

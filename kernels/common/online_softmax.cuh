@@ -83,7 +83,7 @@ __device__ __forceinline__ void fl_softmax_step(float (&s)[WM][BC / 8][4], float
  * (natural log; -inf for a row that saw no key) written for rows row0.. below N, counted. */
 template <int WM>
 __device__ __forceinline__ void fl_softmax_finish(const float (&mrow)[WM][2], const float (&lrow)[WM][2], float scale_log2,
-                                                  float (&rs)[WM][2], float *L, int row0, int N, FlCount &c)
+                                                  float (&rs)[WM][2], fl_gptr<float, FL_T_L> L, int row0, int N, FlCount &c)
 {
     const int lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
 #pragma unroll
@@ -95,12 +95,8 @@ __device__ __forceinline__ void fl_softmax_finish(const float (&mrow)[WM][2], co
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             rs[m][h] = l > 0.f ? 1.f / l : 0.f;
             const int row = row0 + m * 16 + g4 + 8 * h;
-            if (t4 == 0 && row < N) {
-                L[row] = l > 0.f ? mrow[m][h] * scale_log2 * 0.6931471805599453f + logf(l) : -INFINITY;
-                FL_CNT_WR(c, FL_T_L);
-            }
+            if (t4 == 0 && row < N) L.st(c, row, l > 0.f ? mrow[m][h] * scale_log2 * 0.6931471805599453f + logf(l) : -INFINITY);
         }
-    (void)c;
 }
 
 #endif

@@ -1,9 +1,14 @@
-/* attn_flash2.cu: version 3, FlashAttention-2 forward (Dao 2023, Algorithm 1), query-owned.
+/* v03_flash2_fwd.cu: version 3, FlashAttention-2 forward (Dao 2023, Algorithm 1), query-owned.
  *
- * Compile (part of the harness; see kernels/CMakeLists.txt), standalone:
- *   nvcc -O3 -std=c++17 -arch=sm_90 -DFL_COUNTERS -c kernels/attn_flash2.cu
+ * What changed from version 2: the loops are swapped.  A CTA owns a query block and streams the
+ * key blocks past it, so O_i, l_i, m_i stay on chip for the whole loop and cross HBM once (O_i
+ * and L_i written at the end), and no wavefront is needed: the CTAs are independent.  What it
+ * costs: K and V are read once per query block instead of once; at N = 4096, d = 64, 64 x 64,
+ * fp16 that is 67.6 MB read and 0.5 MB written (version 2, 64 x 128: 52 MB and 36 MB;
+ * docs/validation.md).  Time on the H200 (fp16, d = 128, 64 x 64): 7.1 ms at N = 4096, 57.1 ms at
+ * N = 16384 (kernels/NOTES.md run 2), still scalar fp32 arithmetic.
  *
- * The schedule is sim/sched_flash2.c line for line: one CTA per query block i of Br rows.
+ * The schedule is src/schedules/flash2.c line for line: one CTA per query block i of Br rows.
  *   line 4   load Q_i                         Br*d reads of Q
  *   line 5   O_i = 0, l_i = 0, m_i = -inf     on chip
  *   line 7   for each key block j: load K_j, V_j          2*Bc*d reads (K, V)
@@ -14,8 +19,8 @@
  * written; the FLOPs are 4*N^2*d = 4.3 GFLOP, so on the H200 (~4.3 TB/s) this kernel is bound
  * by its CUDA-core arithmetic, not by HBM: K and V re-reads mostly hit L2 anyway.
  *
- * On chip (shared memory, fp32): Q_i, K_j, V_j, S_ij (P_ij overwrites it), O_i, m_i, l_i: the
- * model's footprint (F2) 2*Br*d + 2*Bc*d + Br*Bc + 2*Br elements; rows of Q, K and S are padded
+ * On chip (tile traits below; shared memory, fp32): Q_i, K_j, V_j, S_ij (P_ij overwrites it), O_i,
+ * m_i, l_i: the model's footprint (F2) 2*Br*d + 2*Bc*d + Br*Bc + 2*Br elements; rows of Q, K and S are padded
  * by one word against bank conflicts (padding is not counted in M_eff), and a per-row rescale
  * factor is the model's per-row register (rule R3).
  *
@@ -31,21 +36,32 @@
  */
 #include "attn.h"
 
+#define FL_V_NEEDS FL_NEED_BASE
+
+/* Tile traits (traits.cuh): the buffers in the order they are carved; the rescale row is the
+ * model's per-row register of rule R3, not a buffer of (F2). */
+template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<8> v03_tiles()
+{
+    return {{{"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM}, {"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 4, 1, 1, FL_SMEM},
+             {"S_ij", BR, BC, 1, 4, 1, 1, FL_SMEM}, {"O_i", BR, D, 0, 4, 1, 1, FL_SMEM}, {"m_i", BR, 1, 0, 4, 1, 1, FL_SMEM},
+             {"l_i", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"alpha", BR, 1, 0, 4, 1, 0, FL_SMEM}}};
+}
+
 template <class T, int D, int BR, int BC>
 __global__ void __launch_bounds__(FL_THREADS)
-fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V,
-              T *__restrict__ O, float *__restrict__ L, int N, int Nk, int causal, long off, float scale,
-              fl_gpu_counters *g)
+fl_flash2_fwd(fl_gptr<const T, FL_T_Q> Q, fl_gptr<const T, FL_T_K> K, fl_gptr<const T, FL_T_V> V, fl_gptr<T, FL_T_O> O,
+              fl_gptr<float, FL_T_L> L, int N, int Nk, int causal, long off, float scale, fl_csink g)
 {
+    constexpr auto tl = v03_tiles<D, BR, BC>();
     extern __shared__ float sm[];
-    float *Qs = sm;                  /* BR x (D+1) */
-    float *Ks = Qs + BR * (D + 1);   /* BC x (D+1) */
-    float *Vs = Ks + BC * (D + 1);   /* BC x D */
-    float *Ss = Vs + BC * D;         /* BR x (BC+1), P overwrites S */
-    float *Os = Ss + BR * (BC + 1);  /* BR x D */
-    float *ms = Os + BR * D;         /* BR */
-    float *ls = ms + BR;             /* BR */
-    float *as = ls + BR;             /* BR: per-row rescale exp(m_old - m_new) (rule R3) */
+    float *Qs = FL_TILE(float, sm, tl, 0); /* BR x (D+1) */
+    float *Ks = FL_TILE(float, sm, tl, 1); /* BC x (D+1) */
+    float *Vs = FL_TILE(float, sm, tl, 2); /* BC x D */
+    float *Ss = FL_TILE(float, sm, tl, 3); /* BR x (BC+1), P overwrites S */
+    float *Os = FL_TILE(float, sm, tl, 4); /* BR x D */
+    float *ms = FL_TILE(float, sm, tl, 5); /* BR */
+    float *ls = FL_TILE(float, sm, tl, 6); /* BR */
+    float *as = FL_TILE(float, sm, tl, 7); /* BR: per-row rescale exp(m_old - m_new) (rule R3) */
     FlCount c;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const long r0 = (long)blockIdx.x * BR;
@@ -58,7 +74,7 @@ fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
     if (kend > 0)
         for (int x = tid; x < br * D; x += FL_THREADS) { /* line 4 */
             const int r = x / D, k = x % D;
-            Qs[r * (D + 1) + k] = fl_ld(c, FL_T_Q, Q, (r0 + r) * D + k);
+            Qs[r * (D + 1) + k] = Q.ld(c, (r0 + r) * D + k);
         }
     for (int x = tid; x < BR * D; x += FL_THREADS) Os[x] = 0.f; /* line 5 */
     for (int r = tid; r < BR; r += FL_THREADS) { ms[r] = -INFINITY; ls[r] = 0.f; }
@@ -67,8 +83,8 @@ fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
         __syncthreads(); /* the previous step is done with K_j, V_j, S */
         for (int x = tid; x < bc * D; x += FL_THREADS) { /* line 7 */
             const int r = x / D, k = x % D;
-            Ks[r * (D + 1) + k] = fl_ld(c, FL_T_K, K, (c0 + r) * D + k);
-            Vs[r * D + k] = fl_ld(c, FL_T_V, V, (c0 + r) * D + k);
+            Ks[r * (D + 1) + k] = K.ld(c, (c0 + r) * D + k);
+            Vs[r * D + k] = V.ld(c, (c0 + r) * D + k);
         }
         __syncthreads();
         for (int x = tid; x < BR * BC; x += FL_THREADS) { /* line 8 */
@@ -117,35 +133,28 @@ fl_flash2_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
     for (int x = tid; x < br * D; x += FL_THREADS) { /* lines 12, 14 */
         const int r = x / D, k = x % D;
         const float l = ls[r];
-        fl_st(c, FL_T_O, O, (r0 + r) * D + k, l > 0.f ? Os[r * D + k] / l : 0.f);
+        O.st(c, (r0 + r) * D + k, l > 0.f ? Os[r * D + k] / l : 0.f);
     }
     for (int r = tid; r < br; r += FL_THREADS) /* lines 13, 15 */
-        fl_st(c, FL_T_L, L, r0 + r, ls[r] > 0.f ? ms[r] + logf(ls[r]) : -INFINITY);
+        L.st(c, r0 + r, ls[r] > 0.f ? ms[r] + logf(ls[r]) : -INFINITY);
     fl_cnt_flush(c, g, (int)sizeof(T));
-}
-
-template <int D, int BR, int BC> constexpr size_t flash2_smem()
-{
-    return sizeof(float) * (size_t)(BR * (D + 1) + BC * (D + 1) + BC * D + BR * (BC + 1) + BR * D + 3 * BR);
 }
 
 template <class T, int D, int BR, int BC> static void launch_flash2(const fl_gpu_args *a)
 {
-    constexpr size_t smem = flash2_smem<D, BR, BC>();
-    static_assert(smem <= 227 * 1024, "flash2 tiles do not fit in shared memory");
+    constexpr auto tl = v03_tiles<D, BR, BC>();
+    static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_FWD, BR, BC, D), "the tiles are the model's (F2)");
+    static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "flash2 tiles do not fit in shared memory");
     const int Nk = a->Nk ? a->Nk : a->N;
     const long off = a->causal == 2 ? (long)Nk - a->N : 0; /* bottom-right: j <= i + Nk - Nq */
-    CUDA_CHECK(cudaFuncSetAttribute(fl_flash2_fwd<T, D, BR, BC>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    fl_flash2_fwd<T, D, BR, BC><<<FL_CDIV(a->N, BR), FL_THREADS, smem, a->stream>>>(
-        (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
-        1.0f / sqrtf((float)D), a->cnt);
-    CUDA_CHECK(cudaGetLastError());
+    fl_launch(fl_flash2_fwd<T, D, BR, BC>, tl.info("fl_flash2_fwd"), dim3(FL_CDIV(a->N, BR)), dim3(FL_THREADS), a->stream,
+              a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
+              1.0f / sqrtf((float)D), a->cnt);
 }
 
-/* (F2): the buffers above, padding and the rescale row excluded */
-#define F2(D, BR, BC) (2L * (BR) * (D) + 2L * (BC) * (D) + (long)(BR) * (BC) + 2L * (BR))
-#define K2(T, DT, D, BR, BC) {"flash2", 3, DT, DT, D, BR, BC, F2(D, BR, BC), 1, launch_flash2<T, D, BR, BC>, 0}
+#define K2(T, DT, D, BR, BC) \
+    {"flash2", 3, DT, DT, D, BR, BC, v03_tiles<D, BR, BC>().footprint(), 1, launch_flash2<T, D, BR, BC>, 0, \
+     (long)v03_tiles<D, BR, BC>().dyn_bytes()}
 #define K2_SWEEP(T, DT, D) K2(T, DT, D, 16, 16), K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64), K2(T, DT, D, 128, 64)
 #define K2_PAIR(T, DT, D) K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64)
 
@@ -155,4 +164,4 @@ static const fl_kernel_info flash2_table[] = {
     K2_PAIR(__nv_bfloat16, FL_BF16, 64), K2_PAIR(__nv_bfloat16, FL_BF16, 128),
 };
 
-FL_TABLE_GETTER(fl_flash2_kernels, flash2_table)
+FL_LADDER_FILE(03, flash2_table, FL_V_NEEDS)

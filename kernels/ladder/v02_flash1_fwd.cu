@@ -1,9 +1,15 @@
-/* attn_flash1.cu: version 2, FlashAttention (Dao et al. 2022) Algorithm 1, literally.
+/* v02_flash1_fwd.cu: version 2, FlashAttention (Dao et al. 2022) Algorithm 1, literally.
  *
- * Compile (part of the harness; see kernels/CMakeLists.txt), standalone:
- *   nvcc -O3 -std=c++17 -arch=sm_90 -DFL_COUNTERS -c kernels/attn_flash1.cu
+ * What changed from version 1: S and P never reach HBM; the softmax is computed online, tile by
+ * tile, with the running statistics l, m.  What it costs: Algorithm 1 keeps the key blocks in the
+ * outer loop, so the running O_i, l_i, m_i cross HBM twice per key block (below); at N = 4096,
+ * d = 64 that is 52 MB read and 36 MB written at 64 x 128 tiles (fp16, O fp32) against version
+ * 1's 135 MB and 68 MB (64 x 64; docs/validation.md).  Time on the H200 (fp16, d = 128,
+ * 64 x 128): 15.6 ms at N = 4096, 62.7 ms at N = 16384, against version 1's 5.5 and 25.1 ms at
+ * 64 x 64 (kernels/NOTES.md run 2): fewer bytes, more time, because these scalar kernels are bound
+ * by their arithmetic and the wavefront's hand-offs, not by HBM.
  *
- * The schedule is sim/sched_flash1.c line for line:
+ * The schedule is src/schedules/flash1.c line for line:
  *   line 2   O = 0, l = 0, m = -inf written to HBM          fl_flash1_init: Nd + 2N writes
  *   line 5   for each key block j (outer):
  *   line 6     load K_j, V_j                                 2*Bc*d reads, once per j
@@ -24,11 +30,14 @@
  * once (a pipeline).  The grid is launched cooperatively with at most as many CTAs as can be
  * resident (each takes j = blockIdx.x, blockIdx.x + gridDim.x, ...), so the wait cannot
  * deadlock; a wait that exceeds ~2 s sets *error and every wait gives up rather than hang the GPU.
- * O, l, m are loaded with __ldcg (L2), never from a possibly stale L1 line.  The flags are
- * synchronisation, not data: the counters do not count them (the model has no such tensor).
+ * O, l, m are loaded through L2 (counted.cuh), never from a possibly stale L1 line.  The flags
+ * are synchronisation, not data: the counters count each poll (a read) and each release (a
+ * write) under "flags", reported apart from the model's tensors (which have no such thing); the
+ * launcher zeroes them with cudaMemsetAsync before the kernel.
  *
- * On chip (shared memory, fp32): K_j, V_j, Q_i, O_i, S_ij (P_ij overwrites it) and six rows
- * l_i, m_i, mt, lt, mnew, lnew: the model's footprint (F1) 2*Bc*d + 2*Br*d + Br*Bc + 6*Br.
+ * On chip (tile traits below; shared memory, fp32): K_j, V_j, Q_i, O_i, S_ij (P_ij overwrites
+ * it) and six rows l_i, m_i, mt, lt, mnew, lnew: the model's footprint (F1)
+ * 2*Bc*d + 2*Br*d + Br*Bc + 6*Br; rows of K, Q and S are padded by a word (not in the model).
  *
  * The running O is fp32 in HBM whatever the storage type of Q, K, V (as FlashAttention-1's own
  * kernel kept its o_tmp accumulator in fp32): stored in fp16 it would be rounded Tc times, and
@@ -40,38 +49,51 @@
  */
 #include "attn.h"
 
+#define FL_V_NEEDS FL_NEED_BASE
 
-/* line 2: O = 0, l = 0, m = -inf in HBM; the flags start at 0 (not counted: not data). */
+/* Tile traits (traits.cuh): the buffers in the order they are carved. */
+template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<11> v02_tiles()
+{
+    return {{{"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 4, 1, 1, FL_SMEM}, {"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM},
+             {"O_i", BR, D, 0, 4, 1, 1, FL_SMEM}, {"S_ij", BR, BC, 1, 4, 1, 1, FL_SMEM}, {"l_i", BR, 1, 0, 4, 1, 1, FL_SMEM},
+             {"m_i", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"mt", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"lt", BR, 1, 0, 4, 1, 1, FL_SMEM},
+             {"mnew", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"lnew", BR, 1, 0, 4, 1, 1, FL_SMEM}}};
+}
+/* the initialisation streams: no tiles */
+static fl_tiles<1> v02_init_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
+
+/* line 2: O = 0, l = 0, m = -inf in HBM. */
 __global__ void __launch_bounds__(FL_THREADS)
-fl_flash1_init(float *O, float *l, float *m, unsigned *flags, int N, int D, int BR, fl_gpu_counters *g)
+fl_flash1_init(fl_gptr<float, FL_T_O> O, fl_gptr<float, FL_T_l> l, fl_gptr<float, FL_T_m> m, int N, int D, fl_csink g)
 {
     FlCount c;
     const long stride = (long)gridDim.x * FL_THREADS;
     for (long x = (long)blockIdx.x * FL_THREADS + threadIdx.x; x < (long)N * D; x += stride)
-        fl_st(c, FL_T_O, O, x, 0.f);
+        O.st(c, x, 0.f);
     for (long x = (long)blockIdx.x * FL_THREADS + threadIdx.x; x < N; x += stride) {
-        fl_st(c, FL_T_l, l, x, 0.f);
-        fl_st(c, FL_T_m, m, x, -INFINITY);
+        l.st(c, x, 0.f);
+        m.st(c, x, -INFINITY);
     }
-    for (long x = (long)blockIdx.x * FL_THREADS + threadIdx.x; x < FL_CDIV(N, BR); x += stride)
-        flags[x] = 0u;
     fl_cnt_flush(c, g, 4, 4);
 }
 
 template <class T, int D, int BR, int BC>
 __global__ void __launch_bounds__(FL_THREADS)
-fl_flash1_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V, float *O,
-              float *l, float *m, unsigned *flags, int *error, int N, int causal, float scale,
-              fl_gpu_counters *g)
+fl_flash1_fwd(fl_gptr<const T, FL_T_Q> Q, fl_gptr<const T, FL_T_K> K, fl_gptr<const T, FL_T_V> V,
+              fl_gptr<float, FL_T_O> O, fl_gptr<float, FL_T_l> l, fl_gptr<float, FL_T_m> m,
+              fl_gptr<unsigned, FL_T_FLAGS> flags, fl_gptr<int, FL_T_FLAGS> error, int N, int causal, float scale,
+              fl_csink g)
 {
+    constexpr auto tl = v02_tiles<D, BR, BC>();
     extern __shared__ float sm[];
-    float *Ks = sm;                  /* BC x (D+1) */
-    float *Vs = Ks + BC * (D + 1);   /* BC x D */
-    float *Qs = Vs + BC * D;         /* BR x (D+1) */
-    float *Os = Qs + BR * (D + 1);   /* BR x D */
-    float *Ss = Os + BR * D;         /* BR x (BC+1), P overwrites S */
-    float *li = Ss + BR * (BC + 1), *mi = li + BR, *mt = mi + BR, *lt = mt + BR;
-    float *mnew = lt + BR, *lnew = mnew + BR;
+    float *Ks = FL_TILE(float, sm, tl, 0);   /* BC x (D+1) */
+    float *Vs = FL_TILE(float, sm, tl, 1);   /* BC x D */
+    float *Qs = FL_TILE(float, sm, tl, 2);   /* BR x (D+1) */
+    float *Os = FL_TILE(float, sm, tl, 3);   /* BR x D */
+    float *Ss = FL_TILE(float, sm, tl, 4);   /* BR x (BC+1), P overwrites S */
+    float *li = FL_TILE(float, sm, tl, 5), *mi = FL_TILE(float, sm, tl, 6);
+    float *mt = FL_TILE(float, sm, tl, 7), *lt = FL_TILE(float, sm, tl, 8);
+    float *mnew = FL_TILE(float, sm, tl, 9), *lnew = FL_TILE(float, sm, tl, 10);
     FlCount c;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int Tr = FL_CDIV(N, BR), Tc = FL_CDIV(N, BC);
@@ -82,8 +104,8 @@ fl_flash1_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
         __syncthreads();
         for (int x = tid; x < bc * D; x += FL_THREADS) { /* line 6 */
             const int r = x / D, k = x % D;
-            Ks[r * (D + 1) + k] = fl_ld(c, FL_T_K, K, (c0 + r) * D + k);
-            Vs[r * D + k] = fl_ld(c, FL_T_V, V, (c0 + r) * D + k);
+            Ks[r * (D + 1) + k] = K.ld(c, (c0 + r) * D + k);
+            Vs[r * D + k] = V.ld(c, (c0 + r) * D + k);
         }
         for (int ib = 0; ib < Tr; ib++) { /* line 7 */
             const long r0 = (long)ib * BR;
@@ -91,22 +113,22 @@ fl_flash1_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
             const bool skip = causal && c0 > r0 + br - 1;
             if (tid == 0) { /* wait for CTA j-1 to hand O_i over */
                 long spins = 0;
-                while (FL_CNT_RD(c, FL_T_FLAGS), fl_ld_acquire(&flags[ib]) != (unsigned)jb) {
-                    if (*(volatile int *)error) break; /* another CTA gave up: do not wait */
+                while (flags.ld_acquire(c, ib) != (unsigned)jb) {
+                    if (error.ld_volatile(c, 0)) break; /* another CTA gave up: do not wait */
                     __nanosleep(128);
-                    if (++spins > (1L << 24)) { atomicExch(error, 1); break; }
+                    if (++spins > (1L << 24)) { error.exch(c, 0, 1); break; }
                 }
             }
             __syncthreads();
             if (!skip) {
                 for (int x = tid; x < br * D; x += FL_THREADS) { /* line 8 */
                     const int r = x / D, k = x % D;
-                    Qs[r * (D + 1) + k] = fl_ld(c, FL_T_Q, Q, (r0 + r) * D + k);
-                    Os[r * D + k] = fl_ld(c, FL_T_O, O, (r0 + r) * D + k);
+                    Qs[r * (D + 1) + k] = Q.ld(c, (r0 + r) * D + k);
+                    Os[r * D + k] = O.ld(c, (r0 + r) * D + k);
                 }
                 for (int r = tid; r < br; r += FL_THREADS) {
-                    li[r] = fl_ld(c, FL_T_l, l, r0 + r);
-                    mi[r] = fl_ld(c, FL_T_m, m, r0 + r);
+                    li[r] = l.ld(c, r0 + r);
+                    mi[r] = m.ld(c, r0 + r);
                 }
                 __syncthreads();
                 for (int x = tid; x < BR * BC; x += FL_THREADS) { /* line 9 */
@@ -156,55 +178,41 @@ fl_flash1_fwd(const T *__restrict__ Q, const T *__restrict__ K, const T *__restr
                         for (int j = 0; j < bc; j++) pv += Ss[r * (BC + 1) + j] * Vs[j * D + k];
                         o = a * Os[r * D + k] + e * pv;
                     }
-                    fl_st(c, FL_T_O, O, (r0 + r) * D + k, o);
+                    O.st(c, (r0 + r) * D + k, o);
                 }
                 for (int r = tid; r < br; r += FL_THREADS) { /* line 13 */
-                    fl_st(c, FL_T_l, l, r0 + r, lnew[r]);
-                    fl_st(c, FL_T_m, m, r0 + r, mnew[r]);
+                    l.st(c, r0 + r, lnew[r]);
+                    m.st(c, r0 + r, mnew[r]);
                 }
                 __threadfence();
             }
             __syncthreads();
-            if (tid == 0) fl_st_release(&flags[ib], (unsigned)jb + 1u); /* hand O_i to CTA j+1 */
+            if (tid == 0) flags.st_release(c, ib, (unsigned)jb + 1u); /* hand O_i to CTA j+1 */
         }
     }
     fl_cnt_flush(c, g, (int)sizeof(T), 4);
 }
 
-template <int D, int BR, int BC> constexpr size_t flash1_smem()
-{
-    return sizeof(float) * (size_t)(BC * (D + 1) + BC * D + BR * (D + 1) + BR * D + BR * (BC + 1) + 6 * BR);
-}
-
 template <class T, int D, int BR, int BC> static void launch_flash1(const fl_gpu_args *a)
 {
-    constexpr size_t smem = flash1_smem<D, BR, BC>();
-    static_assert(smem <= 227 * 1024, "flash1 tiles do not fit in shared memory");
+    constexpr auto tl = v02_tiles<D, BR, BC>();
+    static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH1_FWD, BR, BC, D), "the tiles are the model's (F1)");
+    static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "flash1 tiles do not fit in shared memory");
+    const fl_tile_info ti = tl.info("fl_flash1_fwd");
     auto kern = fl_flash1_fwd<T, D, BR, BC>;
-    const int Tc = FL_CDIV(a->N, BC);
-    const int grid = fl_wavefront_grid(kern, smem, Tc, "flash1", BR, BC, D);
-
-    fl_flash1_init<<<FL_CDIV(a->N * D, FL_THREADS) < 1024 ? FL_CDIV(a->N * D, FL_THREADS) : 1024,
-                        FL_THREADS, 0, a->stream>>>((float *)a->O, a->l, a->m, a->flags, a->N, D, BR, a->cnt);
-    CUDA_CHECK(cudaGetLastError());
-
-    const T *Q = (const T *)a->Q, *K = (const T *)a->K, *V = (const T *)a->V;
-    float *O = (float *)a->O;
-    float *l = a->l, *m = a->m;
-    unsigned *flags = a->flags;
-    int *error = a->error;
-    int N = a->N, causal = a->causal;
-    float scale = 1.0f / sqrtf((float)D);
-    fl_gpu_counters *g = a->cnt;
-    void *args[] = {&Q, &K, &V, &O, &l, &m, &flags, &error, &N, &causal, &scale, &g};
-    CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)kern, dim3(grid), dim3(FL_THREADS), args,
-                                           smem, a->stream));
-    CUDA_CHECK(cudaGetLastError());
+    const int Tc = FL_CDIV(a->N, BC), Tr = FL_CDIV(a->N, BR);
+    const int grid = fl_wavefront_grid(kern, ti, Tc);
+    const long Nd = (long)a->N * D;
+    fl_launch(fl_flash1_init, v02_init_tiles().info("fl_flash1_init"), dim3(FL_CDIV(Nd, FL_THREADS) < 1024 ? FL_CDIV(Nd, FL_THREADS) : 1024),
+              dim3(FL_THREADS), a->stream, a->log, (float *)a->O, a->l, a->m, a->N, D, a->cnt);
+    CUDA_CHECK(cudaMemsetAsync(a->flags, 0, (size_t)Tr * sizeof(unsigned), a->stream)); /* the hand-off starts at 0 */
+    fl_launch_coop(kern, ti, grid, a->stream, a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (float *)a->O, a->l,
+                   a->m, a->flags, a->error, a->N, a->causal, 1.0f / sqrtf((float)D), a->cnt);
 }
 
-/* (F1): the buffers above, padding excluded */
-#define F1(D, BR, BC) (2L * (BC) * (D) + 2L * (BR) * (D) + (long)(BR) * (BC) + 6L * (BR))
-#define K1(T, DT, D, BR, BC) {"flash1", 2, DT, FL_F32, D, BR, BC, F1(D, BR, BC), 1, launch_flash1<T, D, BR, BC>, 0}
+#define K1(T, DT, D, BR, BC) \
+    {"flash1", 2, DT, FL_F32, D, BR, BC, v02_tiles<D, BR, BC>().footprint(), 1, launch_flash1<T, D, BR, BC>, 0, \
+     (long)v02_tiles<D, BR, BC>().dyn_bytes()}
 #define K1_SWEEP(T, DT, D) K1(T, DT, D, 16, 16), K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64), K1(T, DT, D, 64, 128)
 #define K1_PAIR(T, DT, D) K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64)
 
@@ -214,4 +222,4 @@ static const fl_kernel_info flash1_table[] = {
     K1_PAIR(__nv_bfloat16, FL_BF16, 64), K1_PAIR(__nv_bfloat16, FL_BF16, 128),
 };
 
-FL_TABLE_GETTER(fl_flash1_kernels, flash1_table)
+FL_LADDER_FILE(02, flash1_table, FL_V_NEEDS)

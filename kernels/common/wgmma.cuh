@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "arch.cuh"
 #include "mma.cuh"
 
 /* Offset (elements) of (row r, column c) in a tile of 64-column sub-tiles of ROWS rows. */
@@ -36,19 +37,27 @@ __device__ __forceinline__ uint64_t fl_desc(const void *p)
     return ((a & 0x3FFFF) >> 4) | (uint64_t)(16 >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
-__device__ __forceinline__ void fl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void fl_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void fl_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* Every instruction below exists on sm_90a only: on other targets each wrapper compiles to
+ * fl_arch_missing (never executed: version 10's probe says its kernels are stubs there). */
+#if FL_CODE_HAS(FL_NEED_SM90A)
+#define FL_SM90A_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define FL_SM90A_ASM(...) fl_arch_missing()
+#endif
+
+__device__ __forceinline__ void fl_wgmma_fence() { FL_SM90A_ASM("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void fl_wgmma_commit() { FL_SM90A_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void fl_wgmma_wait0() { FL_SM90A_ASM("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 /* Shared memory written by this thread (cp.async, st.shared, stmatrix) becomes visible to the
  * tensor cores' async proxy; a barrier must follow before they read it. */
-__device__ __forceinline__ void fl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void fl_fence_proxy_async() { FL_SM90A_ASM("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 /* Keeps the compiler from moving accesses to an accumulator across the wait (CUTLASS's
  * warpgroup_fence_operand). */
 __device__ __forceinline__ void fl_reg_fence(float &x) { asm volatile("" : "+f"(x)::"memory"); }
 
 __device__ __forceinline__ void fl_stsm4(void *p, const unsigned (&r)[4])
 {
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(fl_smem_u32(p)), "r"(r[0]), "r"(r[1]),
+    FL_SM90A_ASM("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(fl_smem_u32(p)), "r"(r[0]), "r"(r[1]),
                  "r"(r[2]), "r"(r[3]));
 }
 
@@ -57,9 +66,6 @@ template <class T, int N> __device__ __forceinline__ void fl_wgmma_ss(float (&d)
 /* d (m64 x N, f32) += A B^T, A (m64 x k16) in registers as mma.sync A fragments. */
 template <class T, int N> __device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db);
 
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "wgmma needs the sm_90a target (-gencode=arch=compute_90a,code=sm_90a; CMAKE_CUDA_ARCHITECTURES 90a)"
-#endif
 
 /* The wrappers, for fp16 and bf16 (TY: the PTX type) and N = 64 or 128 (N/2 accumulators a
  * thread, operands %0..%(N/2-1)); the other operands follow them (I0 = "N/2", I1 = "N/2+1", ...).
@@ -89,7 +95,18 @@ template <class T, int N> __device__ __forceinline__ void fl_wgmma_rs(float (&d)
     FL_WGMMA_SS(T, TY, 128, "64", "65", "66", FL_R64, FL_O64)                                           \
     FL_WGMMA_RS(T, TY, 64, "32", "33", "34", "35", "36", "37", FL_R32, FL_O32)                          \
     FL_WGMMA_RS(T, TY, 128, "64", "65", "66", "67", "68", "69", FL_R64, FL_O64)
+#if FL_CODE_HAS(FL_NEED_SM90A)
 FL_WGMMA_ALL(__half, "f16")
 FL_WGMMA_ALL(__nv_bfloat16, "bf16")
+#else
+template <class T, int N> __device__ __forceinline__ void fl_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc)
+{
+    fl_arch_missing();
+}
+template <class T, int N> __device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db)
+{
+    fl_arch_missing();
+}
+#endif
 
 #endif

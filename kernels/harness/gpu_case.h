@@ -3,12 +3,16 @@
  *
  * fl_gpu_case_run
  *   1. model counts: fl_run(FL_COUNT) on the same schedule, N, d, Br, Bc, with M = the kernel's
- *      footprint M_eff (checked equal to fl_footprint first), elem_bytes of the storage type;
+ *      footprint M_eff (its tile traits; checked equal to fl_footprint first), elem_bytes of the
+ *      storage type; a model that cannot be run is a failure, never a pass;
  *   2. inputs: Q, K, V uniform in [-1, 1) from reference/rng (never zeros), rounded to the
  *      storage type; outputs poisoned with 0xFF bytes (NaN in every type) before the run;
- *   3. one counted, timed launch of the whole schedule;
- *   4. counters against the model, tensor by tensor (elements read and written);
- *   5. accuracy on sampled rows (all rows when N <= 64): the kernel's max error against the fp64
+ *   3. one counted, timed launch of the whole schedule, every kernel of it recorded (launch.cuh);
+ *   4. the tiles against the launched kernels: each kernel's static shared memory
+ *      (cudaFuncGetAttributes) equal to its traits', its dynamic shared memory the traits', the
+ *      model's buffers within it, the largest footprint equal to M_eff;
+ *   5. counters against the model, tensor by tensor (elements read and written);
+ *   6. accuracy on sampled rows (all rows when N <= 64): the kernel's max error against the fp64
  *      reference (fl_ref_attention on the rounded inputs) must be at most twice the error of a
  *      naive implementation in the same precision (scores, probabilities and output rounded to
  *      the storage type, fp32 accumulation: what a framework's unfused attention does), plus
@@ -40,7 +44,12 @@ struct fl_gpu_outcome {
     long long model_rd[FL_NT], model_wr[FL_NT], model_reads, model_writes, model_bytes;
     long long gpu_rd[FL_NT], gpu_wr[FL_NT], gpu_reads, gpu_writes, gpu_bytes;
     long long model_rd_bytes, model_wr_bytes, gpu_rd_bytes, gpu_wr_bytes; /* bytes read / written */
-    long long gpu_polls;              /* flash1's flag polls (synchronisation, not compared) */
+    long long gpu_polls;              /* reads of the wavefront's flags and error word (not compared) */
+    long long gpu_flag_writes;        /* releases of the wavefront's flags (not compared) */
+    long smem_bytes;                  /* the most shared memory a launched kernel had (attributes) */
+    long local_bytes;                 /* the most local memory a thread of a launched kernel had */
+    int tiles_ok;                     /* step 4 passed */
+    char tiles_msg[256];              /* why not */
     int tensors_equal;                /* every tensor's reads and writes equal the model's */
     double ratio, bytes_ratio;        /* gpu / model totals */
     double max_err, naive_err, tol, L_err;
@@ -48,7 +57,9 @@ struct fl_gpu_outcome {
     int acc_ok;
     int wait_timeout;                 /* flash1's hand-off wait gave up */
     double ms, ms_median;             /* counted launch; median of reps extra launches */
-    int ok;                           /* counts equal (or no model) and accuracy passed */
+    int counted;                      /* the counters build: counts compared */
+    int ok;                           /* model run, tiles checked, counts equal (counters build) and
+                                       * accuracy passed */
 };
 
 /* Runs one case; returns 0 when it ran (ok says whether it passed), nonzero on a setup error

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# cuda_arch_matrix.sh: compile-only check (no GPU) that the kernel ladder builds for every NVIDIA
+# GPU generation a class may have, and that each target holds the real kernels of exactly the
+# versions whose instructions it has (kernels/common/arch.cuh: a stub that traps for the others).
+#
+# usage: scripts/cuda_arch_matrix.sh [BUILD_DIR] [ARCHS]
+#   BUILD_DIR  default build-archs
+#   ARCHS      default "75 80 86 89 90a": T4; A100; RTX 30, A10; RTX 40, L4, L40; H100, H200
+#              (add 100 for the B200, planned; wgmma is sm_90a's, so version 10 is a stub there)
+#
+# One CMake build: flashlab-gpu (with counters) for all ARCHS as machine code (sm_XX, no PTX), its
+# per-architecture PTX kept; flashlab-gpu-timing and libflashlab_kernels.so for sm_90a only (the
+# kernels are the same code, without counters).  Then, for every ladder file and every target, the
+# PTX of each of its kernels is read: a kernel is a stub when it traps.  The expected set comes from
+# the file's own FL_V_NEEDS (the definition its kernel guards use): FL_NEED_BASE on every target,
+# FL_NEED_SM80 from sm_80 on, FL_NEED_SM90A on sm_90a only.  Prints the version x target table;
+# exit 1 on a compile error or a version that is a stub where it should be real, or real where it
+# cannot be.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-build-archs}
+ARCHS=${2:-"75 80 86 89 90a"}
+jobs=$(nproc 2>/dev/null || echo 2)
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+  { echo "cuda_arch_matrix: nvcc not found: nothing to check" >&2; exit 77; }
+real=""
+for a in $ARCHS; do real="$real${real:+;}$a-real"; done
+aux=90a-real
+case " $ARCHS " in *" 90a "*) ;; *) aux=${ARCHS##* }-real ;; esac
+KEEP=$PWD/$DIR/keep-ptx
+rm -rf "$KEEP"
+start=$(date +%s)
+cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Release -DFLASHLAB_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$real" \
+  "-DFLASHLAB_AUX_CUDA_ARCHITECTURES=$aux" "-DFLASHLAB_KEEP_PTX_DIR=$KEEP" >/dev/null
+cmake --build "$DIR" -j "$jobs" --target flashlab_gpu flashlab_gpu_timing flashlab_kernels
+end=$(date +%s)
+echo "cuda_arch_matrix: built for $ARCHS in $((end - start)) s ($jobs jobs)"
+check() { # $1 = the ladder sources to read FL_V_NEEDS from; prints the table, exit 1 on a mismatch
+python3 - "$KEEP" "$1" $ARCHS <<'EOF'
+import glob, os, re, sys
+keep, ladder, archs = sys.argv[1], sys.argv[2], sys.argv[3:]
+NEED = {"FL_NEED_BASE": 750, "FL_NEED_SM80": 800, "FL_NEED_SM90A": 901}
+def has(need, arch):
+    num = int(arch.rstrip("a")) * 10
+    return (num == 900 and arch.endswith("a")) if need == 901 else num >= need
+bad = 0
+print("version  needs          " + "".join(f"{a:>8}" for a in archs))
+for src in sorted(glob.glob(os.path.join(ladder, "v[0-9][0-9]_*.cu"))):
+    base = os.path.basename(src)[:-3]
+    m = re.search(r"#define\s+FL_V_NEEDS\s+(FL_NEED_\w+)", open(src).read())
+    if not m:
+        print(f"{base}: no FL_V_NEEDS"); bad += 1; continue
+    need = NEED[m.group(1)]
+    row = []
+    for a in archs:
+        ptx = os.path.join(keep, f"{base}.compute_{a}.ptx")
+        if len(archs) == 1 and not os.path.exists(ptx):  # one target: nvcc keeps base.ptx
+            ptx = os.path.join(keep, f"{base}.ptx")
+        if not os.path.exists(ptx):
+            row.append("MISSING"); bad += 1; continue
+        text = open(ptx).read()
+        kernels = re.findall(r"\.entry\s+(\S+)\((.*?)\n\}", text, re.S)
+        kernels = [(n, b) for n, b in kernels if "probe_kernel" not in n]
+        stubs = sum(1 for _, b in kernels if re.search(r"\btrap;", b))
+        want_real = has(need, a)
+        if not kernels:
+            row.append("NONE"); bad += 1
+        elif want_real and stubs == 0:
+            row.append("real")
+        elif not want_real and stubs == len(kernels):
+            row.append("stub")
+        else:
+            row.append(f"WRONG({stubs}/{len(kernels)})"); bad += 1
+    print(f"{base[:3]:<8} {m.group(1)[8:]:<14} " + "".join(f"{c:>8}" for c in row))
+print("cuda_arch_matrix: " + ("every version real where its instructions exist, a stub elsewhere" if not bad
+                              else f"{bad} mismatches"))
+sys.exit(1 if bad else 0)
+EOF
+}
+check kernels/ladder
+# The check itself, against plausible wrong declarations (no compiling: the same PTX, a copy of the
+# sources with version 7 claiming sm_75 and version 10 claiming sm_80): it must fail.
+WRONG=$(mktemp -d)
+cp kernels/ladder/*.cu "$WRONG"/
+sed -i 's/#define FL_V_NEEDS FL_NEED_SM80/#define FL_V_NEEDS FL_NEED_BASE/' "$WRONG"/v07_*.cu
+sed -i 's/#define FL_V_NEEDS FL_NEED_SM90A/#define FL_V_NEEDS FL_NEED_SM80/' "$WRONG"/v10_*.cu
+if check "$WRONG" >"$WRONG/out.txt"; then
+  echo "cuda_arch_matrix: the check passed sources whose FL_V_NEEDS is wrong" >&2; rm -rf "$WRONG"; exit 1
+fi
+echo "cuda_arch_matrix: self-test: wrong FL_V_NEEDS caught in $(grep -c WRONG "$WRONG/out.txt") versions"
+rm -rf "$WRONG"
