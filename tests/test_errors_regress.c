@@ -209,7 +209,7 @@ Test(errors_regress, regress_report_checks_out_dir_first)
 Test(errors_regress, regress_sweep_grid_too_large)
 {
     EXPECT_BAD("--algo/--N/--d/--M/--Br/--Bc: the grid of 3 x 4096 x 4096 x 1 x 1 x 1 values has more than "
-               "10000000 configurations; split the sweep",
+               "1000000 configurations; split the sweep",
                "sweep", "--algo", "standard,flash1,flash2", "--N", "1:4096:+1", "--d", "1:4096:+1");
 }
 

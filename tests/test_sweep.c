@@ -38,7 +38,7 @@ Test(sweep, order_is_schedule_then_N_d_M_Br_Bc_as_given)
     s.algos[0] = FL_ALGO_FLASH2, s.algos[1] = FL_ALGO_FLASH1, s.nalgos = 2;
     s.N = N, s.nN = 2, s.d = d, s.nd = 1, s.M = M, s.nM = 2, s.Bc = Bc, s.nBc = 2;
     log_ctx l = {.n = 0};
-    fl_sweep_sink sink = {on_row, on_skip, NULL, &l};
+    fl_sweep_sink sink = {on_row, on_skip, NULL, &l, NULL};
     fl_sweep_stats st;
     cr_assert_eq(fl_sweep_run(&s, &sink, &st), FL_OK, "%s", fl_last_error());
     cr_assert_eq(st.configs, 16);
@@ -86,7 +86,7 @@ Test(sweep, configurations_that_cannot_run_are_skipped_with_their_reason)
     s.algos[0] = FL_ALGO_FLASH1, s.nalgos = 1;
     s.N = N, s.nN = 1, s.d = d, s.nd = 1, s.M = M, s.nM = 2, s.Bc = Bc, s.nBc = 2;
     log_ctx l = {.n = 0};
-    fl_sweep_sink sink = {on_row, on_skip, NULL, &l};
+    fl_sweep_sink sink = {on_row, on_skip, NULL, &l, NULL};
     fl_sweep_stats st;
     cr_assert_eq(fl_sweep_run(&s, &sink, &st), FL_OK);
     cr_assert_eq(st.configs, 4);

@@ -51,8 +51,8 @@ fl_status fl_args_flag(const char *name, const char *inline_value);
 const char *fl_shown(const char *s);
 
 /* Exit status the CLI uses for a library status: 2 for bad input (EINVAL, ECAPACITY,
- * EOVERFLOW, and EIO: an output path that cannot be written, docs/errors.md), 1 for anything
- * else (out of memory, a schedule bug). */
+ * EOVERFLOW: docs/errors.md), 1 for anything else (a write that failed, FL_EIO; out of memory;
+ * a schedule bug). */
 int fl_exit_code(fl_status s);
 
 #endif

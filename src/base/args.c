@@ -103,7 +103,7 @@ const char *fl_shown(const char *s)
 
 int fl_exit_code(fl_status s)
 {
-    return (s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW || s == FL_EIO) ? 2 : 1;
+    return (s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW) ? 2 : 1;
 }
 
 fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out,
