@@ -214,3 +214,13 @@ Test(errors_cli, long_schedule_name_is_shown_cut, .disabled = true)
                 " (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe or "
                 "softmax-online)");
 }
+
+/* A pool of 2^61 - 1 pages: the K cache of pool x page-size rows does not fit 64 bits, and the
+ * machine (src/run/run_ext.c adding tensor K) says "decode: tensor K must have a positive size
+ * that fits 64 bits", naming no option.  Enabled when decode's problem check
+ * (src/problem/problem_ext.c) refuses such a pool naming --pool-pages. */
+Test(errors_cli, huge_pool_names_pool_pages, .disabled = true)
+{
+    EXPECT_BAD_NAMES("--pool-pages", "count", "--algo", "decode", "--N", "4", "--Nk", "100", "--page-size", "16",
+                     "--pool-pages", "2305843009213693951");
+}

@@ -180,6 +180,22 @@ Test(sweep_cli, nothing_runnable_is_an_error)
     cr_assert_eq(r->status, 2);
     cr_assert(strstr(r->err, "none of the 2 configurations can run"), "%s", r->err);
     free(r);
+    /* table and JSON open with their first row: nothing on stdout (a lone "[" once) */
+    const char *formats[] = {"json", "table"};
+    for (int i = 0; i < 2; i++) {
+        const char *b[] = {"sweep", "--M", "1", "--format", formats[i], NULL};
+        r = cli_run(b);
+        cr_expect_eq(r->status, 2);
+        cr_expect_str_eq(r->out, "", "%s: stdout has: %s", formats[i], r->out);
+        cr_expect(strstr(r->err, "flashlab: sweep: none of the 3 configurations can run"), "%s", r->err);
+        free(r);
+    }
+    /* with rows, JSON is a whole array */
+    const char *c[] = {"sweep", "--N", "64", "--d", "8", "--M", "1,1000", "--format", "json", NULL};
+    r = cli_run(c);
+    cr_expect_eq(r->status, 0, "%s", r->err);
+    cr_expect(r->out[0] == '[' && strstr(r->out, "\n]\n"), "%s", r->out);
+    free(r);
 }
 
 #include "presets.h"

@@ -164,3 +164,14 @@ Test(write_errors, file_size_limit_on_figures, .timeout = 120)
     cr_expect_str_eq(names, "", "left in the directory: %s", names);
     cli_free(&r);
 }
+
+/* The report's text is printed at its end: a full stdout is found there and reported (the
+ * report's whole sweep runs first: this test takes as long as `report --no-figures`). */
+Test(write_errors, report_to_a_full_stdout, .timeout = 600)
+{
+    const char *const argv[] = {"flashlab", "report", "--no-figures", NULL};
+    const cli_setup full = {"/dev/full", 0, 0};
+    cli_result r = run_setup(NULL, &full, argv);
+    expect_write_failure(&r, "stdout: write failed (No space left on device)", "report --no-figures >/dev/full");
+    cli_free(&r);
+}
