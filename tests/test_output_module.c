@@ -330,8 +330,8 @@ static void die_with_pending(int sig, const char *dir)
 
 Test(output_module, a_signal_removes_every_temporary)
 {
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    for (int i = 0; i < 3; i++) {
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    for (int i = 0; i < 4; i++) {
         char dir[64], p[256], names[1024];
         fresh_dir(dir);
         snprintf(p, sizeof p, "%s/file.csv", dir);

@@ -120,3 +120,23 @@ Test(plot_output, two_runs_give_the_same_bytes, .timeout = 120)
     snprintf(cmd, sizeof cmd, "grep -a -q 'CreationDate (D:19700101000000Z)' '%s/fig_a_traffic_vs_M.pdf'", a);
     cr_expect_eq(system(cmd), 0, "the PDF's creation date is not the fixed one");
 }
+
+/* FLASHLAB_GNUPLOT names a program, run without a shell: shell syntax in it runs nothing. */
+Test(plot_output, gnuplot_runs_without_a_shell)
+{
+    char dir[64], env_gp[160], mark[128];
+    fresh_dir(dir);
+    snprintf(mark, sizeof mark, "%s/ran", dir);
+    snprintf(env_gp, sizeof env_gp, "FLASHLAB_GNUPLOT=touch %s; true", mark); /* through a shell: a mark, and a pass */
+    char *env[] = {env_gp, NULL};
+    const char *const argv[] = {"flashlab", "plot", "--out", dir, NULL};
+    cli_result r = cli_run_in(NULL, env, argv);
+    char want[512];
+    snprintf(want, sizeof want,
+             "figures: gnuplot with the pngcairo, pdfcairo and svg terminals was not found (touch %s; true); install "
+             "it (apt-get install gnuplot-nox)", mark);
+    expect_bad_r(&r, NULL, want, "FLASHLAB_GNUPLOT with shell syntax");
+    struct stat st;
+    cr_expect(stat(mark, &st) != 0, "a shell ran the command in FLASHLAB_GNUPLOT");
+    cli_free(&r);
+}
