@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include <flashlab/fit.h>
+#include <flashlab/output.h>
 #include <flashlab/sweep.h>
 
 /* Runs the sweep and writes it as `flashlab sweep` would (provenance '#' lines naming command,
@@ -26,17 +27,27 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
  * regime d <= M <= Nd.  *N receives that N. */
 fl_status fl_bound_flash1_slope(const fl_table *t, int64_t d, int64_t *N, fl_fit *f);
 
-/* Writes figures (a)-(d) as PNG, PDF and SVG, and their data CSVs (dir/data/), into dir
- * (created if missing).  scripts: the figures/ directory (NULL: $FLASHLAB_FIGURES_DIR, else the
- * source tree's).  Everything is generated in a temporary directory beside dir and moved in only
- * when complete.  FL_EIO naming the step on failure; FL_EINVAL if gnuplot is missing.
- * Progress lines go to log (may be NULL).  *nfiles receives the number of files written. */
-fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int *nfiles);
+/* The files figures (a)-(d) and (g) make, relative to the output directory: fig_*.png, .pdf,
+ * .svg and data/fig_*.csv (FL_FIGURE_FILES).  Fills names[0..) up to cap; returns the count. */
+int fl_figures_names(const char **names, int cap);
 
-/* Checks, before any work, that dir can receive output: a path without quotes, created if
- * missing (one level), a directory, writable (a temporary directory is made and removed in it).
- * FL_EIO (FL_EINVAL for the quotes) naming --out otherwise. */
-fl_status fl_outdir_check(const char *dir);
+/* How many files fl_figures_names lists: five figures (a)-(d), (g), each PNG, PDF, SVG and data. */
+#define FL_FIGURE_FILES 20
+
+/* Before any work: a gnuplot with the pngcairo, pdfcairo and svg terminals runs (FL_EINVAL
+ * naming what to install otherwise), and the scripts exist.  scripts: the figures/ directory
+ * (NULL: $FLASHLAB_FIGURES_DIR, else the source tree's); *resolved receives the one used. */
+fl_status fl_figures_prepare(const char *scripts, const char **resolved);
+
+/* fl_outdir_open(dir, "--out", ...) for a directory whose path goes into gnuplot's strings:
+ * quotes, '$', '`' and '\' are refused first (FL_EINVAL naming --out). */
+fl_status fl_outdir_open_checked(const char *dir, const char **names, int n, fl_outdir **out);
+
+/* Writes every file of fl_figures_names into dir (a staging directory, data/ in it): runs the
+ * sweeps behind figures (a)-(d), their CSVs, and gnuplot (scripts from fl_figures_prepare) for
+ * the PNG, PDF and SVG.  The PDFs carry a fixed creation date, so two runs give the same bytes.
+ * FL_EIO naming the step on failure.  Progress lines go to log (may be NULL). */
+fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log);
 
 /* FL_OK when a gnuplot with the pngcairo, pdfcairo and svg terminals runs; else FL_EINVAL
  * with a one-line message naming what to install. */

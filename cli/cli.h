@@ -3,6 +3,8 @@
 #ifndef FL_CLI_H
 #define FL_CLI_H
 
+#include <stdio.h>
+
 int fl_cmd_count(int argc, char **argv); /* flashlab count */
 int fl_cmd_run(int argc, char **argv);   /* flashlab run   */
 int fl_cmd_example(int argc, char **argv);
@@ -17,5 +19,10 @@ int fl_cmd_l2_launch(int argc, char **argv); /* flashlab l2 --launch (cmd_l2_lau
 
 /* Prints "flashlab: <last error>" on stderr and returns fl_exit_code(s). */
 int fl_cli_error(int s);
+
+/* Writes the provenance line "# command: flashlab COMMAND ARGS..." of a CSV: the arguments
+ * separated by spaces, each control character shown as '?', so no argument can end the comment
+ * and start a line of data. */
+void fl_cli_command_comment(FILE *out, const char *command, int argc, char **argv);
 
 #endif

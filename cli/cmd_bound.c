@@ -1,9 +1,12 @@
 /* cmd_bound.c: `flashlab bound`: the IO laws fitted (GSL) to a sweep of the count-only machine.
  * What each fit means and why its regime is the one chosen: docs/analysis.md. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analysis.h"
 #include <flashlab/args.h>
@@ -207,6 +210,7 @@ static const char *usage =
     "                of running the default sweep (forward rows; the d fit uses its own d values)\n"
     "  --all-N       print the M-slope for every N (default: the largest N only)\n"
     "(with --N, --d or --M the slope in d is fitted on that grid, at its (N, M) with the most d)\n"
+    "  --max-total-events E  refuse a sweep of more than E tile events in all (0: no limit) [1e10]\n"
     "  --help        this text\n";
 
 int fl_cmd_bound(int argc, char **argv)
@@ -225,15 +229,22 @@ int fl_cmd_bound(int argc, char **argv)
     fl_args_init(&a, argc, argv);
     while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
             fputs(usage, stdout);
             goto done;
         }
-        if (strcmp(name, "--all-N") == 0) { brief = 0; continue; }
+        if (strcmp(name, "--all-N") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
+            brief = 0;
+            continue;
+        }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);
         else if (strcmp(name, "--input") == 0) input = v;
         else if (strcmp(name, "--d") == 0) fl_list_free(&d), e = fl_list_parse(name, v, 1, big, &d);
         else if (strcmp(name, "--M") == 0) fl_list_free(&M), e = fl_list_parse(name, v, 1, big, &M);
+        else if (strcmp(name, "--max-total-events") == 0)
+            e = fl_parse_i64(name, v, 0, INT64_MAX, &s.max_total_events), ds.max_total_events = s.max_total_events;
         else e = fl_fail(FL_EINVAL, "%s: unknown option for bound (see flashlab bound --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
@@ -247,19 +258,25 @@ int fl_cmd_bound(int argc, char **argv)
             goto fail;
         }
         FILE *in = strcmp(input, "-") == 0 ? stdin : fopen(input, "r");
+        struct stat sb;
         if (!in) {
-            e = fl_fail(FL_EINVAL, "--input: cannot open %s", input);
+            e = fl_fail(FL_EINVAL, "--input: cannot open %s (%s)", fl_shown(input), strerror(errno));
+            goto fail;
+        }
+        if (fstat(fileno(in), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            if (in != stdin) fclose(in);
+            e = fl_fail(FL_EINVAL, "--input: %s is a directory", fl_shown(input));
             goto fail;
         }
         e = fl_table_read_csv(in, input, &t);
         if (in != stdin) fclose(in);
         if (e) goto fail;
         if (!t.n) {
-            e = fl_fail(FL_EINVAL, "--input: %s has no rows", input);
+            e = fl_fail(FL_EINVAL, "--input: %s has no rows", fl_shown(input));
             goto fail;
         }
         printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
-               "input: %s, %zu rows\n\n", input, t.n);
+               "input: %s, %zu rows\n\n", fl_shown(input), t.n);
     } else {
         /* the d sweep (N = 65536, M = 524288) is the default's; a grid given by --N/--d/--M is
          * fitted in d on its own (N, M) with the most values of d */

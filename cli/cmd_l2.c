@@ -6,9 +6,10 @@
 #include <string.h>
 
 #include <flashlab/args.h>
-#include "atomic.h"
 #include "cli.h"
+#include <flashlab/l2.h>
 #include <flashlab/l2_predict.h>
+#include <flashlab/output.h>
 #include <flashlab/run.h>
 
 static const char *usage =
@@ -29,7 +30,16 @@ static const char *usage =
     "  --no-flush        keep L2 between kernels (default: empty before each, as ncu --cache-control all)\n"
     "  --format F        table or csv                                        [table]\n"
     "  --output FILE     write to FILE (atomically)\n"
+    "  --max-work W      refuse predictions of more than W steps of work: the GPU-order walk's\n"
+    "                    CTA slots plus the L2's sector lookups (0: no limit) [3e8]\n"
+    "  --max-memory MB   refuse an L2 whose model needs more than MB MiB (24 bytes a sector and\n"
+    "                    its hash table; 0: no limit)                        [2048]\n"
     "  --help            this text\n";
+
+/* Default limits: 3 x 10^8 steps of work (every row of scripts/l2_validation.sh is below it;
+ * 80 to 150 ns a step on the machine of fuzz/RESULTS.md); 2 GiB of cache model. */
+#define L2_MAX_WORK INT64_C(300000000)
+#define L2_MAX_MEMORY_MB INT64_C(2048)
 
 /* The model's counts for the same problem (M = the kernel's footprint), and a check that the GPU
  * order moved the same elements of every tensor. */
@@ -55,12 +65,38 @@ static fl_status model(const fl_gpu_sched *s, const fl_l2_pred *pr, int64_t *rea
     return FL_OK;
 }
 
+/* The limits, before any work: the cache model's memory, then the walk and its lookups. */
+static fl_status limits(const fl_gpu_sched *s, int64_t l2_mb, int64_t sector, int64_t max_work, int64_t max_mb)
+{
+    int64_t bytes, steps, lookups;
+    FL_TRY(fl_l2_memory(l2_mb << 20, sector, &bytes));
+    if (max_mb > 0 && bytes > max_mb * (INT64_C(1) << 20))
+        return fl_fail(FL_EINVAL,
+                       "--max-memory: an L2 of %lld MiB in %lld-byte sectors is %lld sectors, whose model takes "
+                       "%lld MiB, more than the limit %lld MiB; raise --max-memory, or use larger --sector or "
+                       "smaller --l2-mb",
+                       (long long)l2_mb, (long long)sector, (long long)((l2_mb << 20) / sector),
+                       (long long)((bytes + (1 << 20) - 1) >> 20), (long long)max_mb);
+    if (fl_l2_work(s, l2_mb << 20, sector, max_work, &steps, &lookups)) {
+        char what[160] = "";
+        if (lookups) snprintf(what, sizeof what, " and looks up more than %lld L2 sectors", (long long)lookups);
+        return fl_fail(FL_EINVAL,
+                       "--max-work: l2 of %s %s at N = %lld, d = %lld with %lldx%lld tiles walks %lld CTA slots "
+                       "in GPU order%s: over the limit of %lld in all; raise --max-work, or use a smaller N "
+                       "or larger tiles",
+                       fl_algo_name(s->algo), s->bwd ? "bwd" : "fwd", (long long)s->N, (long long)s->d,
+                       (long long)s->Br, (long long)s->Bc, (long long)steps, what, (long long)max_work);
+    }
+    return FL_OK;
+}
+
 int fl_cmd_l2(int argc, char **argv)
 {
     for (int i = 0; i < argc; i++) /* a whole launch over batch x heads: cmd_l2_launch.c */
         if (strcmp(argv[i], "--launch") == 0 || strncmp(argv[i], "--launch=", 9) == 0) return fl_cmd_l2_launch(argc, argv);
     fl_gpu_machine mc = fl_gpu_machine_h200();
-    int64_t N = 0, d = 0, Br = 0, Bc = 0, l2_mb = 60, sector = 32;
+    int64_t N = 0, d = 0, Br = 0, Bc = 0, l2_mb = 60, sector = 32, max_work = L2_MAX_WORK,
+            max_mb = L2_MAX_MEMORY_MB;
     int eb = 2, csv = 0, flush = 1, bwd = 0, k;
     const char *algo = NULL, *dtype = "fp16", *output = NULL, *name, *iv, *v = NULL;
     fl_algo a = FL_ALGO_FLASH2;
@@ -69,10 +105,12 @@ int fl_cmd_l2(int argc, char **argv)
     fl_args_init(&ar, argc, argv);
     while (!e && (k = fl_args_next(&ar, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
             fputs(usage, stdout);
             return 0;
         }
         if (strcmp(name, "--no-flush") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
             flush = 0;
             continue;
         }
@@ -93,6 +131,8 @@ int fl_cmd_l2(int argc, char **argv)
         else if (strcmp(name, "--sms") == 0) e = fl_parse_i64(name, v, 1, 4096, &mc.sms);
         else if (strcmp(name, "--ctas-per-sm") == 0) e = fl_parse_i64(name, v, 0, 64, &mc.ctas_per_sm);
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_work);
+        else if (strcmp(name, "--max-memory") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 40, &max_mb);
         else if (strcmp(name, "--format") == 0) {
             if (strcmp(v, "csv") == 0) csv = 1;
             else if (strcmp(v, "table") == 0) csv = 0;
@@ -112,17 +152,21 @@ int fl_cmd_l2(int argc, char **argv)
     fl_l2_pred pr;
     int64_t mr = 0, mw = 0;
     if (!e) e = fl_gpu_sched_build(a, bwd, N, d, Br, Bc, eb, &mc, &s);
+    if (!e) e = limits(&s, l2_mb, sector, max_work, max_mb);
+    fl_output *o = NULL;
+    FILE *out = stdout;
+    if (!e && output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o);
     if (!e) e = fl_l2_predict(&s, l2_mb << 20, sector, flush, &pr);
     if (!e) e = model(&s, &pr, &mr, &mw);
-    fl_atomic_file af;
-    FILE *out = stdout;
-    if (!e && output && !(e = fl_atomic_open(&af, output))) out = af.f;
-    if (e) return fl_cli_error(e);
+    if (e) {
+        fl_output_abort(o);
+        return fl_cli_error(e);
+    }
     if (csv) {
-        fprintf(out, "# flashlab %s l2: predicted by the three-level model (a model, not a measurement)\n# command: flashlab l2",
+        fprintf(out, "# flashlab %s l2: predicted by the three-level model (a model, not a measurement)\n",
                 FLASHLAB_VERSION);
-        for (int i = 0; i < argc; i++) fprintf(out, " %s", argv[i]);
-        fprintf(out, "\n# l2 %" PRId64 " MiB, %" PRId64 "-byte sectors, LRU, %" PRId64 " SMs, %s\n", l2_mb, sector, mc.sms,
+        fl_cli_command_comment(out, "l2", argc, argv);
+        fprintf(out, "# l2 %" PRId64 " MiB, %" PRId64 "-byte sectors, LRU, %" PRId64 " SMs, %s\n", l2_mb, sector, mc.sms,
                 flush ? "emptied before each kernel" : "kept across kernels");
         fputs("algo,pass,dtype,N,d,Br,Bc,kernel,ctas,ctas_per_sm,waves,model_read_B,sm_read_B,dram_read_B,writeback_B\n", out);
     } else {
@@ -151,6 +195,6 @@ int fl_cmd_l2(int argc, char **argv)
         fprintf(out, "model (two levels, fl_run, M = %" PRId64 "): HBM read %" PRId64 " B, write %" PRId64
                      " B; the GPU order moves the same elements of every tensor\n",
                 s.M_eff, mr, mw);
-    if (output && (e = fl_atomic_commit(&af))) return fl_cli_error(e);
+    if (output && (e = fl_output_commit(o))) return fl_cli_error(e);
     return 0;
 }

@@ -6,9 +6,10 @@
 #include <string.h>
 
 #include <flashlab/args.h>
+#include <flashlab/l2.h>
 #include <flashlab/launch_model.h>
 
-#include "atomic.h"
+#include <flashlab/output.h>
 #include "cli.h"
 
 static const char *usage =
@@ -38,18 +39,51 @@ static const char *usage =
     "  --l2-mb X         L2 capacity in MiB                                    [60]\n"
     "  --sector B        sector bytes                                          [32]\n"
     "  --format F        table or csv                                          [table]\n"
+    "  --max-work W      refuse a walk estimated at more than W sectors (0: no limit) [1e10]\n"
+    "  --max-memory MB   refuse an L2 model of more than MB MiB                   [2048]\n"
     "  --output FILE     write to FILE (atomically)\n";
+
+/* An upper bound on the sectors a launch's walk touches, saturating: the tile rows each family
+ * reads and writes with no mask (docs/third_party.md §3; a mask only skips), each row of d
+ * elements of at most 4 bytes touching at most ceil(4 d / sector) + 1 sectors.  Measured on the
+ * build machine: about 3 ns a sector (1.1e9 sectors of a forward at B x H = 32, N = 16384,
+ * d = 128 in 2.9 s), so the default limit of 1e10 is about half a minute. */
+static int64_t work_bound(const fl_launch *L, int64_t sector)
+{
+    const int64_t N = L->N, Tr = fl_cdiv(N, L->Br), Tc = fl_cdiv(N, L->Bc), S = L->splits;
+    const int64_t Br2 = L->Br2 ? L->Br2 : L->Br, Tr2 = fl_cdiv(N, Br2);
+    int64_t bh, rows = 0, t = 0;
+    if (!fl_mul_ok(L->batch, L->heads, &bh)) return INT64_MAX;
+    int ok = 1;
+#define ADD(a, b) (ok = ok && fl_mul_ok((a), (b), &t) && fl_add_ok(rows, t, &rows))
+    switch (L->family) {
+    case FL_LF_FWD_Q: ADD(Tr, 2 * N + S * (2 * L->Br + 1)); break;                  /* K, V; Q, O, L per split */
+    case FL_LF_FWD_QKV: ADD(Tr, 2 * N + L->Br + 1), ADD(Tr * Tc, L->Br); break;     /* Q once per key tile */
+    case FL_LF_BWD_KV: ADD(Tc, 4 * L->Bc + 8 * N); break;                          /* Q, dO, L, D, dQ r+w */
+    case FL_LF_BWD_TWOPASS: ADD(Tc, 4 * L->Bc + 4 * N), ADD(Tr2, 3 * Br2 + 2 * N + 2 * Br2); break;
+    case FL_LF_PRE: ADD(N, 4); break;
+    case FL_LF_CONVERT: ADD(N, 2); break;
+    case FL_LF_COMBINE: ADD(N, 2 * S + 2); break;
+    }
+#undef ADD
+    const int64_t per_row = fl_cdiv(L->d * 4, sector) + 1;
+    if (!ok || !fl_mul_ok(rows, bh, &t) || !fl_mul_ok(t, per_row, &t)) return INT64_MAX;
+    return t;
+}
 
 int fl_cmd_l2_launch(int argc, char **argv)
 {
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 0, 0, 0, 0);
-    int64_t l2_mb = 60, sector = 32, Br2 = 0, Bc2 = 0;
+    int64_t l2_mb = 60, sector = 32, Br2 = 0, Bc2 = 0, max_work = INT64_C(10000000000), max_mb = 2048;
     int csv = 0, k;
     const char *family = NULL, *dtype = "fp16", *output = NULL, *name, *iv, *v = NULL;
     fl_status e = FL_OK;
     fl_args ar;
     fl_args_init(&ar, argc, argv);
     while (!e && (k = fl_args_next(&ar, &name, &iv)) == 1) {
+        const int flag = !strcmp(name, "--help") || !strcmp(name, "--causal") || !strcmp(name, "--atomic-dq") ||
+                         !strcmp(name, "--zero-dq");
+        if (flag && (e = fl_args_flag(name, iv))) break; /* a flag takes no =value */
         if (strcmp(name, "--help") == 0) {
             fputs(usage, stdout);
             return 0;
@@ -58,6 +92,8 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(name, "--atomic-dq") == 0) L.atomic_dq = 1;
         else if (strcmp(name, "--zero-dq") == 0) L.zero_dq = 1;
         else if ((e = fl_args_value(&ar, name, iv, &v))) break;
+        else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_work);
+        else if (strcmp(name, "--max-memory") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 40, &max_mb);
         else if (strcmp(name, "--launch") == 0) family = v;
         else if (strcmp(name, "--batch") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.batch);
         else if (strcmp(name, "--heads") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.heads);
@@ -95,17 +131,33 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else e = fl_fail(FL_EINVAL, "--dtype: unknown type '%s' (choose fp16, bf16 or fp32)", dtype);
     }
     L.Br2 = Br2 ? Br2 : L.Br, L.Bc2 = Bc2 ? Bc2 : L.Bc;
+    int64_t mem, work = 0;
+    if (!e) e = fl_l2_memory(l2_mb << 20, sector, &mem);
+    if (!e && max_mb > 0 && mem > max_mb * (INT64_C(1) << 20))
+        e = fl_fail(FL_EINVAL, "--max-memory: an L2 of %lld MiB in %lld-byte sectors takes %lld MiB to model, more "
+                               "than the limit %lld MiB; raise --max-memory, or use larger --sector or smaller --l2-mb",
+                    (long long)l2_mb, (long long)sector, (long long)((mem + (1 << 20) - 1) >> 20), (long long)max_mb);
+    if (!e && max_work > 0 && (work = work_bound(&L, sector)) > max_work)
+        e = fl_fail(FL_EINVAL, "--max-work: l2 --launch %s over %lld x %lld heads at N = %lld, d = %lld with %lldx%lld "
+                               "tiles may touch %s%lld L2 sectors, over the limit of %lld; raise --max-work, or use "
+                               "fewer heads, a smaller N or larger tiles",
+                    fl_launch_family_name(L.family), (long long)L.batch, (long long)L.heads, (long long)L.N,
+                    (long long)L.d, (long long)L.Br, (long long)L.Bc, work == INT64_MAX ? "more than " : "up to ",
+                    (long long)work, (long long)max_work);
+    fl_output *o = NULL;
+    FILE *out = stdout;
+    if (!e && output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o); /* before the work */
     fl_launch_pred p;
     if (!e) e = fl_launch_predict(&L, l2_mb << 20, sector, &p);
-    fl_atomic_file af;
-    FILE *out = stdout;
-    if (!e && output && !(e = fl_atomic_open(&af, output))) out = af.f;
-    if (e) return fl_cli_error(e);
+    if (e) {
+        fl_output_abort(o);
+        return fl_cli_error(e);
+    }
     if (csv) {
-        fprintf(out, "# flashlab %s l2 --launch: predicted by the launch model (a model, not a measurement)\n# command: flashlab l2",
+        fprintf(out, "# flashlab %s l2 --launch: predicted by the launch model (a model, not a measurement)\n",
                 FLASHLAB_VERSION);
-        for (int i = 0; i < argc; i++) fprintf(out, " %s", argv[i]);
-        fprintf(out, "\n# l2 %" PRId64 " MiB, %" PRId64 "-byte sectors, LRU, emptied first; %" PRId64 " SMs x %" PRId64
+        fl_cli_command_comment(out, "l2", argc, argv);
+        fprintf(out, "# l2 %" PRId64 " MiB, %" PRId64 "-byte sectors, LRU, emptied first; %" PRId64 " SMs x %" PRId64
                      " CTAs\n", l2_mb, sector, L.sms, L.ctas_per_sm);
         fputs("family,batch,heads,N,d,Br,Bc,causal,ctas,items,waves,sm_read_B,l2_read_B,sm_write_B,red_B,dram_read_B,"
               "writeback_B\n", out);
@@ -127,6 +179,6 @@ int fl_cmd_l2_launch(int argc, char **argv)
                 fprintf(out, "  %-6s read %" PRId64 " written %" PRId64 " elements\n", fl_launch_tensor_name(t),
                         p.reads[t], p.writes[t]);
     }
-    if (output && (e = fl_atomic_commit(&af))) return fl_cli_error(e);
+    if (output && (e = fl_output_commit(o))) return fl_cli_error(e);
     return 0;
 }

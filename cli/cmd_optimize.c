@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include <flashlab/args.h>
-#include "atomic.h"
 #include "cli.h"
 #include "listparse.h"
 #include <flashlab/optimize.h>
+#include <flashlab/output.h>
 #include "problem_opts.h"
 
 static const char *usage =
@@ -97,6 +97,7 @@ int fl_cmd_optimize(int argc, char **argv)
     fl_args_init(&a, argc, argv);
     while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
             printf(usage, fl_popts_usage);
             return 0;
         }
@@ -124,21 +125,20 @@ int fl_cmd_optimize(int argc, char **argv)
         e = fl_fail(FL_ENOMEM, "optimize: out of memory");
         goto fail;
     }
+    fl_output *o = NULL;
+    FILE *out = stdout;
+    if (output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o); /* before the work */
     for (int i = 0; i < nM && !e; i++) { /* search every M before writing anything */
         fl_problem p = po.p;
         if (Ms.n) p.M = Ms.v[i];
         e = fl_optimize(&p, (int)top, max_work, &res[i]);
     }
-    fl_atomic_file af;
-    FILE *out = stdout;
-    if (!e && output && !(e = fl_atomic_open(&af, output))) out = af.f;
     if (!e) {
         if (csv) {
             fprintf(out, "# flashlab %s optimize: counts in elements from schedules executed on the count-only "
-                         "machine (a model, not a measurement); lower_bound: docs/bounds.md\n# command: flashlab optimize",
-                    FLASHLAB_VERSION);
-            for (int i = 0; i < argc; i++) fprintf(out, " %s", argv[i]);
-            fputs("\nN,d,M,pass,best_algo,Br,Bc,Bd,Br_bwd,Bc_bwd,Bd_bwd,best_fwd,best_bwd,best_total,flash1_total,"
+                         "machine (a model, not a measurement); lower_bound: docs/bounds.md\n", FLASHLAB_VERSION);
+            fl_cli_command_comment(out, "optimize", argc, argv);
+            fputs("N,d,M,pass,best_algo,Br,Bc,Bd,Br_bwd,Bc_bwd,Bd_bwd,best_fwd,best_bwd,best_total,flash1_total,"
                   "flash2_total,lower_bound,best_over_bound\n", out);
         } else {
             fprintf(out, "optimize at N = %" PRId64 ", d = %" PRId64 ", pass %s: the least HBM traffic (elements) of the\n"
@@ -152,7 +152,9 @@ int fl_cmd_optimize(int argc, char **argv)
             if (Ms.n) p.M = Ms.v[i];
             row(out, csv, &p, &res[i]);
         }
-        if (output) e = fl_atomic_commit(&af);
+        if (output) e = fl_output_commit(o);
+    } else {
+        fl_output_abort(o);
     }
     free(res);
     if (e) goto fail;

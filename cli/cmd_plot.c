@@ -2,16 +2,17 @@
  *
  * The sweeps behind the figures run here (count-only machine), their CSVs go to DIR/data/ with
  * provenance lines, and figures/fig_*.gp turn them into PNG, PDF and SVG in DIR/.  Everything is
- * made in a temporary directory inside DIR and moved in only when every file is complete, so a
- * failure (gnuplot missing, a script error) leaves no partial figures. */
-#define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
+ * made in a staging directory (output.h: fl_outdir) and moved in only when every file is
+ * complete, so a failure (gnuplot missing, a script error, a full disk, an interruption) leaves
+ * DIR as it was. */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analysis.h"
@@ -29,25 +30,81 @@ static const char *gnuplot_prog(void)
     return g && *g ? g : "gnuplot";
 }
 
+/* Runs gnuplot (FLASHLAB_GNUPLOT names the program; no shell) with the arguments args[0..n),
+ * its stdout and stderr kept in a temporary file, so gnuplot's own lines never reach ours.  Its
+ * environment: TZ=UTC0, so the date pdfcairo writes has one fixed form (fix_pdf_date).  Returns
+ * 0 when it exited with status 0; otherwise nonzero, with the first line it printed (or how it
+ * ended) in why. */
+static int run_gnuplot(const char *const *args, int n, char *why, size_t cap)
+{
+    const char *argv[8] = {gnuplot_prog()};
+    for (int i = 0; i < n && i < 6; i++) argv[i + 1] = args[i];
+    argv[n < 6 ? n + 1 : 7] = NULL;
+    FILE *log = tmpfile();
+    snprintf(why, cap, "cannot start it");
+    if (!log) return -1;
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        fclose(log);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fileno(log), 1);
+        dup2(fileno(log), 2);
+        signal(SIGXFSZ, SIG_DFL); /* a file-size limit ends gnuplot, which is then reported */
+        static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+        for (int i = 0; i < 4; i++) { /* not flashlab's cleanup in the child before the exec */
+            struct sigaction sa;
+            if (sigaction(caught[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN) signal(caught[i], SIG_DFL);
+        }
+        setenv("TZ", "UTC0", 1);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            fclose(log);
+            return -1;
+        }
+    const int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!ok) {
+        char line[256] = "";
+        rewind(log);
+        if (!fgets(line, sizeof line, log)) line[0] = 0;
+        line[strcspn(line, "\r\n")] = 0;
+        if (WIFSIGNALED(st))
+            snprintf(why, cap, "killed by signal %d%s", WTERMSIG(st),
+                     WTERMSIG(st) == SIGXFSZ ? ", the file-size limit" : "");
+        else if (WEXITSTATUS(st) == 127 && !line[0])
+            snprintf(why, cap, "not found");
+        else if (line[0])
+            snprintf(why, cap, "it said: %s", line);
+        else
+            snprintf(why, cap, "exit status %d", WEXITSTATUS(st));
+    }
+    fclose(log);
+    return !ok;
+}
+
 fl_status fl_gnuplot_check(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "%s -e \"set terminal pngcairo; set terminal pdfcairo; set terminal svg\" >/dev/null 2>&1",
-             gnuplot_prog());
-    int rc = system(cmd);
-    if (rc != 0)
+    const char *args[] = {"-e", "set terminal pngcairo; set terminal pdfcairo; set terminal svg"};
+    char why[320];
+    if (run_gnuplot(args, 2, why, sizeof why) != 0)
         return fl_fail(FL_EINVAL,
                        "figures: gnuplot with the pngcairo, pdfcairo and svg terminals was not found "
-                       "(%s); install it (apt-get install gnuplot-nox)", gnuplot_prog());
+                       "(%s); install it (apt-get install gnuplot-nox)", fl_shown(gnuplot_prog()));
     return FL_OK;
 }
 
-/* A path we put inside gnuplot's single-quoted strings and a shell's double quotes. */
+/* A path we put inside gnuplot's single-quoted strings. */
 static fl_status safe_path(const char *what, const char *p)
 {
     if (strpbrk(p, "'\"\\$`\n"))
-        return fl_fail(FL_EINVAL, "%s: path '%s' contains quotes, '$', '`' or '\\\\'; choose another", what, p);
+        return fl_fail(FL_EINVAL, "%s: path '%s' contains quotes, '$', '`' or '\\\\'; choose another", what,
+                       fl_shown(p));
     return FL_OK;
 }
 
@@ -67,26 +124,40 @@ static const figure figs[] = {
     {"fig_g_bounds_vs_M", "fig_g_bounds_vs_M.gp", "fig_g_bounds_vs_M.csv"}, /* regimes.c */
 };
 
-/* Runs one sweep into tmp/data/file (and t when not NULL). */
-static fl_status sweep_file(const char *tmp, const char *file, const fl_sweep_spec *s, const char *command,
+enum { NFIGS = (int)(sizeof figs / sizeof figs[0]), NFILES = NFIGS * 4 };
+
+int fl_figures_names(const char **names, int cap)
+{
+    static char buf[NFILES][64];
+    int n = 0;
+    for (int i = 0; i < NFIGS; i++) {
+        for (int k = 0; k < 3; k++)
+            if (n < cap && n < NFILES) snprintf(buf[n], sizeof buf[n], "%s.%s", figs[i].name, fmts[k]), names[n] = buf[n], n++;
+        if (n < cap && n < NFILES) snprintf(buf[n], sizeof buf[n], "data/%s", figs[i].data), names[n] = buf[n], n++;
+    }
+    return n;
+}
+
+/* Runs one sweep into dir/data/file (and t when not NULL). */
+static fl_status sweep_file(const char *dir, const char *file, const fl_sweep_spec *s, const char *command,
                             fl_table *t)
 {
     char path[8400];
-    snprintf(path, sizeof path, "%s/data/%s", tmp, file);
+    snprintf(path, sizeof path, "%s/data/%s", dir, file);
     FILE *f = fopen(path, "w");
-    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", path, strerror(errno));
+    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", fl_shown(path), strerror(errno));
     fl_status e = fl_sweep_write_csv(s, f, command, t, NULL);
-    if (fclose(f) && !e) e = fl_fail(FL_EIO, "figures: write to %s failed", path);
-    return e;
+    const fl_status c = fl_output_close_staged(f, "figures", path);
+    return e ? e : c;
 }
 
 /* Figure (d)'s data: standard / flash traffic at equal (N, d, M). */
-static fl_status ratio_file(const char *tmp, const fl_table *t)
+static fl_status ratio_file(const char *dir, const fl_table *t)
 {
     char path[8400];
-    snprintf(path, sizeof path, "%s/data/%s", tmp, figs[3].data);
+    snprintf(path, sizeof path, "%s/data/%s", dir, figs[3].data);
     FILE *f = fopen(path, "w");
-    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", path, strerror(errno));
+    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", fl_shown(path), strerror(errno));
     fprintf(f, "# flashlab %s: ratios of HBM traffic (elements) of the count-only machine, from the sweep "
                "in data/%s\n", FLASHLAB_VERSION, figs[0].data);
     fputs("N,d,M,standard,flash1,flash2,std_over_flash1,std_over_flash2\n", f);
@@ -100,112 +171,87 @@ static fl_status ratio_file(const char *tmp, const fl_table *t)
                 s->d, s->M, s->total, f1->total, f2->total, (double)s->total / f1->total,
                 (double)s->total / f2->total);
     }
-    return fclose(f) ? fl_fail(FL_EIO, "figures: write to %s failed", path) : FL_OK;
+    return fl_output_close_staged(f, "figures", path);
 }
 
-static fl_status gnuplot(const char *scripts, const char *tmp, const figure *fg, const char *fmt,
+/* pdfcairo stamps each PDF with the time it was made ("/CreationDate (D:20261201113121Z)"), so
+ * two runs would differ: the date is overwritten in place with a fixed one of the same length
+ * (19700101000000Z; every byte offset of the file stays valid). */
+static fl_status fix_pdf_date(const char *path)
+{
+    static const char key[] = "/CreationDate (D:", fixed[] = "19700101000000Z)";
+    FILE *f = fopen(path, "r+b");
+    if (!f) return fl_fail(FL_EIO, "figures: cannot reopen %s (%s)", fl_shown(path), strerror(errno));
+    char *buf = malloc(1 << 24);
+    size_t n = buf ? fread(buf, 1, (1 << 24) - 1, f) : 0;
+    fl_status e = buf ? FL_OK : fl_fail(FL_ENOMEM, "figures: out of memory");
+    if (!e && n) {
+        buf[n] = 0;
+        for (char *p = buf; (p = memmem(p, n - (size_t)(p - buf), key, sizeof key - 1)); p++) {
+            char *date = p + sizeof key - 1;
+            if ((size_t)(date - buf) + sizeof fixed - 1 > n || strspn(date, "0123456789") != 14 ||
+                date[14] != 'Z' || date[15] != ')')
+                continue; /* not the form cairo writes under TZ=UTC0: left alone */
+            fseek(f, (long)(date - buf), SEEK_SET);
+            fwrite(fixed, 1, sizeof fixed - 1, f);
+        }
+    }
+    free(buf);
+    const fl_status c = fl_output_close_staged(f, "figures", path);
+    return e ? e : c;
+}
+
+static fl_status gnuplot(const char *scripts, const char *dir, const figure *fg, const char *fmt,
                          const char *vars)
 {
-    char cmd[40000];
-    snprintf(cmd, sizeof cmd,
-             "%s -e \"set loadpath '%s'; data='%s/data/%s'; fmt='%s'; out='%s/%s.%s'; %s\" '%s/%s'",
-             gnuplot_prog(), scripts, tmp, fg->data, fmt, tmp, fg->name, fmt, vars, scripts, fg->script);
-    if (system(cmd) != 0)
-        return fl_fail(FL_EIO, "figures: gnuplot failed on %s/%s (%s); no figures written", scripts,
-                       fg->script, fmt);
+    char setup[16800], script[4200], why[320];
+    snprintf(setup, sizeof setup, "set loadpath '%s'; data='%s/data/%s'; fmt='%s'; out='%s/%s.%s'; %s", scripts,
+             dir, fg->data, fmt, dir, fg->name, fmt, vars);
+    snprintf(script, sizeof script, "%s/%s", scripts, fg->script);
+    const char *args[] = {"-e", setup, script};
+    if (run_gnuplot(args, 3, why, sizeof why) != 0)
+        return fl_fail(FL_EIO, "figures: gnuplot failed on %s (%s: %s); no figures written", fl_shown(script),
+                       fmt, why);
+    if (strcmp(fmt, "pdf") == 0) {
+        char out[8400];
+        snprintf(out, sizeof out, "%s/%s.pdf", dir, fg->name);
+        return fix_pdf_date(out);
+    }
     return FL_OK;
 }
 
-/* Moves every regular file of src into dst (both exist); counts them. */
-static fl_status move_files(const char *src, const char *dst, int *n)
+fl_status fl_figures_prepare(const char *scripts, const char **resolved)
 {
-    DIR *dir = opendir(src);
-    if (!dir) return fl_fail(FL_EIO, "figures: cannot read %s", src);
-    struct dirent *de;
-    fl_status e = FL_OK;
-    char a[8400], b[8400];
-    while (!e && (de = readdir(dir))) {
-        snprintf(a, sizeof a, "%s/%s", src, de->d_name);
-        struct stat st;
-        if (stat(a, &st) || !S_ISREG(st.st_mode)) continue;
-        snprintf(b, sizeof b, "%s/%s", dst, de->d_name);
-        if (rename(a, b)) e = fl_fail(FL_EIO, "figures: cannot move %s to %s (%s)", a, b, strerror(errno));
-        else (*n)++;
-    }
-    closedir(dir);
-    return e;
-}
-
-/* Removes tmp/data/ *, tmp/ *, tmp (what is left after a failure). */
-static void remove_tmp(const char *tmp)
-{
-    char sub[4200], p[8400];
-    const char *dirs[2] = {sub, tmp};
-    snprintf(sub, sizeof sub, "%s/data", tmp);
-    for (int k = 0; k < 2; k++) {
-        DIR *dir = opendir(dirs[k]);
-        struct dirent *de;
-        if (!dir) continue;
-        while ((de = readdir(dir))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-            snprintf(p, sizeof p, "%s/%s", dirs[k], de->d_name);
-            if (k == 1 && !strcmp(de->d_name, "data")) continue;
-            unlink(p);
-        }
-        closedir(dir);
-        rmdir(dirs[k]);
-    }
-}
-
-static fl_status make_dir(const char *p)
-{
-    if (mkdir(p, 0755) && errno != EEXIST)
-        return fl_fail(FL_EINVAL, "--out: cannot create directory %s (%s)", p, strerror(errno));
-    struct stat st;
-    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EINVAL, "--out: %s is not a directory", p);
+    if (!scripts) scripts = getenv("FLASHLAB_FIGURES_DIR");
+    if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR;
+    FL_TRY(fl_gnuplot_check());
+    FL_TRY(safe_path("figures directory", scripts));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/style.gp", scripts);
+    if (access(path, R_OK))
+        return fl_fail(FL_EINVAL, "figures: the gnuplot scripts are not in %s (set FLASHLAB_FIGURES_DIR to "
+                                  "the figures/ directory of the source tree)", fl_shown(scripts));
+    *resolved = scripts;
     return FL_OK;
 }
 
-fl_status fl_outdir_check(const char *dir)
+fl_status fl_outdir_open_checked(const char *dir, const char **names, int n, fl_outdir **out)
 {
-    char probe[4200];
     FL_TRY(safe_path("--out", dir));
-    if (mkdir(dir, 0755) && errno != EEXIST)
-        return fl_fail(FL_EIO, "--out: cannot create directory %s (%s)", dir, strerror(errno));
-    struct stat st;
-    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return fl_fail(FL_EIO, "--out: %s is not a directory", dir);
-    snprintf(probe, sizeof probe, "%s/.flashlab-tmp-XXXXXX", dir);
-    if (!mkdtemp(probe)) return fl_fail(FL_EIO, "--out: cannot write in %s (%s)", dir, strerror(errno));
-    rmdir(probe);
-    return FL_OK;
+    return fl_outdir_open(dir, "--out", names, n, out);
 }
 
-fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int *nfiles)
+fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log)
 {
     static const int64_t Na[] = {1024, 4096, 16384}, d64[] = {64}, Mb[] = {98304}, Nc[] = {1024};
     static int64_t Ma[10], Nb[8], Bc[28];
     for (int i = 0; i < 10; i++) Ma[i] = INT64_C(2048) << i; /* 2048 .. 1048576 = 16384*64 */
     for (int i = 0; i < 8; i++) Nb[i] = INT64_C(512) << i;   /* 512 .. 65536 */
     for (int i = 0; i < 28; i++) Bc[i] = 16 * (i + 1);       /* 16 .. 448 */
-    char tmp[4096], path[8400], vars[8400];
+    char path[8400], vars[8400];
     fl_table ta = {0}, tb = {0};
     fl_fit_const c;
     fl_status e;
-    *nfiles = 0;
-
-    if (!scripts) scripts = getenv("FLASHLAB_FIGURES_DIR");
-    if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR;
-    FL_TRY(fl_gnuplot_check());
-    FL_TRY(safe_path("figures directory", scripts));
-    snprintf(path, sizeof path, "%s/style.gp", scripts);
-    if (access(path, R_OK))
-        return fl_fail(FL_EINVAL, "figures: the gnuplot scripts are not in %s (set FLASHLAB_FIGURES_DIR to "
-                                  "the figures/ directory of the source tree)", scripts);
-    FL_TRY(fl_outdir_check(dir));
-    snprintf(tmp, sizeof tmp, "%s/.flashlab-tmp-XXXXXX", dir);
-    if (!mkdtemp(tmp)) return fl_fail(FL_EIO, "figures: cannot create a temporary directory in %s (%s)", dir, strerror(errno));
-    snprintf(path, sizeof path, "%s/data", tmp);
-    if ((e = make_dir(path))) goto out;
 
     fl_sweep_spec sa = fl_sweep_spec_init();
     sa.N = Na, sa.nN = 3, sa.d = d64, sa.nd = 1, sa.M = Ma, sa.nM = 10, sa.M_upto_Nd = 1;
@@ -215,12 +261,12 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int 
     sc.algos[0] = FL_ALGO_FLASH1, sc.algos[1] = FL_ALGO_FLASH2, sc.nalgos = 2;
     sc.N = Nc, sc.nN = 1, sc.d = d64, sc.nd = 1, sc.M = Mb, sc.nM = 1, sc.Bc = Bc, sc.nBc = 28;
     if (log) fprintf(log, "figures: sweeping (count-only machine) ...\n");
-    if ((e = sweep_file(tmp, figs[0].data, &sa, "flashlab sweep --N 1024,4096,16384 --d 64 --M 2048:1048576:x2 --M-upto-Nd", &ta)) ||
-        (e = sweep_file(tmp, figs[1].data, &sb, "flashlab sweep --N 512:65536:x2 --d 64 --M 98304", &tb)) ||
-        (e = sweep_file(tmp, figs[2].data, &sc, "flashlab sweep --algo flash1,flash2 --N 1024 --d 64 --M 98304 --Bc 16:448:+16", NULL)) ||
-        (e = ratio_file(tmp, &ta)))
+    if ((e = sweep_file(dir, figs[0].data, &sa, "flashlab sweep --N 1024,4096,16384 --d 64 --M 2048:1048576:x2 --M-upto-Nd", &ta)) ||
+        (e = sweep_file(dir, figs[1].data, &sb, "flashlab sweep --N 512:65536:x2 --d 64 --M 98304", &tb)) ||
+        (e = sweep_file(dir, figs[2].data, &sc, "flashlab sweep --algo flash1,flash2 --N 1024 --d 64 --M 98304 --Bc 16:448:+16", NULL)) ||
+        (e = ratio_file(dir, &ta)))
         goto out;
-    snprintf(path, sizeof path, "%s/data/%s", tmp, figs[4].data);
+    snprintf(path, sizeof path, "%s/data/%s", dir, figs[4].data);
     if ((e = fl_regimes_write_path(path))) goto out;
 
     for (int i = 0; i < 5; i++) {
@@ -231,16 +277,10 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log, int 
         if (i == 4) fl_regimes_gnuplot_vars(scripts, vars, sizeof vars);
         for (int k = 0; k < 3; k++) {
             if (log) fprintf(log, "figures: %s.%s\n", figs[i].name, fmts[k]);
-            if ((e = gnuplot(scripts, tmp, &figs[i], fmts[k], vars))) goto out;
+            if ((e = gnuplot(scripts, dir, &figs[i], fmts[k], vars))) goto out;
         }
     }
-    snprintf(path, sizeof path, "%s/data", dir);
-    char tmpdata[4200];
-    snprintf(tmpdata, sizeof tmpdata, "%s/data", tmp);
-    if ((e = make_dir(path)) || (e = move_files(tmp, dir, nfiles)) || (e = move_files(tmpdata, path, nfiles)))
-        goto out;
 out:
-    remove_tmp(tmp);
     fl_table_free(&ta);
     fl_table_free(&tb);
     return e;
@@ -256,13 +296,15 @@ static const char *usage =
 
 int fl_cmd_plot(int argc, char **argv)
 {
-    const char *dir = "flashlab-figures", *scripts = NULL, *name, *iv, *v;
+    const char *dir = "flashlab-figures", *scripts = NULL, *name, *iv, *v, *names[FL_FIGURE_FILES];
     fl_status e = FL_OK;
     fl_args a;
-    int k, n = 0;
+    fl_outdir *od = NULL;
+    int k;
     fl_args_init(&a, argc, argv);
     while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
             fputs(usage, stdout);
             return 0;
         }
@@ -272,7 +314,12 @@ int fl_cmd_plot(int argc, char **argv)
         else e = fl_fail(FL_EINVAL, "%s: unknown option for plot (see flashlab plot --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
-    if (!e) e = fl_figures_write(dir, scripts, stderr, &n);
+    const int n = fl_figures_names(names, FL_FIGURE_FILES);
+    if (!e) e = fl_figures_prepare(scripts, &scripts);
+    if (!e) e = fl_outdir_open_checked(dir, names, n, &od); /* before any work */
+    if (!e) e = fl_figures_write(fl_outdir_path(od), scripts, stderr);
+    if (!e) e = fl_outdir_commit(od); /* every file, or none */
+    else fl_outdir_abort(od);
     if (e) return fl_cli_error(e);
     printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d) and (g), and their data in data/)\n", dir, n);
     return 0;

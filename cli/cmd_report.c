@@ -5,16 +5,22 @@
  * and backward, the standard/flash ratio beside the FlashAttention paper's Figure 2 (left) values; the fitted laws
  * over the default sweep (cmd_bound.c); PASS/FAIL of every worked example (examples.h); then the
  * figures (cmd_plot.c) and the sweep's CSV written into a directory it names.  Every count is
- * executed on the count-only machine (fl_run); the closed forms are only compared. */
+ * executed on the count-only machine (fl_run); the closed forms are only compared.
+ *
+ * All or nothing: the output directory is checked and staged before any work (output.h), the
+ * text is kept in memory, and only when every file has been moved into place is the text
+ * printed; a failure prints its one line and nothing else. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
 #include <flashlab/args.h>
-#include "atomic.h"
 #include "cli.h"
 #include "regimes.h"
 #include <flashlab/examples.h>
@@ -41,13 +47,15 @@ static const char *usage =
     "  --N N, --d D   shape of the table                           [1024, 64]\n"
     "  --batch B, --heads H                                        [64, 16]\n"
     "  --no-figures   print the report only; write nothing\n"
+    "  --max-events E the table's runs: at most E tile events each (0: no limit) [1e10]\n"
     "  --help         this text\n";
 
 typedef struct {
-    int64_t N, d, batch, heads, M;
+    int64_t N, d, batch, heads, M, max_events;
     int elem_bytes;
     const char *sram, *dtype, *dir;
     int figures;
+    FILE *out; /* the report's text, printed when everything succeeded */
 } opts;
 
 /* The GPT-2-medium table: each schedule run forward + backward over batch x heads on the
@@ -55,33 +63,34 @@ typedef struct {
 static fl_status table(const opts *o, const fl_sram_preset *pre)
 {
     fl_result r[3];
-    printf("GPT-2-medium attention: batch %" PRId64 ", %" PRId64 " heads, N = %" PRId64 ", d = %" PRId64
+    FILE *out = o->out;
+    fprintf(out, "GPT-2-medium attention: batch %" PRId64 ", %" PRId64 " heads, N = %" PRId64 ", d = %" PRId64
            "; SRAM M = %" PRId64 " elements",
            o->batch, o->heads, o->N, o->d, o->M);
-    if (pre) printf(" (%s: %" PRId64 " KiB per SM, %d-byte elements)", pre->name, pre->sram_bytes / 1024, o->elem_bytes);
-    printf("\n\n  %-9s %5s %5s %16s %16s %16s %10s  %s\n", "schedule", "Br", "Bc", "forward", "backward",
+    if (pre) fprintf(out, " (%s: %" PRId64 " KiB per SM, %d-byte elements)", pre->name, pre->sram_bytes / 1024, o->elem_bytes);
+    fprintf(out, "\n\n  %-9s %5s %5s %16s %16s %16s %10s  %s\n", "schedule", "Br", "Bc", "forward", "backward",
            "fwd+bwd", "fwd+bwd", "paper, Fig. 2");
-    printf("  %-9s %5s %5s %16s %16s %16s %10s  %s\n", "", "", "", "(elements)", "(elements)", "(elements)", "(GB)",
+    fprintf(out, "  %-9s %5s %5s %16s %16s %16s %10s  %s\n", "", "", "", "(elements)", "(elements)", "(elements)", "(GB)",
            "(fwd+bwd, A100)");
     for (int a = 0; a < 3; a++) {
         fl_problem p = fl_problem_default();
         p.algo = (fl_algo)a;
         p.N = o->N, p.d = o->d, p.M = o->M, p.elem_bytes = o->elem_bytes;
-        p.batch = o->batch, p.heads = o->heads, p.pass = FL_PASS_FWD_BWD;
+        p.batch = o->batch, p.heads = o->heads, p.pass = FL_PASS_FWD_BWD, p.max_events = o->max_events;
         FL_TRY(fl_run(&p, FL_COUNT, NULL, NULL, &r[a]));
         if (r[a].total != r[a].closed.total)
             return fl_fail(FL_EINVAL, "report: %s counted %" PRId64 " but its closed form says %" PRId64,
                            fl_algo_name(p.algo), r[a].total, r[a].closed.total);
-        printf("  %-9s %5" PRId64 " %5" PRId64 " %16" PRId64 " %16" PRId64 " %16" PRId64 " %7.2f GB  %s\n",
+        fprintf(out, "  %-9s %5" PRId64 " %5" PRId64 " %16" PRId64 " %16" PRId64 " %16" PRId64 " %7.2f GB  %s\n",
                fl_algo_name(p.algo), r[a].b.Br, r[a].b.Bc, r[a].fwd_total, r[a].bwd_total, r[a].total,
                r[a].bytes / 1e9, a == FL_ALGO_STANDARD ? "40.3 GB" : a == FL_ALGO_FLASH1 ? "4.4 GB (FlashAttention)" : "-");
     }
-    printf("\n  Counted over all %" PRId64 " heads, forward + backward (standard: Algorithm 0 + 3 from the saved\n"
+    fprintf(out, "\n  Counted over all %" PRId64 " heads, forward + backward (standard: Algorithm 0 + 3 from the saved\n"
            "  P; flash1: Algorithm 1 + 4; flash2: FA2 Algorithms 1 + 2); GB = 10^9 bytes, Q, K, V, O, S, P\n"
            "  and their gradients at %d bytes; statistics and the fp32 accumulators of rule R8 (flash1's\n"
            "  running O, every backward's dQ) at 4.  Br, Bc are the forward's blocks.\n",
            o->batch * o->heads, o->elem_bytes);
-    printf("  standard / flash1: %.2f forward + backward (%.2f forward only); standard / flash2: %.2f (%.2f).\n"
+    fprintf(out, "  standard / flash1: %.2f forward + backward (%.2f forward only); standard / flash2: %.2f (%.2f).\n"
            "  The paper measured 40.3 / 4.4 = %.2f on an A100, whose kernels also fuse the softmax into the\n"
            "  matmuls and differ in blocks; the model counts each algorithm's loads and stores as written.\n",
            (double)r[0].total / r[1].total, (double)r[0].fwd_total / r[1].fwd_total,
@@ -90,41 +99,51 @@ static fl_status table(const opts *o, const fl_sram_preset *pre)
     return FL_OK;
 }
 
-static void examples(void)
+static void examples(FILE *out)
 {
     int n, pass = 0;
     const fl_example *ex = fl_examples(&n);
     FILE *null = fopen("/dev/null", "w");
-    printf("\nWorked examples (flashlab example NAME shows each step):\n");
+    fprintf(out, "\nWorked examples (flashlab example NAME shows each step):\n");
     for (int i = 0; i < n; i++) {
         int ok = ex[i].run(null ? null : stderr);
         pass += ok;
-        printf("  %s  %-18s %s\n", ok ? "PASS" : "FAIL", ex[i].name, ex[i].summary);
+        fprintf(out, "  %s  %-18s %s\n", ok ? "PASS" : "FAIL", ex[i].name, ex[i].summary);
     }
-    printf("  %d of %d pass\n", pass, n);
+    fprintf(out, "  %d of %d pass\n", pass, n);
     if (null) fclose(null);
 }
 
 int fl_cmd_report(int argc, char **argv)
 {
     const int64_t big = INT64_MAX / 4;
-    opts o = {1024, 64, 64, 16, 0, 2, NULL, NULL, "flashlab-report", 1};
+    opts o = {1024, 64, 64, 16, 0, 0, 2, NULL, NULL, "flashlab-report", 1, NULL};
     int64_t Mgiven = 0;
     fl_table t = {0}, dt = {0};
     fl_sweep_stats st;
     FILE *csv = NULL;
     const fl_sram_preset *pre = NULL;
+    const char *scripts = NULL, *names[FL_FIGURE_FILES + 1];
+    fl_outdir *od = NULL;
     fl_status e = FL_OK;
     fl_args a;
     const char *name, *iv, *v;
+    char *text = NULL, path[8400];
+    size_t text_len = 0;
     int k, nfiles = 0, status = 0;
+    o.max_events = fl_problem_default().max_events;
     fl_args_init(&a, argc, argv);
     while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
             fputs(usage, stdout);
             return 0;
         }
-        if (strcmp(name, "--no-figures") == 0) { o.figures = 0; continue; }
+        if (strcmp(name, "--no-figures") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
+            o.figures = 0;
+            continue;
+        }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--out") == 0) o.dir = v;
         else if (strcmp(name, "--sram") == 0) o.sram = v;
@@ -134,67 +153,78 @@ int fl_cmd_report(int argc, char **argv)
         else if (strcmp(name, "--d") == 0) e = fl_parse_i64(name, v, 1, 1 << 12, &o.d);
         else if (strcmp(name, "--batch") == 0) e = fl_parse_i64(name, v, 1, 1 << 20, &o.batch);
         else if (strcmp(name, "--heads") == 0) e = fl_parse_i64(name, v, 1, 1 << 12, &o.heads);
+        else if (strcmp(name, "--max-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &o.max_events);
         else e = fl_fail(FL_EINVAL, "%s: unknown option for report (see flashlab report --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_presets_resolve(o.sram, o.dtype, Mgiven, &o.M, &o.elem_bytes);
     if (!e && !Mgiven) e = fl_sram_preset_find(o.sram ? o.sram : "a100", &pre);
-    if (!e && o.figures) e = fl_gnuplot_check(); /* before printing anything: no half reports */
-    if (!e && o.figures) e = fl_outdir_check(o.dir);
+    /* before any work: stdout (the report's text is its product), gnuplot, the scripts, and a
+     * directory that can take every file */
+    const int fl1 = fcntl(1, F_GETFL);
+    if (!e && (fl1 == -1 || (fl1 & O_ACCMODE) == O_RDONLY))
+        e = fl_fail(FL_EIO, "stdout: not open for writing; nothing done");
+    const int nnames = fl_figures_names(names, FL_FIGURE_FILES);
+    names[nnames] = "data/report_sweep.csv";
+    if (!e && o.figures) e = fl_figures_prepare(NULL, &scripts);
+    if (!e && o.figures) e = fl_outdir_open_checked(o.dir, names, nnames + 1, &od);
+    if (!e && !(o.out = open_memstream(&text, &text_len))) e = fl_fail(FL_ENOMEM, "report: out of memory");
     if (e) goto fail;
 
-    printf("flashlab report: HBM traffic of exact attention on the two-level machine\n"
-           "(counts in elements, from the schedules executed on the count-only machine; docs/analysis.md)\n\n");
+    fprintf(o.out, "flashlab report: HBM traffic of exact attention on the two-level machine\n"
+                   "(counts in elements, from the schedules executed on the count-only machine; docs/analysis.md)\n\n");
     if ((e = table(&o, pre))) goto fail;
-    fflush(stdout);
 
     /* one run of the default sweep: kept in memory for the fits and as CSV for DIR/data/ */
     fl_sweep_spec s = fl_sweep_spec_report(), ds = fl_analysis_dsweep();
-    if (o.figures && !(csv = tmpfile())) {
-        e = fl_fail(FL_EIO, "report: cannot create a temporary file");
+    if (od) {
+        snprintf(path, sizeof path, "%s/data/report_sweep.csv", fl_outdir_path(od));
+        if (!(csv = fopen(path, "w"))) {
+            e = fl_fail(FL_EIO, "report: cannot write %s (%s)", fl_shown(path), strerror(errno));
+            goto fail;
+        }
+        e = fl_sweep_write_csv(&s, csv, SWEEP_COMMAND, &t, &st);
+        const fl_status c = fl_output_close_staged(csv, "--out", path);
+        csv = NULL;
+        if (e || (e = c)) goto fail;
+    } else if ((e = fl_sweep_collect(&s, &t, &st))) {
         goto fail;
     }
-    if ((e = csv ? fl_sweep_write_csv(&s, csv, SWEEP_COMMAND, &t, &st) : fl_sweep_collect(&s, &t, &st)) ||
-        (e = fl_sweep_collect(&ds, &dt, NULL)))
-        goto fail;
-    printf("\nFitted laws (GSL least squares, ± one standard error) over the default sweep: all three\n"
-           "schedules, N = 512..65536, d = 64 and 128, M = 4096..N*d (x2): %" PRId64 " configurations,\n"
-           "%" PRId64 " skipped, %.3g tile events.  `flashlab bound --all-N` prints every N.\n\n",
-           st.configs, st.skipped, (double)st.events);
-    if ((e = fl_bound_print(stdout, &t, &dt, 1))) goto fail;
+    if ((e = fl_sweep_collect(&ds, &dt, NULL))) goto fail;
+    fprintf(o.out, "\nFitted laws (GSL least squares, ± one standard error) over the default sweep: all three\n"
+                   "schedules, N = 512..65536, d = 64 and 128, M = 4096..N*d (x2): %" PRId64 " configurations,\n"
+                   "%" PRId64 " skipped, %.3g tile events.  `flashlab bound --all-N` prints every N.\n\n",
+            st.configs, st.skipped, (double)st.events);
+    if ((e = fl_bound_print(o.out, &t, &dt, 1))) goto fail;
     {
         const fl_regime_point *pts; /* computed once: figure (g) reuses it */
         size_t npts;
         if ((e = fl_regimes_collect(&pts, &npts))) goto fail;
-        fl_regimes_print(stdout, pts, npts);
+        fl_regimes_print(o.out, pts, npts);
     }
-    examples();
-    fflush(stdout);
+    examples(o.out);
 
-    if (o.figures) {
-        if ((e = fl_figures_write(o.dir, NULL, NULL, &nfiles))) goto fail;
-        char path[4200];
-        fl_atomic_file af;
-        snprintf(path, sizeof path, "%s/data/report_sweep.csv", o.dir);
-        if ((e = fl_atomic_open(&af, path))) goto fail;
-        char buf[65536];
-        size_t n;
-        rewind(csv);
-        while ((n = fread(buf, 1, sizeof buf, csv)) > 0) fwrite(buf, 1, n, af.f);
-        if (ferror(csv)) {
-            fl_atomic_abort(&af);
-            e = fl_fail(FL_EIO, "report: reading back the sweep's CSV failed");
-            goto fail;
-        }
-        if ((e = fl_atomic_commit(&af))) goto fail;
-        printf("\nFigures (a)-(d) and (g) as PNG, PDF and SVG, and their data, written to %s (%d files, and data/report_sweep.csv)\n",
-               o.dir, nfiles);
+    if (od) {
+        if ((e = fl_figures_write(fl_outdir_path(od), scripts, NULL))) goto fail;
+        nfiles = nnames;
+        e = fl_outdir_commit(od); /* every file, or none */
+        od = NULL;
+        if (e) goto fail;
+        fprintf(o.out, "\nFigures (a)-(d) and (g) as PNG, PDF and SVG, and their data, written to %s (%d files, "
+                       "and data/report_sweep.csv)\n", o.dir, nfiles);
     }
+    if (fflush(o.out) != 0 || ferror(o.out)) {
+        e = fl_fail(FL_ENOMEM, "report: out of memory for the text");
+        goto fail;
+    }
+    if ((e = fl_output_stdout_write(text, text_len))) goto fail;
     goto done;
 fail:
     status = fl_cli_error(e);
 done:
-    if (csv) fclose(csv);
+    fl_outdir_abort(od);
+    if (o.out) fclose(o.out);
+    free(text);
     fl_table_free(&t);
     fl_table_free(&dt);
     return status;

@@ -3,9 +3,12 @@
  * Output: the CSV of `flashlab count --format csv` (emit.h: same header, same columns), one row
  * per configuration in the order of sweep.h, preceded by '#' provenance lines.  A configuration
  * that cannot run becomes a '# skipped: ...' line in its place (CSV), or a line on stderr
- * (table/json); a summary of skips goes to stderr.  --output writes atomically (atomic.h).
+ * (table/json); a summary of skips goes to stderr.  --output writes through the output module
+ * (output.h): complete or not at all.  A write that fails (to the file or to stdout) stops the
+ * sweep at the next configuration.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +17,7 @@
 
 #include "analysis.h"
 #include <flashlab/args.h>
-#include "atomic.h"
+#include <flashlab/output.h>
 #include "cli.h"
 #include "emit.h"
 #include "listparse.h"
@@ -38,6 +41,8 @@ static const char *usage =
     "  --sram, --dtype, --seed, --pass, --Nk, --causal, --window, --batch, --heads, --kv-heads,\n"
     "  --max-events    as in `flashlab count` (one value each, applied to every configuration;\n"
     "                  varlen --cu-seqlens-* is for count); --M wins over --sram\n"
+    "  --max-total-events E  refuse a sweep whose configurations make more than E tile events\n"
+    "                  in all, estimated before the first runs (0: no limit)      [1e10]\n"
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
     "  --progress      show a progress bar on stderr (default: only on a terminal)\n"
@@ -53,12 +58,16 @@ static const char *usage =
 typedef struct {
     fl_emitter e;
     FILE *out;
+    fl_format fmt;
+    int begun; /* the emitter's opening ("[" of JSON, a table's header) written, at the first row */
     int csv;
     int progress;
     double t0, last;
     int64_t skipped;
     fl_table *collect; /* also keep the rows in memory (may be NULL) */
     int failed;
+    const char *what;   /* the output for messages: "stdout", or "sweep" inside report and plot */
+    const char *output; /* --output's path, or NULL */
 } sink_ctx;
 
 static double now(void)
@@ -71,6 +80,8 @@ static double now(void)
 static void on_row(const fl_result *r, void *vctx)
 {
     sink_ctx *c = vctx;
+    if (!c->begun) fl_emit_begin(&c->e, c->out, c->fmt, 0);
+    c->begun = 1;
     fl_emit_row(&c->e, r);
     if (c->collect && !c->failed && fl_table_add(c->collect, r)) c->failed = 1;
 }
@@ -98,22 +109,36 @@ static void on_progress(int64_t done, int64_t total, void *vctx)
     fflush(stderr);
 }
 
-/* Writes the '#' provenance lines of a sweep CSV. */
-static void provenance(FILE *out, const char *command)
+/* Stops the sweep once a write to its output has failed (a full disk, a closed stdout). */
+static fl_status on_check(void *vctx)
+{
+    sink_ctx *c = vctx;
+    if (!ferror(c->out)) return FL_OK;
+    errno = 0;
+    const int e = fflush(c->out) != 0 && errno ? errno : EIO; /* the write fails again: its reason */
+    if (c->output)
+        return fl_fail(FL_EIO, "--output: writing %s failed (%s); nothing written", fl_shown(c->output), strerror(e));
+    return fl_fail(FL_EIO, "%s: write failed (%s); sweep stopped", c->what, strerror(e));
+}
+
+/* Writes the first '#' provenance line of a sweep CSV. */
+static void provenance_head(FILE *out)
 {
     fprintf(out, "# flashlab %s: count-only machine; counts in elements from executed schedules "
                  "(a model, not a hardware measurement)\n", FLASHLAB_VERSION);
-    fprintf(out, "# command: %s\n", command);
-    fputs("# configurations that cannot run appear as '# skipped:' lines in sweep order\n", out);
 }
+
+static const char skipped_note[] = "# configurations that cannot run appear as '# skipped:' lines in sweep order\n";
 
 fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *command,
                              fl_table *collect, fl_sweep_stats *st)
 {
-    sink_ctx c = {.out = out, .csv = 1, .collect = collect};
-    provenance(out, command);
+    sink_ctx c = {.out = out, .fmt = FL_FMT_CSV, .begun = 1, .csv = 1, .collect = collect, .what = "sweep"};
+    provenance_head(out);
+    fprintf(out, "# command: %s\n", command);
+    fputs(skipped_note, out);
     fl_emit_begin(&c.e, out, FL_FMT_CSV, 0);
-    fl_sweep_sink sink = {on_row, on_skip, NULL, &c};
+    fl_sweep_sink sink = {on_row, on_skip, NULL, &c, on_check};
     FL_TRY(fl_sweep_run(s, &sink, st));
     if (c.failed) return fl_fail(FL_ENOMEM, "out of memory collecting the sweep");
     return FL_OK;
@@ -127,6 +152,7 @@ int fl_cmd_sweep(int argc, char **argv)
     fl_sweep_spec s = fl_sweep_spec_init();
     fl_format fmt = FL_FMT_CSV;
     const char *output = NULL;
+    int64_t max_total = FL_SWEEP_MAX_TOTAL_EVENTS;
     int progress = isatty(2), algo_all = 1;
     int status = 0;
     fl_status e = FL_OK;
@@ -137,11 +163,16 @@ int fl_cmd_sweep(int argc, char **argv)
     fl_args_init(&a, argc, argv);
     while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
             fputs(usage, stdout);
             goto done;
         }
-        if (strcmp(name, "--progress") == 0) { progress = 1; continue; }
-        if (strcmp(name, "--M-upto-Nd") == 0) { s.M_upto_Nd = 1; continue; }
+        if (strcmp(name, "--progress") == 0 || strcmp(name, "--M-upto-Nd") == 0) {
+            if ((e = fl_args_flag(name, iv))) break;
+            if (name[2] == 'p') progress = 1;
+            else s.M_upto_Nd = 1;
+            continue;
+        }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--algo") == 0) e = fl_list_parse_algos(v, s.algos, &s.nalgos), algo_all = !strcmp(v, "all");
         else if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);
@@ -151,6 +182,7 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--Bc") == 0) fl_list_free(&Bc), e = fl_list_parse(name, v, 1, big, &Bc);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (strcmp(name, "--max-total-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_total);
         else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
             e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
         else if (!fl_popts_take(&po, name, v, &e)) /* the problem's other fields */
@@ -166,6 +198,7 @@ int fl_cmd_sweep(int argc, char **argv)
     s.base = &po.p;
     s.elem_bytes = po.p.elem_bytes;
     s.max_events = po.p.max_events;
+    s.max_total_events = max_total;
     if (algo_all && po.p.kv_heads && po.p.kv_heads < po.p.heads) s.algos[s.nalgos++] = FL_ALGO_FLASH2_GQA; /* as count */
     s.N = N.n ? N.v : &po.p.N, s.nN = N.n ? N.n : 1;
     s.d = d.n ? d.v : &po.p.d, s.nd = d.n ? d.n : 1;
@@ -177,35 +210,39 @@ int fl_cmd_sweep(int argc, char **argv)
         e = fl_fail(FL_EINVAL, "--M-upto-Nd: no M value is <= N*d for any (N, d): the grid is empty");
         goto fail;
     }
-
-    fl_atomic_file af;
+    fl_output *o = NULL;
     FILE *out = stdout;
     if (output) {
-        if ((e = fl_atomic_open(&af, output))) goto fail;
-        out = af.f;
+        if ((e = fl_output_open(output, "--output", &o))) goto fail;
+        out = fl_output_file(o);
     }
-    sink_ctx c = {.out = out, .csv = fmt == FL_FMT_CSV, .progress = progress, .t0 = now()};
+    if ((e = fl_sweep_check(&s, &configs))) { /* the work limit, before anything is written */
+        fl_output_abort(o);
+        goto fail;
+    }
+    s.max_total_events = 0; /* checked: not estimated again */
+    sink_ctx c = {.out = out, .fmt = fmt, .csv = fmt == FL_FMT_CSV, .progress = progress, .t0 = now(),
+                  .what = "stdout", .output = output};
     c.last = c.t0;
     if (c.csv) {
-        char cmd[1024];
-        size_t len = (size_t)snprintf(cmd, sizeof cmd, "flashlab sweep");
-        for (int i = 0; i < argc && len < sizeof cmd; i++)
-            len += (size_t)snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
-        provenance(out, cmd);
+        provenance_head(out);
+        fl_cli_command_comment(out, "sweep", argc, argv);
+        fputs(skipped_note, out);
+        fl_emit_begin(&c.e, out, fmt, 0); /* the header, whatever follows */
+        c.begun = 1;
     }
-    fl_emit_begin(&c.e, out, fmt, 0);
-    fl_sweep_sink sink = {on_row, on_skip, progress ? on_progress : NULL, &c};
+    fl_sweep_sink sink = {on_row, on_skip, progress ? on_progress : NULL, &c, on_check};
     fl_sweep_stats st;
     e = fl_sweep_run(&s, &sink, &st);
     if (!e && st.rows == 0)
         e = fl_fail(FL_EINVAL, "sweep: none of the %" PRId64 " configurations can run (see the skipped lines)",
                     st.configs);
     if (e) {
-        if (output) fl_atomic_abort(&af);
+        fl_output_abort(o);
         goto fail;
     }
-    fl_emit_end(&c.e);
-    if (output && (e = fl_atomic_commit(&af))) goto fail;
+    if (c.begun) fl_emit_end(&c.e);
+    if (output && (e = fl_output_commit(o))) goto fail;
     if (st.skipped)
         fprintf(stderr, "flashlab: sweep: %" PRId64 " of %" PRId64 " configurations skipped%s\n",
                 st.skipped, st.configs, c.csv ? " (reasons in the '# skipped:' lines)" : "");

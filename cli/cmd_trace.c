@@ -1,13 +1,13 @@
 /* cmd_trace.c: `flashlab trace`: the tile events of small runs, as CSV or JSON lines (trace.h).
  * Each requested schedule runs through fl_run with fl_trace_event as its trace callback.  The
  * whole trace is written to a temporary file first, so an error leaves nothing half-written:
- * with --out the file is renamed into place, otherwise it is copied to stdout. */
+ * with --out it goes through the output module (output.h), otherwise it is copied to stdout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <flashlab/args.h>
-#include "atomic.h"
+#include <flashlab/output.h>
 #include "cli.h"
 #include "listparse.h"
 #include "problem_opts.h"
@@ -34,11 +34,13 @@ static const char *usage =
     "  --format F    csv or jsonl                                     [csv]\n"
     "  --out FILE    write to FILE (atomically) instead of stdout\n"
     "  --max-events E  refuse runs with more tile events than E       [100000]\n"
+    "%s"
     "  --help        this text\n";
 
 typedef struct {
     int algos[FL_ALGO_MAX];
     int nalgos, compute;
+    int64_t max_macs; /* --compute */
     fl_popts po;
     fl_trace_format fmt;
     const char *out;
@@ -69,16 +71,17 @@ static int parse(int argc, char **argv, opts *o)
     o->po.M_given = 384;
     o->po.p.max_events = 100000;
     o->fmt = FL_TRACE_CSV;
+    o->max_macs = FL_CLI_MAX_MACS;
     FL_TRY(parse_algos("classic", o));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
-        if ((strcmp(name, "--help") == 0 || strcmp(name, "--compute") == 0) && iv)
-            return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, iv);
         if (strcmp(name, "--help") == 0) {
-            fputs(usage, stdout);
+            FL_TRY(fl_args_flag(name, iv));
+            printf(usage, fl_macs_usage);
             return -1;
         }
         if (strcmp(name, "--compute") == 0) {
+            FL_TRY(fl_args_flag(name, iv));
             o->compute = 1;
             continue;
         }
@@ -88,12 +91,19 @@ static int parse(int argc, char **argv, opts *o)
         else if (strcmp(name, "--out") == 0) {
             if (!*v) return fl_fail(FL_EINVAL, "--out: needs a file name");
             o->out = v;
-        } else if (fl_popts_take(&o->po, name, v, &s)) FL_TRY(s);
+        } else if (strcmp(name, "--max-macs") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->max_macs));
+        else if (fl_popts_take(&o->po, name, v, &s)) FL_TRY(s);
         else return fl_fail(FL_EINVAL, "%s: unknown option for trace (see flashlab trace --help)", name);
     }
     if (k < 0) return FL_EINVAL;
     o->po.p.algo = (fl_algo)o->algos[0];
-    return fl_popts_finish(&o->po);
+    FL_TRY(fl_popts_finish(&o->po));
+    for (int i = 0; i < o->nalgos && o->compute; i++) { /* the work limit of a compute run */
+        fl_problem p = o->po.p;
+        p.algo = (fl_algo)o->algos[i];
+        FL_TRY(fl_compute_check(&p, o->max_macs));
+    }
+    return FL_OK;
 }
 
 /* Runs every schedule into f. */
@@ -118,9 +128,8 @@ static fl_status copy_to_stdout(FILE *f)
     char buf[1 << 14];
     size_t n;
     rewind(f);
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (fwrite(buf, 1, n, stdout) != n) return fl_fail(FL_EIO, "trace: writing to stdout failed");
-    if (ferror(f) || fflush(stdout) != 0) return fl_fail(FL_EIO, "trace: writing to stdout failed");
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) FL_TRY(fl_output_stdout_write(buf, n));
+    if (ferror(f)) return fl_fail(FL_EIO, "trace: reading back the trace failed");
     return FL_OK;
 }
 
@@ -138,10 +147,10 @@ int fl_cmd_trace(int argc, char **argv)
         fclose(f);
         return s ? fl_cli_error(s) : 0;
     }
-    fl_atomic_file af;
-    if ((s = fl_atomic_open_opt(&af, o.out, "--out"))) return fl_cli_error(s);
-    s = trace_all(&o, af.f);
-    if (s) fl_atomic_abort(&af);
-    else s = fl_atomic_commit(&af);
+    fl_output *out;
+    if ((s = fl_output_open(o.out, "--out", &out))) return fl_cli_error(s);
+    s = trace_all(&o, fl_output_file(out));
+    if (s) fl_output_abort(out);
+    else s = fl_output_commit(out);
     return s ? fl_cli_error(s) : 0;
 }

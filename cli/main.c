@@ -1,8 +1,10 @@
 /* main.c: the flashlab command line: dispatch to a subcommand. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <flashlab/args.h>
+#include <flashlab/output.h>
 #include "cli.h"
 
 static const struct {
@@ -29,6 +31,17 @@ int fl_cli_error(int s)
     return fl_exit_code((fl_status)s);
 }
 
+void fl_cli_command_comment(FILE *out, const char *command, int argc, char **argv)
+{
+    fprintf(out, "# command: flashlab %s", command);
+    for (int i = 0; i < argc; i++) {
+        fputc(' ', out);
+        for (const char *c = argv[i]; *c; c++) /* a newline here would start a forged data line */
+            fputc((unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c, out);
+    }
+    fputc('\n', out);
+}
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: flashlab COMMAND [options]   (flashlab COMMAND --help for its options)\n\n"
@@ -38,12 +51,14 @@ static void usage(FILE *out)
     fprintf(out, "\n  --version  print the version\n  --help     this text\n");
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
+    if (!strncmp(argv[1], "--version=", 10) || !strncmp(argv[1], "--help=", 7))
+        return fl_cli_error(fl_args_flag(argv[1][2] == 'v' ? "--version" : "--help", strchr(argv[1], '=') + 1));
     if (strcmp(argv[1], "--version") == 0) {
         printf("flashlab %s\n", FLASHLAB_VERSION);
         return 0;
@@ -54,6 +69,23 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "flashlab: '%s': unknown command (see flashlab --help)\n", argv[1]);
+    fprintf(stderr, "flashlab: '%s': unknown command (see flashlab --help)\n", fl_shown(argv[1]));
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    fl_status s = FL_OK;
+    fl_output_std_streams(); /* before anything is opened: no file may become stdout */
+#ifndef FL_CLI_IN_PROCESS /* the fuzz harnesses call main in their own process: its signals are theirs */
+    /* a file-size limit (ulimit -f) makes write fail with EFBIG, which is reported, instead of
+     * killing flashlab with its temporaries in place */
+    signal(SIGXFSZ, SIG_IGN);
+    if ((s = fl_output_catch_signals())) return fl_cli_error(s); /* an interruption removes the temporaries */
+#endif
+    int rc = dispatch(argc, argv);
+    /* every command's stdout, checked once: a full disk, a closed or broken stdout, a file-size
+     * limit */
+    if ((s = fl_output_stdout_status()) && rc == 0) rc = fl_cli_error(s);
+    return rc;
 }

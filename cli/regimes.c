@@ -1,9 +1,13 @@
 /* regimes.c: figure (g)'s grid and the per-regime summary (see regimes.h). */
 #include "regimes.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <flashlab/args.h>
+#include <flashlab/output.h>
 
 #define REGIME_N 4096
 
@@ -150,10 +154,10 @@ fl_status fl_regimes_write_path(const char *path)
     size_t n;
     FL_TRY(fl_regimes_collect(&pts, &n));
     FILE *f = fopen(path, "w");
-    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s", path);
-    fl_status e = fl_regimes_write_csv(f, pts, n);
-    if (fclose(f) && !e) e = fl_fail(FL_EIO, "figures: write to %s failed", path);
-    return e;
+    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", fl_shown(path), strerror(errno));
+    const fl_status e = fl_regimes_write_csv(f, pts, n);
+    const fl_status c = fl_output_close_staged(f, "figures", path);
+    return e ? e : c;
 }
 
 void fl_regimes_gnuplot_vars(const char *scripts, char *vars, size_t n)

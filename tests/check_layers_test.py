@@ -39,7 +39,7 @@ faults = [
     ("reference/attention_ref.c", '#include <flashlab/problem.h>', "may include base only"),
     ("src/schedules/flash2.c", '#include "attention_ref.h"', "only run and above may"),
     ("src/run/run.c", '#include <gsl/gsl_fit.h>', "GSL belongs to the analysis module only"),
-    ("kernels/gpu_case.cu", '#include "problem/segments.h"', "private header"),
+    ("kernels/harness/gpu_case.cu", '#include "problem/segments.h"', "private header"),
     ("include/flashlab/status.h", '#include "status.h"', "include circle"),
 ]
 code, out = run(ROOT)

@@ -8,9 +8,11 @@
 #define _DEFAULT_SOURCE /* putenv, mkstemp */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,10 +35,20 @@ static inline char *slurp_fd(int fd)
     return buf;
 }
 
+/* How cli_run_ex sets up the child: stdout a given file instead of the captured one (e.g.
+ * "/dev/full"), or closed; a file-size limit (RLIMIT_FSIZE, bytes; 0: none). */
+typedef struct {
+    const char *stdout_path;
+    int close_stdout;
+    long fsize_limit;
+} cli_setup;
+
 /* Runs FLASHLAB_CLI with the NULL-terminated arguments argv (argv[0] is ignored) in directory
  * cwd (NULL: the current one), environment env (NULL-terminated "K=V" entries added; NULL for
- * none).  stdout and stderr are captured through temporary files (no pipe deadlock). */
-static inline cli_result cli_run_in(const char *cwd, char *const env[], const char *const argv[])
+ * none), set up as su says (NULL: as usual).  stdout and stderr are captured through temporary
+ * files (no pipe deadlock). */
+static inline cli_result cli_run_ex(const char *cwd, char *const env[], const char *const argv[],
+                                    const cli_setup *su)
 {
     cli_result r = {0};
     char out_name[] = "/tmp/flerr_outXXXXXX", err_name[] = "/tmp/flerr_errXXXXXX";
@@ -47,6 +59,19 @@ static inline cli_result cli_run_in(const char *cwd, char *const env[], const ch
     if (pid == 0) {
         dup2(fo, 1);
         dup2(fe, 2);
+        close(fo);
+        close(fe);
+        if (su && su->stdout_path) {
+            int f = open(su->stdout_path, O_WRONLY);
+            if (f < 0 || dup2(f, 1) < 0) _exit(125);
+            close(f);
+        }
+        if (su && su->close_stdout) close(1);
+        if (su && su->fsize_limit > 0) {
+            struct rlimit rl = {(rlim_t)su->fsize_limit, (rlim_t)su->fsize_limit};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(124);
+        }
         if (cwd && chdir(cwd) != 0) _exit(126);
         for (int i = 0; env && env[i]; i++) putenv(env[i]);
         execv(FLASHLAB_CLI, (char *const *)argv);
@@ -62,6 +87,11 @@ static inline cli_result cli_run_in(const char *cwd, char *const env[], const ch
     unlink(out_name);
     unlink(err_name);
     return r;
+}
+
+static inline cli_result cli_run_in(const char *cwd, char *const env[], const char *const argv[])
+{
+    return cli_run_ex(cwd, env, argv, NULL);
 }
 
 static inline void cli_free(cli_result *r)

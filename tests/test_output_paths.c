@@ -154,3 +154,19 @@ Test(output_paths, umask_and_existing_mode_are_respected)
     cr_assert(stat(kept, &st) == 0);
     cr_expect_eq(st.st_mode & 0777, 0640, "a replaced file keeps its mode, got %o", st.st_mode & 0777);
 }
+
+/* A directory named by --output is refused before the sweep runs, not after it (this grid takes
+ * minutes: the timeout fails the test if the sweep ran first). */
+Test(output_paths, directory_refused_before_the_work, .timeout = 10.0)
+{
+    char dir[64], sub[128];
+    fresh_dir(dir);
+    path_in(sub, sizeof sub, dir, "existingdir");
+    cr_assert(mkdir(sub, 0755) == 0);
+    const char *const argv[] = {"flashlab", "sweep", "--N", "64:65536:x2", "--d", "16:256:x2", "--M",
+                                "4096:1048576:x2", "--max-total-events", "0", "--output", "existingdir", NULL};
+    cli_result r = cli_run_in(dir, NULL, argv);
+    expect_bad_r(&r, NULL, "--output: 'existingdir' is a directory; flashlab writes regular files only",
+                 "sweep --output existingdir");
+    cli_free(&r);
+}

@@ -104,3 +104,28 @@ Test(report, bad_options_are_refused)
     cr_assert_eq(r->status, 2, "%s", r->err);
     free(r);
 }
+
+/* A report that fails after its work (here gnuplot fails on the first figure) prints nothing of
+ * its text: the text is printed only when every figure is in place.  And nothing is moved in. */
+Test(report, a_failure_after_the_work_prints_nothing, .timeout = 600)
+{
+    char dir[] = "/tmp/flashlab-repfail-XXXXXX", out[128], fake[128];
+    cr_assert(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/rep", dir);
+    snprintf(fake, sizeof fake, "%s/gp", dir);
+    FILE *f = fopen(fake, "w");
+    cr_assert(f);
+    fputs("#!/bin/sh\ncase \"$*\" in *'set terminal pngcairo; set terminal pdfcairo'*) exit 0;; esac\nexit 3\n", f);
+    fclose(f);
+    chmod(fake, 0755);
+    setenv("FLASHLAB_GNUPLOT", fake, 1);
+    const char *a[] = {"report", "--out", out, NULL};
+    cli_result *r = cli_run(a);
+    cr_expect_eq(r->status, 1, "%s", r->err);
+    cr_expect_eq(r->out[0], 0, "a failed report printed:\n%.300s", r->out);
+    cr_expect_eq(cli_lines(r->err), 1, "%s", r->err);
+    cr_expect(strstr(r->err, "flashlab: figures: gnuplot failed on ") == r->err, "%s", r->err);
+    struct stat st;
+    cr_expect(stat(out, &st) != 0, "the output directory was created");
+    free(r);
+}

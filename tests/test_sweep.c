@@ -38,7 +38,7 @@ Test(sweep, order_is_schedule_then_N_d_M_Br_Bc_as_given)
     s.algos[0] = FL_ALGO_FLASH2, s.algos[1] = FL_ALGO_FLASH1, s.nalgos = 2;
     s.N = N, s.nN = 2, s.d = d, s.nd = 1, s.M = M, s.nM = 2, s.Bc = Bc, s.nBc = 2;
     log_ctx l = {.n = 0};
-    fl_sweep_sink sink = {on_row, on_skip, NULL, &l};
+    fl_sweep_sink sink = {on_row, on_skip, NULL, &l, NULL};
     fl_sweep_stats st;
     cr_assert_eq(fl_sweep_run(&s, &sink, &st), FL_OK, "%s", fl_last_error());
     cr_assert_eq(st.configs, 16);
@@ -86,7 +86,7 @@ Test(sweep, configurations_that_cannot_run_are_skipped_with_their_reason)
     s.algos[0] = FL_ALGO_FLASH1, s.nalgos = 1;
     s.N = N, s.nN = 1, s.d = d, s.nd = 1, s.M = M, s.nM = 2, s.Bc = Bc, s.nBc = 2;
     log_ctx l = {.n = 0};
-    fl_sweep_sink sink = {on_row, on_skip, NULL, &l};
+    fl_sweep_sink sink = {on_row, on_skip, NULL, &l, NULL};
     fl_sweep_stats st;
     cr_assert_eq(fl_sweep_run(&s, &sink, &st), FL_OK);
     cr_assert_eq(st.configs, 4);
@@ -179,6 +179,22 @@ Test(sweep_cli, nothing_runnable_is_an_error)
     cli_result *r = cli_run(a);
     cr_assert_eq(r->status, 2);
     cr_assert(strstr(r->err, "none of the 2 configurations can run"), "%s", r->err);
+    free(r);
+    /* table and JSON open with their first row: nothing on stdout (a lone "[" once) */
+    const char *formats[] = {"json", "table"};
+    for (int i = 0; i < 2; i++) {
+        const char *b[] = {"sweep", "--M", "1", "--format", formats[i], NULL};
+        r = cli_run(b);
+        cr_expect_eq(r->status, 2);
+        cr_expect_str_eq(r->out, "", "%s: stdout has: %s", formats[i], r->out);
+        cr_expect(strstr(r->err, "flashlab: sweep: none of the 3 configurations can run"), "%s", r->err);
+        free(r);
+    }
+    /* with rows, JSON is a whole array */
+    const char *c[] = {"sweep", "--N", "64", "--d", "8", "--M", "1,1000", "--format", "json", NULL};
+    r = cli_run(c);
+    cr_expect_eq(r->status, 0, "%s", r->err);
+    cr_expect(r->out[0] == '[' && strstr(r->out, "\n]\n"), "%s", r->out);
     free(r);
 }
 

@@ -21,9 +21,10 @@ fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t
 fl_status fl_parse_u64(const char *opt, const char *s, uint64_t *out);
 
 /* A walker over argv of the form  --name value | --name=value | --flag.
- * fl_args_next returns 1 and sets *name (without the dashes' text kept: "--N") and *value (NULL
- * for a flag with no '=') for each option, 0 at the end, and -1 (with fl_last_error set) on an
- * argument that is not an option. */
+ * fl_args_next returns 1 and sets *name ("--N") and *inline_value (the text after '=', NULL when
+ * there is no '=') for each option, 0 at the end, and -1 (with fl_last_error set) on an argument
+ * that is not an option.  A name of 64 characters or more is returned cut to 60, followed by
+ * "...", so a message quoting it stays short (it matches no option). */
 typedef struct {
     int argc, i;
     char **argv;
@@ -37,9 +38,21 @@ int fl_args_next(fl_args *a, const char **name, const char **inline_value);
  * FL_EINVAL ("--N: needs a value") when there is none. */
 fl_status fl_args_value(fl_args *a, const char *name, const char *inline_value, const char **out);
 
+/* A flag (an option without a value, such as --explain): FL_OK when it came without "=value",
+ * else FL_EINVAL "--explain: is a flag and takes no value (got '=yes')".  "--x=false" is an error
+ * too, never a way to switch a flag off. */
+fl_status fl_args_flag(const char *name, const char *inline_value);
+
+/* s itself when it is at most FL_SHOWN_MAX characters long, else its first FL_SHOWN_MAX
+ * characters followed by "...", in one of four rotating per-thread buffers (so a message may
+ * quote up to four values): what a message quotes of a value the user typed, so that the message
+ * stays short and its rule is never cut off. */
+#define FL_SHOWN_MAX 200
+const char *fl_shown(const char *s);
+
 /* Exit status the CLI uses for a library status: 2 for bad input (EINVAL, ECAPACITY,
- * EOVERFLOW, and EIO: an output path that cannot be written, docs/errors.md), 1 for anything
- * else (out of memory, a schedule bug). */
+ * EOVERFLOW: docs/errors.md), 1 for anything else (a write that failed, FL_EIO; out of memory;
+ * a schedule bug). */
 int fl_exit_code(fl_status s);
 
 #endif

@@ -30,6 +30,11 @@ typedef struct {
 fl_status fl_l2_alloc(int64_t capacity, int64_t sector, fl_l2 **out);
 void fl_l2_free(fl_l2 *c);
 
+/* The bytes fl_l2_alloc(capacity, sector) allocates (24 a sector, and a hash table of at least
+ * 8 bytes a sector), without allocating them: what a caller checks against its memory limit
+ * first.  FL_EINVAL as fl_l2_alloc for a shape it refuses. */
+fl_status fl_l2_memory(int64_t capacity, int64_t sector, int64_t *bytes);
+
 /* Reads (write = 0) or writes (write = 1) the bytes [addr, addr + len): every sector the range
  * touches is looked up once, in increasing address order, and becomes the most recently used.
  * len <= 0 does nothing. */

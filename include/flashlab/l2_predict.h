@@ -24,4 +24,15 @@ typedef struct {
  * flush = 1 empties it before each kernel (ncu --cache-control all), 0 keeps it across kernels.
  * FL_EINVAL / FL_ENOMEM from fl_l2_alloc. */
 fl_status fl_l2_predict(const fl_gpu_sched *s, int64_t l2_bytes, int64_t sector, int flush, fl_l2_pred *out);
+
+/* What fl_l2_predict(s, l2_bytes, sector, ...) will do, counted before it runs: *steps, the CTA
+ * slots the GPU-order walk visits (every CTA of a wave at every step, rule G1/G2, idle ones
+ * included), from one pass over the CTAs; then *lookups, the L2 sectors its accesses look up
+ * (rule L1, less the repeated reads it skips), counted along the walk without a cache.  The
+ * lookups are counted only while steps + lookups stays within limit (0: no limit), so a problem
+ * far too large costs at most the limit's steps to refuse.  Returns 1 when steps + lookups
+ * passes limit (then *lookups, 0 when steps alone pass it, is the part counted), else 0.
+ * Saturates at INT64_MAX. */
+int fl_l2_work(const fl_gpu_sched *s, int64_t l2_bytes, int64_t sector, int64_t limit, int64_t *steps,
+               int64_t *lookups);
 #endif

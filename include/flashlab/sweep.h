@@ -39,18 +39,23 @@ typedef struct {
     int M_upto_Nd;           /* keep only M <= N*d */
     int elem_bytes;          /* bytes per element of Q, K, V, O, S, P */
     int64_t max_events;      /* per configuration; 0 = no limit */
+    int64_t max_total_events; /* the whole sweep (fl_sweep_estimate), checked before the first
+                               * configuration runs; 0 = no limit */
     const fl_problem *base;  /* NULL (= fl_problem_default()), or the problem every configuration
                               * starts from: the fields no list sets (Nk, masks, heads, pass,
                               * decode's cache, blocksparse's mask, seed); the lists, elem_bytes
                               * and max_events above replace its fields */
 } fl_sweep_spec;
 
-/* Receives the sweep's results in order.  Any callback may be NULL. */
+/* Receives the sweep's results in order.  Any callback may be NULL.  check, called after each
+ * configuration, stops the sweep when it returns a status other than FL_OK (having recorded its
+ * message with fl_fail): fl_sweep_run then returns that status (a writer whose output failed). */
 typedef struct {
     void (*row)(const fl_result *r, void *ctx);
     void (*skip)(const fl_problem *p, const char *reason, void *ctx);
     void (*progress)(int64_t done, int64_t total, void *ctx); /* after each configuration */
     void *ctx;
+    fl_status (*check)(void *ctx);
 } fl_sweep_sink;
 
 typedef struct {
@@ -60,23 +65,44 @@ typedef struct {
     int64_t events;  /* tile events executed, summed over rows */
 } fl_sweep_stats;
 
-/* A spec with no lists, the three schedules standard, flash1, flash2 (one head, forward), fp16 sizes and fl_problem_default's event limit. */
+/* A spec with no lists, the three schedules standard, flash1, flash2 (one head, forward), fp16
+ * sizes, fl_problem_default's event limit per configuration and FL_SWEEP_MAX_TOTAL_EVENTS for
+ * the whole sweep. */
 fl_sweep_spec fl_sweep_spec_init(void);
 
 /* The default sweep of `flashlab report` and `flashlab bound`: all three forward schedules,
  * N = 512..65536 (x2), d in {64, 128}, M = 4096..N*d (x2), default blocks. */
 fl_sweep_spec fl_sweep_spec_report(void);
 
-/* Largest grid a sweep accepts (configurations before --M-upto-Nd): a grid beyond it would run
- * for hours, so it is refused with the rule instead (docs/errors.md). */
-#define FL_SWEEP_MAX_CONFIGS INT64_C(10000000)
+/* Largest grid a sweep accepts (configurations before --M-upto-Nd): each configuration costs a
+ * few microseconds even when tiny, and a grid beyond this would also write hundreds of MB, so it
+ * is refused with the rule instead (docs/errors.md). */
+#define FL_SWEEP_MAX_CONFIGS INT64_C(1000000)
+
+/* Default limit of a whole sweep's tile events (--max-total-events): 10^10, as a single count's
+ * --max-events. */
+#define FL_SWEEP_MAX_TOTAL_EVENTS INT64_C(10000000000)
 
 /* Number of configurations in the grid; FL_EINVAL (naming the option) if a list is empty or
  * the grid has more than FL_SWEEP_MAX_CONFIGS configurations. */
 fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs);
 
+/* The tile events the sweep will execute, summed over its configurations (saturating at
+ * INT64_MAX), from each one's closed form, before anything runs: a configuration that will be
+ * skipped (M too small, more than max_events, overflow) adds 0.  A configuration whose closed
+ * form walks its blocks is first bounded below as fl_run does (every row block stores its
+ * output), so the estimate costs no more than the runs' own checks.  FL_EINVAL as
+ * fl_sweep_size. */
+fl_status fl_sweep_estimate(const fl_sweep_spec *s, int64_t *configs, int64_t *events);
+
+/* The sweep's limits, before any work: fl_sweep_size's, and, when s->max_total_events > 0, the
+ * estimate of fl_sweep_estimate against it (FL_EINVAL naming --max-total-events, the
+ * configurations and the estimate).  *configs as fl_sweep_size. */
+fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs);
+
 /* Runs the sweep, calling sink for each configuration in order; *stats (may be NULL) receives
- * the totals.  Returns FL_OK when the sweep completed (skips included). */
+ * the totals.  Returns FL_OK when the sweep completed (skips included).  fl_sweep_check's
+ * errors come first, before any configuration runs. */
 fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_sweep_stats *stats);
 
 /* One configuration's counts, as kept in memory by fl_sweep_collect. */
@@ -106,7 +132,12 @@ void fl_table_free(fl_table *t);
  * '#' lines and blank lines are skipped; the first other line must be the header, starting
  * algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total; each row needs at least the 14 columns up to
  * Bd, with integer counts.  Rows of a pass other than fwd are refused (the laws are about the
- * forward pass).  FL_EINVAL naming name:line and the rule on a malformed line. */
+ * forward pass).  FL_EINVAL naming name:line and the rule on a malformed line.  The reader
+ * cannot loop on endless input: a NUL byte (binary data, /dev/zero), a line longer than 4094
+ * characters, more than FL_CSV_MAX_LINES lines or FL_CSV_MAX_BYTES bytes is FL_EINVAL at once;
+ * a failed read is FL_EIO. */
+#define FL_CSV_MAX_LINES INT64_C(4000000)
+#define FL_CSV_MAX_BYTES (INT64_C(1) << 30)
 fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t);
 
 /* The first point with these coordinates (any blocks), or NULL. */

@@ -6,18 +6,20 @@
 
 #define NIL (-1)
 
+/* 24 bytes a sector: slot indices fit in 32 bits (at most 2^30 sectors) */
 typedef struct {
     uint64_t key;           /* sector number = byte address / sector */
-    int64_t hnext;          /* next slot in the same bucket */
-    int64_t prev, nxt;      /* LRU list */
-    int dirty;
+    int32_t hnext;          /* next slot in the same bucket */
+    int32_t prev, nxt;      /* LRU list */
+    uint8_t dirty;
 } slot;
 
 struct fl_l2 {
     int64_t cap, sector, used, nfree;
     int shift;
     slot *s;
-    int64_t *bucket, nbucket; /* nbucket a power of two */
+    int32_t *bucket;
+    int64_t nbucket;          /* a power of two, at least 2 * cap */
     int64_t head, tail;       /* most and least recently used */
     fl_l2_stats st;
 };
@@ -31,20 +33,41 @@ static uint64_t hash(uint64_t k) /* splitmix64's finaliser */
     return k ^ (k >> 31);
 }
 
-fl_status fl_l2_alloc(int64_t capacity, int64_t sector, fl_l2 **out)
+/* The buckets of a cache of cap sectors. */
+static int64_t buckets_for(int64_t cap)
 {
-    *out = NULL;
+    int64_t n = 1;
+    while (n < 2 * cap) n *= 2;
+    return n;
+}
+
+static fl_status check_shape(int64_t capacity, int64_t sector)
+{
     if (sector < 1 || (sector & (sector - 1)))
         return fl_fail(FL_EINVAL, "--sector: must be a power of two >= 1 bytes (got %lld)", (long long)sector);
     if (capacity < sector || capacity / sector > (INT64_C(1) << 30))
         return fl_fail(FL_EINVAL, "--l2-mb: the capacity must hold at least one sector and at most 2^30 sectors");
+    return FL_OK;
+}
+
+fl_status fl_l2_memory(int64_t capacity, int64_t sector, int64_t *bytes)
+{
+    FL_TRY(check_shape(capacity, sector));
+    const int64_t cap = capacity / sector;
+    *bytes = (int64_t)sizeof(struct fl_l2) + cap * (int64_t)sizeof(slot) + buckets_for(cap) * (int64_t)sizeof(int32_t);
+    return FL_OK;
+}
+
+fl_status fl_l2_alloc(int64_t capacity, int64_t sector, fl_l2 **out)
+{
+    *out = NULL;
+    FL_TRY(check_shape(capacity, sector));
     fl_l2 *c = calloc(1, sizeof *c);
     if (!c) goto oom;
     c->sector = sector;
     while ((INT64_C(1) << c->shift) < sector) c->shift++;
     c->cap = capacity / sector;
-    c->nbucket = 1;
-    while (c->nbucket < 2 * c->cap) c->nbucket *= 2;
+    c->nbucket = buckets_for(c->cap);
     c->s = malloc((size_t)c->cap * sizeof *c->s);
     c->bucket = malloc((size_t)c->nbucket * sizeof *c->bucket);
     if (!c->s || !c->bucket) goto oom;
@@ -82,14 +105,14 @@ static void lru_push_front(fl_l2 *c, int64_t i)
 {
     slot *x = &c->s[i];
     x->prev = NIL;
-    x->nxt = c->head;
-    if (c->head != NIL) c->s[c->head].prev = i; else c->tail = i;
+    x->nxt = (int32_t)c->head;
+    if (c->head != NIL) c->s[c->head].prev = (int32_t)i; else c->tail = i;
     c->head = i;
 }
 
-static int64_t find(const fl_l2 *c, uint64_t key, int64_t **link)
+static int64_t find(const fl_l2 *c, uint64_t key, int32_t **link)
 {
-    int64_t *p = &c->bucket[hash(key) & (uint64_t)(c->nbucket - 1)];
+    int32_t *p = &c->bucket[hash(key) & (uint64_t)(c->nbucket - 1)];
     while (*p != NIL && c->s[*p].key != key) p = &c->s[*p].hnext;
     if (link) *link = p;
     return *p;
@@ -99,7 +122,7 @@ static int64_t find(const fl_l2 *c, uint64_t key, int64_t **link)
 static int64_t evict(fl_l2 *c)
 {
     const int64_t i = c->tail;
-    int64_t *link;
+    int32_t *link;
     find(c, c->s[i].key, &link);
     *link = c->s[i].hnext;
     lru_unlink(c, i);
@@ -110,7 +133,7 @@ static int64_t evict(fl_l2 *c)
 
 static void touch(fl_l2 *c, uint64_t key, int write)
 {
-    int64_t *link;
+    int32_t *link;
     int64_t i = find(c, key, &link);
     if (write) c->st.write_sectors++;
     else c->st.read_sectors++;
@@ -127,7 +150,7 @@ static void touch(fl_l2 *c, uint64_t key, int write)
         c->s[i].key = key;
         c->s[i].dirty = 0;
         c->s[i].hnext = NIL;
-        *link = i;
+        *link = (int32_t)i;
     }
     if (write) c->s[i].dirty = 1;
     lru_push_front(c, i);

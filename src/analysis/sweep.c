@@ -2,6 +2,9 @@
 #include <flashlab/sweep.h>
 
 #include <errno.h>
+#include <stdio.h>
+
+#include <flashlab/args.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +17,7 @@ fl_sweep_spec fl_sweep_spec_init(void)
     for (int a = 0; a <= FL_ALGO_FLASH2; a++) s.algos[s.nalgos++] = a; /* the forward three */
     s.elem_bytes = fl_problem_default().elem_bytes;
     s.max_events = fl_problem_default().max_events;
+    s.max_total_events = FL_SWEEP_MAX_TOTAL_EVENTS;
     return s;
 }
 
@@ -65,23 +69,47 @@ fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
     return FL_OK;
 }
 
-/* Errors that mean "this configuration cannot run" rather than "the sweep is broken". */
-static int skippable(fl_status st)
+/* A lower bound of p's tile events, as fl_run bounds them before walking a closed form: every
+ * row block of every (sequence, stacked query-head group) stores its output (decode: one
+ * segment).  Saturates at INT64_MAX. */
+static int64_t events_lower_bound(const fl_problem *p, const fl_blocks *b)
 {
-    return st == FL_ECAPACITY || st == FL_EINVAL || st == FL_EOVERFLOW;
+    int64_t lb = 0, t;
+    const int64_t segs = p->algo == FL_ALGO_DECODE ? 1 : p->heads / fl_problem_group(p);
+    if (p->algo == FL_ALGO_DECODE || !p->cu_seqlens_q)
+        return fl_mul_ok(p->algo == FL_ALGO_DECODE ? 1 : p->batch, segs, &t) && fl_mul_ok(t, fl_cdiv(p->N, b->Br), &t)
+                   ? t
+                   : INT64_MAX;
+    for (int64_t k = 0; k < p->batch; k++)
+        if (!fl_mul_ok(segs, fl_cdiv(p->cu_seqlens_q[k + 1] - p->cu_seqlens_q[k], b->Br), &t) || !fl_add_ok(lb, t, &lb))
+            return INT64_MAX;
+    return lb;
 }
 
-fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_sweep_stats *stats)
+/* The tile events fl_run executes for p, or 0 when it refuses p. */
+static int64_t config_events(const fl_problem *p)
 {
-    fl_sweep_stats st = {0, 0, 0, 0};
-    FL_TRY(fl_sweep_size(s, &st.configs));
+    const int bwd = (p->pass & FL_PASS_BWD) != 0;
+    fl_blocks b, bb;
+    fl_counts cf, cb;
+    int64_t ev = 0;
+    if (fl_problem_check(p) || fl_blocks_choose(p, &b) || (bwd && fl_blocks_choose_pass(p, 1, &bb))) return 0;
+    if (p->max_events > 0 && events_lower_bound(p, &b) > p->max_events) return 0;
+    if (fl_closed_form_pass(p, 0, &b, &cf)) return 0;
+    ev = cf.events;
+    if (bwd && (fl_closed_form_pass(p, 1, &bb, &cb) || !fl_add_ok(ev, cb.events, &ev))) return 0;
+    return p->max_events > 0 && ev > p->max_events ? 0 : ev;
+}
+
+/* Calls fn on the problem of every configuration of the grid, in sweep order, until it returns
+ * nonzero. */
+static void for_each_config(const fl_sweep_spec *s, int (*fn)(const fl_problem *p, void *ctx), void *ctx)
+{
     const int64_t *Br = s->Br ? s->Br : &zero, *Bc = s->Bc ? s->Bc : &zero;
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
     fl_problem p = s->base ? *s->base : fl_problem_default();
     p.elem_bytes = s->elem_bytes;
     p.max_events = s->max_events;
-    fl_result r;
-    int64_t done = 0;
     for (int a = 0; a < s->nalgos; a++)
         for (int i = 0; i < s->nN; i++)
             for (int j = 0; j < s->nd; j++)
@@ -95,24 +123,85 @@ fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_swe
                             p.M = s->M[k];
                             p.Br = Br[u];
                             p.Bc = Bc[v];
-                            fl_status e = fl_run(&p, FL_COUNT, NULL, NULL, &r);
-                            if (e == FL_OK) {
-                                st.rows++;
-                                st.events += r.events;
-                                if (sink && sink->row) sink->row(&r, sink->ctx);
-                            } else if (skippable(e)) {
-                                st.skipped++;
-                                if (sink && sink->skip) sink->skip(&p, fl_last_error(), sink->ctx);
-                            } else {
-                                if (stats) *stats = st;
-                                return e;
-                            }
-                            done++;
-                            if (sink && sink->progress) sink->progress(done, st.configs, sink->ctx);
+                            if (fn(&p, ctx)) return;
                         }
                 }
-    if (stats) *stats = st;
+}
+
+static int add_events(const fl_problem *p, void *ctx)
+{
+    int64_t *sum = ctx;
+    if (!fl_add_ok(*sum, config_events(p), sum)) *sum = INT64_MAX;
+    return *sum == INT64_MAX;
+}
+
+fl_status fl_sweep_estimate(const fl_sweep_spec *s, int64_t *configs, int64_t *events)
+{
+    FL_TRY(fl_sweep_size(s, configs));
+    *events = 0;
+    for_each_config(s, add_events, events);
     return FL_OK;
+}
+
+/* Errors that mean "this configuration cannot run" rather than "the sweep is broken". */
+static int skippable(fl_status st)
+{
+    return st == FL_ECAPACITY || st == FL_EINVAL || st == FL_EOVERFLOW;
+}
+
+typedef struct {
+    const fl_sweep_sink *sink;
+    fl_sweep_stats st;
+    int64_t done;
+    fl_status e;
+} run_ctx;
+
+static int run_one(const fl_problem *p, void *vctx)
+{
+    run_ctx *c = vctx;
+    const fl_sweep_sink *sink = c->sink;
+    fl_result r;
+    const fl_status e = fl_run(p, FL_COUNT, NULL, NULL, &r);
+    if (e == FL_OK) {
+        c->st.rows++;
+        c->st.events += r.events;
+        if (sink && sink->row) sink->row(&r, sink->ctx);
+    } else if (skippable(e)) {
+        c->st.skipped++;
+        if (sink && sink->skip) sink->skip(p, fl_last_error(), sink->ctx);
+    } else {
+        c->e = e;
+        return 1;
+    }
+    c->done++;
+    if (sink && sink->progress) sink->progress(c->done, c->st.configs, sink->ctx);
+    if (sink && sink->check && (c->e = sink->check(sink->ctx))) return 1;
+    return 0;
+}
+
+fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs)
+{
+    if (s->max_total_events <= 0) return fl_sweep_size(s, configs);
+    int64_t events;
+    FL_TRY(fl_sweep_estimate(s, configs, &events));
+    if (events <= s->max_total_events) return FL_OK;
+    char n[48];
+    if (events == INT64_MAX) snprintf(n, sizeof n, "more than %lld", (long long)INT64_MAX);
+    else snprintf(n, sizeof n, "%lld", (long long)events);
+    return fl_fail(FL_EINVAL,
+                   "--max-total-events: the %lld configurations of the sweep make %s tile events in all, "
+                   "more than the limit %lld; raise --max-total-events or split the sweep",
+                   (long long)*configs, n, (long long)s->max_total_events);
+}
+
+fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_sweep_stats *stats)
+{
+    run_ctx c = {sink, {0, 0, 0, 0}, 0, FL_OK};
+    if (stats) *stats = c.st;
+    FL_TRY(fl_sweep_check(s, &c.st.configs));
+    for_each_config(s, run_one, &c);
+    if (stats) *stats = c.st;
+    return c.e;
 }
 
 typedef struct {
@@ -160,7 +249,7 @@ static void collect_skip(const fl_problem *p, const char *reason, void *vctx)
 fl_status fl_sweep_collect(const fl_sweep_spec *s, fl_table *t, fl_sweep_stats *stats)
 {
     collect_ctx c = {t, 0};
-    fl_sweep_sink sink = {collect_row, collect_skip, NULL, &c};
+    fl_sweep_sink sink = {collect_row, collect_skip, NULL, &c, NULL};
     FL_TRY(fl_sweep_run(s, &sink, stats));
     if (c.failed) return fl_fail(FL_ENOMEM, "out of memory collecting the sweep");
     return FL_OK;
@@ -208,19 +297,57 @@ static int to_i64(const char *s, int64_t *v)
     return 1;
 }
 
+/* Reads one line of in into line (cap bytes, the newline dropped): 1 for a line, 0 at the
+ * end, -1 with *err set (and fl_last_error) for a NUL byte, a line too long, too many bytes
+ * (FL_EINVAL) or a read error (FL_EIO).  *bytes counts what was read. */
+static int read_line(FILE *in, const char *name, long ln, char *line, size_t cap, int64_t *bytes, fl_status *err)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(in)) != EOF) {
+        if (++*bytes > FL_CSV_MAX_BYTES) {
+            *err = fl_fail(FL_EINVAL, "%s: more than %lld bytes; not a sweep CSV flashlab reads", name,
+                           (long long)FL_CSV_MAX_BYTES);
+            return -1;
+        }
+        if (c == 0) {
+            *err = fl_fail(FL_EINVAL, "%s:%ld: a NUL byte: binary data, not a CSV (is it the output of flashlab sweep?)",
+                           name, ln);
+            return -1;
+        }
+        if (c == '\n') break;
+        if (n + 1 >= cap) {
+            *err = fl_fail(FL_EINVAL, "%s:%ld: line longer than %zu characters", name, ln, cap - 2);
+            return -1;
+        }
+        line[n++] = (char)c;
+    }
+    line[n] = 0;
+    if (c == EOF && ferror(in)) {
+        *err = fl_fail(FL_EIO, "%s: read error (%s)", name, strerror(errno));
+        return -1;
+    }
+    return c == EOF && n == 0 ? 0 : 1;
+}
+
 fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t)
 {
     static const char *const head = "algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total";
     char line[4096];
     char *f[40];
     long ln = 0;
-    int have_header = 0, pass_col = -1;
-    while (fgets(line, sizeof line, in)) {
-        ln++;
+    int64_t bytes = 0;
+    int have_header = 0, pass_col = -1, got;
+    fl_status err = FL_OK;
+    char shown[FL_SHOWN_MAX + 4];
+    snprintf(shown, sizeof shown, "%s", fl_shown(name));
+    name = shown;
+    while ((got = read_line(in, name, ln + 1, line, sizeof line, &bytes, &err)) == 1) {
+        if (++ln > FL_CSV_MAX_LINES)
+            return fl_fail(FL_EINVAL, "%s: more than %lld lines; not a sweep CSV flashlab reads", name,
+                           (long long)FL_CSV_MAX_LINES);
         size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n')
-            return fl_fail(FL_EINVAL, "%s:%ld: line longer than %zu characters", name, ln, sizeof line - 2);
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        while (len && line[len - 1] == '\r') line[--len] = 0;
         if (!len || line[0] == '#') continue;
         if (!have_header) {
             if (strncmp(line, head, strlen(head)) != 0)
@@ -234,14 +361,15 @@ fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t)
         int n = split(line, f, 40);
         if (n < 14) return fl_fail(FL_EINVAL, "%s:%ld: a row needs at least 14 columns (algo .. Bd), got %d", name, ln, n);
         fl_algo a;
-        if (fl_algo_parse(f[0], &a)) return fl_fail(FL_EINVAL, "%s:%ld: unknown schedule '%s'", name, ln, f[0]);
+        if (fl_algo_parse(f[0], &a)) return fl_fail(FL_EINVAL, "%s:%ld: unknown schedule '%s'", name, ln, fl_shown(f[0]));
         if (pass_col >= 0 && pass_col < n && strcmp(f[pass_col], "fwd") != 0)
             return fl_fail(FL_EINVAL, "%s:%ld: pass '%s': the fitted laws are about the forward pass (fwd rows only)",
-                           name, ln, f[pass_col]);
+                           name, ln, fl_shown(f[pass_col]));
         int64_t v[14];
         for (int i = 1; i < 14; i++)
             if (!to_i64(f[i], &v[i]))
-                return fl_fail(FL_EINVAL, "%s:%ld: column %d ('%s') is not a non-negative integer", name, ln, i + 1, f[i]);
+                return fl_fail(FL_EINVAL, "%s:%ld: column %d ('%s') is not a non-negative integer", name, ln, i + 1,
+                               fl_shown(f[i]));
         fl_result r;
         memset(&r, 0, sizeof r);
         r.p = fl_problem_default();
@@ -254,7 +382,7 @@ fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t)
             return fl_fail(FL_EINVAL, "%s:%ld: N, d, M and hbm_total must be >= 1", name, ln);
         FL_TRY(fl_table_add(t, &r));
     }
-    if (ferror(in)) return fl_fail(FL_EIO, "%s: read error", name);
+    if (got < 0) return err;
     if (!have_header) return fl_fail(FL_EINVAL, "%s: no CSV header (is it the output of flashlab sweep?)", name);
     return FL_OK;
 }

@@ -1,6 +1,7 @@
 /* trace.c: tile events as CSV or JSON lines (see trace.h). */
 #include <flashlab/trace.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -100,7 +101,9 @@ int fl_trace_event(const fl_event *ev, void *ctx)
 
 fl_status fl_trace_finish(fl_trace_writer *w)
 {
-    if (fflush(w->out) != 0 || ferror(w->out))
-        return fl_fail(FL_EIO, "trace: writing the trace failed");
+    int e = ferror(w->out) ? EIO : 0;
+    errno = 0;
+    if (fflush(w->out) != 0) e = errno ? errno : EIO; /* a failed write fails again: its reason */
+    if (e) return fl_fail(FL_EIO, "trace: writing the trace failed (%s)", strerror(e));
     return FL_OK;
 }

@@ -12,15 +12,15 @@ fl_status fl_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
     const char *q = s;
     if (*q == '-' || *q == '+') q++;
     if (!isdigit((unsigned char)*q))
-        return fl_fail(FL_EINVAL, "%s: '%s' is not an integer", opt, s);
+        return fl_fail(FL_EINVAL, "%s: '%s' is not an integer", opt, fl_shown(s));
     for (const char *c = q; *c; c++)
         if (!isdigit((unsigned char)*c))
             return fl_fail(FL_EINVAL, "%s: '%s' is not an integer (whole numbers only, no '%c')", opt,
-                           s, *c);
+                           fl_shown(s), *c);
     errno = 0;
     long long v = strtoll(s, NULL, 10);
     if (errno == ERANGE || v < min || v > max)
-        return fl_fail(FL_EINVAL, "%s: %s is out of range (must be between %lld and %lld)", opt, s,
+        return fl_fail(FL_EINVAL, "%s: %s is out of range (must be between %lld and %lld)", opt, fl_shown(s),
                        (long long)min, (long long)max);
     *out = v;
     return FL_OK;
@@ -31,10 +31,10 @@ fl_status fl_parse_u64(const char *opt, const char *s, uint64_t *out)
     if (!s || !*s) return fl_fail(FL_EINVAL, "%s: needs a value", opt);
     for (const char *c = s; *c; c++)
         if (!isdigit((unsigned char)*c))
-            return fl_fail(FL_EINVAL, "%s: '%s' is not a non-negative integer", opt, s);
+            return fl_fail(FL_EINVAL, "%s: '%s' is not a non-negative integer", opt, fl_shown(s));
     errno = 0;
     unsigned long long v = strtoull(s, NULL, 10);
-    if (errno == ERANGE) return fl_fail(FL_EINVAL, "%s: %s does not fit in 64 bits", opt, s);
+    if (errno == ERANGE) return fl_fail(FL_EINVAL, "%s: %s does not fit in 64 bits", opt, fl_shown(s));
     *out = v;
     return FL_OK;
 }
@@ -51,20 +51,22 @@ int fl_args_next(fl_args *a, const char **name, const char **inline_value)
     if (a->i >= a->argc) return 0;
     const char *arg = a->argv[a->i++];
     if (strncmp(arg, "--", 2) != 0 || arg[2] == 0) {
-        fl_fail(FL_EINVAL, "'%s': expected an option such as --N 1024 (see --help)", arg);
+        fl_fail(FL_EINVAL, "'%s': expected an option such as --N 1024 (see --help)", fl_shown(arg));
         return -1;
     }
     const char *eq = strchr(arg, '=');
-    if (eq) {
-        size_t n = (size_t)(eq - arg);
-        if (n >= sizeof a->buf) n = sizeof a->buf - 1;
-        memcpy(a->buf, arg, n);
-        a->buf[n] = 0;
+    const size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    *inline_value = eq ? eq + 1 : NULL;
+    *name = arg;
+    if (eq || n >= sizeof a->buf) { /* a copy; a name too long for it is shown cut, with "..." */
+        if (n < sizeof a->buf) {
+            memcpy(a->buf, arg, n);
+            a->buf[n] = 0;
+        } else {
+            memcpy(a->buf, arg, sizeof a->buf - 4);
+            memcpy(a->buf + sizeof a->buf - 4, "...", 4);
+        }
         *name = a->buf;
-        *inline_value = eq + 1;
-    } else {
-        *name = arg;
-        *inline_value = NULL;
     }
     return 1;
 }
@@ -80,9 +82,28 @@ fl_status fl_args_value(fl_args *a, const char *name, const char *inline_value, 
     return FL_OK;
 }
 
+fl_status fl_args_flag(const char *name, const char *inline_value)
+{
+    if (inline_value)
+        return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, fl_shown(inline_value));
+    return FL_OK;
+}
+
+const char *fl_shown(const char *s)
+{
+    static _Thread_local char buf[4][FL_SHOWN_MAX + 4];
+    static _Thread_local int next;
+    if (!s || strlen(s) <= FL_SHOWN_MAX) return s;
+    char *b = buf[next];
+    next = (next + 1) % 4;
+    memcpy(b, s, FL_SHOWN_MAX);
+    memcpy(b + FL_SHOWN_MAX, "...", 4);
+    return b;
+}
+
 int fl_exit_code(fl_status s)
 {
-    return (s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW || s == FL_EIO) ? 2 : 1;
+    return (s == FL_EINVAL || s == FL_ECAPACITY || s == FL_EOVERFLOW) ? 2 : 1;
 }
 
 fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out,
@@ -95,7 +116,7 @@ fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         if (len == 0 || len >= sizeof item)
-            return fl_fail(FL_EINVAL, "%s: '%s' is not a comma-separated list of integers", opt, s);
+            return fl_fail(FL_EINVAL, "%s: '%s' is not a comma-separated list of integers", opt, fl_shown(s));
         if (*n >= cap) return fl_fail(FL_EINVAL, "%s: at most %lld entries", opt, (long long)cap);
         memcpy(item, p, len);
         item[len] = 0;

@@ -1,0 +1,656 @@
+/* output.c: unique temporaries, fsync + rename, staged directories, cleanup on signals (see
+ * output.h). */
+#define _GNU_SOURCE /* syscall, getdents64's record layout */
+#include <flashlab/output.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <flashlab/args.h>
+
+#define PATH_CAP 4352 /* a PATH_MAX path and the temporary suffix */
+
+/* ---- the registry of what a signal must remove ------------------------------------------ */
+
+enum { SLOT_FREE = 0, SLOT_CLAIMED = 1, SLOT_ARMED = 2 };
+
+static struct {
+    volatile sig_atomic_t state;
+    int dir; /* a staging directory (removed with what is in it), else a file */
+    char path[PATH_CAP];
+} registry[FL_OUTPUT_MAX_PENDING];
+
+/* Registers path (made absolute, so a later chdir cannot misdirect the cleanup); returns the
+ * slot, or -1 when every slot is taken or the path is too long. */
+static int reg_add(const char *path, int dir)
+{
+    for (int i = 0; i < FL_OUTPUT_MAX_PENDING; i++) {
+        int expect = SLOT_FREE;
+        if (!__atomic_compare_exchange_n(&registry[i].state, &expect, SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            continue;
+        char cwd[PATH_CAP] = "";
+        int n;
+        if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) n = -1;
+        else n = snprintf(registry[i].path, PATH_CAP, "%s%s%s", cwd, cwd[0] ? "/" : "", path);
+        if (n < 0 || n >= PATH_CAP) {
+            __atomic_store_n(&registry[i].state, SLOT_FREE, __ATOMIC_RELEASE);
+            return -1;
+        }
+        registry[i].dir = dir;
+        __atomic_store_n(&registry[i].state, SLOT_ARMED, __ATOMIC_RELEASE);
+        return i;
+    }
+    return -1;
+}
+
+static void reg_drop(int slot)
+{
+    if (slot >= 0) __atomic_store_n(&registry[slot].state, SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+/* Removes the directory `name` (relative to dirfd) and everything in it, to `depth` levels of
+ * subdirectories.  Only async-signal-safe calls (openat, getdents64, unlinkat, close) and
+ * static buffers, one per level: the signal handler uses it too. */
+static void rm_tree_at(int dirfd, const char *name, int depth)
+{
+    static char buf[4][8192];
+    if (depth < 4) {
+        const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            for (int pass = 0, removed = 1; removed && pass < 16; pass++) { /* until a pass removes nothing */
+                removed = 0;
+                lseek(fd, 0, SEEK_SET);
+                long got;
+                while ((got = syscall(SYS_getdents64, fd, buf[depth], sizeof buf[depth])) > 0) {
+                    for (long off = 0; off < got;) {
+                        /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+                        const char *rec = buf[depth] + off;
+                        unsigned short reclen;
+                        memcpy(&reclen, rec + 16, sizeof reclen);
+                        const unsigned char type = (unsigned char)rec[18];
+                        const char *entry = rec + 19;
+                        off += reclen;
+                        if (!strcmp(entry, ".") || !strcmp(entry, "..")) continue;
+                        if (type == DT_DIR) rm_tree_at(fd, entry, depth + 1);
+                        else if (unlinkat(fd, entry, 0) != 0 && errno == EISDIR) rm_tree_at(fd, entry, depth + 1);
+                        removed = 1;
+                    }
+                }
+            }
+            close(fd);
+        }
+    }
+    unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+static void rm_tree(const char *path) { rm_tree_at(AT_FDCWD, path, 0); }
+
+static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+#define NCAUGHT ((int)(sizeof caught / sizeof caught[0]))
+
+static void on_signal(int sig)
+{
+    const int e = errno;
+    for (int i = 0; i < FL_OUTPUT_MAX_PENDING; i++) {
+        if (registry[i].state != SLOT_ARMED) continue;
+        if (registry[i].dir) rm_tree(registry[i].path);
+        else unlink(registry[i].path);
+        registry[i].state = SLOT_FREE;
+    }
+    errno = e;
+    /* SA_RESETHAND restored the default action; the signal is blocked while this runs and is
+     * delivered again when it returns */
+    raise(sig);
+}
+
+fl_status fl_output_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NCAUGHT; i++) sigaddset(&sa.sa_mask, caught[i]);
+    for (int i = 0; i < NCAUGHT; i++) {
+        struct sigaction old;
+        if (sigaction(caught[i], NULL, &old) != 0)
+            return fl_fail(FL_EINVAL, "output: cannot read the action of signal %d", caught[i]);
+        if (old.sa_handler == SIG_IGN) continue; /* ignored by whoever started us: keep it so (nohup) */
+        if (sigaction(caught[i], &sa, NULL) != 0)
+            return fl_fail(FL_EINVAL, "output: cannot install the cleanup for signal %d", caught[i]);
+    }
+    return FL_OK;
+}
+
+/* Blocks the caught signals (a commit must not be cut in half); restores with unblock. */
+static void block(sigset_t *old)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    for (int i = 0; i < NCAUGHT; i++) sigaddset(&s, caught[i]);
+    sigprocmask(SIG_BLOCK, &s, old);
+}
+
+static void unblock(const sigset_t *old) { sigprocmask(SIG_SETMASK, old, NULL); }
+
+/* ---- files ---------------------------------------------------------------------------- */
+
+struct fl_output {
+    FILE *f;
+    int slot;
+    int failed, err; /* fl_output_write saw a failure, and its errno */
+    char opt[48];
+    char path[PATH_CAP]; /* the file the rename replaces (a link's target) */
+    char shown[PATH_CAP]; /* the path as the user gave it, for messages */
+    char tmp[PATH_CAP];
+};
+
+/* What a non-regular file is, for the message. */
+static const char *kind_of(mode_t m)
+{
+    if (S_ISREG(m)) return "a regular file";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISLNK(m)) return "a symbolic link";
+    return "not a regular file";
+}
+
+/* The file a write to `path` lands in: path itself, or, when path is a symbolic link, the
+ * file it resolves to (written through: the link stays a link).  Refuses every target that
+ * exists and is not a regular file, and a link that points nowhere.  *exists, *mode: the
+ * target's existence and permission bits. */
+static fl_status resolve_target(const char *opt, const char *path, char *out, size_t cap, int *exists,
+                                mode_t *mode)
+{
+    struct stat st;
+    *exists = 0;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return fl_fail(FL_EINVAL, "%s: cannot use '%s' (%s)", opt, fl_shown(path), strerror(errno));
+        if (snprintf(out, cap, "%s", path) >= (int)cap) return fl_fail(FL_EINVAL, "%s: path too long", opt);
+        return FL_OK;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char *real = realpath(path, NULL);
+        if (!real)
+            return fl_fail(FL_EINVAL, "%s: '%s' is a symbolic link to nothing (%s); flashlab writes "
+                                      "through a link only to an existing regular file",
+                           opt, fl_shown(path), strerror(errno));
+        const int too_long = snprintf(out, cap, "%s", real) >= (int)cap;
+        free(real);
+        if (too_long) return fl_fail(FL_EINVAL, "%s: path too long", opt);
+        if (stat(out, &st) != 0)
+            return fl_fail(FL_EINVAL, "%s: cannot use '%s' (%s)", opt, fl_shown(path), strerror(errno));
+    } else if (snprintf(out, cap, "%s", path) >= (int)cap) {
+        return fl_fail(FL_EINVAL, "%s: path too long", opt);
+    }
+    if (!S_ISREG(st.st_mode))
+        return fl_fail(FL_EINVAL, "%s: '%s' is %s; flashlab writes regular files only", opt, fl_shown(path),
+                       kind_of(st.st_mode));
+    *exists = 1;
+    *mode = st.st_mode & 07777;
+    return FL_OK;
+}
+
+/* A name no one else uses: "<base>.flashlab-tmp-<pid>-<8 hex digits>". */
+static int unique_name(const char *base, char *out, size_t cap, unsigned long n)
+{
+    static unsigned long serial;
+    const unsigned long salt = (unsigned long)time(NULL) ^ ((unsigned long)(uintptr_t)&serial >> 4) ^
+                               ((unsigned long)clock() << 7);
+    serial++;
+    if (snprintf(out, cap, "%s.flashlab-tmp-%ld-%08lx", base, (long)getpid(),
+                 (salt + (serial + n) * 2654435761UL) & 0xffffffffUL) >= (int)cap) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+/* Creates the temporary file beside target with O_EXCL (never an existing file, never through a
+ * link), mode 0666 less the umask (open applies it). */
+static int create_tmp(const char *target, char *tmp, size_t cap)
+{
+    for (unsigned long attempt = 0; attempt < 100; attempt++) {
+        if (unique_name(target, tmp, cap, attempt) != 0) return -1;
+        const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
+fl_status fl_output_open(const char *path, const char *opt, fl_output **out)
+{
+    *out = NULL;
+    if (!opt) opt = "--output";
+    if (!path || !*path) return fl_fail(FL_EINVAL, "%s: needs a file name", opt);
+    fl_output *o = calloc(1, sizeof *o);
+    if (!o) return fl_fail(FL_ENOMEM, "%s: out of memory", opt);
+    o->slot = -1;
+    snprintf(o->opt, sizeof o->opt, "%s", opt);
+    snprintf(o->shown, sizeof o->shown, "%s", path);
+    int exists;
+    mode_t mode = 0;
+    fl_status s = resolve_target(opt, path, o->path, sizeof o->path, &exists, &mode);
+    if (s) {
+        free(o);
+        return s;
+    }
+    const int fd = create_tmp(o->path, o->tmp, sizeof o->tmp);
+    if (fd < 0) { /* a path the user named: bad input (exit 2), not an internal failure */
+        s = fl_fail(FL_EINVAL, "%s: cannot create %s (%s)", opt, fl_shown(path), strerror(errno));
+        free(o);
+        return s;
+    }
+    if ((o->slot = reg_add(o->tmp, 0)) < 0) {
+        close(fd);
+        unlink(o->tmp);
+        free(o);
+        return fl_fail(FL_EINVAL, "%s: more than %d outputs open at once, or a path too long", opt,
+                       FL_OUTPUT_MAX_PENDING);
+    }
+    if (exists && fchmod(fd, mode) != 0) { /* a replaced file keeps its permissions */
+        s = fl_fail(FL_EIO, "%s: cannot set the mode of the new %s (%s)", opt, fl_shown(path), strerror(errno));
+        close(fd);
+        fl_output_abort(o);
+        return s;
+    }
+    if (!(o->f = fdopen(fd, "w"))) {
+        s = fl_fail(FL_ENOMEM, "%s: cannot open a stream on %s (%s)", opt, fl_shown(path), strerror(errno));
+        close(fd);
+        fl_output_abort(o);
+        return s;
+    }
+    *out = o;
+    return FL_OK;
+}
+
+FILE *fl_output_file(fl_output *o) { return o ? o->f : NULL; }
+
+fl_status fl_output_write(fl_output *o, const void *buf, size_t n)
+{
+    if (!o || !o->f) return fl_fail(FL_EINVAL, "output: not open");
+    if (n && fwrite(buf, 1, n, o->f) != n) {
+        if (!o->failed) o->err = errno;
+        o->failed = 1;
+        return fl_fail(FL_EIO, "%s: writing %s failed (%s)", o->opt, fl_shown(o->shown), strerror(o->err));
+    }
+    return FL_OK;
+}
+
+/* Flushes, fsyncs and closes f; returns 0 or the errno of the first failure (EIO when a write
+ * failed earlier without a reason left to report). */
+static int close_checked(FILE *f)
+{
+    int e = ferror(f) ? EIO : 0;
+    errno = 0;
+    if (fflush(f) != 0) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(f)) != 0 && errno != EINVAL) e = errno; /* EINVAL: cannot be synced */
+    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    return e;
+}
+
+fl_status fl_output_commit(fl_output *o)
+{
+    if (!o) return fl_fail(FL_EINVAL, "output: not open");
+    int e = close_checked(o->f);
+    o->f = NULL;
+    if (!e && o->failed) e = o->err ? o->err : EIO;
+    fl_status s = FL_OK;
+    struct stat st;
+    sigset_t old;
+    block(&old);
+    if (e) {
+        s = fl_fail(FL_EIO, "%s: writing %s failed (%s); nothing written", o->opt, fl_shown(o->shown), strerror(e));
+    } else if (lstat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* the target was replaced by something else since the open: never rename over it */
+        s = fl_fail(FL_EIO, "%s: %s became %s while being written; nothing written", o->opt, fl_shown(o->shown),
+                    kind_of(st.st_mode));
+    } else if (rename(o->tmp, o->path) != 0) {
+        s = fl_fail(FL_EIO, "%s: writing %s failed (%s); nothing written", o->opt, fl_shown(o->shown),
+                    strerror(errno));
+    } else {
+        o->tmp[0] = 0; /* renamed: nothing to remove */
+    }
+    if (o->tmp[0]) unlink(o->tmp);
+    reg_drop(o->slot);
+    unblock(&old);
+    free(o);
+    return s;
+}
+
+void fl_output_abort(fl_output *o)
+{
+    if (!o) return;
+    if (o->f) fclose(o->f);
+    if (o->tmp[0]) unlink(o->tmp);
+    reg_drop(o->slot);
+    free(o);
+}
+
+fl_status fl_output_close_staged(FILE *f, const char *opt, const char *path)
+{
+    const int e = close_checked(f);
+    if (e) return fl_fail(FL_EIO, "%s: writing %s failed (%s); nothing written", opt, fl_shown(path), strerror(e));
+    return FL_OK;
+}
+
+/* ---- directories ----------------------------------------------------------------------- */
+
+struct fl_outdir {
+    char opt[48];
+    char dir[PATH_CAP];     /* as given */
+    char staging[PATH_CAP]; /* inside dir, or beside it when fresh */
+    int fresh;              /* dir did not exist at open */
+    int slot;
+    int n;
+    char **names;
+};
+
+/* A name the directory output accepts: relative, one or two non-empty components, none of
+ * them "." or ".." or starting with ".flashlab-tmp". */
+static int name_ok(const char *s)
+{
+    if (!s || !*s || s[0] == '/' || strlen(s) > 255) return 0;
+    const char *slash = strchr(s, '/');
+    if (slash && (strchr(slash + 1, '/') || slash == s || !slash[1])) return 0;
+    for (const char *c = s; c && *c; c = strchr(c, '/') ? strchr(c, '/') + 1 : NULL)
+        if (!strncmp(c, "./", 2) || !strcmp(c, ".") || !strncmp(c, "../", 3) || !strcmp(c, ".."))
+            return 0;
+    return 1;
+}
+
+/* The subdirectory of name ("data" of "data/x.csv") into sub; 0 when it has none. */
+static int subdir_of(const char *name, char *sub, size_t cap)
+{
+    const char *slash = strchr(name, '/');
+    if (!slash) return 0;
+    snprintf(sub, cap, "%.*s", (int)(slash - name), name);
+    return 1;
+}
+
+/* Checks that dir/name can be replaced: absent or a regular file; its subdirectory absent or
+ * a real directory.  *exists and *mode describe the target. */
+static fl_status target_ok(const fl_outdir *d, const char *name, int *exists, mode_t *mode, fl_status code)
+{
+    char p[2 * PATH_CAP], sub[256];
+    struct stat st;
+    *exists = 0;
+    if (subdir_of(name, sub, sizeof sub)) {
+        snprintf(p, sizeof p, "%s/%s", d->dir, sub);
+        if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode))
+            return fl_fail(code, "%s: '%s' is %s; flashlab needs a directory there", d->opt, fl_shown(p),
+                           kind_of(st.st_mode));
+    }
+    snprintf(p, sizeof p, "%s/%s", d->dir, name);
+    if (lstat(p, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return FL_OK;
+        return fl_fail(code, "%s: cannot use '%s' (%s)", d->opt, fl_shown(p), strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+        return fl_fail(code, "%s: '%s' is %s; flashlab writes regular files only", d->opt, fl_shown(p),
+                       kind_of(st.st_mode));
+    *exists = 1;
+    *mode = st.st_mode & 07777;
+    return FL_OK;
+}
+
+void fl_outdir_abort(fl_outdir *d)
+{
+    if (!d) return;
+    if (d->staging[0]) rm_tree(d->staging);
+    reg_drop(d->slot);
+    for (int i = 0; i < d->n; i++) free(d->names[i]);
+    free(d->names);
+    free(d);
+}
+
+fl_status fl_outdir_open(const char *dir, const char *opt, const char *const *names, int n, fl_outdir **out)
+{
+    *out = NULL;
+    if (!opt) opt = "--out";
+    if (!dir || !*dir) return fl_fail(FL_EINVAL, "%s: needs a directory name", opt);
+    if (n < 0 || (n && !names)) return fl_fail(FL_EINVAL, "%s: no list of file names", opt);
+    for (int i = 0; i < n; i++)
+        if (!name_ok(names[i]))
+            return fl_fail(FL_EINVAL, "%s: '%s' is not a file name inside the directory", opt,
+                           names[i] ? fl_shown(names[i]) : "(null)");
+    fl_outdir *d = calloc(1, sizeof *d);
+    if (!d || !(d->names = calloc((size_t)(n ? n : 1), sizeof *d->names))) {
+        free(d);
+        return fl_fail(FL_ENOMEM, "%s: out of memory", opt);
+    }
+    d->slot = -1;
+    snprintf(d->opt, sizeof d->opt, "%s", opt);
+    fl_status s = FL_OK;
+    if (snprintf(d->dir, sizeof d->dir, "%s", dir) >= (int)sizeof d->dir - 64) {
+        s = fl_fail(FL_EINVAL, "%s: path too long", opt);
+        goto fail;
+    }
+    for (int i = 0; i < n; i++, d->n++)
+        if (!(d->names[i] = strdup(names[i]))) {
+            s = fl_fail(FL_ENOMEM, "%s: out of memory", opt);
+            goto fail;
+        }
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            s = fl_fail(FL_EINVAL, "%s: %s is not a directory", opt, fl_shown(dir));
+            goto fail;
+        }
+        for (int i = 0; i < n; i++) {
+            int exists;
+            mode_t mode;
+            if ((s = target_ok(d, d->names[i], &exists, &mode, FL_EINVAL))) goto fail;
+        }
+    } else if (errno == ENOENT) {
+        d->fresh = 1;
+    } else {
+        s = fl_fail(FL_EINVAL, "%s: cannot use %s (%s)", opt, fl_shown(dir), strerror(errno));
+        goto fail;
+    }
+    /* the staging directory: inside dir, or beside it (same parent, so one rename moves it) */
+    char base[PATH_CAP + 32];
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    if (d->fresh) snprintf(base, sizeof base, "%.*s", (int)len, dir);
+    else snprintf(base, sizeof base, "%.*s/", (int)len, dir);
+    int made = -1, e = 0;
+    for (unsigned long attempt = 0; attempt < 100 && made != 0; attempt++) {
+        if (unique_name(base, d->staging, sizeof d->staging, attempt) != 0) {
+            e = errno;
+            break;
+        }
+        made = mkdir(d->staging, 0777); /* mode 0777 less the umask: the new directory's */
+        e = errno;
+        if (made != 0 && e != EEXIST) break;
+    }
+    if (made != 0) {
+        d->staging[0] = 0;
+        s = d->fresh ? fl_fail(FL_EINVAL, "%s: cannot create directory %s (%s)", opt, fl_shown(dir), strerror(e))
+                     : fl_fail(FL_EINVAL, "%s: cannot write in %s (%s)", opt, fl_shown(dir), strerror(e));
+        goto fail;
+    }
+    if ((d->slot = reg_add(d->staging, 1)) < 0) {
+        s = fl_fail(FL_EINVAL, "%s: more than %d outputs open at once, or a path too long", opt,
+                    FL_OUTPUT_MAX_PENDING);
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        char sub[256], p[2 * PATH_CAP];
+        if (!subdir_of(d->names[i], sub, sizeof sub)) continue;
+        snprintf(p, sizeof p, "%s/%s", d->staging, sub);
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            s = fl_fail(FL_EINVAL, "%s: cannot write in %s (%s)", opt, fl_shown(dir), strerror(errno));
+            goto fail;
+        }
+    }
+    *out = d;
+    return FL_OK;
+fail:
+    fl_outdir_abort(d);
+    return s;
+}
+
+const char *fl_outdir_path(const fl_outdir *d) { return d ? d->staging : NULL; }
+
+/* fsync of a file by name (what gnuplot wrote is not ours to fsync through a stream). */
+static int sync_file(const char *p)
+{
+    const int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return errno;
+    const int e = (fsync(fd) != 0 && errno != EINVAL) ? errno : 0;
+    close(fd);
+    return e;
+}
+
+/* Moves each staged file onto its target in dir, in order; on a failure puts back what was
+ * replaced (from the hard links made first) and removes what was new. */
+static fl_status commit_files(fl_outdir *d)
+{
+    const int n = d->n;
+    char a[2 * PATH_CAP], b[2 * PATH_CAP], bak[2 * PATH_CAP], sub[256];
+    int *exists = calloc((size_t)(n ? n : 1), sizeof *exists), *backup = calloc((size_t)(n ? n : 1), sizeof *backup);
+    char made_sub[8][256]; /* subdirectories created here, by name */
+    int nmade = 0, moved = 0;
+    fl_status s = FL_OK;
+    if (!exists || !backup) {
+        s = fl_fail(FL_ENOMEM, "%s: out of memory", d->opt);
+        goto out;
+    }
+    for (int i = 0; i < n && !s; i++) { /* the targets may have changed since the open */
+        mode_t mode = 0;
+        if ((s = target_ok(d, d->names[i], &exists[i], &mode, FL_EIO))) break;
+        snprintf(a, sizeof a, "%s/%s", d->staging, d->names[i]);
+        if (exists[i] && chmod(a, mode) != 0)
+            s = fl_fail(FL_EIO, "%s: cannot set the mode of %s (%s); nothing written", d->opt, fl_shown(a),
+                        strerror(errno));
+    }
+    for (int i = 0; i < n && !s; i++) {
+        if (!subdir_of(d->names[i], sub, sizeof sub)) continue;
+        snprintf(b, sizeof b, "%s/%s", d->dir, sub);
+        if (mkdir(b, 0777) == 0) {
+            if (nmade < 8) memcpy(made_sub[nmade++], sub, sizeof sub);
+        } else if (errno != EEXIST) {
+            s = fl_fail(FL_EIO, "%s: cannot create directory %s (%s); nothing written", d->opt, fl_shown(b),
+                        strerror(errno));
+        }
+    }
+    for (int i = 0; i < n && !s; i++) { /* keep the old files reachable until the end */
+        if (!exists[i]) continue;
+        snprintf(b, sizeof b, "%s/%s", d->dir, d->names[i]);
+        snprintf(bak, sizeof bak, "%s/.old-%d", d->staging, i);
+        backup[i] = link(b, bak) == 0;
+    }
+    for (; moved < n && !s; moved++) {
+        snprintf(a, sizeof a, "%s/%s", d->staging, d->names[moved]);
+        snprintf(b, sizeof b, "%s/%s", d->dir, d->names[moved]);
+        if (rename(a, b) != 0) {
+            s = fl_fail(FL_EIO, "%s: cannot move %s into place (%s); nothing written", d->opt, fl_shown(b),
+                        strerror(errno));
+            break;
+        }
+    }
+    if (s) { /* put back what was replaced, remove what was new */
+        for (int i = 0; i < moved; i++) {
+            snprintf(b, sizeof b, "%s/%s", d->dir, d->names[i]);
+            snprintf(bak, sizeof bak, "%s/.old-%d", d->staging, i);
+            if (exists[i] && backup[i]) rename(bak, b);
+            else if (!exists[i]) unlink(b);
+        }
+        for (int k = 0; k < nmade; k++) {
+            snprintf(b, sizeof b, "%s/%s", d->dir, made_sub[k]);
+            rmdir(b);
+        }
+    }
+out:
+    free(exists);
+    free(backup);
+    return s;
+}
+
+fl_status fl_outdir_commit(fl_outdir *d)
+{
+    if (!d) return fl_fail(FL_EINVAL, "output: not open");
+    fl_status s = FL_OK;
+    char p[2 * PATH_CAP];
+    struct stat st;
+    for (int i = 0; i < d->n && !s; i++) { /* every file written, and on disk */
+        snprintf(p, sizeof p, "%s/%s", d->staging, d->names[i]);
+        if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
+            s = fl_fail(FL_EIO, "%s: %s/%s was not written; nothing written", d->opt, fl_shown(d->dir), d->names[i]);
+        else if ((errno = sync_file(p)) != 0)
+            s = fl_fail(FL_EIO, "%s: writing %s/%s failed (%s); nothing written", d->opt, fl_shown(d->dir),
+                        d->names[i], strerror(errno));
+    }
+    sigset_t old;
+    block(&old);
+    if (!s) {
+        if (d->fresh && rename(d->staging, d->dir) == 0) {
+            d->staging[0] = 0; /* it is the directory now */
+        } else if (d->fresh && errno != EEXIST && errno != ENOTEMPTY) {
+            s = fl_fail(FL_EIO, "%s: cannot create directory %s (%s); nothing written", d->opt, fl_shown(d->dir),
+                        strerror(errno));
+        } else {
+            s = commit_files(d); /* dir existed, or appeared meanwhile */
+        }
+    }
+    if (d->staging[0]) rm_tree(d->staging);
+    d->staging[0] = 0;
+    reg_drop(d->slot);
+    d->slot = -1;
+    unblock(&old);
+    fl_outdir_abort(d);
+    return s;
+}
+
+/* ---- the standard streams ------------------------------------------------------------- */
+
+void fl_output_std_streams(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int nf = open("/dev/null", O_RDONLY); /* takes the lowest free descriptor: fd */
+        if (nf >= 0 && nf != fd) {
+            dup2(nf, fd);
+            close(nf);
+        }
+    }
+}
+
+fl_status fl_output_stdout_status(void)
+{
+    int e = ferror(stdout) ? EIO : 0;
+    errno = 0;
+    if (fflush(stdout) != 0) e = errno ? errno : EIO;
+    if (e) {
+        clearerr(stdout);
+        return fl_fail(FL_EIO, "stdout: write failed (%s)", strerror(e));
+    }
+    return FL_OK;
+}
+
+fl_status fl_output_stdout_write(const void *buf, size_t n)
+{
+    errno = 0;
+    if (n && fwrite(buf, 1, n, stdout) != n) {
+        const int e = errno ? errno : EIO;
+        clearerr(stdout);
+        return fl_fail(FL_EIO, "stdout: write failed (%s)", strerror(e));
+    }
+    return fl_output_stdout_status();
+}
