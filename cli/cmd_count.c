@@ -18,7 +18,7 @@ static const char *usage =
     "                flash2-gqa is in all when --kv-heads < --heads]; also, named only:\n"
     "                decode, blocksparse, memeff, softmax-safe, softmax-online (docs/model.md §8)\n"
     "%s"
-    "%s%s"
+    "%s"
     "  --format F    table, csv or json                               [table]\n"
     "  --explain     show how the blocks were chosen (the paper's sizes, their footprint)\n"
     "  --help        this text\n";
@@ -28,8 +28,6 @@ typedef struct {
     fl_popts po;
     fl_format fmt;
     int explain;
-    int64_t max_macs; /* run only */
-    int64_t max_mb;
 } opts;
 
 /* Parses the options; returns -1 after printing help, else a status. */
@@ -43,14 +41,12 @@ static int parse(int argc, char **argv, opts *o, fl_mode mode, const char *cmd, 
     fl_popts_init(&o->po);
     o->fmt = FL_FMT_TABLE;
     o->all = 1;
-    o->max_macs = FL_CLI_MAX_MACS;
-    o->max_mb = FL_CLI_MAX_MEMORY_MB;
     FL_TRY(fl_list_parse_algos("all", o->algos, &o->nalgos));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--help") == 0) {
             FL_TRY(fl_args_flag(name, iv));
-            printf(usage, cmd, blurb, fl_popts_usage, fl_memory_usage, mode == FL_COMPUTE ? fl_macs_usage : "");
+            printf(usage, cmd, blurb, fl_popts_usage, mode == FL_COMPUTE ? fl_macs_usage : "");
             return -1;
         }
         if (strcmp(name, "--explain") == 0) {
@@ -59,8 +55,8 @@ static int parse(int argc, char **argv, opts *o, fl_mode mode, const char *cmd, 
             continue;
         }
         FL_TRY(fl_args_value(&a, name, iv, &v));
-        if (mode == FL_COMPUTE && strcmp(name, "--max-macs") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->max_macs));
-        else if (strcmp(name, "--max-memory") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_C(1) << 40, &o->max_mb));
+        if (mode == FL_COMPUTE && strcmp(name, "--max-macs") == 0)
+            FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->po.p.max_macs));
         else if (strcmp(name, "--algo") == 0) {
             FL_TRY(fl_list_parse_algos(v, o->algos, &o->nalgos));
             o->all = strcmp(v, "all") == 0;
@@ -86,8 +82,7 @@ static int count_or_run(int argc, char **argv, fl_mode mode, const char *cmd, co
     for (int i = 0; i < o.nalgos; i++) { /* every limit before any work */
         fl_problem p = o.po.p;
         p.algo = (fl_algo)o.algos[i];
-        if ((s = fl_memory_check(&p, o.max_mb)) || (mode == FL_COMPUTE && (s = fl_compute_check(&p, o.max_macs))))
-            return fl_cli_error(s);
+        if (mode == FL_COMPUTE && (s = fl_compute_check(&p))) return fl_cli_error(s);
     }
     for (int i = 0; i < o.nalgos; i++) {
         fl_problem p = o.po.p;

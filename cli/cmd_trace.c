@@ -40,7 +40,6 @@ static const char *usage =
 typedef struct {
     int algos[FL_ALGO_MAX];
     int nalgos, compute;
-    int64_t max_macs; /* --compute */
     fl_popts po;
     fl_trace_format fmt;
     const char *out;
@@ -71,7 +70,6 @@ static int parse(int argc, char **argv, opts *o)
     o->po.M_given = 384;
     o->po.p.max_events = 100000;
     o->fmt = FL_TRACE_CSV;
-    o->max_macs = FL_CLI_MAX_MACS;
     FL_TRY(parse_algos("classic", o));
     fl_args_init(&a, argc, argv);
     while ((k = fl_args_next(&a, &name, &iv)) == 1) {
@@ -91,7 +89,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (strcmp(name, "--out") == 0) {
             if (!*v) return fl_fail(FL_EINVAL, "--out: needs a file name");
             o->out = v;
-        } else if (strcmp(name, "--max-macs") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->max_macs));
+        } else if (strcmp(name, "--max-macs") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->po.p.max_macs));
         else if (fl_popts_take(&o->po, name, v, &s)) FL_TRY(s);
         else return fl_fail(FL_EINVAL, "%s: unknown option for trace (see flashlab trace --help)", name);
     }
@@ -101,7 +99,7 @@ static int parse(int argc, char **argv, opts *o)
     for (int i = 0; i < o->nalgos && o->compute; i++) { /* the work limit of a compute run */
         fl_problem p = o->po.p;
         p.algo = (fl_algo)o->algos[i];
-        FL_TRY(fl_compute_check(&p, o->max_macs));
+        FL_TRY(fl_compute_check(&p));
     }
     return FL_OK;
 }

@@ -105,9 +105,10 @@ fl_status fl_list_parse_algos(const char *s, int *algos, int *n)
         char tok[32];
         fl_algo a;
         if (len == 0)
-            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", s);
+            return fl_fail(FL_EINVAL, "--algo: '%s' has an empty item (a comma list such as flash1,flash2)", fl_shown(s));
         if (len >= sizeof tok)
-            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s' (choose %s)", (int)len, item,
+            return fl_fail(FL_EINVAL, "--algo: unknown schedule '%.*s%s' (choose %s)",
+                           (int)(len > FL_SHOWN_MAX ? FL_SHOWN_MAX : len), item, len > FL_SHOWN_MAX ? "..." : "",
                            fl_algo_choices());
         memcpy(tok, item, len);
         tok[len] = 0;

@@ -38,69 +38,6 @@ const char fl_macs_usage[] =
     "  --max-macs X  refuse compute runs of more than X multiply-adds, schedule and reference\n"
     "                together (0: no limit)                           [1e10]\n";
 
-/* a * b, saturating at INT64_MAX (both >= 0) */
-static int64_t smul(int64_t a, int64_t b)
-{
-    int64_t r;
-    return fl_mul_ok(a, b, &r) ? r : INT64_MAX;
-}
-
-static int64_t sadd(int64_t a, int64_t b)
-{
-    int64_t r;
-    return fl_add_ok(a, b, &r) ? r : INT64_MAX;
-}
-
-fl_status fl_compute_macs(const fl_problem *p, int64_t *macs)
-{
-    const int softmax = p->algo == FL_ALGO_SOFTMAX_SAFE || p->algo == FL_ALGO_SOFTMAX_ONLINE;
-    const int64_t per = softmax ? 1 : p->d, factor = (p->pass & FL_PASS_BWD) ? 14 : 4;
-    const int64_t Nk = p->Nk ? p->Nk : p->N;
-    int64_t sum = 0;
-    if (p->cu_seqlens_q) {
-        const int64_t *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k ? p->cu_seqlens_k : cq;
-        for (int64_t b = 0; b < p->batch; b++) sum = sadd(sum, smul(cq[b + 1] - cq[b], ck[b + 1] - ck[b]));
-    } else {
-        sum = smul(p->batch, smul(p->N, Nk));
-    }
-    *macs = smul(smul(smul(sum, p->heads), per), factor);
-    return FL_OK;
-}
-
-fl_status fl_compute_check(const fl_problem *p, int64_t max_macs)
-{
-    int64_t macs;
-    FL_TRY(fl_compute_macs(p, &macs));
-    if (max_macs > 0 && macs > max_macs) {
-        char n[32];
-        if (macs == INT64_MAX) snprintf(n, sizeof n, "more than %lld", (long long)INT64_MAX);
-        else snprintf(n, sizeof n, "%lld", (long long)macs);
-        return fl_fail(FL_EINVAL,
-                       "--max-macs: a compute run of %s at N = %lld, d = %lld makes up to %s multiply-adds "
-                       "(schedule and reference), more than the limit %lld; raise --max-macs, or use count "
-                       "(no arithmetic)",
-                       fl_algo_name(p->algo), (long long)p->N, (long long)p->d, n, (long long)max_macs);
-    }
-    return FL_OK;
-}
-
-const char fl_memory_usage[] =
-    "  --max-memory MB  refuse runs whose tables take more than MB MiB (decode's block table;\n"
-    "                0: no limit)                                     [2048]\n";
-
-fl_status fl_memory_check(const fl_problem *p, int64_t max_mb)
-{
-    if (p->algo != FL_ALGO_DECODE || p->page_size <= 0 || max_mb <= 0) return FL_OK;
-    const int64_t pages = fl_cdiv(p->Nk ? p->Nk : p->N, p->page_size);
-    const int64_t per = p->page_seed && !p->block_table ? 72 : 8, bytes = smul(pages, per);
-    if (bytes <= smul(max_mb, INT64_C(1) << 20)) return FL_OK;
-    return fl_fail(FL_EINVAL,
-                   "--max-memory: decode's block table of %lld pages (ceil(Nk / page-size)) takes %lld MiB%s, "
-                   "more than the limit %lld MiB; raise --max-memory or --page-size",
-                   (long long)pages, (long long)((bytes >> 20) + ((bytes & ((1 << 20) - 1)) != 0)),
-                   per > 8 ? " while it is drawn (--page-seed)" : "", (long long)max_mb);
-}
-
 void fl_popts_init(fl_popts *o)
 {
     memset(o, 0, sizeof *o);

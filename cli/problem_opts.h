@@ -28,24 +28,9 @@ void fl_popts_init(fl_popts *o);
 int fl_popts_take(fl_popts *o, const char *name, const char *value, fl_status *s);
 fl_status fl_popts_finish(fl_popts *o);
 
-/* The work limit of a compute run (run, trace --compute): --max-macs, the multiply-adds the
- * schedule and the reference make together, at most FL_CLI_MAX_MACS unless raised (0: no
- * limit).  Counted as for dense attention (an upper bound where a mask skips blocks): per
- * sequence and query head Nq x Nk x d (x 1 for the softmax schedules instead of d), times 4
- * for a forward (S = QK^T and O = PV, in the schedule and in the reference), times 14 when the
- * run includes the backward (which also runs the forward that produces its inputs). */
-#define FL_CLI_MAX_MACS INT64_C(10000000000)
+/* The help line of --max-macs (run, trace --compute), the problem's max_macs: the limit of a
+ * compute run's multiply-adds, fl_compute_macs of run.h (0: no limit). */
 extern const char fl_macs_usage[];
-fl_status fl_compute_macs(const fl_problem *p, int64_t *macs); /* saturates at INT64_MAX */
-fl_status fl_compute_check(const fl_problem *p, int64_t max_macs);
 
-/* The memory limit of count and run (--max-memory, MiB; 0: no limit): decode's block table,
- * ceil(Nk / page-size) entries of 8 bytes, and 64 bytes more an entry while a random one is
- * drawn (--page-seed), as measured; FL_EINVAL naming --max-memory with the estimate when it
- * exceeds max_mb.  Other schedules hold nothing that grows with the problem in count mode (a
- * compute run is bounded by FL_COMPUTE_MAX_VALUES and --max-macs). */
-#define FL_CLI_MAX_MEMORY_MB INT64_C(2048)
-extern const char fl_memory_usage[];
-fl_status fl_memory_check(const fl_problem *p, int64_t max_mb);
 
 #endif

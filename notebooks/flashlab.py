@@ -155,7 +155,7 @@ class Problem(C.Structure):
                 ("block_table", C.POINTER(C.c_int64)), ("block_table_len", C.c_int64),
                 ("splits", C.c_int64), ("pad_value", C.c_double), ("density", C.c_double),
                 ("mask_seed", C.c_uint64), ("cu_seqlens_q_len", C.c_int64),
-                ("cu_seqlens_k_len", C.c_int64)]
+                ("cu_seqlens_k_len", C.c_int64), ("max_macs", C.c_int64)]
 
 
 class Blocks(C.Structure):
@@ -400,7 +400,7 @@ def _int64s(name, xs):
 # ----------------------------------------------------------------------------------------------
 # Runs of the project's schedules (fl_run)
 
-_INT64_FIELDS = ("Nk", "window_left", "window_right", "batch", "heads", "kv_heads", "max_events",
+_INT64_FIELDS = ("Nk", "window_left", "window_right", "batch", "heads", "kv_heads", "max_events", "max_macs",
                  "page_size", "pool_pages", "splits")
 _UINT64_FIELDS = ("page_seed", "mask_seed")
 _REAL_FIELDS = ("pad_value", "density")

@@ -80,6 +80,7 @@ Test(errors_api, capacity_and_overflow)
     p = fl_problem_default();
     p.algo = FL_ALGO_FLASH2;
     p.N = 1 << 22;
+    p.max_macs = 0; /* the size rule, with the work limit lifted (it refuses first otherwise) */
     expect_run_error(p, FL_COMPUTE, FL_EINVAL,
                      "--N/--d: a compute run of flash2 at N = 4194304, d = 64 (4194304 query rows over all heads) would hold more than "
                      "134217728 values in HBM; use count (no arithmetic) for sizes this large");

@@ -206,20 +206,20 @@ Test(errors_cli, long_values_are_shown_cut)
  * fl_algo_parse (src/problem/problem.c), and fl_fail (src/base/status.c) cuts every message at
  * 1023 characters: the rule is lost.  Enabled when those quote through fl_shown, or fl_fail keeps
  * the end of a message it must shorten. */
-Test(errors_cli, long_schedule_name_is_shown_cut, .disabled = true)
+Test(errors_cli, long_schedule_name_is_shown_cut)
 {
     char head[4400];
     snprintf(head, sizeof head, "--algo: unknown schedule '%s...'", repeat(2, 'x', 200));
     expect_long((const char *const[]){"flashlab", "count", "--algo", repeat(0, 'x', 3000), NULL}, head,
-                " (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe or "
-                "softmax-online)");
+                " (choose standard, flash1, flash2, flash2-gqa, decode, blocksparse, memeff, softmax-safe, "
+                "softmax-online or smallcache)");
 }
 
 /* A pool of 2^61 - 1 pages: the K cache of pool x page-size rows does not fit 64 bits, and the
  * machine (src/run/run_ext.c adding tensor K) says "decode: tensor K must have a positive size
  * that fits 64 bits", naming no option.  Enabled when decode's problem check
  * (src/problem/problem_ext.c) refuses such a pool naming --pool-pages. */
-Test(errors_cli, huge_pool_names_pool_pages, .disabled = true)
+Test(errors_cli, huge_pool_names_pool_pages)
 {
     EXPECT_BAD_NAMES("--pool-pages", "count", "--algo", "decode", "--N", "4", "--Nk", "100", "--page-size", "16",
                      "--pool-pages", "2305843009213693951");

@@ -290,8 +290,11 @@ Test(errors_regress, regress_walking_closed_form_refused_fast, .timeout = 20.0)
  * block.  Decode stores every row block's output, so ceil(N / Br) bounds its events. */
 Test(errors_regress, regress_decode_many_queries_refused_fast, .timeout = 20.0)
 {
-    EXPECT_BAD_NAMES("--max-events: decode at N = 2305843009213693951, d = 202, M = 98304 makes at least",
-                     "count", "--algo", "decode", "--N", "2305843009213693951", "--d", "202", "--max-events", "100000");
+    EXPECT_BAD_NAMES("--max-events: decode at N = 2305843009213693951, d = 1, M = 98304 makes at least",
+                     "count", "--algo", "decode", "--N", "2305843009213693951", "--d", "1", "--max-events", "100000");
+    /* at d = 202 its cache of N keys does not even fit 64-bit counts: refused before that */
+    EXPECT_BAD("--Nk/--d: a contiguous cache of 2305843009213693951 keys of d = 202 elements does not fit 64-bit counts",
+               "count", "--algo", "decode", "--N", "2305843009213693951", "--d", "202", "--max-events", "100000");
 }
 
 /* fuzz_decode finding: a --Br for decode so large that not even Bc = 1 fits left Bc = 0, and the
@@ -306,13 +309,12 @@ Test(errors_regress, regress_decode_no_key_block_fits)
                "count", "--algo", "decode", "--N", "40", "--Nk", "100", "--Br", "40", "--M", "3000");
 }
 
-/* ---- fuzz_api findings in the library's closed forms and decode (fuzz/RESULTS.md B1-B4), in
- * files the CLI does not own: disabled until the fixes land; the timeouts make them fail on the
- * code of today. ------------------------------------------------------------------------------ */
+/* ---- fuzz_api findings in the library's closed forms and decode (fuzz/RESULTS.md B1-B4); the
+ * timeouts make them fail on the code before the fixes. ------------------------------------ */
 
 /* B1: blocksparse's closed form evaluates all Tr x Tc mask blocks (up to 2^32) before
  * --max-events is checked: 55 s to refuse this run of 1000 events at most. */
-Test(errors_regress, regress_blocksparse_refused_before_its_mask_walk, .timeout = 5.0, .disabled = true)
+Test(errors_regress, regress_blocksparse_refused_before_its_mask_walk, .timeout = 5.0)
 {
     EXPECT_BAD_NAMES("--max-events", "count", "--algo", "blocksparse", "--N", "2000000", "--d", "16", "--M", "4000",
                      "--max-events", "1000");
@@ -320,7 +322,7 @@ Test(errors_regress, regress_blocksparse_refused_before_its_mask_walk, .timeout 
 
 /* B2: decode (and the other schedules of run_ext.c) sum hbm_bytes without an overflow check:
  * this prints hbm_bytes = -5944681274676338432 (UBSan: run_ext.c, signed overflow). */
-Test(errors_regress, regress_decode_bytes_overflow_refused, .disabled = true)
+Test(errors_regress, regress_decode_bytes_overflow_refused)
 {
     EXPECT_BAD_NAMES("--N", "count", "--algo", "decode", "--N", "64", "--M", "2305843009213693951", "--Br", "2", "--Nk",
                      "1526130712772607");
@@ -328,7 +330,7 @@ Test(errors_regress, regress_decode_bytes_overflow_refused, .disabled = true)
 
 /* B3: decode's events lower bound counts row blocks, not splits: with 2 x 10^9 splits its closed
  * form walks them all (2 minutes) before refusing. */
-Test(errors_regress, regress_decode_splits_refused_fast, .timeout = 5.0, .disabled = true)
+Test(errors_regress, regress_decode_splits_refused_fast, .timeout = 5.0)
 {
     EXPECT_BAD_NAMES("--max-events", "count", "--algo", "decode", "--N", "1", "--Nk", "2000000000", "--splits",
                      "2000000000", "--Bc", "1", "--max-events", "1000");
@@ -336,7 +338,7 @@ Test(errors_regress, regress_decode_splits_refused_fast, .timeout = 5.0, .disabl
 
 /* B4: flash1's closed form walks every key block (Nk / Bc = 3 x 10^8 here) though a 0,0 window
  * keeps 32 of them: 12.7 s for a run of 384 tile events. */
-Test(errors_regress, regress_narrow_window_counted_fast, .timeout = 5.0, .disabled = true)
+Test(errors_regress, regress_narrow_window_counted_fast, .timeout = 5.0)
 {
     EXPECT_OK("count", "--algo", "flash1", "--N", "32", "--d", "1", "--M", "27", "--Nk", "2000000000", "--window", "0,0",
               "--max-events", "1000");

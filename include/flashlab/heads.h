@@ -28,11 +28,12 @@ extern "C" {
  * the rule broken. */
 fl_status fl_heads_check(int64_t Hq, int64_t Hkv);
 
-/* The K/V head query head h (0 <= h < Hq) uses: h / (Hq / Hkv).  Assumes fl_heads_check passed. */
+/* The K/V head query head h (0 <= h < Hq) uses: h / (Hq / Hkv); -1 when (Hq, Hkv) fails
+ * fl_heads_check or h is not a query head. */
 int64_t fl_kv_head(int64_t h, int64_t Hq, int64_t Hkv);
 
-/* FL_OK when cu has batch + 1 entries (n == batch + 1), cu[0] = 0, cu is nondecreasing and
- * cu[batch] = total; else FL_EINVAL naming `opt` (e.g. "--cu-seqlens-q"), the first entry that
+/* FL_OK when batch >= 1, cu has batch + 1 entries (n == batch + 1), cu[0] = 0, cu is
+ * nondecreasing and cu[batch] = total; else FL_EINVAL (cu is not read when n is wrong) naming `opt` (e.g. "--cu-seqlens-q"), the first entry that
  * breaks the rule, and the rule. */
 fl_status fl_cu_seqlens_check(const char *opt, const int64_t *cu, int64_t n, int64_t batch,
                               int64_t total);

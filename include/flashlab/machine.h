@@ -18,7 +18,7 @@
  *
  * Errors: an allocation that would take SRAM use above M fails with FL_ECAPACITY and a message
  * naming the schedule, the buffer asked for, every live buffer and M.  A tile outside its tensor
- * or buffer fails with FL_EBOUNDS.  The machine keeps the first error; later calls return it.
+ * or buffer fails with FL_EBOUNDS; counts that would not fit 64 bits fail with FL_EOVERFLOW.
  */
 #ifndef FL_MACHINE_H
 #define FL_MACHINE_H

@@ -55,6 +55,10 @@ typedef struct {
     int64_t a, b;
 } fl_mask;
 
+/* The largest length a mask takes (2^61 - 1, problem.h's FL_SIZE_MAX), so that every offset
+ * and Nq + Nk fit in 64 bits. */
+#define FL_MASK_SIZE_MAX (INT64_MAX / 4)
+
 /* Builds the mask of an Nq x Nk score matrix.  FL_EINVAL (naming --N/--Nk, --causal or
  * --window and the rule) when Nq or Nk < 1, the corner is unknown, or a window side is below
  * -1. */
@@ -64,7 +68,7 @@ fl_status fl_mask_init(fl_mask *mk, int64_t Nq, int64_t Nk, fl_causal causal, in
 /* Nonzero when no constraint is set (every key kept). */
 int fl_mask_is_dense(const fl_mask *mk);
 
-/* Nonzero when query i may attend to key j (0 <= i < Nq, 0 <= j < Nk). */
+/* Nonzero when query i may attend to key j; 0 for any (i, j) outside the matrix. */
 int fl_mask_keep(const fl_mask *mk, int64_t i, int64_t j);
 
 /* The keys row i keeps: [*lo, *hi] (inclusive); *lo > *hi when it keeps none. */
@@ -72,8 +76,9 @@ void fl_mask_row_range(const fl_mask *mk, int64_t i, int64_t *lo, int64_t *hi);
 
 typedef enum { FL_TILE_EMPTY = 0, FL_TILE_FULL = 1, FL_TILE_PARTIAL = 2 } fl_tile_kind;
 
-/* Classifies the tile of rows [r0, r0 + nr) and keys [c0, c0 + nc) (nr, nc >= 1, inside the
- * matrix): empty (every entry masked), full (every entry kept) or partial.  Exact. */
+/* Classifies the tile of rows [r0, r0 + nr) and keys [c0, c0 + nc): empty (every entry masked),
+ * full (every entry kept) or partial.  Exact.  Only the part inside the matrix counts: a tile
+ * with none (or nr, nc < 1) is empty. */
 fl_tile_kind fl_mask_tile(const fl_mask *mk, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
 
 /* The key blocks of size Bc that the row block [r0, r0 + nr) touches: blocks [*j0, *j1)

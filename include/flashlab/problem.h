@@ -88,6 +88,8 @@ typedef struct {
     uint64_t mask_seed;          /* block-sparse: seed of the block mask; 1 */
     int64_t cu_seqlens_q_len;    /* entries of cu_seqlens_q (0 when it is NULL) */
     int64_t cu_seqlens_k_len;    /* entries of cu_seqlens_k (0 when it is NULL) */
+    int64_t max_macs;            /* refuse compute runs of more multiply-adds than this (schedule
+                                    and reference, fl_compute_macs in run.h); 0 = no limit; 1e10 */
 } fl_problem;
 
 /* ---- Segments: the (batch, head) attention problems of a run ---- */
@@ -119,7 +121,7 @@ void fl_problem_lengths(const fl_problem *p, int64_t *max_nq, int64_t *max_nk);
 int64_t fl_problem_group_ratio(const fl_problem *p);
 
 /* A problem with the defaults: flash2, N = 1024, d = 64, M = 98304 (A100: 192 KiB in fp16),
- * default blocks, seed 1, fp16 sizes, at most 1e10 tile events, and the variant fields at their
+ * default blocks, seed 1, fp16 sizes, at most 1e10 tile events and 1e10 multiply-adds, and the variant fields at their
  * defaults (Nk = N, no mask, no window, one head, forward).  Always start from this: fields
  * added later then keep their defaults. */
 fl_problem fl_problem_default(void);

@@ -54,10 +54,19 @@ typedef struct {
 
 /* FL_COMPUTE_MAX_VALUES, the most values a compute run may hold in HBM: schedule.h. */
 
+/* The multiply-adds of a compute run of p, schedule and reference together, as counted for
+ * dense attention: per sequence and query head Nq x Nk x d (x 1 instead of d for the softmax
+ * schedules), times 4 for a forward and 14 with the backward; saturates at INT64_MAX. */
+int64_t fl_compute_macs(const fl_problem *p);
+
+/* FL_EINVAL naming --max-macs, with the estimate, when a compute run of p would make more than
+ * p->max_macs multiply-adds (0: no limit).  fl_run checks it before any compute run. */
+fl_status fl_compute_check(const fl_problem *p);
+
 /* Runs p in the given mode.  trace (may be NULL) receives every tile event.  On FL_OK *r holds
  * the result; otherwise fl_last_error() says which input broke which rule and *r is unspecified.
  * FL_EINVAL also when the run would exceed p->max_events tile events, or a compute run would
- * hold more than FL_COMPUTE_MAX_VALUES values. */
+ * make more than p->max_macs multiply-adds or hold more than FL_COMPUTE_MAX_VALUES values. */
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                  fl_result *r);
 

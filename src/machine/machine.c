@@ -65,6 +65,14 @@ static inline void emit(fl_machine *m, fl_event_kind kind, const char *tensor, c
 #if defined(__GNUC__)
 __attribute__((noinline, cold))
 #endif
+static fl_status overflow(const fl_machine *m, const fl_tensor *T)
+{
+    return fl_fail(FL_EOVERFLOW, "%s: the element counts of tensor %s would overflow 64 bits", m->schedule, T->name);
+}
+
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
 static fl_status stopped(const fl_machine *m)
 {
     return fl_fail(FL_ESTOPPED, "%s: the trace callback stopped the run after %lld tile events",
@@ -233,8 +241,10 @@ fl_status fl_load(fl_machine *m, fl_buf *b, int t, int64_t r0, int64_t c0, int64
     if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "load");
     if (m->stopped) return stopped(m);
     fl_tensor *T = &m->tensors[t];
-    T->reads += nr * nc; /* rule R1: one read per element moved HBM -> SRAM */
-    m->reads += nr * nc;
+    int64_t tr, mr; /* rule R1: one read per element moved HBM -> SRAM (nr * nc fits: a tile) */
+    if (!fl_add_ok(T->reads, nr * nc, &tr) || !fl_add_ok(m->reads, nr * nc, &mr)) return overflow(m, T);
+    T->reads = tr;
+    m->reads = mr;
     m->events++;
     if (m->mode == FL_COMPUTE || m->trace) load_slow(m, b, T, r0, c0, nr, nc);
     return m->stopped ? stopped(m) : FL_OK;
@@ -246,8 +256,10 @@ fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0
     if (!tile_ok(m, b, t, r0, c0, nr, nc)) return check_tile(m, b, t, r0, c0, nr, nc, "store");
     if (m->stopped) return stopped(m);
     fl_tensor *T = &m->tensors[t];
-    T->writes += nr * nc; /* rule R2: one write per element moved SRAM -> HBM */
-    m->writes += nr * nc;
+    int64_t tw, mw; /* rule R2: one write per element moved SRAM -> HBM */
+    if (!fl_add_ok(T->writes, nr * nc, &tw) || !fl_add_ok(m->writes, nr * nc, &mw)) return overflow(m, T);
+    T->writes = tw;
+    m->writes = mw;
     m->events++;
     if (m->mode == FL_COMPUTE || m->trace) store_slow(m, b, T, r0, c0, nr, nc);
     return m->stopped ? stopped(m) : FL_OK;

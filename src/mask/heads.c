@@ -14,11 +14,17 @@ fl_status fl_heads_check(int64_t Hq, int64_t Hkv)
     return FL_OK;
 }
 
-int64_t fl_kv_head(int64_t h, int64_t Hq, int64_t Hkv) { return h / (Hq / Hkv); }
+int64_t fl_kv_head(int64_t h, int64_t Hq, int64_t Hkv)
+{
+    if (Hkv < 1 || Hq < Hkv || Hq % Hkv || h < 0 || h >= Hq) return -1; /* no such mapping */
+    return h / (Hq / Hkv);
+}
 
 fl_status fl_cu_seqlens_check(const char *opt, const int64_t *cu, int64_t n, int64_t batch,
                               int64_t total)
 {
+    if (batch < 1 || batch >= INT64_MAX - 1)
+        return fl_fail(FL_EINVAL, "%s: the batch must be >= 1 (got %lld)", opt, (long long)batch);
     if (n != batch + 1)
         return fl_fail(FL_EINVAL, "%s: needs batch + 1 = %lld entries, got %lld", opt,
                        (long long)(batch + 1), (long long)n);

@@ -37,6 +37,9 @@ fl_status fl_mask_init(fl_mask *mk, int64_t Nq, int64_t Nk, fl_causal causal, in
     if (left < -1 || right < -1)
         return fl_fail(FL_EINVAL, "--window: each side must be >= 0, or -1 for unbounded (got %lld,%lld)",
                        (long long)left, (long long)right);
+    if (Nq > FL_MASK_SIZE_MAX || Nk > FL_MASK_SIZE_MAX) /* so that Nq + Nk and every offset fit */
+        return fl_fail(FL_EINVAL, "--N/--Nk: %lld x %lld is more than the largest size %lld", (long long)Nq,
+                       (long long)Nk, (long long)FL_MASK_SIZE_MAX);
     /* offsets are bounded by the matrix anyway; clamp so that i + a never overflows */
     const int64_t lim = Nq + Nk;
     memset(mk, 0, sizeof *mk);
@@ -66,6 +69,7 @@ void fl_mask_row_range(const fl_mask *mk, int64_t i, int64_t *lo, int64_t *hi)
 
 int fl_mask_keep(const fl_mask *mk, int64_t i, int64_t j)
 {
+    if (i < 0 || i >= mk->Nq || j < 0 || j >= mk->Nk) return 0; /* outside the matrix: nothing kept */
     const int64_t dj = j - i;
     return (!mk->has_a || dj >= mk->a) && (!mk->has_b || dj <= mk->b);
 }
@@ -75,8 +79,26 @@ int fl_mask_keep_fn(int64_t i, int64_t j, const void *ctx)
     return fl_mask_keep((const fl_mask *)ctx, i, j);
 }
 
+/* [start, start + n) clipped to [0, len): *s, *n_out (0 when the intersection is empty), without
+ * overflow for any start and n >= 1. */
+static void clip(int64_t start, int64_t n, int64_t len, int64_t *s, int64_t *n_out)
+{
+    *n_out = 0;
+    if (n < 1 || start >= len) return;
+    if (start < 0) {
+        if (n <= -(start + 1)) return; /* ends before 0 (written so that -start cannot overflow) */
+        n += start, start = 0;
+    }
+    *s = start;
+    *n_out = n > len - start ? len - start : n;
+}
+
 fl_tile_kind fl_mask_tile(const fl_mask *mk, int64_t r0, int64_t nr, int64_t c0, int64_t nc)
 {
+    /* a tile reaching outside the matrix is classified by its part inside (none: empty) */
+    clip(r0, nr, mk->Nq, &r0, &nr);
+    clip(c0, nc, mk->Nk, &c0, &nc);
+    if (nr < 1 || nc < 1) return FL_TILE_EMPTY;
     const int64_t dmin = c0 - (r0 + nr - 1), dmax = (c0 + nc - 1) - r0; /* offsets in the tile */
     if ((mk->has_a && mk->has_b && mk->a > mk->b) || (mk->has_a && dmax < mk->a) ||
         (mk->has_b && dmin > mk->b))

@@ -16,6 +16,7 @@ fl_problem fl_problem_default(void)
     p.seed = 1;
     p.elem_bytes = 2;
     p.max_events = 10000000000LL;
+    p.max_macs = 10000000000LL;
     p.Nk = 0;
     p.causal = FL_CAUSAL_NONE;
     p.window_left = p.window_right = -1;
@@ -44,6 +45,7 @@ fl_status fl_problem_check_fields(const fl_problem *p)
     if (p->elem_bytes != 2 && p->elem_bytes != 4 && p->elem_bytes != 8)
         return fl_fail(FL_EINVAL, "--dtype: element size must be 2, 4 or 8 bytes");
     if (p->max_events < 0) return fl_fail(FL_EINVAL, "--max-events: must be >= 0 (0 = no limit)");
+    if (p->max_macs < 0) return fl_fail(FL_EINVAL, "--max-macs: must be >= 0 (0 = no limit)");
     const struct { const char *opt; int64_t v; } sizes[] = {
         {"--N", p->N}, {"--Nk", p->Nk}, {"--d", p->d}, {"--M", p->M}, {"--Br", p->Br}, {"--Bc", p->Bc},
         {"--batch", p->batch}, {"--heads", p->heads}, {"--kv-heads", p->kv_heads},

@@ -40,6 +40,48 @@ static fl_status check_compute_size(const fl_problem *p, const fl_schedule *s, c
     return FL_OK;
 }
 
+/* a * b and a + b, saturating at INT64_MAX (both >= 0) */
+static int64_t smul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return fl_mul_ok(a, b, &r) ? r : INT64_MAX;
+}
+static int64_t sadd(int64_t a, int64_t b)
+{
+    int64_t r;
+    return fl_add_ok(a, b, &r) ? r : INT64_MAX;
+}
+
+int64_t fl_compute_macs(const fl_problem *p)
+{
+    const fl_schedule *s = fl_schedule_get(p->algo);
+    const int softmax = s && (s->flags & FL_SCHED_SOFTMAX);
+    const int64_t per = softmax ? 1 : p->d, factor = (p->pass & FL_PASS_BWD) ? 14 : 4;
+    const int64_t Nk = p->Nk ? p->Nk : p->N;
+    int64_t sum = 0;
+    if (p->cu_seqlens_q) {
+        const int64_t *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k ? p->cu_seqlens_k : cq;
+        for (int64_t b = 0; b < p->batch; b++) sum = sadd(sum, smul(cq[b + 1] - cq[b], ck[b + 1] - ck[b]));
+    } else {
+        sum = smul(p->batch, smul(p->N, Nk));
+    }
+    return smul(smul(smul(sum, p->heads), per), factor);
+}
+
+fl_status fl_compute_check(const fl_problem *p)
+{
+    const int64_t macs = fl_compute_macs(p);
+    if (p->max_macs <= 0 || macs <= p->max_macs) return FL_OK;
+    char n[48];
+    if (macs == INT64_MAX) snprintf(n, sizeof n, "more than %lld", (long long)INT64_MAX);
+    else snprintf(n, sizeof n, "%lld", (long long)macs);
+    return fl_fail(FL_EINVAL,
+                   "--max-macs: a compute run of %s at N = %lld, d = %lld makes up to %s multiply-adds "
+                   "(schedule and reference), more than the limit %lld; raise --max-macs, or use count "
+                   "(no arithmetic)",
+                   fl_algo_name(p->algo), (long long)p->N, (long long)p->d, n, (long long)p->max_macs);
+}
+
 /* max |a - b| / max |b| over finite b, where equal values (infinities included) differ by 0 */
 static double rel_err_inf(const double *a, const double *b, int64_t n)
 {
@@ -287,8 +329,8 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     inputs in = {0};
     ref_keep rk = {0};
     int64_t snap[FL_MAX_TENSORS][2] = {{0}}, snap_events = 0;
-    if (mode == FL_COMPUTE &&
-        (s = sc->compute_size ? sc->compute_size(p, &b) : check_compute_size(p, sc, &sg)))
+    if (mode == FL_COMPUTE && ((s = fl_compute_check(p)) ||
+                               (s = sc->compute_size ? sc->compute_size(p, &b) : check_compute_size(p, sc, &sg))))
         goto done;
     if (!(m = fl_machine_alloc(p->M, mode, sc->name))) {
         s = FL_ENOMEM;

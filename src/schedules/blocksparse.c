@@ -144,6 +144,15 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
             (double)kept / (double)(mk.Tr * mk.Tc));
 }
 
+/* every row block loads Q_i and stores O_i and L_i whatever its mask keeps: 3 ceil(N / Br)
+ * events (eq. CS), known before the closed form walks the Tr x Tc mask blocks */
+static int64_t events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
+{
+    (void)bb;
+    int64_t t;
+    return fl_mul_ok(3, fl_cdiv(p->N, b->Br), &t) ? t : INT64_MAX;
+}
+
 /* Q, K, V, O */
 static fl_status compute_size(const fl_problem *p, const fl_blocks *b)
 {
@@ -169,6 +178,7 @@ const fl_schedule fl_sched_blocksparse = {
     .accepts = FL_ACCEPT_BLOCK_MASK,
     .blocks = blocks,
     .closed_form = closed_form,
+    .events_floor = events_floor,
     .compute_size = compute_size,
     .reference_keep = reference_keep,
     .fwd = fl_schedule_blocksparse,

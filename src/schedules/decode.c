@@ -87,7 +87,7 @@ static fl_status split_loop(fl_machine *m, const fl_problem *p, const fl_decode_
                 page = c0 / g->P;
                 FL_TRY(fl_load(m, bt, bt_t, page, 0, 1, 1));
             }
-            const int64_t phys = cmp ? (int64_t)bt->x[0] : table[page];
+            const int64_t phys = cmp ? (int64_t)bt->x[0] : page; /* count mode: no table (above) */
             row = phys * g->P + c0 % g->P;
             rows = Bc; /* a whole tile, padding rows of the last page included */
         }
@@ -143,14 +143,18 @@ static fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl
         FL_TRY(fl_tensor_add(m, "m_split", S * Nq, 1, 4, &mp_t));
         FL_TRY(fl_tensor_add(m, "l_split", S * Nq, 1, 4, &lp_t));
     }
-    int64_t *table = NULL;
+    int64_t *table = NULL; /* compute mode only: the counts do not depend on where pages lie, so a
+                              count-only run reads logical page k from physical page k and holds no
+                              table (a cache of 10^15 pages costs nothing to count) */
     if (g.paged) {
         if ((bt_t = fl_tensor_find(m, "BT")) < 0)
             return fl_fail(FL_EINVAL, "decode: a paged run needs the block table tensor BT");
-        if (!(table = malloc((size_t)g.pages * sizeof *table)))
-            return fl_fail(FL_ENOMEM, "decode: out of memory for the block table");
-        fl_status s = fl_decode_block_table(p, &g, table);
-        if (s) { free(table); return s; }
+        if (cmp) {
+            if (!(table = malloc((size_t)g.pages * sizeof *table)))
+                return fl_fail(FL_ENOMEM, "decode: out of memory for the block table");
+            fl_status s = fl_decode_block_table(p, &g, table);
+            if (s) { free(table); return s; }
+        }
     }
 
     fl_buf *B[8] = {0}, *Os = NULL, *ms = NULL, *ls = NULL;
@@ -234,7 +238,14 @@ static int64_t pool_of(const fl_problem *p)
 static fl_status check(const fl_problem *p)
 {
     fl_mask mk;
+    int64_t rows;
     FL_TRY(fl_mask_init(&mk, p->N, nk_of(p), p->causal, p->window_left, p->window_right));
+    if (!p->page_size && !fl_mul_ok(nk_of(p), p->d, &rows))
+        return fl_fail(FL_EINVAL, "--Nk/--d: a contiguous cache of %lld keys of d = %lld elements does not fit "
+                                  "64-bit counts", (long long)nk_of(p), (long long)p->d);
+    if (p->page_size && (!fl_mul_ok(pool_of(p), p->page_size, &rows) || !fl_mul_ok(rows, p->d, &rows)))
+        return fl_fail(FL_EINVAL, "--pool-pages: a pool of %lld pages of %lld rows of d = %lld elements does not "
+                                  "fit 64-bit counts", (long long)pool_of(p), (long long)p->page_size, (long long)p->d);
     if (!p->page_size) {
         if (p->pool_pages || p->page_seed || p->block_table_len)
             return fl_fail(FL_EINVAL, "--pool-pages/--page-seed/--block-table: need --page-size "
@@ -527,11 +538,18 @@ static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, f
     return fl_closed_finish_own(p, closed_counts(p, b, &r), &c, &r, out);
 }
 
-/* decode's forward must store every row block's output: ceil(N / Br) tile events at least */
+/* decode's forward stores every row block's output: ceil(N / Br) tile events at least; without a
+ * mask every row block keeps every key, so each of the S splits that hold keys also loads Q_i
+ * and at least one K and V tile: 3 S events a row block (docs/model.md rule SD) */
 static int64_t events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
 {
     (void)bb;
-    return fl_cdiv(p->N, b->Br);
+    const int64_t Tr = fl_cdiv(p->N, b->Br);
+    if (p->causal != FL_CAUSAL_NONE || p->window_left != -1 || p->window_right != -1) return Tr;
+    fl_decode_geom g;
+    fl_decode_geometry(p, b, &g);
+    int64_t t;
+    return fl_mul_ok(Tr, g.S, &t) && fl_mul_ok(t, 3, &t) ? t : INT64_MAX;
 }
 
 /* Q, O, the logical cache, the pool (or contiguous K, V), the partials of every split */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <flashlab/args.h>
 #include <flashlab/schedule.h>
 
 static const fl_schedule *sched(fl_algo a) { return fl_schedule_get(a); }
@@ -28,7 +29,7 @@ const char *fl_algo_choices(void)
 fl_status fl_algo_parse(const char *name, fl_algo *out)
 {
     if (fl_schedule_find(name, out)) return FL_OK;
-    return fl_fail(FL_EINVAL, "--algo: unknown schedule '%s' (choose %s)", name ? name : "",
+    return fl_fail(FL_EINVAL, "--algo: unknown schedule '%s' (choose %s)", fl_shown(name ? name : ""),
                    fl_algo_choices());
 }
 

@@ -49,7 +49,9 @@ static fl_status segment(fl_machine *m, const fl_problem *p, const fl_blocks *b,
         FL_TRY(fl_store(m, mi, m_t, q0 + r0, 0, br, 1));
     }
 
-    for (int64_t c0 = 0; c0 < Nk; c0 += Bc) { /* line 5 */
+    int64_t j0, j1; /* the key blocks some query keeps (all, without a mask): the others cost nothing */
+    fl_mask_block_range(&sg->mask, 0, Nq, Bc, &j0, &j1);
+    for (int64_t c0 = j0 * Bc; c0 < fl_min64(Nk, j1 * Bc); c0 += Bc) { /* line 5 */
         const int64_t bc = fl_min64(Bc, Nk - c0);
         int64_t i0, i1;
         fl_mask_row_block_range(&sg->mask, c0, bc, Br, &i0, &i1);
@@ -161,7 +163,9 @@ static void segment_fwd(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, f
 {
     fl_acc(c, &r->writes, mul(c, s->Nq, d + 2));
     fl_acc(c, &r->events, mul(c, 3, fl_cdiv(s->Nq, b->Br)));
-    for (int64_t c0 = 0; c0 < s->Nk; c0 += b->Bc) {
+    int64_t j0, j1; /* only the key blocks some query keeps (a narrow window: few of many) */
+    fl_mask_block_range(&s->mask, 0, s->Nq, b->Bc, &j0, &j1);
+    for (int64_t c0 = j0 * b->Bc; c0 < fl_min64(s->Nk, j1 * b->Bc); c0 += b->Bc) {
         const int64_t bc = fl_min64(b->Bc, s->Nk - c0);
         int64_t i0, i1;
         fl_mask_row_block_range(&s->mask, c0, bc, b->Br, &i0, &i1);
