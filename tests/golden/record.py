@@ -348,9 +348,8 @@ def errors_cmds():
                 continue
             cmd, _ = code_span(line, 0)
             setup = None
-            if "; flashlab " in cmd:
-                setup, cmd = cmd.split("; flashlab ", 1)
-                cmd = "flashlab " + cmd
+            if "; " in cmd:
+                setup, cmd = cmd.rsplit("; ", 1)
             env, args = {}, []
             words = [w for w in cmd.split(" ") if w]
             while words and "=" in words[0] and words[0] != "flashlab":
