@@ -55,7 +55,7 @@ def execute(nb, path, limit):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(path, expect, limit):
+def run(path, expect, limit, no_skip=False):
     import nbformat
     nb = nbformat.read(str(path), as_version=4)
     problems = []
@@ -77,6 +77,9 @@ def run(path, expect, limit):
         for cid, verdict in found:
             results.append((cid, verdict))
             if verdict == "SKIP":
+                if no_skip:
+                    problems.append(f"check {cid} SKIPS, though the data it needs ships with the labs "
+                                    f"(--no-skip): the notebook does not find it")
                 continue
             if expect == "pass" and verdict != "PASS":
                 detail = text.split(f"CHECK {cid}: FAIL", 1)[1].strip().splitlines()[:3]
@@ -104,6 +107,9 @@ def main():
     ap.add_argument("--isolated", action="store_true",
                     help="do not put this folder on PYTHONPATH (the student-only layout: the "
                     "notebooks import the flashlab.py and labkit/ beside them)")
+    ap.add_argument("--no-skip", action="store_true",
+                    help="a SKIP fails the run: the recorded data ships here (the repository, the "
+                    "student-only layout), so a check that skips did not find it")
     ap.add_argument("notebooks", nargs="+", type=pathlib.Path)
     a = ap.parse_args()
     try:
@@ -120,7 +126,7 @@ def main():
     if not a.isolated:
         path = os.environ.get("PYTHONPATH", "")
         os.environ["PYTHONPATH"] = str(HERE) + (os.pathsep + path if path else "")
-    ok = all([run(p.resolve(), a.expect, a.limit) for p in a.notebooks])
+    ok = all([run(p.resolve(), a.expect, a.limit, a.no_skip) for p in a.notebooks])
     return 0 if ok else 1
 
 

@@ -21,7 +21,7 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
         sys.path.insert(0, str(p))
 import flashlab as fl
 
-DATA = fl.ROOT / "figures" / "data" / "third_party_ncu.csv"
+DATA = fl.data_dir() / "third_party_ncu.csv"
 rows = []
 if DATA.exists():
     text = DATA.read_text().splitlines()
