@@ -8,7 +8,7 @@
 # statistics l, m, L, D are widened to 3 columns to be visible).  Every tile the run has moved so far is
 # painted with a translucent fill, blue for a load and orange for a store, so a tile read many
 # times is darker: the shade is the traffic.  The last event has a black frame.  The bar on the
-# right is SRAM use over M.  Columns of the CSV: sim/trace.h.
+# right is SRAM use over M.  Columns of the CSV: include/flashlab/trace.h.
 do for [a = 1:3] { if (nsteps[a] > 0) {
     algo = word(algos, a)
     last = ceil(frac * nsteps[a])

@@ -20,12 +20,14 @@ cmake --build build-fuzzcov -j 2 --target $(printf 'fuzz_%s ' "${names[@]}") >/d
 
 # the sources each harness is aimed at
 declare -A files=(
-  [cli]="sim/cli/main.c sim/cli/args.c sim/cli/cmd_count.c sim/cli/cmd_example.c sim/cli/cmd_trace.c"
-  [list]="sim/cli/listparse.c sim/cli/args.c"
-  [problem]="sim/problem.c sim/run.c sim/machine.c sim/sched_standard.c sim/sched_flash1.c sim/sched_flash2.c"
-  [softmax]="sim/ops.c reference/attention_ref.c"
-  [variants]="sim/problem.c sim/closed_variants.c sim/segments.c reference/masks.c reference/heads.c sim/sched_flash_bwd.c"
-  [decode]="sim/problem_ext.c sim/run_ext.c sim/sched_decode.c"
+  [cli]="cli/main.c src/base/args.c cli/cmd_count.c cli/cmd_example.c cli/cmd_trace.c"
+  [list]="cli/listparse.c src/base/args.c"
+  [problem]="src/problem/problem.c src/run/run.c src/machine/machine.c src/schedules/standard.c src/schedules/flash1.c src/schedules/flash2.c"
+  [softmax]="src/machine/ops.c reference/attention_ref.c"
+  [variants]="src/problem/problem.c src/schedules/rules.c src/problem/segments.c src/mask/masks.c src/mask/heads.c src/schedules/flash_bwd.c"
+  [decode]="src/schedules/decode.c src/run/run.c"
+  [api]="src/run/run.c src/machine/ops.c src/mask/masks.c src/mask/heads.c src/problem/segments.c"
+  [optimize_l2]="src/analysis/optimize.c src/analysis/l2.c src/analysis/gpu_order.c"
 )
 for n in "${names[@]}"; do
   dir=build-fuzzcov/prof/$n
@@ -37,5 +39,5 @@ for n in "${names[@]}"; do
   echo "== fuzz_$n ($(cat "${corpora[@]/%//*}" 2>/dev/null | wc -c) corpus bytes)"
   srcs=(); for f in ${files[$n]:-}; do srcs+=("$PWD/$f"); done
   llvm-cov report build-fuzzcov/fuzz/fuzz_"$n" -instr-profile="$dir/all.profdata" "${srcs[@]}" \
-    | sed "s|$PWD/||" | awk 'NR == 1 || /^(sim|reference)\// || /^TOTAL/ {print "   " $0}'
+    | sed "s|$PWD/||" | awk 'NR == 1 || /^(src|cli|reference)\// || /^TOTAL/ {print "   " $0}'
 done

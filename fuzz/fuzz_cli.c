@@ -22,7 +22,7 @@ int flashlab_main(int argc, char **argv);
 
 static char out_buf[1 << 22], err_buf[1 << 12];
 
-/* count's grammar, validated independently of sim/cli: 1 = every option well formed,
+/* count's grammar, validated independently of cli/: 1 = every option well formed,
  * 0 = some option is malformed (so the CLI must exit 2), 2 = --help reached first,
  * 3 = well formed as far as modelled (some values not modelled here). */
 static int count_grammar_ok(int argc, char **argv)

@@ -1,4 +1,4 @@
-/* fuzz_softmax.c: the online-softmax helpers (sim/ops.h: fl_osm_step via fl_osm_tiled) against
+/* fuzz_softmax.c: the online-softmax helpers (include/flashlab/ops.h: fl_osm_step via fl_osm_tiled) against
  * the reference's two-pass softmax row (reference/attention_ref.h) on arbitrary scores: any
  * double, NaN, +inf and -inf (masked) included, any tile size.
  *

@@ -101,7 +101,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 Test(bwd, dense_closed_forms_written_out)
 {
     /* docs/model.md (C2b), (C1b), (C0b) for one dense head, Nq = Nk = N, written out here
-     * independently of sim/closed_variants.c */
+     * independently of the schedules' closed forms (src/schedules/flash_bwd.c, standard_bwd.c) */
     const int64_t Ns[] = {1, 9, 100, 333, 1024};
     const int64_t ds[] = {8, 64};
     const int64_t Ms[] = {3000, 20000, 98304};

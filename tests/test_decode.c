@@ -207,7 +207,7 @@ Test(decode, example_decode_traffic_passes)
 }
 
 /* One decode step (all queries in one block, every tile kept): the headline of eq. (CD),
- * written out here independently of sim/problem_ext.c:
+ * written out here independently of src/schedules/decode.c:
  *   reads  = S' Nq d + 2 d Nk' + pages + [S' > 1] S' Nq (d + 2)
  *   writes = [S' > 1] S' Nq (d + 2) + Nq (d + 1)
  * with Nk' = Nk (contiguous) or ceil(Nk / Bc) Bc (paged: whole tiles). */

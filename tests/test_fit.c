@@ -1,4 +1,4 @@
-/* test_fit.c: the GSL fits (sim/fit.h) on synthetic data with known answers, and the law the
+/* test_fit.c: the GSL fits (include/flashlab/fit.h) on synthetic data with known answers, and the law the
  * analyzer claims: flash1's traffic falls as M^-1 within one standard error over the paper's
  * regime d <= M <= Nd (docs/analysis.md). */
 #include <criterion/criterion.h>

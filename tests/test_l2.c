@@ -1,4 +1,4 @@
-/* test_l2.c: the sector LRU cache of sim/l2.h: capacity, LRU order, sector rounding, writes
+/* test_l2.c: the sector LRU cache of include/flashlab/l2.h: capacity, LRU order, sector rounding, writes
  * (allocate, no DRAM read; dirty evictions written back) and its input rules. */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_l2_order.c: the kernels in GPU order (sim/gpu_order.h) move exactly the elements the
+/* test_l2_order.c: the kernels in GPU order (include/flashlab/gpu_order.h) move exactly the elements the
  * model's schedules count (fl_run), per tensor; the three-level prediction on cases small enough
  * to compute by hand; the `flashlab l2` command's output and errors. */
 #include <criterion/criterion.h>

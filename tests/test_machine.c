@@ -1,4 +1,4 @@
-/* test_machine.c: the two-level machine's contract (sim/machine.h, docs/model.md §1). */
+/* test_machine.c: the two-level machine's contract (include/flashlab/machine.h, docs/model.md §1). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_online_softmax.c: the online-softmax step (sim/ops.h, docs/model.md eq. (OS)) and the
+/* test_online_softmax.c: the online-softmax step (include/flashlab/ops.h, docs/model.md eq. (OS)) and the
  * seeds' two-tile examples. */
 #include <criterion/criterion.h>
 #include <math.h>

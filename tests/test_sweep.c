@@ -1,4 +1,4 @@
-/* test_sweep.c: the sweep engine (sim/sweep.h) and `flashlab sweep`: deterministic order, counts
+/* test_sweep.c: the sweep engine (include/flashlab/sweep.h) and `flashlab sweep`: deterministic order, counts
  * identical to single runs, skipped configurations reported with their reason (never dropped),
  * the count CSV header, atomic --output, and bad input. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* test_trace.c: the trace writer (sim/trace.h) and `flashlab trace`.  The trace must agree with
+/* test_trace.c: the trace writer (include/flashlab/trace.h) and `flashlab trace`.  The trace must agree with
  * the machine: summing its tiles gives every tensor's counts as fl_run reports them, its running
  * counters end at the run's totals, and its tile indices point at the tile that moved. */
 #include <criterion/criterion.h>

@@ -3,7 +3,7 @@
 (make_handout.py) is built in a temporary folder, and every repository path that a notebook
 source, a lab's check module or a student handout (docs/labs/lab*.md, background.md) mentions must
 exist there: docs/labs/..., figures/..., notebooks/X (shipped as X); paths into the rest of the
-repository (docs/model.md, kernels/, sim/, reference/, shared/, ...) are refused, as are
+repository (docs/model.md, kernels/, src/, include/, reference/, shared/, ...) are refused, as are
 markdown links to files not shipped and the words "issue N".  labkit's docstrings and messages
 for a broken layout may name the instructor's tools in notebooks/ (run_all.py, make_handout.py).  README.md and instructor.md are
 for running the repository and for instructors, and are not scanned (instructor.md is not
@@ -115,7 +115,7 @@ class Citations(unittest.TestCase):
 
     def test_the_pattern_catches(self):
         """The scanner itself: what it must refuse and what it must let through."""
-        for s in ("see docs/model.md eq. (C2)", "`kernels/NOTES.md`", "(sim/sched_flash_bwd.c)",
+        for s in ("see docs/model.md eq. (C2)", "`kernels/NOTES.md`", "(src/schedules/flash_bwd.c)",
                   "reference/masks.h", "shared/anchors/h200-sdpa.md", "figures/fig_a_traffic_vs_M.gp"):
             m = PATH.search(s)
             self.assertTrue(m and not self.shipped(m.group(1)), s)
