@@ -5,16 +5,32 @@ A kernel is modelled as its schedule with its tiles forced, on an SRAM of exactl
 footprint M_eff (docs/model.md F0, F2, F2b; the harness checks the kernels' M_eff equal to
 fl_footprint, so these are the same numbers).
 """
+import pathlib
+import re
 import subprocess
+
+FOOTPRINT_H = pathlib.Path(__file__).resolve().parent.parent / "include" / "flashlab" / "footprint.h"
+
+
+def _footprint_coefficients():
+    """The FL_FP_* coefficient rows {rd, cd, rc, r} of include/flashlab/footprint.h, the one
+    definition the model and the kernels share, read from the header itself."""
+    rows = dict((name, tuple(int(x) for x in nums.split(",")))
+                for name, nums in re.findall(r"#define FL_FP_(\w+) \{([-\d, ]+)\}", FOOTPRINT_H.read_text()))
+    for need in ("STANDARD", "FLASH2_FWD", "FLASH2_BWD"):
+        if need not in rows or len(rows[need]) != 4:
+            raise RuntimeError(f"{FOOTPRINT_H}: no FL_FP_{need} {{rd, cd, rc, r}}")
+    return rows
+
+
+FP = _footprint_coefficients()
 
 
 def kernel_footprint(algo, d, Br, Bc, bwd=False):
-    """M_eff of a kernel's tiles: F0 (standard, both passes), F2 (flash2 forward), F2b (backward)"""
-    if algo == "standard":
-        return Br * d + Bc * d + Br * Bc
-    if bwd:
-        return 4 * Bc * d + 3 * Br * d + 2 * Br * Bc + 2 * Br
-    return 2 * Br * d + 2 * Bc * d + Br * Bc + 2 * Br
+    """M_eff of a kernel's tiles: F0 (standard, both passes), F2 (flash2 forward), F2b (backward),
+    footprint(R, C, D) = rd*R*D + cd*C*D + rc*R*C + r*R with footprint.h's coefficients"""
+    rd, cd, rc, r = FP["STANDARD" if algo == "standard" else "FLASH2_BWD" if bwd else "FLASH2_FWD"]
+    return rd * Br * d + cd * Bc * d + rc * Br * Bc + r * Br
 
 
 def count(cli, algo, N, d, Br, Bc, M, dtype="fp16", pass_="fwd", causal=None, Nk=None, batch=1, heads=1):
