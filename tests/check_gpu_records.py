@@ -4,7 +4,8 @@
 The GPU machine keeps nothing and CI has no GPU, so what the kernels' byte counters measured lives
 in figures/data/.  This test re-runs the model (the `flashlab count` CLI, fl_run) on every recorded
 case and requires:
-  1. gpu_validate_v{7..11}.csv, gpu_validate_all.csv (versions 1-11, natively) and
+  1. gpu_validate_v{7..11}.csv, gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
+     natively; the second rerun on the current library) and
      gpu_validate_ptx80.csv (the compute_80 PTX build): for every case, today's model reads and
      writes (elements) equal the recorded model columns, and the recorded counters equal them
      (status ok): if the model's counting changes, the kernels' measured counts no longer confirm
@@ -49,7 +50,8 @@ def main():
             cache[key] = count(cli, algo, N, d, Br, Bc, M, dtype, pass_, corner, Nk)
         return cache[key]
 
-    records = [f"gpu_validate_v{v}.csv" for v in range(7, 12)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv"]
+    records = [f"gpu_validate_v{v}.csv" for v in range(7, 12)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv",
+                                                                    "gpu_validate_recheck.csv"]
     for name in records:
         versions = set()
         for r in rows_of(os.path.join(data, name)):
@@ -64,7 +66,8 @@ def main():
                       f"model now {got}, recorded model {want}, kernel counters {gpu}, status {r['status']}")
             versions.add(int(r["version"]))
             checked += 1
-        need = {"gpu_validate_all.csv": set(range(1, 12)), "gpu_validate_ptx80.csv": set(range(1, 12)) - {10}}.get(name)
+        need = {"gpu_validate_all.csv": set(range(1, 12)), "gpu_validate_recheck.csv": set(range(1, 12)),
+                "gpu_validate_ptx80.csv": set(range(1, 12)) - {10}}.get(name)
         if need and versions != need:
             bad += 1
             print(f"{name}: versions {sorted(versions)}, expected {sorted(need)}")
