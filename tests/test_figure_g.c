@@ -13,22 +13,8 @@
 #include <sys/stat.h>
 
 #include "cli_runner.h"
+#include "disk.h"
 #include "regimes.c" /* the figure's grid and summary, as `plot` and `report` run them */
-
-static int have_gnuplot(void)
-{
-    return system("gnuplot -e \"set terminal pngcairo; set terminal pdfcairo; set terminal svg\" >/dev/null 2>&1") == 0;
-}
-
-static int starts_with(const char *path, const char *magic)
-{
-    char buf[16] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, strlen(magic), f);
-    fclose(f);
-    return n == strlen(magic) && memcmp(buf, magic, n) == 0;
-}
 
 typedef struct {
     long long N, d, M, s[4], opt, Br, Bc, lb;
@@ -134,7 +120,7 @@ Test(figure_g, its_data_obey_the_bound_and_the_script_draws_them, .timeout = 600
             cr_assert_eq(system(cmd), 0, "%s", cmd);
             char out[300];
             snprintf(out, sizeof out, "%s/g%d.%s", dir, g, fmts[k]);
-            cr_assert(starts_with(out, magic[k]) || (k == 2 && starts_with(out, "<svg")), "%s", out);
+            cr_assert(file_starts_with(out, magic[k]) || (k == 2 && file_starts_with(out, "<svg")), "%s", out);
         }
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);

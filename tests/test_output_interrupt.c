@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
+#include "disk.h"
 
 static void fresh_dir(char dir[64])
 {
@@ -35,29 +36,13 @@ static pid_t spawn(const char *dir, char *const env[], const char *const argv[])
     return pid;
 }
 
-/* The entries of dir as "a b c " (sorted). */
-static void entries(const char *dir, char *out, size_t cap)
-{
-    struct dirent **list;
-    int n = scandir(dir, &list, NULL, alphasort);
-    out[0] = 0;
-    for (int i = 0; i < n; i++) {
-        if (strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
-            size_t len = strlen(out);
-            snprintf(out + len, cap - len, "%s ", list[i]->d_name);
-        }
-        free(list[i]);
-    }
-    if (n >= 0) free(list);
-}
-
 /* Waits (up to 240 s: plot computes figure (g)'s data before its first gnuplot, slow under the
  * sanitizers on a loaded machine) until an entry of dir contains part; 1 when one did. */
 static int wait_for_entry(const char *dir, const char *part)
 {
     char names[4096];
     for (int i = 0; i < 24000; i++) {
-        entries(dir, names, sizeof names);
+        dir_entries(dir, names, sizeof names);
         if (strstr(names, part)) return 1;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -99,7 +84,7 @@ static void interrupt_sweep(int sig)
     int st;
     waitpid(pid, &st, 0);
     cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == sig, "signal %d: status %d", sig, st);
-    entries(dir, names, sizeof names);
+    dir_entries(dir, names, sizeof names);
     cr_expect_str_eq(names, "big.csv ", "left after signal %d: %s", sig, names);
     cr_expect(same_text(path, "old\n"), "big.csv changed");
 }
@@ -127,14 +112,14 @@ Test(output_interrupt, sigterm_during_plot_removes_the_staging_directory, .timeo
     const char *const argv[] = {"flashlab", "plot", "--out", "figs", NULL};
     pid_t pid = spawn(dir, env, argv);
     cr_assert(wait_for_entry(dir, "started"), "gnuplot never started");
-    entries(dir, names, sizeof names);
+    dir_entries(dir, names, sizeof names);
     cr_expect(strstr(names, "figs.flashlab-tmp-"), "no staging directory while gnuplot ran: %s", names);
     kill(pid, SIGTERM);
     int st;
     waitpid(pid, &st, 0);
     kill(-pid, SIGKILL); /* the sleeping stand-in */
     cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %d", st);
-    entries(dir, names, sizeof names);
+    dir_entries(dir, names, sizeof names);
     cr_expect_str_eq(names, "gp started ", "left: %s", names);
 }
 
@@ -162,7 +147,7 @@ Test(output_interrupt, two_runs_writing_one_path_leave_one_complete_file, .timeo
         snprintf(cmd, sizeof cmd, "cmp -s '%s/ref.csv' '%s/same.csv'", dir, dir);
         cr_expect_eq(system(cmd), 0, "round %d: same.csv is not one whole run's trace", round);
     }
-    entries(dir, names, sizeof names);
+    dir_entries(dir, names, sizeof names);
     cr_expect_str_eq(names, "ref.csv same.csv ", "left: %s", names);
 }
 

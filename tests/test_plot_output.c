@@ -6,31 +6,12 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
-
-static int have_gnuplot(void)
-{
-    return system("gnuplot -e 'set terminal pngcairo; set terminal pdfcairo; set terminal svg' >/dev/null 2>&1") == 0;
-}
+#include "disk.h"
 
 static void fresh_dir(char dir[64])
 {
     snprintf(dir, 64, "/tmp/fl_ptXXXXXX");
     cr_assert(mkdtemp(dir) != NULL, "mkdtemp");
-}
-
-static void entries(const char *dir, char *out, size_t cap)
-{
-    struct dirent **list;
-    int n = scandir(dir, &list, NULL, alphasort);
-    out[0] = 0;
-    for (int i = 0; i < n; i++) {
-        if (strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
-            size_t len = strlen(out);
-            snprintf(out + len, cap - len, "%s ", list[i]->d_name);
-        }
-        free(list[i]);
-    }
-    if (n >= 0) free(list);
 }
 
 /* Writes an executable shell script. */
@@ -43,7 +24,7 @@ static void script(const char *path, const char *body)
     chmod(path, 0755);
 }
 
-Test(plot_output, a_figure_path_that_is_a_directory_moves_nothing, .timeout = 60)
+Test(plot_output, a_figure_path_that_is_a_directory_moves_nothing, .timeout = 200)
 {
     if (!have_gnuplot()) cr_skip_test("no gnuplot");
     char dir[64], sub[128], names[4096];
@@ -56,12 +37,12 @@ Test(plot_output, a_figure_path_that_is_a_directory_moves_nothing, .timeout = 60
     snprintf(want, sizeof want, "--out: '%s/fig_b_traffic_vs_N.png' is a directory; flashlab writes regular files only",
              dir);
     expect_bad_r(&r, NULL, want, "plot --out with a directory in a figure's place");
-    entries(dir, names, sizeof names);
+    dir_entries(dir, names, sizeof names);
     cr_expect_str_eq(names, "fig_b_traffic_vs_N.png ", "moved in: %s", names);
     cli_free(&r);
 }
 
-Test(plot_output, gnuplot_lines_stay_off_stderr, .timeout = 120)
+Test(plot_output, gnuplot_lines_stay_off_stderr, .timeout = 250)
 {
     if (!have_gnuplot()) cr_skip_test("no gnuplot");
     char dir[64], fake[128], out[128], env_gp[192];
@@ -98,7 +79,7 @@ Test(plot_output, gnuplot_lines_stay_off_stderr, .timeout = 120)
     cli_free(&r);
 }
 
-Test(plot_output, two_runs_give_the_same_bytes, .timeout = 120)
+Test(plot_output, two_runs_give_the_same_bytes, .timeout = 250)
 {
     if (!have_gnuplot()) cr_skip_test("no gnuplot");
     char dir[64], a[128], b[128], cmd[512], names[4096];
@@ -113,7 +94,7 @@ Test(plot_output, two_runs_give_the_same_bytes, .timeout = 120)
     r = cli_run_in(NULL, NULL, rb);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cli_free(&r);
-    entries(a, names, sizeof names);
+    dir_entries(a, names, sizeof names);
     cr_expect(strstr(names, "fig_a_traffic_vs_M.pdf"), "%s", names);
     snprintf(cmd, sizeof cmd, "diff -r '%s' '%s' >/dev/null", a, b);
     cr_expect_eq(system(cmd), 0, "two plots differ");

@@ -8,22 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli_runner.h"
-
-static int have_gnuplot(void)
-{
-    return system("gnuplot -e \"set terminal pngcairo; set terminal pdfcairo; set terminal svg\" >/dev/null 2>&1") == 0;
-}
-
-/* Nonzero when path starts with magic. */
-static int starts_with(const char *path, const char *magic)
-{
-    char buf[16] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, strlen(magic), f);
-    fclose(f);
-    return n == strlen(magic) && memcmp(buf, magic, n) == 0;
-}
+#include "disk.h"
 
 Test(report, prints_the_table_fits_examples_and_writes_every_figure, .timeout = 550)
 {
@@ -44,14 +29,14 @@ Test(report, prints_the_table_fits_examples_and_writes_every_figure, .timeout = 
                           "fig_g_bounds_vs_M"};
     for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s/%s.png", out, figs[i]);
-        cr_assert(starts_with(path, "\x89PNG"), "%s", path);
+        cr_assert(file_starts_with(path, "\x89PNG"), "%s", path);
         snprintf(path, sizeof path, "%s/%s.pdf", out, figs[i]);
-        cr_assert(starts_with(path, "%PDF"), "%s", path);
+        cr_assert(file_starts_with(path, "%PDF"), "%s", path);
         snprintf(path, sizeof path, "%s/%s.svg", out, figs[i]);
-        cr_assert(starts_with(path, "<?xml") || starts_with(path, "<svg"), "%s", path);
+        cr_assert(file_starts_with(path, "<?xml") || file_starts_with(path, "<svg"), "%s", path);
     }
     snprintf(path, sizeof path, "%s/data/report_sweep.csv", out);
-    cr_assert(starts_with(path, "# flashlab"), "%s", path);
+    cr_assert(file_starts_with(path, "# flashlab"), "%s", path);
     snprintf(cmd, sizeof cmd, "ls -A %s | grep -q flashlab-tmp", out);
     cr_assert_neq(system(cmd), 0, "temporary directory left in %s", out);
     free(r);

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include "disk.h"
 
 /* The one stderr line and status 1 of a failed write. */
 static void expect_write_failure(const cli_result *r, const char *want, const char *what)
@@ -88,22 +89,6 @@ Test(write_errors, report_with_closed_stdout_writes_nothing)
     cli_free(&r);
 }
 
-/* The entries of dir, as one string "a b c" (sorted), for messages and checks. */
-static void entries(const char *dir, char *out, size_t cap)
-{
-    struct dirent **list;
-    int n = scandir(dir, &list, NULL, alphasort);
-    out[0] = 0;
-    for (int i = 0; i < n; i++) {
-        if (strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
-            strncat(out, list[i]->d_name, cap - strlen(out) - 2);
-            strncat(out, " ", cap - strlen(out) - 1);
-        }
-        free(list[i]);
-    }
-    if (n >= 0) free(list);
-}
-
 /* A file-size limit (ulimit -f) cuts the CSV: the write fails (EFBIG), the old file stays. */
 Test(write_errors, file_size_limit_keeps_the_old_output)
 {
@@ -125,7 +110,7 @@ Test(write_errors, file_size_limit_keeps_the_old_output)
     cr_assert(f && fgets(buf, sizeof buf, f));
     fclose(f);
     cr_expect_str_eq(buf, "old\n", "big.csv was changed");
-    entries(dir, names, sizeof names);
+    dir_entries(dir, names, sizeof names);
     cr_expect_str_eq(names, "big.csv ", "left in the directory: %s", names);
     cli_free(&r);
 }
@@ -146,7 +131,7 @@ Test(write_errors, file_size_limit_on_stdout)
 
 /* The limit on the figures: gnuplot ends (SIGXFSZ) or a CSV write fails; either way nothing
  * appears in the output directory and no staging directory is left. */
-Test(write_errors, file_size_limit_on_figures, .timeout = 120)
+Test(write_errors, file_size_limit_on_figures, .timeout = 250)
 {
     if (system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") != 0) cr_skip_test("no gnuplot");
     char dir[] = "/tmp/fl_wrXXXXXX", names[512];
@@ -160,7 +145,7 @@ Test(write_errors, file_size_limit_on_figures, .timeout = 120)
     cr_expect(strstr(prev, "flashlab: figures: ") == prev &&
                   (strstr(prev, "File too large") || strstr(prev, "file-size limit")),
               "last line: %s", prev);
-    entries(dir, names, sizeof names);
+    dir_entries(dir, names, sizeof names);
     cr_expect_str_eq(names, "", "left in the directory: %s", names);
     cli_free(&r);
 }
