@@ -15,13 +15,14 @@
 # runs only on sm_90a).  Without the recorded data the exercises on it are skipped and say so.
 
 # %%
-import csv, pathlib, sys
+import pathlib, sys
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
         sys.path.insert(0, str(p))
 import flashlab as fl
 import labkit
 from labkit import lab7
+from labkit.data import read_measurements   # (provenance lines, rows) of a recorded CSV
 
 STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
 
@@ -29,16 +30,6 @@ STUDENT = labkit.student("")   # put your student id between the quotes: it pick
 # through PyTorch on random data, and a device-to-device copy counting bytes read + written.
 PEAK_FLOPS = 790e12   # FLOP/s
 PEAK_BYTES = 4.3e12   # bytes/s
-
-def read_measurements(path):
-    """(provenance lines, rows as dicts) of a CSV whose first lines are '#' comments; (None, [])
-    when the file is not there."""
-    path = pathlib.Path(path)
-    if not path.exists():
-        return None, []
-    text = path.read_text()
-    prov = [l for l in text.splitlines() if l.startswith("#")]
-    return prov, list(csv.DictReader(l for l in text.splitlines() if l and not l.startswith("#")))
 
 DATA = fl.data_dir()
 fig2_prov, fig2 = read_measurements(DATA / "gpu_fig2.csv")
