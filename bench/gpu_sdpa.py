@@ -26,7 +26,6 @@ Kernels of ours that do not run on this GPU (fl_fast_runs_here: version 10 needs
 out with a line saying why.
 """
 import argparse
-import ctypes
 import datetime
 import math
 import os
@@ -34,6 +33,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from fast_kernels import FastKernels
 from model_cli import count, kernel_footprint
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -48,42 +48,20 @@ def fail(msg):
     sys.exit(2)
 
 
-class Lib:
-    """The fast kernels of libflashlab_kernels.so, listed through fl_fast_describe."""
+class Lib(FastKernels):
+    """The fast kernels (fast_kernels.py); a refusal ends the benchmark with one line, exit 2."""
 
     def __init__(self, path):
         try:
-            self.h = ctypes.CDLL(path)
+            super().__init__(path)
         except OSError as e:
             fail(f"--lib: cannot load {path} ({e}); build it with cmake (kernels/CMakeLists.txt)")
-        self.h.fl_fast_run.restype = ctypes.c_int
-        self.h.fl_fast_run.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 16
-        self.h.fl_fast_runs_here.restype = ctypes.c_int
-        self.h.fl_fast_runs_here.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-        self.kernels = []
-        self.skipped = []  # (kernel, why) of those that do not run on this GPU
-        i = 0
-        while True:
-            algo = ctypes.create_string_buffer(16)
-            f = [ctypes.c_int() for _ in range(6)]
-            if self.h.fl_fast_describe(i, algo, *[ctypes.byref(x) for x in f]) != 0:
-                break
-            k = dict(i=i, algo=algo.value.decode(), version=f[0].value, bwd=f[1].value, dtype=f[2].value,
-                     d=f[3].value, Br=f[4].value, Bc=f[5].value)
-            why = ctypes.create_string_buffer(256)
-            if self.h.fl_fast_runs_here(i, why, 256) == 1:
-                self.kernels.append(k)
-            else:  # e.g. version 10 (wgmma) on a GPU other than sm_90a
-                self.skipped.append((k, why.value.decode()))
-            i += 1
 
     def run(self, k, nbh, N, causal, **t):
-        p = lambda name: ctypes.c_void_p(t[name].data_ptr()) if t.get(name) is not None else None
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        rc = self.h.fl_fast_run(k["i"], nbh, N, causal, p("Q"), p("K"), p("V"), p("O"), p("L"), p("S"), p("P"),
-                                p("dO"), p("dQacc"), p("Dv"), p("dQ"), p("dK"), p("dV"), p("dP"), p("dS"), stream)
-        if rc != 0:
-            fail(f"fl_fast_run refused kernel {k}")
+        try:
+            super().run(k, nbh, N, causal, torch.cuda.current_stream().cuda_stream, **t)
+        except RuntimeError as e:
+            fail(str(e))
 
 
 def time_ms(fn, warmup, reps):

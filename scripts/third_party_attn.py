@@ -22,13 +22,15 @@ Backends:
   EXPLAIN_REGIONS=regions.jsonl python3 scripts/third_party_attn.py --backends flash,cudnn --shapes all
 """
 import argparse
-import ctypes
 import importlib.util
 import json
 import math
 import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from fast_kernels import FastKernels  # noqa: E402
 
 # shape: (name, dtype, B, H, N, d, causal): fp16 and bf16, d 64 and 128, N 1024..16384, causal and not
 SHAPES = [
@@ -82,38 +84,15 @@ def ref_rows(torch, q, k, v, causal, rows):
     return s.softmax(-1) @ vf
 
 
-class Ours:
-    """flashlab's fast kernels through libflashlab_kernels.so (kernels/fast_api.cu)."""
+class Ours(FastKernels):
+    """flashlab's fast kernels (bench/fast_kernels.py) on torch's current stream."""
 
     def __init__(self, torch, path):
+        super().__init__(path)
         self.torch = torch
-        self.h = ctypes.CDLL(path)
-        self.h.fl_fast_run.restype = ctypes.c_int
-        self.h.fl_fast_run.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 16
-        self.kernels = []
-        i = 0
-        while True:
-            algo = ctypes.create_string_buffer(16)
-            f = [ctypes.c_int() for _ in range(6)]
-            if self.h.fl_fast_describe(i, algo, *[ctypes.byref(x) for x in f]) != 0:
-                break
-            self.kernels.append(dict(i=i, algo=algo.value.decode(), version=f[0].value, bwd=f[1].value,
-                                     dtype=f[2].value, d=f[3].value, Br=f[4].value, Bc=f[5].value))
-            i += 1
-
-    def find(self, version, fdt, d, Br=None, Bc=None):
-        for k in self.kernels:
-            if k["version"] == version and k["dtype"] == fdt and k["d"] == d and (Br is None or (k["Br"], k["Bc"]) == (Br, Bc)):
-                return k
-        return None
 
     def run(self, k, nbh, N, causal, **t):
-        p = lambda n: ctypes.c_void_p(t[n].data_ptr()) if t.get(n) is not None else None
-        s = ctypes.c_void_p(self.torch.cuda.current_stream().cuda_stream)
-        rc = self.h.fl_fast_run(k["i"], nbh, N, causal, p("Q"), p("K"), p("V"), p("O"), p("L"), p("S"), p("P"),
-                                p("dO"), p("dQacc"), p("Dv"), p("dQ"), p("dK"), p("dV"), p("dP"), p("dS"), s)
-        if rc != 0:
-            raise RuntimeError(f"fl_fast_run refused {k}")
+        super().run(k, nbh, N, causal, self.torch.cuda.current_stream().cuda_stream, **t)
 
 
 def main():
