@@ -8,7 +8,7 @@
 # The corpus of each harness lives in fuzz/corpus/NAME/ (in git); new interesting inputs found
 # during a run go to a scratch directory (build-fuzz/corpus-new/NAME/), not into the repo: merge
 # them with `fuzz_NAME -merge=1 fuzz/corpus/NAME build-fuzz/corpus-new/NAME` when worth keeping.
-# A crash is written to build-fuzz/artifacts/; turn it into a regression test (tests/test_errors_*.c)
+# A crash is written to build-fuzz/artifacts/; turn it into a regression test (tests/errors/test_errors_regress.c)
 # and copy it into fuzz/corpus/NAME/regress-WHAT.  Logs: build-fuzz/logs/NAME.log; the last
 # lines of each log (runs, exec/s, coverage) are what fuzz/RESULTS.md records.
 set -euo pipefail

@@ -69,6 +69,8 @@ def resolve(root, rel, kind, name):
         cands.append(os.path.normpath(os.path.join(here, name)))
     if name.startswith("flashlab/"):
         cands.append("include/" + name)
+    if rel.startswith("tests/"):
+        cands.append("tests/support/" + name)   # the tests' shared headers (tests/CMakeLists.txt)
     cands += ["include/flashlab/" + name, "src/" + name, "reference/" + name]
     for c in cands:
         c = c.replace(os.sep, "/")

@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../grid.h"
+#include "grid.h"
 #include "bounds.h"
 #include "schedule.h"
 

@@ -37,7 +37,7 @@ HEAD = "#### "
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 VERSION = re.compile(r"flashlab [0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+~-]*")
 MAX_TEXT_FILE = 256 * 1024
-TIMEOUT_S = 300
+TIMEOUT_S = 900   # per command: a hang is caught; a sanitizer build on a loaded machine is not
 
 
 class Command:

@@ -3,8 +3,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../src/base/args.c"
-#include "../cli/listparse.c"
+#include "base/args.c"    /* src/ is on the tests' include path */
+#include "listparse.c"    /* cli/ likewise */
 
 static void expect(const char *s, const int64_t *want, int n)
 {
