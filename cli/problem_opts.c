@@ -1,6 +1,7 @@
 /* problem_opts.c: one parser for the options that describe a problem (see problem_opts.h). */
 #include "problem_opts.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,12 +45,17 @@ void fl_popts_init(fl_popts *o)
     o->p = fl_problem_default();
 }
 
-/* A double (nan and inf allowed): strtod over the whole string. */
+/* A decimal double (nan and inf allowed): strtod over the whole string, which must start with a
+ * sign, a digit, a point or a letter of nan/inf (no leading blank) and hold no hexadecimal. */
 static fl_status parse_double(const char *opt, const char *v, double *out)
 {
     char *end;
+    const char c = *v == '+' || *v == '-' ? v[1] : v[0];
+    if (!*v || !(isdigit((unsigned char)c) || c == '.' || c == 'n' || c == 'N' || c == 'i' || c == 'I') ||
+        strpbrk(v, "xX"))
+        return fl_fail(FL_EINVAL, "%s: '%s' is not a decimal number", opt, fl_shown(v));
     *out = strtod(v, &end);
-    if (!*v || *end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, v);
+    if (*end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, fl_shown(v));
     return FL_OK;
 }
 
