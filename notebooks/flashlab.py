@@ -781,7 +781,8 @@ class Machine:
         if name in self.tensors:
             _fail(f"tensor {name}: this machine already has a tensor of that name")
         rows, cols = _int("rows", rows), _int("cols", cols)
-        if elem_bytes not in (1, 2, 4, 8) or isinstance(elem_bytes, bool):
+        if (isinstance(elem_bytes, bool) or not isinstance(elem_bytes, numbers.Integral)
+                or elem_bytes not in (1, 2, 4, 8)):
             _fail(f"elem_bytes = {elem_bytes!r}: must be 1, 2, 4 or 8")
         tid = C.c_int()
         _ok(_fn["fl_tensor_add"](h, name.encode(), rows, cols, elem_bytes, C.byref(tid)))
@@ -992,9 +993,16 @@ def mask_keep(mk, i, j):
     return bool(_fn["fl_mask_keep"](C.byref(mk), i, j))
 
 
+MASK_MATRIX_MAX = 1 << 22
+
+
 def mask_matrix(Nq, Nk, causal="none", left=-1, right=-1):
-    """The keep matrix (lists of 0/1) as the C mask rule gives it."""
+    """The keep matrix (lists of 0/1) as the C mask rule gives it; at most MASK_MATRIX_MAX
+    entries (a Python list of lists: larger ones take gigabytes and minutes)."""
     mk = mask(Nq, Nk, causal, left, right)
+    if Nq * Nk > MASK_MATRIX_MAX:
+        _fail(f"mask_matrix: {Nq} x {Nk} is more than {MASK_MATRIX_MAX} entries; use mask() with "
+              f"mask_keep() or mask_tile() for large masks")
     return [[int(mask_keep(mk, i, j)) for j in range(Nk)] for i in range(Nq)]
 
 
@@ -1040,7 +1048,7 @@ def cli(*args, check=True):
     carrying the CLI's one-line message."""
     try:
         p = subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True)
-    except OSError as e:
+    except (OSError, ValueError) as e:   # ValueError: a NUL byte in an argument
         _fail(f"flashlab CLI {cli_path()}: {e}")
     if check and p.returncode != 0:
         raise FlashlabError(p.returncode, p.stderr.strip() or f"flashlab exited {p.returncode}")
