@@ -59,6 +59,20 @@ static fl_status parse_double(const char *opt, const char *v, double *out)
     return FL_OK;
 }
 
+/* A preset and an element type are checked where they are given, so that a bad value is refused
+ * even when a later one overrides it (docs/errors.md: an option given twice takes its last value). */
+static fl_status check_sram(const char *v)
+{
+    const fl_sram_preset *pre;
+    return fl_sram_preset_find(v, &pre);
+}
+
+static fl_status check_dtype(const char *v)
+{
+    int bytes;
+    return fl_dtype_parse(v, &bytes);
+}
+
 static fl_status parse_pass(const char *v, fl_pass *out)
 {
     if (strcmp(v, "fwd") == 0) *out = FL_PASS_FWD;
@@ -86,8 +100,8 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
     if (strcmp(name, "--N") == 0) *s = fl_parse_i64(name, v, 1, big, &p->N), o->set_N = 1;
     else if (strcmp(name, "--d") == 0) *s = fl_parse_i64(name, v, 1, big, &p->d);
     else if (strcmp(name, "--M") == 0) *s = fl_parse_i64(name, v, 1, big, &o->M_given);
-    else if (strcmp(name, "--sram") == 0) o->sram = v;
-    else if (strcmp(name, "--dtype") == 0) o->dtype = v;
+    else if (strcmp(name, "--sram") == 0) *s = check_sram(v), o->sram = v;
+    else if (strcmp(name, "--dtype") == 0) *s = check_dtype(v), o->dtype = v;
     else if (strcmp(name, "--Br") == 0) *s = fl_parse_i64(name, v, 1, big, &p->Br);
     else if (strcmp(name, "--Bc") == 0) *s = fl_parse_i64(name, v, 1, big, &p->Bc);
     else if (strcmp(name, "--seed") == 0) *s = fl_parse_u64(name, v, &p->seed);
