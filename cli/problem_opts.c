@@ -53,7 +53,7 @@ static fl_status parse_double(const char *opt, const char *v, double *out)
     const char c = *v == '+' || *v == '-' ? v[1] : v[0];
     if (!*v || !(isdigit((unsigned char)c) || c == '.' || c == 'n' || c == 'N' || c == 'i' || c == 'I') ||
         strpbrk(v, "xX"))
-        return fl_fail(FL_EINVAL, "%s: '%s' is not a decimal number", opt, fl_shown(v));
+        return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, fl_shown(v));
     *out = strtod(v, &end);
     if (*end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, fl_shown(v));
     return FL_OK;
