@@ -564,6 +564,8 @@ def footprint(algo, d, Br, Bc, Bd=None, bwd=False, G=1):
     d, Br, Bc = _int("d", d, 1), _int("Br", Br, 1), _int("Bc", Bc, 1)
     Bd = d if Bd is None else _int("Bd", Bd, 1)
     G = _int("G", G, 1)
+    if G != 1 and ALGOS[a] != "flash2-gqa":
+        _fail(f"G = {G}: only flash2-gqa stacks query heads (G is 1 for {ALGOS[a]})")
     if not isinstance(bwd, bool):
         _fail(f"bwd = {bwd!r}: must be True or False")
     if bwd or G != 1:
@@ -965,6 +967,8 @@ def attention_ref(Q, K, V, scale=None):
     if nv != nk:
         _fail(f"V: {nv} rows, K has {nk}")
     scale = 1.0 / math.sqrt(d) if scale is None else _real("scale", scale)
+    if not math.isfinite(scale):
+        _fail(f"scale = {scale}: must be a finite number")
     return _c_ref_attention(q, k, v, nq, nk, d, dv, scale)
 
 
@@ -1059,12 +1063,20 @@ TRACE_OPTIONS = ("Br", "Bc", "Nk", "causal", "window", "pass_", "max_events", "c
 
 
 def trace_rows(text):
-    """The rows of a `flashlab trace` CSV as dicts (numbers as ints)."""
+    """The rows of a `flashlab trace` CSV as dicts (numbers as ints); FlashlabError for text that
+    is not one (a short row, a field that is not an integer)."""
+    if not isinstance(text, str):
+        _fail(f"trace_rows: needs the CSV text of flashlab trace (got {type(text).__name__})")
     rows = list(csv.DictReader(io.StringIO(text)))
-    for r in rows:
+    for i, r in enumerate(rows):
         for k, v in r.items():
+            if k is None or v is None:
+                _fail(f"trace_rows: row {i + 1} does not have the header's columns")
             if k not in ("algo", "event", "tensor", "buf"):
-                r[k] = int(v)
+                try:
+                    r[k] = int(v)
+                except ValueError:
+                    _fail(f"trace_rows: row {i + 1}, {k} = {v!r}: not an integer")
     return rows
 
 
@@ -1079,6 +1091,8 @@ def trace(algo="classic", N=64, d=8, M=384, **opts):
         if k not in TRACE_OPTIONS:
             _fail(f"trace: no option {k!r}; the options are {', '.join(TRACE_OPTIONS)}")
         if k == "compute":
+            if not isinstance(v, bool):
+                _fail(f"compute = {v!r}: must be True or False")
             args += ["--compute"] if v else []
         elif k == "window":
             args += ["--window", f"{_int('window left', v[0])},{_int('window right', v[1])}"]

@@ -299,13 +299,8 @@ def cases():
 # Failures found and not fixed yet: reported as KNOWN, not counted as failures; a known case that
 # passes is a failure (take it off this list).
 KNOWN = {
-    "footprint G for flash2": "G is silently ignored for schedules without GQA grouping",
     "OsmState m=nan": "a NaN running maximum is accepted",
     "OsmState l negative": "a negative running sum is accepted",
-    "attention_ref scale nan": "a NaN scale is accepted (all outputs NaN)",
-    "trace(compute='yes')": "trace's compute is taken for its truth value",
-    "trace_rows of garbage": "a short row raises TypeError",
-    "trace_rows None": "None is read as no rows",
 }
 
 
