@@ -257,8 +257,15 @@ int fl_cmd_bound(int argc, char **argv)
             e = fl_fail(FL_EINVAL, "--input: the grid comes from the file; --N, --d, --M do not apply");
             goto fail;
         }
-        FILE *in = strcmp(input, "-") == 0 ? stdin : fopen(input, "r");
+        /* a named input must be a regular file: a FIFO with no writer would block the open,
+         * a device never end (stdin, '-', is the way to pipe) */
         struct stat sb;
+        if (strcmp(input, "-") != 0 && stat(input, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+            e = fl_fail(FL_EINVAL, "--input: %s is not a regular file (pipe it through '--input -' instead)",
+                        fl_shown(input));
+            goto fail;
+        }
+        FILE *in = strcmp(input, "-") == 0 ? stdin : fopen(input, "r");
         if (!in) {
             e = fl_fail(FL_EINVAL, "--input: cannot open %s (%s)", fl_shown(input), strerror(errno));
             goto fail;
@@ -282,6 +289,11 @@ int fl_cmd_bound(int argc, char **argv)
          * fitted in d on its own (N, M) with the most values of d */
         const int own = N.n || d.n || M.n;
         if ((e = fl_sweep_collect(&s, &t, &st)) || (!own && (e = fl_sweep_collect(&ds, &dt, NULL)))) goto fail;
+        if (!t.n) { /* nothing to fit: a refusal, not empty tables */
+            e = fl_fail(FL_EINVAL, "bound: none of the %" PRId64 " configurations of --N, --d, --M can run "
+                                   "(count one of them for its reason)", st.configs);
+            goto fail;
+        }
         printf("flashlab bound: GSL least-squares fits to counts of the count-only machine (± one standard error)\n"
                "sweep: %" PRId64 " configurations (%" PRId64 " skipped), %" PRId64 " tile events; "
                "d sweep: %zu configurations\n\n", st.configs, st.skipped, st.events, dt.n);

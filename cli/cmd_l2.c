@@ -115,12 +115,16 @@ int fl_cmd_l2(int argc, char **argv)
             continue;
         }
         if ((e = fl_args_value(&ar, name, iv, &v))) break;
-        if (strcmp(name, "--algo") == 0) algo = v;
+        if (strcmp(name, "--algo") == 0) e = fl_algo_parse(v, &a), algo = v; /* every value checked */
         else if (strcmp(name, "--N") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 24, &N);
         else if (strcmp(name, "--d") == 0) e = fl_parse_i64(name, v, 1, 1024, &d);
         else if (strcmp(name, "--Br") == 0) e = fl_parse_i64(name, v, 1, 4096, &Br);
         else if (strcmp(name, "--Bc") == 0) e = fl_parse_i64(name, v, 1, 4096, &Bc);
-        else if (strcmp(name, "--dtype") == 0) dtype = v;
+        else if (strcmp(name, "--dtype") == 0) {
+            dtype = v;
+            if (strcmp(v, "fp16") && strcmp(v, "bf16") && strcmp(v, "fp32"))
+                e = fl_fail(FL_EINVAL, "--dtype: unknown type '%s' (choose fp16, bf16 or fp32)", v);
+        }
         else if (strcmp(name, "--pass") == 0) {
             if (strcmp(v, "fwd") == 0) bwd = 0;
             else if (strcmp(v, "bwd") == 0) bwd = 1;

@@ -94,7 +94,7 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if ((e = fl_args_value(&ar, name, iv, &v))) break;
         else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_work);
         else if (strcmp(name, "--max-memory") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 40, &max_mb);
-        else if (strcmp(name, "--launch") == 0) family = v;
+        else if (strcmp(name, "--launch") == 0) e = fl_launch_family_parse(v, &L.family), family = v;
         else if (strcmp(name, "--batch") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.batch);
         else if (strcmp(name, "--heads") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.heads);
         else if (strcmp(name, "--N") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 24, &L.N);
@@ -110,7 +110,11 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(name, "--ctas-per-sm") == 0) e = fl_parse_i64(name, v, 1, 64, &L.ctas_per_sm);
         else if (strcmp(name, "--l2-mb") == 0) e = fl_parse_i64(name, v, 1, 16384, &l2_mb);
         else if (strcmp(name, "--sector") == 0) e = fl_parse_i64(name, v, 1, 4096, &sector);
-        else if (strcmp(name, "--dtype") == 0) dtype = v;
+        else if (strcmp(name, "--dtype") == 0) {
+            dtype = v; /* every value checked, not only the last */
+            if (strcmp(v, "fp16") && strcmp(v, "bf16") && strcmp(v, "fp32"))
+                e = fl_fail(FL_EINVAL, "--dtype: unknown type '%s' (choose fp16, bf16 or fp32)", v);
+        }
         else if (strcmp(name, "--output") == 0) output = v;
         else if (strcmp(name, "--order") == 0) {
             if (strcmp(v, "tile") == 0) L.order = FL_GO_TILE_FASTEST;

@@ -222,15 +222,19 @@ static fl_status gnuplot(const char *scripts, const char *dir, const figure *fg,
 
 fl_status fl_figures_prepare(const char *scripts, const char **resolved)
 {
-    if (!scripts) scripts = getenv("FLASHLAB_FIGURES_DIR");
-    if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR;
+    /* the scripts' source, named in every refusal: --scripts, else $FLASHLAB_FIGURES_DIR, else
+     * the built-in figures/ of the source tree */
+    const char *from = "--scripts";
+    if (scripts && !*scripts) return fl_fail(FL_EINVAL, "--scripts: needs a directory name");
+    if (!scripts && (scripts = getenv("FLASHLAB_FIGURES_DIR")) && *scripts) from = "FLASHLAB_FIGURES_DIR";
+    if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR, from = "figures";
     FL_TRY(fl_gnuplot_check());
-    FL_TRY(safe_path("figures directory", scripts));
+    FL_TRY(safe_path(from, scripts));
     char path[4200];
     snprintf(path, sizeof path, "%s/style.gp", scripts);
     if (access(path, R_OK))
-        return fl_fail(FL_EINVAL, "figures: the gnuplot scripts are not in %s (set FLASHLAB_FIGURES_DIR to "
-                                  "the figures/ directory of the source tree)", fl_shown(scripts));
+        return fl_fail(FL_EINVAL, "%s: the gnuplot scripts are not in %s (set --scripts or FLASHLAB_FIGURES_DIR "
+                                  "to the figures/ directory of the source tree)", from, fl_shown(scripts));
     *resolved = scripts;
     return FL_OK;
 }

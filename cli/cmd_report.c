@@ -146,8 +146,8 @@ int fl_cmd_report(int argc, char **argv)
         }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--out") == 0) o.dir = v;
-        else if (strcmp(name, "--sram") == 0) o.sram = v;
-        else if (strcmp(name, "--dtype") == 0) o.dtype = v;
+        else if (strcmp(name, "--sram") == 0) e = fl_sram_preset_find(v, &pre), o.sram = v; /* checked here too */
+        else if (strcmp(name, "--dtype") == 0) e = fl_dtype_parse(v, &o.elem_bytes), o.dtype = v;
         else if (strcmp(name, "--M") == 0) e = fl_parse_i64(name, v, 1, big, &Mgiven);
         else if (strcmp(name, "--N") == 0) e = fl_parse_i64(name, v, 1, 1 << 20, &o.N);
         else if (strcmp(name, "--d") == 0) e = fl_parse_i64(name, v, 1, 1 << 12, &o.d);

@@ -69,8 +69,7 @@ static int dispatch(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "flashlab: '%s': unknown command (see flashlab --help)\n", fl_shown(argv[1]));
-    return 2;
+    return fl_cli_error(fl_fail(FL_EINVAL, "'%s': unknown command (see flashlab --help)", fl_shown(argv[1])));
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* problem_opts.c: one parser for the options that describe a problem (see problem_opts.h). */
 #include "problem_opts.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,13 +45,32 @@ void fl_popts_init(fl_popts *o)
     o->p = fl_problem_default();
 }
 
-/* A double (nan and inf allowed): strtod over the whole string. */
+/* A decimal double (nan and inf allowed): strtod over the whole string, which must start with a
+ * sign, a digit, a point or a letter of nan/inf (no leading blank) and hold no hexadecimal. */
 static fl_status parse_double(const char *opt, const char *v, double *out)
 {
     char *end;
+    const char c = *v == '+' || *v == '-' ? v[1] : v[0];
+    if (!*v || !(isdigit((unsigned char)c) || c == '.' || c == 'n' || c == 'N' || c == 'i' || c == 'I') ||
+        strpbrk(v, "xX"))
+        return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, fl_shown(v));
     *out = strtod(v, &end);
-    if (!*v || *end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, v);
+    if (*end) return fl_fail(FL_EINVAL, "%s: '%s' is not a number", opt, fl_shown(v));
     return FL_OK;
+}
+
+/* A preset and an element type are checked where they are given, so that a bad value is refused
+ * even when a later one overrides it (docs/errors.md: an option given twice takes its last value). */
+static fl_status check_sram(const char *v)
+{
+    const fl_sram_preset *pre;
+    return fl_sram_preset_find(v, &pre);
+}
+
+static fl_status check_dtype(const char *v)
+{
+    int bytes;
+    return fl_dtype_parse(v, &bytes);
 }
 
 static fl_status parse_pass(const char *v, fl_pass *out)
@@ -80,8 +100,8 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
     if (strcmp(name, "--N") == 0) *s = fl_parse_i64(name, v, 1, big, &p->N), o->set_N = 1;
     else if (strcmp(name, "--d") == 0) *s = fl_parse_i64(name, v, 1, big, &p->d);
     else if (strcmp(name, "--M") == 0) *s = fl_parse_i64(name, v, 1, big, &o->M_given);
-    else if (strcmp(name, "--sram") == 0) o->sram = v;
-    else if (strcmp(name, "--dtype") == 0) o->dtype = v;
+    else if (strcmp(name, "--sram") == 0) *s = check_sram(v), o->sram = v;
+    else if (strcmp(name, "--dtype") == 0) *s = check_dtype(v), o->dtype = v;
     else if (strcmp(name, "--Br") == 0) *s = fl_parse_i64(name, v, 1, big, &p->Br);
     else if (strcmp(name, "--Bc") == 0) *s = fl_parse_i64(name, v, 1, big, &p->Bc);
     else if (strcmp(name, "--seed") == 0) *s = fl_parse_u64(name, v, &p->seed);

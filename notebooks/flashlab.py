@@ -564,6 +564,8 @@ def footprint(algo, d, Br, Bc, Bd=None, bwd=False, G=1):
     d, Br, Bc = _int("d", d, 1), _int("Br", Br, 1), _int("Bc", Bc, 1)
     Bd = d if Bd is None else _int("Bd", Bd, 1)
     G = _int("G", G, 1)
+    if G != 1 and ALGOS[a] != "flash2-gqa":
+        _fail(f"G = {G}: only flash2-gqa stacks query heads (G is 1 for {ALGOS[a]})")
     if not isinstance(bwd, bool):
         _fail(f"bwd = {bwd!r}: must be True or False")
     if bwd or G != 1:
@@ -781,7 +783,8 @@ class Machine:
         if name in self.tensors:
             _fail(f"tensor {name}: this machine already has a tensor of that name")
         rows, cols = _int("rows", rows), _int("cols", cols)
-        if elem_bytes not in (1, 2, 4, 8) or isinstance(elem_bytes, bool):
+        if (isinstance(elem_bytes, bool) or not isinstance(elem_bytes, numbers.Integral)
+                or elem_bytes not in (1, 2, 4, 8)):
             _fail(f"elem_bytes = {elem_bytes!r}: must be 1, 2, 4 or 8")
         tid = C.c_int()
         _ok(_fn["fl_tensor_add"](h, name.encode(), rows, cols, elem_bytes, C.byref(tid)))
@@ -964,6 +967,8 @@ def attention_ref(Q, K, V, scale=None):
     if nv != nk:
         _fail(f"V: {nv} rows, K has {nk}")
     scale = 1.0 / math.sqrt(d) if scale is None else _real("scale", scale)
+    if not math.isfinite(scale):
+        _fail(f"scale = {scale}: must be a finite number")
     return _c_ref_attention(q, k, v, nq, nk, d, dv, scale)
 
 
@@ -992,9 +997,16 @@ def mask_keep(mk, i, j):
     return bool(_fn["fl_mask_keep"](C.byref(mk), i, j))
 
 
+MASK_MATRIX_MAX = 1 << 22
+
+
 def mask_matrix(Nq, Nk, causal="none", left=-1, right=-1):
-    """The keep matrix (lists of 0/1) as the C mask rule gives it."""
+    """The keep matrix (lists of 0/1) as the C mask rule gives it; at most MASK_MATRIX_MAX
+    entries (a Python list of lists: larger ones take gigabytes and minutes)."""
     mk = mask(Nq, Nk, causal, left, right)
+    if Nq * Nk > MASK_MATRIX_MAX:
+        _fail(f"mask_matrix: {Nq} x {Nk} is more than {MASK_MATRIX_MAX} entries; use mask() with "
+              f"mask_keep() or mask_tile() for large masks")
     return [[int(mask_keep(mk, i, j)) for j in range(Nk)] for i in range(Nq)]
 
 
@@ -1040,7 +1052,7 @@ def cli(*args, check=True):
     carrying the CLI's one-line message."""
     try:
         p = subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True)
-    except OSError as e:
+    except (OSError, ValueError) as e:   # ValueError: a NUL byte in an argument
         _fail(f"flashlab CLI {cli_path()}: {e}")
     if check and p.returncode != 0:
         raise FlashlabError(p.returncode, p.stderr.strip() or f"flashlab exited {p.returncode}")
@@ -1051,12 +1063,20 @@ TRACE_OPTIONS = ("Br", "Bc", "Nk", "causal", "window", "pass_", "max_events", "c
 
 
 def trace_rows(text):
-    """The rows of a `flashlab trace` CSV as dicts (numbers as ints)."""
+    """The rows of a `flashlab trace` CSV as dicts (numbers as ints); FlashlabError for text that
+    is not one (a short row, a field that is not an integer)."""
+    if not isinstance(text, str):
+        _fail(f"trace_rows: needs the CSV text of flashlab trace (got {type(text).__name__})")
     rows = list(csv.DictReader(io.StringIO(text)))
-    for r in rows:
+    for i, r in enumerate(rows):
         for k, v in r.items():
+            if k is None or v is None:
+                _fail(f"trace_rows: row {i + 1} does not have the header's columns")
             if k not in ("algo", "event", "tensor", "buf"):
-                r[k] = int(v)
+                try:
+                    r[k] = int(v)
+                except ValueError:
+                    _fail(f"trace_rows: row {i + 1}, {k} = {v!r}: not an integer")
     return rows
 
 
@@ -1071,6 +1091,8 @@ def trace(algo="classic", N=64, d=8, M=384, **opts):
         if k not in TRACE_OPTIONS:
             _fail(f"trace: no option {k!r}; the options are {', '.join(TRACE_OPTIONS)}")
         if k == "compute":
+            if not isinstance(v, bool):
+                _fail(f"compute = {v!r}: must be True or False")
             args += ["--compute"] if v else []
         elif k == "window":
             args += ["--window", f"{_int('window left', v[0])},{_int('window right', v[1])}"]

@@ -457,6 +457,10 @@ fl_status fl_outdir_open(const char *dir, const char *opt, const char *const *na
             mode_t mode;
             if ((s = target_ok(d, d->names[i], &exists, &mode, FL_EINVAL))) goto fail;
         }
+    } else if (errno == ENOENT && lstat(dir, &st) == 0) { /* a link to nothing: never replaced */
+        s = fl_fail(FL_EINVAL, "%s: '%s' is a symbolic link to nothing; flashlab writes a directory only "
+                               "where nothing is, or into an existing directory", opt, fl_shown(dir));
+        goto fail;
     } else if (errno == ENOENT) {
         d->fresh = 1;
     } else {
