@@ -27,6 +27,8 @@ static const char *usage =
     "  --Nk N        key length                                       [N]\n"
     "  --causal C    none, top-left or bottom-right (masked-out tiles are skipped) [none]\n"
     "  --window L,R  FA2 local window (-1 = unbounded side)           [-1,-1]\n"
+    "  --batch, --heads, --kv-heads, --cu-seqlens-q/-k, --sram, --dtype, and the decode and\n"
+    "                blocksparse options: as in flashlab count --help\n"
     "  --pass P      fwd, bwd or fwd+bwd (bwd: only the backward's events; the forward that\n"
     "                produces its inputs runs untraced and uncounted)  [fwd]\n"
     "  --compute     run on real values (checked against the reference), not count-only\n"

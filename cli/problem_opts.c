@@ -118,17 +118,18 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
         *s = fl_parse_i64_list(name, v, 0, big, o->cuk, FL_CLI_MAX_BATCH + 1, &o->ncuk);
     else if (strcmp(name, "--max-events") == 0) *s = fl_parse_i64(name, v, 0, INT64_MAX, &p->max_events);
     /* decode, blocksparse (docs/model.md §Decode, §Block-sparse) */
-    else if (strcmp(name, "--splits") == 0) *s = fl_parse_i64(name, v, 1, big, &p->splits);
-    else if (strcmp(name, "--page-size") == 0) *s = fl_parse_i64(name, v, 1, big, &p->page_size);
-    else if (strcmp(name, "--pool-pages") == 0) *s = fl_parse_i64(name, v, 1, big, &p->pool_pages);
-    else if (strcmp(name, "--page-seed") == 0) *s = fl_parse_u64(name, v, &p->page_seed);
+    else if (strcmp(name, "--splits") == 0) *s = fl_parse_i64(name, v, 1, big, &p->splits), p->given |= FL_GIVEN_KV_CACHE;
+    else if (strcmp(name, "--page-size") == 0) *s = fl_parse_i64(name, v, 1, big, &p->page_size), p->given |= FL_GIVEN_KV_CACHE;
+    else if (strcmp(name, "--pool-pages") == 0) *s = fl_parse_i64(name, v, 1, big, &p->pool_pages), p->given |= FL_GIVEN_KV_CACHE;
+    else if (strcmp(name, "--page-seed") == 0) *s = fl_parse_u64(name, v, &p->page_seed), p->given |= FL_GIVEN_KV_CACHE;
     else if (strcmp(name, "--block-table") == 0) {
         *s = fl_parse_i64_list(name, v, -big, big, o->table, FL_CLI_MAX_BATCH, &p->block_table_len);
         p->block_table = o->table;
+        p->given |= FL_GIVEN_KV_CACHE;
     }
-    else if (strcmp(name, "--pad") == 0) *s = parse_double(name, v, &p->pad_value);
-    else if (strcmp(name, "--density") == 0) *s = parse_double(name, v, &p->density);
-    else if (strcmp(name, "--mask-seed") == 0) *s = fl_parse_u64(name, v, &p->mask_seed);
+    else if (strcmp(name, "--pad") == 0) *s = parse_double(name, v, &p->pad_value), p->given |= FL_GIVEN_KV_CACHE;
+    else if (strcmp(name, "--density") == 0) *s = parse_double(name, v, &p->density), p->given |= FL_GIVEN_BLOCK_MASK;
+    else if (strcmp(name, "--mask-seed") == 0) *s = fl_parse_u64(name, v, &p->mask_seed), p->given |= FL_GIVEN_BLOCK_MASK;
     else return 0;
     return 1;
 }

@@ -31,7 +31,7 @@ int main(void)
     FIELD(fl_problem, block_table); FIELD(fl_problem, block_table_len); FIELD(fl_problem, splits);
     FIELD(fl_problem, pad_value); FIELD(fl_problem, density); FIELD(fl_problem, mask_seed);
     FIELD(fl_problem, cu_seqlens_q_len); FIELD(fl_problem, cu_seqlens_k_len);
-    FIELD(fl_problem, max_macs);
+    FIELD(fl_problem, max_macs); FIELD(fl_problem, given);
     END();
     BEGIN(fl_blocks);
     FIELD(fl_blocks, Br); FIELD(fl_blocks, Bc); FIELD(fl_blocks, Bd); FIELD(fl_blocks, footprint);

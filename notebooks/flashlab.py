@@ -155,7 +155,7 @@ class Problem(C.Structure):
                 ("block_table", C.POINTER(C.c_int64)), ("block_table_len", C.c_int64),
                 ("splits", C.c_int64), ("pad_value", C.c_double), ("density", C.c_double),
                 ("mask_seed", C.c_uint64), ("cu_seqlens_q_len", C.c_int64),
-                ("cu_seqlens_k_len", C.c_int64), ("max_macs", C.c_int64)]
+                ("cu_seqlens_k_len", C.c_int64), ("max_macs", C.c_int64), ("given", C.c_uint)]
 
 
 class Blocks(C.Structure):
@@ -405,6 +405,10 @@ _INT64_FIELDS = ("Nk", "window_left", "window_right", "batch", "heads", "kv_head
 _UINT64_FIELDS = ("page_seed", "mask_seed")
 _REAL_FIELDS = ("pad_value", "density")
 _ARRAY_FIELDS = ("cu_seqlens_q", "cu_seqlens_k", "block_table")
+# fl_problem.given: a field of these groups given (not None), even at its default value, asks for
+# the schedule that takes it (FL_GIVEN_* in problem.h)
+_GIVEN = {"page_size": 1, "pool_pages": 1, "page_seed": 1, "block_table": 1, "splits": 1, "pad_value": 1,
+          "density": 2, "mask_seed": 2}
 VARIANTS = ("causal", "pass_") + _INT64_FIELDS + _UINT64_FIELDS + _REAL_FIELDS + _ARRAY_FIELDS
 
 
@@ -426,6 +430,7 @@ def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes
             _fail(f"problem: no field {k!r}; the fields are {', '.join(VARIANTS)}")
         if v is None:
             continue
+        p.given |= _GIVEN.get(k, 0)
         if k == "causal":
             p.causal = CAUSAL[_choice("causal", v, tuple(CAUSAL))]
         elif k == "pass_":
@@ -863,14 +868,24 @@ class OsmState:
 
     def __init__(self, dv, m=None, l=None, u=None):
         self.dv = _int("dv", dv, 1, 1 << 20)
-        self._m = C.c_double(float("-inf") if m is None else _real("m", m))
-        self._l = C.c_double(0.0 if l is None else _real("l", l))
+        m = float("-inf") if m is None else _real("m", m)
+        l = 0.0 if l is None else _real("l", l)
+        if math.isnan(m) or m == math.inf:
+            _fail(f"m = {m}: the running maximum is a score or -inf (the empty state)")
+        if not (math.isfinite(l) and l >= 0):
+            _fail(f"l = {l}: the running sum of e^(s - m) is finite and >= 0")
+        self._m = C.c_double(m)
+        self._l = C.c_double(l)
         self._u = (C.c_double * self.dv)()
         if u is not None:
             u = _reals("u", u)
             if len(u) != self.dv:
                 _fail(f"u: {len(u)} values, the state has dv = {self.dv}")
+            if not all(math.isfinite(x) for x in u):
+                _fail("u: the running numerator's values are finite")
             self._u[:] = u
+        if m == -math.inf and (l != 0 or any(self._u)):
+            _fail(f"m = -inf is the empty state: its l and u are 0 (got l = {l})")
 
     m = property(lambda self: self._m.value)
     l = property(lambda self: self._l.value)

@@ -90,7 +90,16 @@ typedef struct {
     int64_t cu_seqlens_k_len;    /* entries of cu_seqlens_k (0 when it is NULL) */
     int64_t max_macs;            /* refuse compute runs of more multiply-adds than this (schedule
                                     and reference, fl_compute_macs in run.h); 0 = no limit; 1e10 */
+    unsigned given;              /* FL_GIVEN_*: option groups the caller gave explicitly, even at
+                                    their default values (a CLI's --pad 0); 0 */
 } fl_problem;
+
+/* Groups of fields a caller may mark as given (fl_problem.given): a schedule that does not take
+ * the group refuses it as it refuses a value away from the default. */
+enum {
+    FL_GIVEN_KV_CACHE = 1u << 0,   /* page_size, pool_pages, page_seed, block_table, splits, pad_value */
+    FL_GIVEN_BLOCK_MASK = 1u << 1  /* density, mask_seed */
+};
 
 /* ---- Segments: the (batch, head) attention problems of a run ---- */
 
@@ -125,6 +134,14 @@ int64_t fl_problem_group_ratio(const fl_problem *p);
  * defaults (Nk = N, no mask, no window, one head, forward).  Always start from this: fields
  * added later then keep their defaults. */
 fl_problem fl_problem_default(void);
+
+/* 1 when p asks for a KV cache (a decode field away from its default, or FL_GIVEN_KV_CACHE),
+ * else 0. */
+int fl_problem_asks_kv_cache(const fl_problem *p);
+
+/* 1 when p asks for a block mask (density or mask_seed away from its default, or
+ * FL_GIVEN_BLOCK_MASK), else 0. */
+int fl_problem_asks_block_mask(const fl_problem *p);
 
 /* Largest value of a size field (N, Nk, d, M, Br, Bc, batch, heads, kv_heads, window sides):
  * 2^61 - 1, the CLI's bound too, so that the sum of any two sizes fits in 64 bits. */

@@ -94,6 +94,9 @@ def tile_two(student, m1, l1, u1, a2, m2, l2, u2, O):
     p = params(student)
     scores, values = p["row"]
     m1, l1, u1 = number("m1", m1), number("l1", l1), numbers_list("u1", u1, 2)
+    if not (math.isfinite(m1) and math.isfinite(l1) and l1 > 0):
+        return [f"m1 = {m1}, l1 = {l1}: after tile one the state has a finite maximum and a "
+                f"positive sum l1 of e^(s - m1); fix exercise 1 first"]
     st = fl.OsmState(2, m=m1, l=l1, u=u1)
     a_c = fl.osm_step(st, scores[2:4], values[2:4])
     out = fl.osm_finish(st)

@@ -65,6 +65,28 @@ class Case(unittest.TestCase):
         self.assertEqual(out, f"returned: {value!r}")
 
 
+class GivenOptions(Case):
+    def test_a_cache_option_at_its_default_asks_for_decode(self):
+        self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, pad_value=0.0))", "decode", "KV cache")
+        self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, density=1.0))", "blocksparse")
+
+    def test_decode_takes_them(self):
+        self.returns("outcome(lambda: fl.run('decode', N=1, Nk=64, d=8, M=4000, splits=1, pad_value=0.0).reads > 0)",
+                     True)
+
+
+class OsmStates(Case):
+    def test_a_state_that_no_softmax_reaches(self):
+        self.refused("outcome(lambda: fl.OsmState(2, m=float('nan'), l=1.0, u=[0.0, 0.0]))", "m = nan")
+        self.refused("outcome(lambda: fl.OsmState(2, m=0.0, l=-1.0, u=[0.0, 0.0]))", "l = -1.0")
+        self.refused("outcome(lambda: fl.OsmState(2, m=float('-inf'), l=2.0))", "empty state")
+        self.refused("outcome(lambda: fl.OsmState(2, m=0.0, l=1.0, u=[float('inf'), 0.0]))", "finite")
+
+    def test_states_a_softmax_reaches(self):
+        self.returns("outcome(lambda: fl.OsmState(2, m=1.5, l=2.0, u=[0.5, -1.0]).l)", 2.0)
+        self.returns("outcome(lambda: fl.OsmState(2).l)", 0.0)
+
+
 class ClosedObjects(Case):
     def test_machine_used_after_close(self):
         self.refused("m = fl.Machine(M=100)\nm.close()\noutcome(lambda: m.reads)", "closed")

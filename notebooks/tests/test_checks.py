@@ -152,6 +152,10 @@ class Lab1(Checks):
         self.fails(lab1.tile_two, "", *base, a["a2"], a["m2"], a["l1"] + new, a["u2"], a["O"], hint="without rescaling")
         self.fails(lab1.tile_two, "", *base, a["a2"], a["m2"], a["l2"], a["O"], a["O"], hint="state before that division")
         self.fails(lab1.tile_two, "", *base, a["a2"], a["m2"], a["l2"], a["u2"], a["u2"], hint="divide by l2")
+        rest = [a["a2"], a["m2"], a["l2"], a["u2"], a["O"]]
+        self.fails(lab1.tile_two, "", a["m1"], -a["l1"], a["u1"], *rest, hint="positive sum l1")
+        self.fails(lab1.tile_two, "", a["m1"], 0.0, a["u1"], *rest, hint="positive sum l1")
+        self.fails(lab1.tile_two, "", float("inf"), a["l1"], a["u1"], *rest, hint="finite maximum")
 
     def test_tile_two_from_the_students_own_state(self):
         a = lab1.answers("")

@@ -319,10 +319,10 @@ static int choice_better(const fl_opt_choice *a, const fl_opt_choice *b)
 
 fl_status fl_optimize_check(const fl_problem *p)
 {
-    if (p->page_size || p->pool_pages || p->page_seed || p->block_table_len || p->splits != 1 || p->pad_value != 0.0)
+    if (fl_problem_asks_kv_cache(p))
         return fl_fail(FL_EINVAL, "--page-size/--pool-pages/--page-seed/--block-table/--splits/--pad: a KV cache is "
                                   "the decode schedule's problem; optimize searches the attention schedules");
-    if (p->density != 1.0 || p->mask_seed != 1)
+    if (fl_problem_asks_block_mask(p))
         return fl_fail(FL_EINVAL, "--density/--mask-seed: a block mask is the blocksparse schedule's problem; "
                                   "optimize searches the attention schedules");
     return FL_OK;

@@ -50,7 +50,7 @@ int fl_args_next(fl_args *a, const char **name, const char **inline_value)
 {
     if (a->i >= a->argc) return 0;
     const char *arg = a->argv[a->i++];
-    if (strncmp(arg, "--", 2) != 0 || arg[2] == 0) {
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == 0 || arg[2] == '=') { /* "--=x" names no option */
         fl_fail(FL_EINVAL, "'%s': expected an option such as --N 1024 (see --help)", fl_shown(arg));
         return -1;
     }

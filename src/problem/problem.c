@@ -35,6 +35,17 @@ fl_problem fl_problem_default(void)
     return p;
 }
 
+int fl_problem_asks_kv_cache(const fl_problem *p)
+{
+    return p->page_size || p->pool_pages || p->page_seed || p->block_table_len || p->splits != 1 ||
+           p->pad_value != 0.0 || (p->given & FL_GIVEN_KV_CACHE);
+}
+
+int fl_problem_asks_block_mask(const fl_problem *p)
+{
+    return p->density != 1.0 || p->mask_seed != 1 || (p->given & FL_GIVEN_BLOCK_MASK);
+}
+
 fl_status fl_problem_check_fields(const fl_problem *p)
 {
     if (p->N < 1) return fl_fail(FL_EINVAL, "--N: sequence length must be an integer >= 1");

@@ -59,12 +59,11 @@ static const char *accepting(unsigned what, char *buf, size_t cap)
 static fl_status check_accepts(const fl_schedule *s, const fl_problem *p)
 {
     char who[256];
-    if (!(s->accepts & FL_ACCEPT_KV_CACHE) && (p->page_size || p->pool_pages || p->page_seed ||
-                                                p->block_table_len || p->splits != 1 || p->pad_value != 0.0))
+    if (!(s->accepts & FL_ACCEPT_KV_CACHE) && fl_problem_asks_kv_cache(p))
         return fl_fail(FL_EINVAL, "--page-size/--pool-pages/--page-seed/--block-table/--splits/--pad: "
                                   "only the %s schedule reads a KV cache (got --algo %s)",
                        accepting(FL_ACCEPT_KV_CACHE, who, sizeof who), s->name);
-    if (!(s->accepts & FL_ACCEPT_BLOCK_MASK) && (p->density != 1.0 || p->mask_seed != 1))
+    if (!(s->accepts & FL_ACCEPT_BLOCK_MASK) && fl_problem_asks_block_mask(p))
         return fl_fail(FL_EINVAL, "--density/--mask-seed: only the %s schedule has a "
                                   "block mask (got --algo %s)",
                        accepting(FL_ACCEPT_BLOCK_MASK, who, sizeof who), s->name);

@@ -296,12 +296,6 @@ def cases():
     return cs
 
 
-# Failures found and not fixed yet: reported as KNOWN, not counted as failures; a known case that
-# passes is a failure (take it off this list).
-KNOWN = {
-    "OsmState m=nan": "a NaN running maximum is accepted",
-    "OsmState l negative": "a negative running sum is accepted",
-}
 
 
 CHILD = r"""
@@ -384,19 +378,13 @@ def main(argv):
                             + p.stderr.decode(errors="replace").strip().splitlines()[-1:][0][:150]
                             if p.stderr.strip() else f"the interpreter died (status {p.returncode})")
         start = current + 1
-    bad = known = 0
+    bad = 0
     for k, (name, code_, expect) in enumerate(cs):
         ok, what = results.get(k, (False, "not run"))
-        if name in KNOWN and not ok:
-            known += 1
-            print(f"KNOWN binding {name!r}: {KNOWN[name]}")
-        elif name in KNOWN:
-            bad += 1
-            print(f"FAIL binding {name!r}: passes now; take it off KNOWN")
-        elif not ok:
+        if not ok:
             bad += 1
             print(f"FAIL binding {name!r} (expected {expect}): {what}")
-    print(f"binding: {len(cs)} cases, {len(cs) - bad - known} pass, {known} known failures "
+    print(f"binding: {len(cs)} cases, {len(cs) - bad} pass "
           f"({time.monotonic() - t0:.0f} s)")
     return 1 if bad else 0
 
