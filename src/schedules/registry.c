@@ -3,7 +3,8 @@
  * To add a schedule: write src/schedules/<name>.c holding its loop and its descriptor
  * `const fl_schedule fl_sched_<name>`, and add X(<name>) at the end of the list below.  Its
  * fl_algo value is its position; the runner, the CLI, the optimizer and the conformance tests
- * pick it up from here.  The first entries keep the positions problem.h names (tests/test_registry.c checks them). */
+ * pick it up from here.  The first entries keep the positions problem.h names
+ * (tests/conformance/test_registry.c checks them). */
 #include <string.h>
 
 #include <flashlab/schedule.h>
