@@ -9,7 +9,7 @@
 #      613,707,198 events): tile events per second;
 #   2. sweep: the default sweep of `flashlab report` (3 schedules, N = 512..65536, d = 64,128,
 #      M = 4096..N*d, x2): wall time, configurations per second, tile events per second.
-# Targets (issue 3): the sweep under 10 s on one core; the machine at >= 1e8 tile events/s.
+# Targets: the sweep under 10 s on one core; the machine at >= 1e8 tile events/s.
 # Record results in bench/RESULTS.md with the date, commit and machine.
 set -eu
 FL=${1:-build/flashlab}

@@ -1,4 +1,4 @@
-/* fuzz_decode.c: block-table validation and the schedules of issue 4 items 5-7 (decode over a
+/* fuzz_decode.c: block-table validation and the variant schedules (decode over a
  * contiguous or paged KV cache with split-KV, block-sparse, memory-efficient, softmax alone) on
  * random small configurations in compute mode, checked against the reference.
  *

@@ -75,6 +75,9 @@ int main(void)
     FIELD(fl_mask, right); FIELD(fl_mask, has_a); FIELD(fl_mask, has_b); FIELD(fl_mask, a);
     FIELD(fl_mask, b);
     END();
+    /* the constants the binding restates: a pseudo-structure of their values */
+    printf(", \"constants\": {\"FL_GIVEN_KV_CACHE\": %u, \"FL_GIVEN_BLOCK_MASK\": %u}",
+           (unsigned)FL_GIVEN_KV_CACHE, (unsigned)FL_GIVEN_BLOCK_MASK);
     puts("}");
     return 0;
 }

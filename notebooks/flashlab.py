@@ -407,8 +407,10 @@ _REAL_FIELDS = ("pad_value", "density")
 _ARRAY_FIELDS = ("cu_seqlens_q", "cu_seqlens_k", "block_table")
 # fl_problem.given: a field of these groups given (not None), even at its default value, asks for
 # the schedule that takes it (FL_GIVEN_* in problem.h)
-_GIVEN = {"page_size": 1, "pool_pages": 1, "page_seed": 1, "block_table": 1, "splits": 1, "pad_value": 1,
-          "density": 2, "mask_seed": 2}
+GIVEN_KV_CACHE, GIVEN_BLOCK_MASK = 1, 2   # FL_GIVEN_* (checked against problem.h by check_abi)
+_GIVEN = dict({k: GIVEN_KV_CACHE for k in ("page_size", "pool_pages", "page_seed", "block_table", "splits",
+                                           "pad_value")},
+              density=GIVEN_BLOCK_MASK, mask_seed=GIVEN_BLOCK_MASK)
 VARIANTS = ("causal", "pass_") + _INT64_FIELDS + _UINT64_FIELDS + _REAL_FIELDS + _ARRAY_FIELDS
 
 
@@ -1160,12 +1162,13 @@ def _abi_python():
         for f, t in st._fields_:
             out[name][f.rstrip("_")] = getattr(st, f).offset
             out[name]["sizeof " + f.rstrip("_")] = C.sizeof(t)
+    out["constants"] = {"FL_GIVEN_KV_CACHE": GIVEN_KV_CACHE, "FL_GIVEN_BLOCK_MASK": GIVEN_BLOCK_MASK}
     return out
 
 
 def check_abi(abi_program):
-    """Compares the ctypes layouts (size, field offsets, field sizes) with the C compiler's (the
-    abi program prints JSON).  Returns a list of mismatches (empty when they agree)."""
+    """Compares the ctypes layouts (size, field offsets, field sizes) and the restated constants
+    with the C compiler's (the abi program prints JSON).  Returns a list of mismatches (empty when they agree)."""
     c = json.loads(subprocess.run([abi_program], capture_output=True, text=True, check=True).stdout)
     py = _abi_python()
     bad = []

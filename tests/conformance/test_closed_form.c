@@ -35,7 +35,7 @@ static int check_one(fl_algo a, int64_t N, int64_t d, int64_t M, int64_t Br, int
     cr_assert_eq(r.sram_peak, r.closed.sram_peak, "%s: peak %ld vs %ld", name, (long)r.sram_peak,
                  (long)r.closed.sram_peak);
     cr_assert_leq(r.sram_peak, M, "%s: SRAM peak above M", name);
-    /* the formulas, written out independently of src/problem/problem.c */
+    /* docs/model.md's formulas, written out independently of the schedules' closed forms */
     const int64_t Nd = N * d, Tr = cdiv(N, r.b.Br), Tc = cdiv(N, r.b.Bc);
     if (a == FL_ALGO_FLASH1) {
         cr_assert_eq(r.reads, 2 * Nd + Tc * (2 * Nd + 2 * N));

@@ -30,7 +30,7 @@ static void check(fl_algo a, int64_t N, int64_t d, int64_t M, uint64_t seed)
         cr_assert(r.lse_rel_err <= REL_TOL, "flash2 logsumexp rel_err %.3e", r.lse_rel_err);
 }
 
-/* The grid: N in {1, 7, 64, 1000}, d in {1, 16, 64, 128}, every schedule. */
+/* The grid: N in {1, 7, 64, 1000}, d in {1, 16, 64, 128}, every schedule. */
 Test(exactness, every_schedule_matches_reference_at_default_blocks, .timeout = FL_T(300))
 {
     const int64_t Ns[] = {1, 7, 64, 1000}, ds[] = {1, 16, 64, 128};

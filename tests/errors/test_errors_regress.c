@@ -1,5 +1,5 @@
 /* test_errors_regress.c: one test per finding of the fuzzers (fuzz/RESULTS.md) and of the
- * robustness review, each failing on the code before its fix.  CLI runs go through the built
+ * hostile reviews of the CLI, each failing on the code before its fix.  CLI runs go through the built
  * binary (test_errors_util.h); library calls are made directly. */
 #include "test_errors_util.h"
 

@@ -626,8 +626,8 @@ def limit_cases():
     cs = [Case("work limit", " ".join(a), a, 2, mention=L + ["out of range", "overflow", "more than", "too small",
                                                               "at most", "integer", "can run"], mem_mb=512)
           for name, a in rows]
-    # Work under the default limits (--max-events 1e10 tile events, about 2.5 minutes at the
-    # 6.5e7 events/s measured; docs/errors.md, Limits): the estimate comes before the work, so a
+    # Work under the default limits (--max-events 1e10 tile events, about 2 minutes at the
+    # 8e7 events/s measured; docs/errors.md, Work and memory limits): the estimate comes before the work, so a
     # lower limit refuses the same runs at once, naming the option; and they hold no memory that
     # grows with the cache (no block table of 2^30 pages).
     heavy = [
