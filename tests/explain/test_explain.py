@@ -235,5 +235,43 @@ class Recorded(unittest.TestCase):
             self.assertEqual(c[7], f"{float(x['ratio_dram_read']):.3f}", line)
 
 
+class Probe(unittest.TestCase):
+    """docs/l2_model.md §6: the L2 probe's recorded sweeps and what the page says of them."""
+
+    def setUp(self):
+        self.rows = rows(os.path.join(SRC, "figures", "data", "l2_probe.csv"))
+        self.by = {(r["mode"], round(int(r["bytes"]) / 2**20)): r for r in self.rows}
+
+    def ratio(self, mode, mib, col="dram_read_B"):
+        r = self.by[(mode, mib)]
+        return int(r[col]) / int(r["bytes"])
+
+    def test_the_page_states_the_recorded_table(self):
+        with open(os.path.join(SRC, "docs", "l2_model.md")) as f:
+            doc = f.read().splitlines()
+        head = next(l for l in doc if l.startswith("| X (MiB) |"))
+        sizes = [int(x) for x in head.strip("|").split("|")[1:]]
+        for mode in ("shared", "private"):
+            line = next(l for l in doc if l.startswith(f"| {mode}: DRAM / X |"))
+            cells = [x.strip() for x in line.strip("|").split("|")[1:]]
+            self.assertEqual(len(cells), len(sizes))
+            for mib, cell in zip(sizes, cells):
+                self.assertEqual(cell, f"{self.ratio(mode, mib):.3f}", (mode, mib))
+
+    def test_shared_data_finds_half_private_two_thirds(self):
+        for (mode, mib), r in self.by.items():
+            kept, gone = (28, 34) if mode == "shared" else (36, 56)
+            if mib <= kept:
+                self.assertLess(self.ratio(mode, mib), 1.01, (mode, mib))
+            if mib >= gone:
+                self.assertGreater(self.ratio(mode, mib), 1.99, (mode, mib))
+        # the fabric sectors the page quotes
+        fab = lambda mode, lo, hi: [self.ratio(mode, m, "fabric_B") for (md, m) in self.by if md == mode and lo <= m <= hi]
+        self.assertTrue(all(1.015 <= x <= 1.10 for x in fab("shared", 4, 28)))
+        self.assertTrue(all(2.003 <= x <= 2.0125 for x in fab("shared", 34, 100)))
+        self.assertTrue(all(0.51 <= x <= 0.565 for x in fab("private", 4, 36)))
+        self.assertTrue(all(1.0035 <= x <= 1.0065 for x in fab("private", 56, 100)))
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0]] + sys.argv[3:])
