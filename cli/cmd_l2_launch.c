@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include <flashlab/args.h>
-#include <flashlab/l2.h>
+#include <flashlab/l2_parts.h>
 #include <flashlab/launch_model.h>
 
 #include <flashlab/output.h>
@@ -16,11 +16,13 @@ static const char *usage =
     "usage: flashlab l2 --launch FAMILY --batch B --heads H --N N --d D --Br BR --Bc BC [options]\n"
     "One kernel launch over B x H heads, its work items in grid order, CTAs in waves of\n"
     "SMs x CTAs-per-SM advancing in lock step, through a fully associative LRU L2 emptied first\n"
-    "(ncu --cache-control all): SM<-L2 bytes, L2 lookups, writes, reductions and DRAM reads\n"
+    "(ncu --cache-control all): SM<-L2 bytes, L2 lookups, writes, reductions, DRAM reads and\n"
+    "sectors crossing between the L2's partitions\n"
     "(docs/third_party.md).\n\n"
     "  --launch F        fwd-q (Q kept, K/V streamed), fwd-qkv (Q re-read per key tile),\n"
     "                    bwd-kv (K/V kept, query tiles streamed, dQ accumulated), bwd-twopass\n"
-    "                    (Triton's tutorial), pre (D = rowsum(dO o O)), convert (dQ acc -> dQ),\n"
+    "                    (Triton's tutorial), bwd-memeff (CUTLASS's: D per CTA, operands re-read\n"
+    "                    per product), pre (D = rowsum(dO o O)), convert (dQ acc -> dQ),\n"
     "                    combine (split-KV partials -> O)\n"
     "  --batch, --heads  B, H                                                  [1, 1]\n"
     "  --N, --d          sequence length, head dimension\n"
@@ -37,6 +39,8 @@ static const char *usage =
     "  --sms S           SMs                                                   [132]\n"
     "  --ctas-per-sm K   CTAs resident per SM (from the launch: ncu's occupancy) [1]\n"
     "  --l2-mb X         L2 capacity in MiB                                    [60]\n"
+    "  --l2-partitions P 2: two halves, each SM's reads copied into its own    [2]\n"
+    "                    (measured on the H200: docs/l2_model.md); 1: one LRU\n"
     "  --sector B        sector bytes                                          [32]\n"
     "  --format F        table or csv                                          [table]\n"
     "  --max-work W      refuse a walk estimated at more than W sectors (0: no limit) [1e10]\n"
@@ -46,8 +50,11 @@ static const char *usage =
 /* An upper bound on the sectors a launch's walk touches, saturating: the tile rows each family
  * reads and writes with no mask (docs/third_party.md §3; a mask only skips), each row of d
  * elements of at most 4 bytes touching at most ceil(4 d / sector) + 1 sectors.  Measured on the
- * build machine: about 3 ns a sector (1.1e9 sectors of a forward at B x H = 32, N = 16384,
- * d = 128 in 2.9 s), so the default limit of 1e10 is about half a minute. */
+ * build machine with two L2 partitions: about 4 ns a bounded sector where CTAs read a tile one
+ * after another (skipped repeats: fwd-q at B x H = 32, N = 16384, d = 128, 128x64, bound 2.3e9, in
+ * 9.6 s), about 70 ns where they do not (bwd-memeff, whose CTAs start at different query tiles:
+ * B x H = 128, N = 1024, d = 64, bound 2.7e8, in 18 s).  So the default limit of 1e10 is about
+ * 40 s for the first kind and about 11 minutes for the second. */
 static int64_t work_bound(const fl_launch *L, int64_t sector)
 {
     const int64_t N = L->N, Tr = fl_cdiv(N, L->Br), Tc = fl_cdiv(N, L->Bc), S = L->splits;
@@ -61,6 +68,7 @@ static int64_t work_bound(const fl_launch *L, int64_t sector)
     case FL_LF_FWD_QKV: ADD(Tr, 2 * N + L->Br + 1), ADD(Tr * Tc, L->Br); break;     /* Q once per key tile */
     case FL_LF_BWD_KV: ADD(Tc, 4 * L->Bc + 8 * N); break;                          /* Q, dO, L, D, dQ r+w */
     case FL_LF_BWD_TWOPASS: ADD(Tc, 4 * L->Bc + 4 * N), ADD(Tr2, 3 * Br2 + 2 * N + 2 * Br2); break;
+    case FL_LF_BWD_MEMEFF: ADD(Tc, 3 * N + 4 * L->Bc), ADD(Tc, Tr * (8 * L->Br + 3 * L->Bc)); break; /* D pass; pairs */
     case FL_LF_PRE: ADD(N, 4); break;
     case FL_LF_CONVERT: ADD(N, 2); break;
     case FL_LF_COMBINE: ADD(N, 2 * S + 2); break;
@@ -74,7 +82,7 @@ static int64_t work_bound(const fl_launch *L, int64_t sector)
 int fl_cmd_l2_launch(int argc, char **argv)
 {
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 0, 0, 0, 0);
-    int64_t l2_mb = 60, sector = 32, Br2 = 0, Bc2 = 0, max_work = INT64_C(10000000000), max_mb = 2048;
+    int64_t l2_mb = 60, parts = 2, sector = 32, Br2 = 0, Bc2 = 0, max_work = INT64_C(10000000000), max_mb = 2048;
     int csv = 0, k;
     const char *family = NULL, *dtype = "fp16", *output = NULL, *name, *iv, *v = NULL;
     fl_status e = FL_OK;
@@ -109,6 +117,7 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(name, "--sms") == 0) e = fl_parse_i64(name, v, 1, 4096, &L.sms);
         else if (strcmp(name, "--ctas-per-sm") == 0) e = fl_parse_i64(name, v, 1, 64, &L.ctas_per_sm);
         else if (strcmp(name, "--l2-mb") == 0) e = fl_parse_i64(name, v, 1, 16384, &l2_mb);
+        else if (strcmp(name, "--l2-partitions") == 0) e = fl_parse_i64(name, v, 1, 2, &parts);
         else if (strcmp(name, "--sector") == 0) e = fl_parse_i64(name, v, 1, 4096, &sector);
         else if (strcmp(name, "--dtype") == 0) {
             dtype = v; /* every value checked, not only the last */
@@ -134,9 +143,9 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(dtype, "fp32") == 0) L.elem_bytes = 4;
         else e = fl_fail(FL_EINVAL, "--dtype: unknown type '%s' (choose fp16, bf16 or fp32)", dtype);
     }
-    L.Br2 = Br2 ? Br2 : L.Br, L.Bc2 = Bc2 ? Bc2 : L.Bc;
+    L.Br2 = Br2 ? Br2 : L.Br, L.Bc2 = Bc2 ? Bc2 : L.Bc, L.l2_parts = (int)parts;
     int64_t mem, work = 0;
-    if (!e) e = fl_l2_memory(l2_mb << 20, sector, &mem);
+    if (!e) e = fl_l2p_memory(l2_mb << 20, sector, L.l2_parts, &mem);
     if (!e && max_mb > 0 && mem > max_mb * (INT64_C(1) << 20))
         e = fl_fail(FL_EINVAL, "--max-memory: an L2 of %lld MiB in %lld-byte sectors takes %lld MiB to model, more "
                                "than the limit %lld MiB; raise --max-memory, or use larger --sector or smaller --l2-mb",
@@ -161,23 +170,23 @@ int fl_cmd_l2_launch(int argc, char **argv)
         fprintf(out, "# flashlab %s l2 --launch: predicted by the launch model (a model, not a measurement)\n",
                 FLASHLAB_VERSION);
         fl_cli_command_comment(out, "l2", argc, argv);
-        fprintf(out, "# l2 %" PRId64 " MiB, %" PRId64 "-byte sectors, LRU, emptied first; %" PRId64 " SMs x %" PRId64
-                     " CTAs\n", l2_mb, sector, L.sms, L.ctas_per_sm);
+        fprintf(out, "# l2 %" PRId64 " MiB in %" PRId64 " LRU partition%s, %" PRId64 "-byte sectors, emptied first; %" PRId64
+                     " SMs x %" PRId64 " CTAs\n", l2_mb, parts, parts > 1 ? "s" : "", sector, L.sms, L.ctas_per_sm);
         fputs("family,batch,heads,N,d,Br,Bc,causal,ctas,items,waves,sm_read_B,l2_read_B,sm_write_B,red_B,dram_read_B,"
-              "writeback_B\n", out);
+              "fabric_B,writeback_B\n", out);
         fprintf(out, "%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64
-                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n",
+                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n",
                 fl_launch_family_name(L.family), L.batch, L.heads, L.N, L.d, L.Br, L.Bc, L.causal, p.ctas, p.items,
-                p.waves, p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.writeback_B);
+                p.waves, p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.fabric_B, p.writeback_B);
     } else {
         fprintf(out, "l2 launch model: %s, B = %" PRId64 ", H = %" PRId64 ", N = %" PRId64 ", d = %" PRId64 ", %" PRId64
                      "x%" PRId64 "%s; %" PRId64 " CTAs for %" PRId64 " work items in %" PRId64 " waves of %" PRId64
-                     " x %" PRId64 "; L2 %" PRId64 " MiB\n",
+                     " x %" PRId64 "; L2 %" PRId64 " MiB in %" PRId64 " partition%s\n",
                 fl_launch_family_name(L.family), L.batch, L.heads, L.N, L.d, L.Br, L.Bc, L.causal ? ", causal" : "",
-                p.ctas, p.items, p.waves, L.sms, L.ctas_per_sm, l2_mb);
+                p.ctas, p.items, p.waves, L.sms, L.ctas_per_sm, l2_mb, parts, parts > 1 ? "s" : "");
         fprintf(out, "SM<-L2 read B %" PRId64 "\nL2 read lookups B %" PRId64 "\nSM->L2 write B %" PRId64
-                     "\nL2 reductions B %" PRId64 "\nDRAM read B %" PRId64 "\nwriteback B %" PRId64 "\n",
-                p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.writeback_B);
+                     "\nL2 reductions B %" PRId64 "\nDRAM read B %" PRId64 "\nfabric B %" PRId64 "\nwriteback B %" PRId64
+                     "\n", p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.fabric_B, p.writeback_B);
         for (int t = 0; t < FL_LT_COUNT; t++)
             if (p.reads[t] || p.writes[t])
                 fprintf(out, "  %-6s read %" PRId64 " written %" PRId64 " elements\n", fl_launch_tensor_name(t),

@@ -1,15 +1,18 @@
 /* launch_model.h: one whole kernel launch over batch x heads, in the order its grid runs, through
- * the L2 of l2.h (docs/third_party.md §3).
+ * the L2 of l2_parts.h (docs/third_party.md §3).
  *
  * gpu_order.h describes flashlab's own kernels for one head.  A library's attention kernel runs
  * every (batch, head) in one launch: its grid lists work items (a query or key tile of one head),
- * the GPU runs the CTAs in launch order in waves of SMs x CTAs-per-SM (rule G1 of
- * docs/l2_model.md: within a wave the CTAs advance in lock step, one tile access each per step),
- * and heads share the L2.  A launch here is one such kernel: a family (the loop a CTA runs), its
- * tiles, how the grid orders work items (the tile index fastest, or the head fastest), and three
- * things library kernels do that flashlab's kernels do not:
+ * the GPU runs them on SMs x CTAs-per-SM slots that advance in lock step, one tile access each per
+ * step, each slot taking the next work item in grid order when its own ends (rule S1 of
+ * docs/third_party.md §3; with work items of equal length these are waves), and heads share the
+ * L2, whose two partitions (l2_parts.h) each hold a copy of what SMs on both sides read.  A
+ * launch here is one such kernel: a family (the loop a CTA runs), its tiles, how the grid orders
+ * work items (the tile index fastest, or the head fastest), and three things library kernels do
+ * that flashlab's kernels do not:
  *
- *   persistent grids  P CTAs, CTA c takes work items c, c + P, c + 2P, ... one after the other;
+ *   persistent grids  P CTAs take the work items in grid order, each the next one when it ends
+ *                     (a tile scheduler: the P slots of rule S1);
  *   cluster multicast the K and V tiles of a cluster of C CTAs (consecutive query tiles of one
  *                     head) are read from L2 once and delivered to all C SMs;
  *   split-KV          a query tile's keys are cut into S ranges, each its own work item writing a
@@ -33,6 +36,12 @@ typedef enum {
                           written (atomic_dq: reduced in L2, not read by the SM); write dK_j, dV_j */
     FL_LF_BWD_TWOPASS, /* Triton's tutorial: K_j, V_j; per kept BLOCK_M1 step: Q, dO, L, D; write dK_j,
                           dV_j; then Q_m, dO_m, L_m, D_m; per kept BLOCK_N2 step: K, V; write dQ_m */
+    FL_LF_BWD_MEMEFF,  /* CUTLASS's (xFormers, PyTorch memory-efficient) backward, one key tile a CTA:
+                          D = rowsum(dO o O) for all N rows (O, dO read, D written); K_j (kept when
+                          d <= 64); per kept query tile, from tile j on (causal: i >= the tile of
+                          key k0), Q_i, [K_j again when d > 64], L_i, dO_i twice, V_j, D_i, dQ_i
+                          (fp32) read, K_j, dQ_i written (fp32; the last key tile to arrive
+                          writes dQ), Q_i again; write dK_j, dV_j (docs/third_party.md §6) */
     FL_LF_PRE,         /* D = rowsum(dO o O): per tile of Br rows: O, dO read; D written (+ dQ acc = 0) */
     FL_LF_CONVERT,     /* dQ = dQ acc: per tile of Br rows: dQ acc (fp32) read, dQ written */
     FL_LF_COMBINE      /* split-KV: per query tile: the S partial O_i, L_i read; O_i, L_i written */
@@ -60,6 +69,8 @@ typedef struct {
     int64_t cluster;    /* >= 1: CTAs per cluster sharing K_j, V_j by multicast (FWD families) */
     int64_t splits;     /* >= 1: key ranges per query tile (FWD_Q, COMBINE) */
     int64_t sms, ctas_per_sm; /* the machine: 132 SMs on the H200; resident CTAs per SM (>= 1) */
+    int l2_parts;       /* L2 partitions (l2_parts.h): 2 on the H200; 1: one LRU.  The CTA in slot k of
+                           a wave runs on SM k mod sms, on the side (k mod sms) mod l2_parts */
 } fl_launch;
 
 /* What a launch moves.  Bytes are sectors x sector bytes (docs/l2_model.md rule L1). */
@@ -70,19 +81,22 @@ typedef struct {
     int64_t sm_write_B;  /* sectors the SMs write */
     int64_t red_B;       /* sectors reduced in L2 (atomic dQ) */
     int64_t dram_read_B; /* read and reduction misses x sector */
+    int64_t fabric_B;    /* sectors crossing between L2 partitions x sector (l2_parts.h; 0 with one) */
     int64_t writeback_B; /* dirty sectors evicted during the launch x sector */
     int64_t reads[FL_LT_COUNT], writes[FL_LT_COUNT]; /* elements per tensor (reductions: in writes) */
 } fl_launch_pred;
 
 /* A launch with the defaults: family f, problem B x H x N x d, no mask, 2-byte elements, tiles
- * Br x Bc, the tile index fastest, one CTA per item, no cluster, no split, 132 SMs, 1 CTA/SM. */
+ * Br x Bc, the tile index fastest, one CTA per item, no cluster, no split, 132 SMs, 1 CTA/SM,
+ * 2 L2 partitions (the H200). */
 fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N, int64_t d, int64_t Br, int64_t Bc);
 
 /* Checks every field (FL_EINVAL naming the CLI option of the first that breaks its rule: sizes
  * >= 1, tiles <= N, BWD_TWOPASS's Bc a multiple of Br and Br2 of Bc2, a cluster only for the
- * forward families, splits only for FWD_Q and COMBINE, elem_bytes 2 or 4), then walks the launch
- * in GPU order through an LRU L2 of l2_bytes in sectors of `sector` bytes, emptied first (ncu
- * --cache-control all), and fills *out.  FL_ENOMEM when the host runs out of memory. */
+ * forward families, splits only for FWD_Q and COMBINE, elem_bytes 2 or 4, l2_parts 1 or 2), then
+ * walks the launch in GPU order through an L2 of l2_bytes in l2_parts LRU partitions (l2_parts.h)
+ * in sectors of `sector` bytes, emptied first (ncu --cache-control all), and fills *out.
+ * FL_ENOMEM when the host runs out of memory. */
 fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector, fl_launch_pred *out);
 
 /* Parses a family name (fwd-q, fwd-qkv, bwd-kv, bwd-twopass, pre, convert, combine): FL_EINVAL

@@ -1,12 +1,13 @@
 /* launch_model.c: whole launches over batch x heads in grid order through the L2
- * (launch_model.h).  Each CTA's accesses are listed as its loop runs them; a wave of resident CTAs
- * advances in lock step (rule G1); every access goes through the LRU cache of l2.h. */
+ * (launch_model.h).  Each CTA's accesses are listed as its loop runs them; the resident CTA slots
+ * advance in lock step, each taking the next work item when its own ends (rule S1); every access
+ * goes through the partitioned L2 of l2_parts.h. */
 #include <flashlab/launch_model.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-#include <flashlab/l2.h>
+#include <flashlab/l2_parts.h>
 
 enum { RD = 0, WR = 1, RED = 2 };
 
@@ -24,11 +25,13 @@ typedef struct {
 typedef struct {
     const fl_launch *L;
     int64_t BH, Tr, Tc, items;
+    int32_t *arrived;   /* BWD_MEMEFF: key tiles done per (head, query tile), in listing order */
     int64_t cols[FL_LT_COUNT], eb[FL_LT_COUNT], rows[FL_LT_COUNT];
     uint64_t base[FL_LT_COUNT];
 } ctx;
 
-static const char *const family_names[] = {"fwd-q", "fwd-qkv", "bwd-kv", "bwd-twopass", "pre", "convert", "combine"};
+static const char *const family_names[] = {"fwd-q", "fwd-qkv", "bwd-kv", "bwd-twopass", "bwd-memeff", "pre", "convert",
+                                            "combine"};
 static const char *const tensor_names[] = {"Q", "K", "V", "O", "L", "dO", "D", "dQacc", "dQ", "dK", "dV", "Opart", "Lpart"};
 
 const char *fl_launch_family_name(fl_launch_family f) { return family_names[f]; }
@@ -41,8 +44,8 @@ fl_status fl_launch_family_parse(const char *s, fl_launch_family *out)
             *out = (fl_launch_family)f;
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "--launch: unknown family '%s' (choose fwd-q, fwd-qkv, bwd-kv, bwd-twopass, pre, convert "
-                              "or combine)", s ? s : "");
+    return fl_fail(FL_EINVAL, "--launch: unknown family '%s' (choose fwd-q, fwd-qkv, bwd-kv, bwd-twopass, bwd-memeff, "
+                              "pre, convert or combine)", s ? s : "");
 }
 
 fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N, int64_t d, int64_t Br, int64_t Bc)
@@ -50,7 +53,7 @@ fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N,
     fl_launch L;
     memset(&L, 0, sizeof L);
     L.family = f, L.batch = B, L.heads = H, L.N = N, L.d = d, L.Br = Br, L.Bc = Bc, L.Br2 = Br, L.Bc2 = Bc;
-    L.elem_bytes = 2, L.order = FL_GO_TILE_FASTEST, L.cluster = 1, L.splits = 1, L.sms = 132, L.ctas_per_sm = 1;
+    L.elem_bytes = 2, L.order = FL_GO_TILE_FASTEST, L.cluster = 1, L.splits = 1, L.sms = 132, L.ctas_per_sm = 1, L.l2_parts = 2;
     return L;
 }
 
@@ -139,6 +142,36 @@ static int item_accesses(const ctx *c, int64_t item, list *l)
         P(FL_LT_dV, WR, bh, k0, nk, 0);
         return 0;
     }
+    case FL_LF_BWD_MEMEFF: { /* kernel_backward.h of PyTorch's mem_eff_attention, with num_splits_key = Tc */
+        item_of(c, item, c->Tc, 1, &bh, &t, &s);
+        const int64_t k0 = t * Bc, nk = fl_min64(Bc, N - k0), reload_k = L->d > 64;
+        for (int64_t q0 = 0; q0 < N; q0 += Br) { /* every CTA computes D for the whole head */
+            P(FL_LT_O, RD, bh, q0, fl_min64(Br, N - q0), 1);
+            P(FL_LT_dO, RD, bh, q0, fl_min64(Br, N - q0), 1);
+            P(FL_LT_D, WR, bh, q0, fl_min64(Br, N - q0), 0);
+        }
+        if (!reload_k) P(FL_LT_K, RD, bh, k0, nk, 1);
+        const int64_t first = L->causal ? k0 / Br : 0, shift = L->causal ? 0 : t % c->Tr;
+        for (int64_t n = 0; n < c->Tr - first; n++) {
+            const int64_t i = first + (n + shift) % (c->Tr - first), q0 = i * Br, nq = fl_min64(Br, N - q0);
+            P(FL_LT_Q, RD, bh, q0, nq, 1); /* S = Q K^T */
+            if (reload_k) P(FL_LT_K, RD, bh, k0, nk, 1);
+            P(FL_LT_L, RD, bh, q0, nq, 1);
+            P(FL_LT_dO, RD, bh, q0, nq, 1); /* dV += P^T dO */
+            P(FL_LT_dO, RD, bh, q0, nq, 1); /* dP = dO V^T */
+            P(FL_LT_V, RD, bh, k0, nk, 1);
+            P(FL_LT_D, RD, bh, q0, nq, 1);
+            P(FL_LT_dQacc, RD, bh, q0, nq, 1);
+            P(FL_LT_K, RD, bh, k0, nk, 1); /* dQ += dS K */
+            const int64_t feeding = L->causal ? fl_min64(c->Tc, (q0 + nq - 1) / Bc + 1) : c->Tc;
+            if (++c->arrived[bh * c->Tr + i] == feeding) P(FL_LT_dQ, WR, bh, q0, nq, 0);
+            else P(FL_LT_dQacc, WR, bh, q0, nq, 0);
+            P(FL_LT_Q, RD, bh, q0, nq, 1); /* dK += dS^T Q */
+        }
+        P(FL_LT_dK, WR, bh, k0, nk, 0);
+        P(FL_LT_dV, WR, bh, k0, nk, 0);
+        return 0;
+    }
     case FL_LF_BWD_TWOPASS: { /* the tutorial's _attn_bwd: BLOCK_M1 = Br, BLOCK_N1 = Bc, BLOCK_M2 = Br2, BLOCK_N2 = Bc2 */
         item_of(c, item, N / Bc, 1, &bh, &t, &s);
         const int64_t n0 = t * Bc;
@@ -218,6 +251,8 @@ static fl_status check(const fl_launch *L)
         return fl_fail(FL_EINVAL, "--Br/--Bc: tile rows must be >= 1 and at most N");
     if (L->elem_bytes != 2 && L->elem_bytes != 4) return fl_fail(FL_EINVAL, "--dtype: 2- or 4-byte elements only");
     if (L->sms < 1 || L->ctas_per_sm < 1) return fl_fail(FL_EINVAL, "--sms/--ctas-per-sm: must be >= 1");
+    if (L->l2_parts != 1 && L->l2_parts != 2)
+        return fl_fail(FL_EINVAL, "--l2-partitions: 1 (one LRU) or 2 (the H100's and H200's two halves)");
     if (L->persistent < 0) return fl_fail(FL_EINVAL, "--persistent: must be >= 0 (0: a CTA per work item)");
     if (L->cluster < 1 || L->splits < 1) return fl_fail(FL_EINVAL, "--cluster/--splits: must be >= 1");
     if (L->cluster > 1 && (L->family > FL_LF_FWD_QKV || L->causal))
@@ -253,7 +288,8 @@ static void setup(ctx *c, const fl_launch *L)
     switch (L->family) {
     case FL_LF_FWD_Q:
     case FL_LF_FWD_QKV: c->items = c->BH * c->Tr * L->splits; break;
-    case FL_LF_BWD_KV: c->items = c->BH * c->Tc; break;
+    case FL_LF_BWD_KV:
+    case FL_LF_BWD_MEMEFF: c->items = c->BH * c->Tc; break;
     case FL_LF_BWD_TWOPASS: c->items = c->BH * (L->N / L->Bc); break;
     case FL_LF_PRE:
     case FL_LF_CONVERT:
@@ -261,21 +297,36 @@ static void setup(ctx *c, const fl_launch *L)
     }
 }
 
+/* What the walker knows of one partition: the last thing that changed it was the access `r`,
+ * touching in order every sector of r (full: a read from this side) or every sector of r homed
+ * here (a write or reduction: dirty).  Repeating such an access changes nothing. */
 typedef struct {
-    fl_l2 *l2;
+    acc r;
+    int valid, full;
+} part_state;
+
+typedef struct {
+    fl_l2p *l2;
     int64_t sb;
-    acc last;          /* the range touched last */
-    int have_last;
-    int last_dirty;    /* every sector of it written since it was touched in that order */
-    int64_t last_sectors;
+    part_state last[2];
 } walker;
 
-static void visit(const ctx *c, walker *w, const acc *a, fl_launch_pred *out)
+static int same_range(const acc *a, const acc *b)
+{
+    return a->t == b->t && a->slice == b->slice && a->r0 == b->r0 && a->nr == b->nr;
+}
+
+/* One access of the CTA on side `side`.  Counted always; played on the L2 unless it is a repeat
+ * that cannot change it (the range touched last, CTA after CTA on the same tile: a read whose
+ * near partition last saw this very read hits everywhere; a write or reduction whose home
+ * partitions last saw this very update finds its sectors resident and dirty). */
+static void visit(const ctx *c, walker *w, const acc *a, int side, fl_launch_pred *out)
 {
     const int64_t cols = c->cols[a->t], eb = c->eb[a->t], elems = a->nr * cols;
     const uint64_t at = c->base[a->t] + ((uint64_t)(a->slice * c->L->N + a->r0) * (uint64_t)cols) * (uint64_t)eb;
     const int64_t len = elems * eb;
     const int64_t sectors = (int64_t)((at + (uint64_t)len - 1) / (uint64_t)w->sb - at / (uint64_t)w->sb + 1);
+    const int parts = fl_l2p_parts(w->l2);
     if (a->kind == RD) {
         if (!a->deliver) return; /* a cluster member's K_j, V_j: its leader's read delivers them */
         out->reads[a->t] += elems * a->deliver;
@@ -286,20 +337,43 @@ static void visit(const ctx *c, walker *w, const acc *a, fl_launch_pred *out)
         if (a->kind == WR) out->sm_write_B += sectors * w->sb;
         else out->red_B += sectors * w->sb;
     }
-    /* The range touched last, again, nothing between: its sectors are resident and most recently
-     * used in the same order, so a read hits and changes nothing; a write or reduction changes
-     * nothing either once they are dirty.  Only counted (CTA after CTA on the same tile). */
-    const int same = w->have_last && a->t == w->last.t && a->slice == w->last.slice && a->r0 == w->last.r0 &&
-                     a->nr == w->last.nr && sectors <= fl_l2_capacity_sectors(w->l2);
-    if (same && (a->kind == RD || w->last_dirty)) return;
-    const fl_l2_stats before = fl_l2_get_stats(w->l2);
-    if (a->kind != WR) fl_l2_access(w->l2, at, len, 0); /* a reduction reads the old value in L2 */
-    if (a->kind != RD) fl_l2_access(w->l2, at, len, 1);
-    const fl_l2_stats after = fl_l2_get_stats(w->l2);
-    out->dram_read_B += (after.read_misses - before.read_misses) * w->sb;
+    const int fits = sectors <= fl_l2p_part_sectors(w->l2);
+    int64_t homed[2];
+    fl_l2p_homed(w->l2, at, len, homed);
+    if (a->kind == RD) {
+        const part_state *n = &w->last[side];
+        if (fits && n->valid && same_range(&n->r, a) && (n->full || parts == 1)) return;
+    } else {
+        int repeat = fits;
+        for (int p = 0; p < parts && repeat; p++)
+            if (homed[p]) repeat = w->last[p].valid && !w->last[p].full && same_range(&w->last[p].r, a);
+        if (repeat) {
+            out->fabric_B += (sectors - homed[side]) * w->sb * (parts > 1);
+            return;
+        }
+    }
+    const fl_l2p_stats before = fl_l2p_get_stats(w->l2);
+    const unsigned touched = fl_l2p_access(w->l2, side, at, len, a->kind == RD ? FL_L2P_READ
+                                                                  : a->kind == WR ? FL_L2P_WRITE : FL_L2P_REDUCE);
+    const fl_l2p_stats after = fl_l2p_get_stats(w->l2);
+    out->dram_read_B += (after.dram_reads - before.dram_reads) * w->sb;
+    out->fabric_B += (after.fabric - before.fabric) * w->sb;
     out->writeback_B += (after.writebacks - before.writebacks) * w->sb;
-    w->last_dirty = a->kind != RD || (same && w->last_dirty);
-    w->last = *a, w->have_last = 1, w->last_sectors = sectors;
+    for (int p = 0; p < parts; p++) /* a read's lookups in a home partition are only its near misses */
+        if (touched >> p & 1) w->last[p] = (part_state){*a, a->kind != RD || p == side, a->kind == RD};
+}
+
+/* Puts the next work item with any access (*next onwards, in grid order) into l; 0 when none is
+ * left (or on out of memory: *e set). */
+static int load(const ctx *c, list *l, int64_t *next, fl_status *e)
+{
+    l->n = 0;
+    while (l->n == 0 && *next < c->items)
+        if (item_accesses(c, (*next)++, l)) {
+            *e = fl_fail(FL_ENOMEM, "l2: out of memory listing a CTA's accesses");
+            return 0;
+        }
+    return l->n > 0;
 }
 
 fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector, fl_launch_pred *out)
@@ -308,35 +382,44 @@ fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector
     FL_TRY(check(L));
     ctx c;
     setup(&c, L);
-    fl_l2 *l2;
-    FL_TRY(fl_l2_alloc(l2_bytes, sector, &l2));
-    const int64_t ctas = L->persistent > 0 ? fl_min64(L->persistent, c.items) : c.items;
-    const int64_t wave = L->sms * L->ctas_per_sm;
-    out->ctas = ctas, out->items = c.items, out->waves = fl_cdiv(ctas, wave);
-    list *ls = calloc((size_t)fl_min64(wave, ctas), sizeof *ls);
-    fl_status e = ls ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for a wave of %lld CTAs", (long long)wave);
-    walker w = {l2, sector, {0}, 0, 0, 0};
-    for (int64_t w0 = 0; !e && w0 < ctas; w0 += wave) {
-        const int64_t n = fl_min64(wave, ctas - w0);
-        int64_t steps = 0;
-        for (int64_t k = 0; !e && k < n; k++) { /* each CTA's accesses: its items one after the other */
-            ls[k].n = 0;
-            const int64_t stride = L->persistent > 0 ? ctas : c.items;
-            for (int64_t item = w0 + k; item < c.items; item += stride)
-                if (item_accesses(&c, item, &ls[k])) {
-                    e = fl_fail(FL_ENOMEM, "l2: out of memory listing a CTA's accesses");
-                    break;
-                }
-            steps = fl_max64(steps, ls[k].n);
-        }
-        for (int64_t s = 0; !e && s < steps; s++) /* rule G1: lock step, CTAs in launch order */
-            for (int64_t k = 0; k < n; k++)
-                if (s < ls[k].n) visit(&c, &w, &ls[k].a[s], out);
+    int64_t heads_tiles = 0;
+    if (L->family == FL_LF_BWD_MEMEFF &&
+        (!fl_mul_ok(c.BH, c.Tr, &heads_tiles) || heads_tiles > (INT64_C(1) << 40) ||
+         !(c.arrived = calloc((size_t)heads_tiles, sizeof *c.arrived))))
+        return fl_fail(FL_ENOMEM, "l2: out of memory for the dQ arrival counters of %lld x %lld query tiles",
+                       (long long)c.BH, (long long)c.Tr);
+    fl_l2p *l2;
+    const fl_status ea = fl_l2p_alloc(l2_bytes, sector, L->l2_parts, &l2);
+    if (ea) {
+        free(c.arrived);
+        return ea;
     }
+    const int64_t ctas = L->persistent > 0 ? fl_min64(L->persistent, c.items) : c.items;
+    const int64_t wave = L->sms * L->ctas_per_sm, slots = fl_min64(L->persistent > 0 ? ctas : wave, c.items);
+    out->ctas = ctas, out->items = c.items, out->waves = fl_cdiv(ctas, wave);
+    /* Rule S1 (docs/third_party.md §3): `slots` CTA slots (SM k mod sms for slot k); each runs its
+     * work item's accesses one a step, all slots in lock step, and takes the next work item in grid
+     * order when it finishes (the block scheduler; a persistent grid's tile scheduler). */
+    list *ls = calloc((size_t)slots, sizeof *ls);
+    int64_t *pos = calloc((size_t)slots, sizeof *pos);
+    fl_status e = ls && pos ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for %lld CTA slots", (long long)slots);
+    walker w = {l2, sector, {{{0}, 0, 0}, {{0}, 0, 0}}};
+    int64_t next = 0, active = 0;
+    for (int64_t k = 0; !e && k < slots; k++) active += load(&c, &ls[k], &next, &e);
+    while (!e && active > 0)
+        for (int64_t k = 0; !e && k < slots; k++) {
+            if (pos[k] >= ls[k].n) continue; /* idle: no work item left */
+            visit(&c, &w, &ls[k].a[pos[k]++], (int)(k % L->sms % L->l2_parts), out);
+            if (pos[k] < ls[k].n) continue;
+            pos[k] = 0;
+            active -= !load(&c, &ls[k], &next, &e);
+        }
+    free(pos);
     if (ls)
-        for (int64_t k = 0; k < fl_min64(wave, ctas); k++) free(ls[k].a);
+        for (int64_t k = 0; k < slots; k++) free(ls[k].a);
     free(ls);
-    fl_l2_free(l2);
+    free(c.arrived);
+    fl_l2p_free(l2);
     if (e) memset(out, 0, sizeof *out);
     return e;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli_runner.h"
+#include "l2_parts.h"
 #include "launch_model.h"
 #include "run.h"
 #include "schedule.h"
@@ -210,6 +211,180 @@ Test(launch_model, twopass_by_hand)
     cr_assert_eq(p.reads[FL_LT_K], (128 + 128 + 128 + 256) * 64);
 }
 
+/* Two L2 partitions by hand (l2_parts.h): one head, N = 256, d = 64, 64x64 tiles of 8 KiB (two
+ * 4 KiB pages, one homed in each partition), 4 CTAs on SMs 0-3, sides 0, 1, 0, 1.  Each K_j, V_j
+ * is read by all four in lock step: the first (side 0) fetches the half homed in partition 1 over
+ * the fabric, the second (side 1) the half homed in 0, the others hit their copies: 8 KiB of
+ * fabric for each of the 8 tiles.  Q_i (read) and O_i (written) by one CTA each: the far half,
+ * 4 KiB each of 8 tiles.  L (fp32, 256 B a tile) lies in one page, homed in 1 (page 2048 at
+ * 8 MiB): the CTAs on side 0 write theirs over the fabric, 2 x 256 B.  DRAM as with one LRU. */
+Test(launch_model, two_partitions_by_hand)
+{
+    fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 256, 64, 64, 64);
+    cr_assert_eq(L.l2_parts, 2);
+    const fl_launch_pred two = predict(&L, 60 << 20);
+    cr_assert_eq(two.fabric_B, 8 * 8192 + 8 * 4096 + 2 * 256);
+    L.l2_parts = 1;
+    const fl_launch_pred one = predict(&L, 60 << 20);
+    cr_assert_eq(one.fabric_B, 0);
+    cr_assert_eq(two.dram_read_B, one.dram_read_B);
+    cr_assert_eq(two.sm_read_B, one.sm_read_B);
+}
+
+/* What two partitions change: a backward whose query side of one head (Q, dO 128 KiB each, the
+ * fp32 dQ accumulator 256 KiB, L and D 8 KiB: 520 KiB) fits a 1 MiB L2 but not its 512 KiB half.
+ * Waves of 8 CTAs cover half a head's 16 key tiles; with one LRU the second wave finds the head's
+ * tiles and DRAM reads each byte once, with two partitions it reads them again. */
+Test(launch_model, two_partitions_halve_what_every_sm_reads)
+{
+    fl_launch L = fl_launch_default(FL_LF_BWD_KV, 1, 4, 1024, 64, 64, 64);
+    L.sms = 8, L.atomic_dq = 1;
+    const int64_t once = 4 * 4 * 1024 * 64 * 2 + 4 * 1024 * 64 * 4 + 2 * 4 * 1024 * 4; /* Q dO K V, dQacc, L D */
+    L.l2_parts = 1;
+    cr_assert_eq(predict(&L, 1 << 20).dram_read_B, once);
+    L.l2_parts = 2;
+    const fl_launch_pred two = predict(&L, 1 << 20);
+    cr_assert_gt(two.dram_read_B, once * 3 / 2, "%ld", (long)two.dram_read_B);
+    cr_assert_eq(predict(&L, 2 << 20).dram_read_B, once); /* twice the L2: kept again */
+}
+
+/* The walk skips repeats (a tile read CTA after CTA); the counts must be those of playing every
+ * access.  Here every access of fwd-q and of bwd-kv (dQ reduced, or read and written) is played
+ * on fl_l2p directly,
+ * by rule G2 (slots in lock step, each taking the next work item when it finishes) and compared:
+ * several heads, ragged tiles, causal or not, a small L2 that evicts, two partitions. */
+typedef struct { int t, kind; int64_t bh, r0, nr; } acc_t;
+
+static int item_list(fl_launch_family f, int64_t it, int64_t N, int64_t Br, int64_t Bc, int causal, int atomic,
+                     acc_t *a)
+{
+    const int64_t Tr = (N + Br - 1) / Br, Tc = (N + Bc - 1) / Bc;
+    int m = 0;
+    if (f == FL_LF_FWD_Q) {
+        const int64_t bh = it / Tr, q0 = it % Tr * Br, nq = q0 + Br > N ? N - q0 : Br, kend = causal ? q0 + nq : N;
+        a[m++] = (acc_t){FL_LT_Q, 0, bh, q0, nq};
+        for (int64_t j = 0; j < Tc && j * Bc < kend; j++) {
+            const int64_t nk = j * Bc + Bc > N ? N - j * Bc : Bc;
+            a[m++] = (acc_t){FL_LT_K, 0, bh, j * Bc, nk};
+            a[m++] = (acc_t){FL_LT_V, 0, bh, j * Bc, nk};
+        }
+        a[m++] = (acc_t){FL_LT_O, 1, bh, q0, nq};
+        a[m++] = (acc_t){FL_LT_L, 1, bh, q0, nq};
+    } else {
+        const int64_t bh = it / Tc, k0 = it % Tc * Bc, nk = k0 + Bc > N ? N - k0 : Bc;
+        a[m++] = (acc_t){FL_LT_K, 0, bh, k0, nk};
+        a[m++] = (acc_t){FL_LT_V, 0, bh, k0, nk};
+        for (int64_t i = causal ? k0 / Br : 0; i < Tr; i++) {
+            const int64_t q0 = i * Br, nq = q0 + Br > N ? N - q0 : Br;
+            a[m++] = (acc_t){FL_LT_Q, 0, bh, q0, nq};
+            a[m++] = (acc_t){FL_LT_dO, 0, bh, q0, nq};
+            a[m++] = (acc_t){FL_LT_L, 0, bh, q0, nq};
+            a[m++] = (acc_t){FL_LT_D, 0, bh, q0, nq};
+            if (atomic) a[m++] = (acc_t){FL_LT_dQacc, 2, bh, q0, nq};
+            else {
+                a[m++] = (acc_t){FL_LT_dQacc, 0, bh, q0, nq};
+                a[m++] = (acc_t){FL_LT_dQacc, 1, bh, q0, nq};
+            }
+        }
+        a[m++] = (acc_t){FL_LT_dK, 1, bh, k0, nk};
+        a[m++] = (acc_t){FL_LT_dV, 1, bh, k0, nk};
+    }
+    return m;
+}
+
+static void replay(fl_launch_family f, int causal, int atomic, int64_t l2_bytes)
+{
+    const int64_t B = 1, H = 3, N = 200, d = 64, Br = 64, Bc = 32, sms = 3;
+    fl_launch L = fl_launch_default(f, B, H, N, d, Br, Bc);
+    L.sms = sms, L.atomic_dq = atomic, L.causal = causal;
+    const fl_launch_pred p = predict(&L, l2_bytes);
+    /* tensor bases as launch_model.c lays them out: enum order, 2 MiB aligned */
+    const int eb[FL_LT_COUNT] = {2, 2, 2, 2, 4, 2, 4, 4, 2, 2, 2, 4, 4};
+    const int64_t cols[FL_LT_COUNT] = {d, d, d, d, 1, d, 1, d, d, d, d, d, 1};
+    uint64_t base[FL_LT_COUNT], at = 0;
+    for (int t = 0; t < FL_LT_COUNT; t++) {
+        base[t] = at;
+        at += ((uint64_t)(B * H * N * cols[t] * eb[t]) + (1u << 21) - 1) & ~(uint64_t)((1u << 21) - 1);
+    }
+    fl_l2p *c;
+    cr_assert_eq(fl_l2p_alloc(l2_bytes, 32, 2, &c), FL_OK);
+    const int64_t items = B * H * (f == FL_LF_FWD_Q ? (N + Br - 1) / Br : (N + Bc - 1) / Bc);
+    acc_t a[3][80];
+    int n[3], pos[3] = {0, 0, 0};
+    int64_t next = 0, active = 0;
+    for (int k = 0; k < sms; k++, active++) n[k] = item_list(f, next++, N, Br, Bc, causal, atomic, a[k]);
+    while (active > 0)
+        for (int k = 0; k < sms; k++) {
+            if (pos[k] >= n[k]) continue;
+            const acc_t *x = &a[k][pos[k]++];
+            const uint64_t addr = base[x->t] + (uint64_t)((x->bh * N + x->r0) * cols[x->t] * eb[x->t]);
+            fl_l2p_access(c, k % 2, addr, x->nr * cols[x->t] * eb[x->t], x->kind);
+            if (pos[k] < n[k]) continue;
+            pos[k] = 0;
+            if (next < items) n[k] = item_list(f, next++, N, Br, Bc, causal, atomic, a[k]);
+            else n[k] = 0, active--;
+        }
+    const fl_l2p_stats st = fl_l2p_get_stats(c);
+    cr_assert_eq(p.dram_read_B, st.dram_reads * 32, "%s causal=%d: %ld vs %ld", fl_launch_family_name(f), causal,
+                 (long)p.dram_read_B, (long)(st.dram_reads * 32));
+    cr_assert_eq(p.fabric_B, st.fabric * 32, "%s: fabric %ld vs %ld", fl_launch_family_name(f), (long)p.fabric_B,
+                 (long)(st.fabric * 32));
+    cr_assert_eq(p.writeback_B, st.writebacks * 32);
+    fl_l2p_free(c);
+}
+
+Test(launch_model, skipped_repeats_change_nothing)
+{
+    for (int64_t kib = 64; kib <= 1024; kib *= 4)
+        for (int causal = 0; causal < 2; causal++) {
+            replay(FL_LF_FWD_Q, causal, 0, kib << 10);
+            replay(FL_LF_BWD_KV, causal, 1, kib << 10);
+            replay(FL_LF_BWD_KV, causal, 0, kib << 10); /* dQ read, then written, CTA after CTA */
+        }
+}
+
+/* Rule G2: a slot whose work item ends early takes the next one; causal work items differ in
+ * length, so the order in which tiles are read differs from waves that wait for their longest
+ * CTA, but not what is read.  A persistent grid of P CTAs takes the items the same way. */
+Test(launch_model, slots_take_the_next_item)
+{
+    fl_launch L = fl_launch_default(FL_LF_BWD_KV, 1, 2, 512, 64, 64, 64);
+    L.causal = 1, L.sms = 4, L.atomic_dq = 1;
+    const fl_launch_pred grid = predict(&L, 1 << 20);
+    L.persistent = 4;
+    const fl_launch_pred per = predict(&L, 1 << 20);
+    cr_assert_eq(per.ctas, 4);
+    cr_assert_eq(grid.ctas, 16);
+    cr_assert_eq(per.sm_read_B, grid.sm_read_B);
+    cr_assert_eq(per.dram_read_B, grid.dram_read_B); /* 4 slots either way: the same walk */
+    cr_assert_eq(per.fabric_B, grid.fabric_B);
+}
+
+/* CUTLASS's backward (bwd-memeff) by hand: one head, N = 256, d = 64, 64x64 tiles (8 KiB; the
+ * fp32 dQ accumulator tile 16 KiB), 4 CTAs.  Each CTA: D for all rows (O and dO, 64 KiB read,
+ * D 1 KiB written), K_j once (d <= 64 keeps it), and per pair Q_i and dO_i twice, V_j, K_j (dQ),
+ * L_i, D_i (256 B each) and the accumulator: 64.5 KiB; dK_j, dV_j written.  Each query tile is fed
+ * by 4 key tiles: 3 write the accumulator, the last dQ (8 KiB). */
+Test(launch_model, memeff_backward_by_hand)
+{
+    fl_launch L = fl_launch_default(FL_LF_BWD_MEMEFF, 1, 1, 256, 64, 64, 64);
+    fl_launch_pred p = predict(&L, 60 << 20);
+    cr_assert_eq(p.ctas, 4);
+    cr_assert_eq(p.sm_read_B, 4 * (65536 + 8192 + 4 * 66048));
+    cr_assert_eq(p.sm_write_B, 4 * (1024 + 16384) + 4 * (3 * 16384 + 8192));
+    cr_assert_eq(p.writes[FL_LT_dQ], 256 * 64);
+    cr_assert_eq(p.reads[FL_LT_O], 4 * 256 * 64);
+    cr_assert_eq(p.reads[FL_LT_K], 4 * 64 * 64 + 16 * 64 * 64);
+    L.d = 128; /* d > 64: K_j streamed again for S = Q K^T in every pair */
+    p = predict(&L, 60 << 20);
+    cr_assert_eq(p.reads[FL_LT_K], 2 * 16 * 64 * 128);
+    L.d = 64, L.causal = 1; /* CTA j visits query tiles i >= j: 4 + 3 + 2 + 1 pairs */
+    p = predict(&L, 60 << 20);
+    cr_assert_eq(p.reads[FL_LT_V], 10 * 64 * 64);
+    cr_assert_eq(p.writes[FL_LT_dQ], 256 * 64);          /* every query tile's last key tile writes dQ */
+    cr_assert_eq(p.writes[FL_LT_dQacc], (10 - 4) * 64 * 64);
+}
+
 Test(launch_model, input_rules_name_the_option)
 {
     fl_launch_pred p;
@@ -231,6 +406,10 @@ Test(launch_model, input_rules_name_the_option)
     L.ctas_per_sm = 0;
     cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
     cr_assert(strstr(fl_last_error(), "--ctas-per-sm"));
+    L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 64, 64, 32, 32);
+    L.l2_parts = 4;
+    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--l2-partitions"));
     fl_launch_family f;
     cr_assert_eq(fl_launch_family_parse("fwd-qq", &f), FL_EINVAL);
     cr_assert(strstr(fl_last_error(), "--launch"));
@@ -244,7 +423,8 @@ Test(launch_model, cli_prints_and_refuses)
                         "64", "--Bc", "64", "--format", "csv", NULL};
     cli_result *r = cli_run(ok);
     cr_assert_eq(r->status, 0, "%s", r->err);
-    cr_assert(strstr(r->out, "fwd-q,1,1,256,64,64,64,0,4,4,1,294912,294912,33792,0,98304,0"), "%s", r->out);
+    /* the fabric_B column: launch_model.two_partitions_by_hand */
+    cr_assert(strstr(r->out, "fwd-q,1,1,256,64,64,64,0,4,4,1,294912,294912,33792,0,98304,98816,0"), "%s", r->out);
     free(r);
     const char *order[] = {"l2", "--launch", "fwd-q", "--N", "256", "--d", "64", "--Br", "64", "--Bc", "64", "--order",
                            "sideways", NULL};
