@@ -44,6 +44,10 @@ void fl_l2_access(fl_l2 *c, uint64_t addr, int64_t len, int write);
  * counters) and keeps the statistics. */
 void fl_l2_flush(fl_l2 *c);
 
+/* Takes the sector holding byte addr out of the cache if it is there, without writing it back
+ * (a stale copy invalidated: l2_parts.h); its slot is reused first. */
+void fl_l2_drop(fl_l2 *c, uint64_t addr);
+
 /* Number of sectors the cache holds now, and its capacity in sectors. */
 int64_t fl_l2_resident(const fl_l2 *c);
 int64_t fl_l2_capacity_sectors(const fl_l2 *c);

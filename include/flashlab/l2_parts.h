@@ -11,7 +11,8 @@
  *                      held twice, so it finds half the L2.
  *   write, reduction   done in the home partition (a fabric sector when the home is the other
  *                      side); a reduction reads the old value there first (a miss reads DRAM).
- *                      Copies are not invalidated: coherence traffic is not counted.
+ *                      A copy in the other partition is dropped (invalidated), so the next read
+ *                      from that side crosses the fabric again.
  *
  * P = 1 is the one LRU cache of l2.h, unchanged.  The two-partition rule is measured, not
  * assumed: bench/l2_probe.cu (figures/data/l2_probe.csv) finds that a buffer every SM reads twice

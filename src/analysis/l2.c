@@ -15,7 +15,8 @@ typedef struct {
 } slot;
 
 struct fl_l2 {
-    int64_t cap, sector, used, nfree;
+    int64_t cap, sector, used, nfree; /* slots handed out; dropped slots waiting in the free list */
+    int32_t free_head;                /* the free list, chained through hnext */
     int shift;
     slot *s;
     int32_t *bucket;
@@ -90,7 +91,8 @@ void fl_l2_free(fl_l2 *c)
 void fl_l2_flush(fl_l2 *c)
 {
     for (int64_t b = 0; b < c->nbucket; b++) c->bucket[b] = NIL;
-    c->used = 0;
+    c->used = c->nfree = 0;
+    c->free_head = NIL;
     c->head = c->tail = NIL;
 }
 
@@ -142,7 +144,11 @@ static void touch(fl_l2 *c, uint64_t key, int write)
         lru_unlink(c, i);
     } else {
         if (!write) c->st.read_misses++;
-        if (c->used < c->cap) i = c->used++;
+        if (c->nfree > 0) {
+            i = c->free_head;
+            c->free_head = c->s[i].hnext;
+            c->nfree--;
+        } else if (c->used < c->cap) i = c->used++;
         else {
             i = evict(c);
             find(c, key, &link); /* the eviction may have moved this bucket's chain */
@@ -163,7 +169,19 @@ void fl_l2_access(fl_l2 *c, uint64_t addr, int64_t len, int write)
     for (uint64_t k = first; k <= last; k++) touch(c, k, write);
 }
 
-int64_t fl_l2_resident(const fl_l2 *c) { return c->used; }
+void fl_l2_drop(fl_l2 *c, uint64_t addr)
+{
+    int32_t *link;
+    const int64_t i = find(c, addr >> c->shift, &link);
+    if (i == NIL) return;
+    *link = c->s[i].hnext;
+    lru_unlink(c, i);
+    c->s[i].hnext = c->free_head;
+    c->free_head = (int32_t)i;
+    c->nfree++;
+}
+
+int64_t fl_l2_resident(const fl_l2 *c) { return c->used - c->nfree; }
 int64_t fl_l2_capacity_sectors(const fl_l2 *c) { return c->cap; }
 int64_t fl_l2_sector_bytes(const fl_l2 *c) { return c->sector; }
 int fl_l2_contains(const fl_l2 *c, uint64_t addr) { return find(c, addr >> c->shift, NULL) != NIL; }

@@ -103,8 +103,9 @@ unsigned fl_l2p_access(fl_l2p *c, int side, uint64_t addr, int64_t len, int kind
                 c->st.dram_reads += miss(c->p[h], a, 0);
             }
         } else {
-            touched |= 1u << h;
+            touched |= 1u << h | 1u << (1 - h);
             c->st.fabric += h != side;
+            fl_l2_drop(c->p[1 - h], a); /* the other partition's copy is stale now */
             if (kind == FL_L2P_REDUCE) c->st.dram_reads += miss(c->p[h], a, 0);
             fl_l2_access(c->p[h], a, 1, 1);
         }

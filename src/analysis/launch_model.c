@@ -318,8 +318,8 @@ static int same_range(const acc *a, const acc *b)
 
 /* One access of the CTA on side `side`.  Counted always; played on the L2 unless it is a repeat
  * that cannot change it (the range touched last, CTA after CTA on the same tile: a read whose
- * near partition last saw this very read hits everywhere; a write or reduction whose home
- * partitions last saw this very update finds its sectors resident and dirty). */
+ * near partition last saw this very read hits everywhere; a write or reduction that every
+ * partition last saw finds its sectors resident and dirty and their copies already dropped). */
 static void visit(const ctx *c, walker *w, const acc *a, int side, fl_launch_pred *out)
 {
     const int64_t cols = c->cols[a->t], eb = c->eb[a->t], elems = a->nr * cols;
@@ -344,9 +344,9 @@ static void visit(const ctx *c, walker *w, const acc *a, int side, fl_launch_pre
         const part_state *n = &w->last[side];
         if (fits && n->valid && same_range(&n->r, a) && (n->full || parts == 1)) return;
     } else {
-        int repeat = fits;
+        int repeat = fits; /* an update touches every partition: its home sectors, the others' copies dropped */
         for (int p = 0; p < parts && repeat; p++)
-            if (homed[p]) repeat = w->last[p].valid && !w->last[p].full && same_range(&w->last[p].r, a);
+            repeat = w->last[p].valid && !w->last[p].full && same_range(&w->last[p].r, a);
         if (repeat) {
             out->fabric_B += (sectors - homed[side]) * w->sb * (parts > 1);
             return;

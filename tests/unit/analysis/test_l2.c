@@ -99,3 +99,22 @@ Test(l2, refuses_bad_parameters)
     cr_assert_eq(fl_l2_alloc(1024, 0, &c), FL_EINVAL);
     cr_assert(strstr(fl_last_error(), "--sector") != NULL);
 }
+
+/* A dropped sector is gone without a writeback, its slot is reused, and the rest keep their order */
+Test(l2, drop_takes_one_sector_out)
+{
+    fl_l2 *c = cache(4 * 32, 32);
+    for (int i = 0; i < 4; i++) fl_l2_access(c, (uint64_t)i * 32, 32, i == 1); /* A B(dirty) C D */
+    fl_l2_drop(c, 32 + 5);
+    fl_l2_drop(c, 1000 * 32); /* not resident: nothing */
+    cr_assert_eq(fl_l2_resident(c), 3);
+    cr_assert(!fl_l2_contains(c, 32));
+    fl_l2_access(c, 4 * 32, 32, 0); /* E takes B's slot: nothing evicted */
+    cr_assert_eq(fl_l2_get_stats(c).evictions, 0);
+    cr_assert_eq(fl_l2_get_stats(c).writebacks, 0);
+    fl_l2_access(c, 5 * 32, 32, 0); /* F evicts the least recently used, A */
+    cr_assert(!fl_l2_contains(c, 0));
+    cr_assert(fl_l2_contains(c, 64) && fl_l2_contains(c, 96) && fl_l2_contains(c, 128) && fl_l2_contains(c, 160));
+    cr_assert_eq(fl_l2_resident(c), 4);
+    fl_l2_free(c);
+}

@@ -1,6 +1,6 @@
 /* test_l2_parts.c: the partitioned L2 of include/flashlab/l2_parts.h: one partition is l2.h's LRU
  * unchanged; two follow the rules by hand (near lookup, fabric to the home, a copy kept, updates
- * at home); and swept twice the way bench/l2_probe.cu sweeps the H200, they find what it measured:
+ * at home drop the copy); and swept twice the way bench/l2_probe.cu sweeps the H200, they find what it measured:
  * data every SM reads finds half the L2, data each SM reads alone about two thirds. */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -68,6 +68,10 @@ Test(l2_parts, two_partitions_by_hand)
     fl_l2p_access(p, 0, 8 << 20, 4096, FL_L2P_REDUCE); /* page 2048 (parity 1): far, not resident */
     s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 384 && s.fabric == 640);
+    /* the reduction of page 0 at home dropped side 1's copy: side 1 reads over the fabric again */
+    cr_assert_eq(fl_l2p_access(p, 1, 0, 4096, FL_L2P_READ), 3u);
+    s = fl_l2p_get_stats(p);
+    cr_assert(s.dram_reads == 384 && s.fabric == 768, "%ld %ld", (long)s.dram_reads, (long)s.fabric);
     fl_l2p_free(p);
 }
 
