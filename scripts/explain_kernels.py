@@ -409,6 +409,8 @@ def match_args(ap, out=True):
     ap.add_argument("--schedule", default=None, help="force the schedule of every attention kernel: FAMILY:BrxBc")
     ap.add_argument("--only-backend", default=None, help="explain only rows of these backends (comma-separated)")
     ap.add_argument("--jobs", type=int, default=2, help="model runs at once")
+    ap.add_argument("--l2-partitions", type=int, default=2, choices=(1, 2),
+                    help="the model's L2: 2 halves, as measured on the H200 (docs/l2_model.md), or 1 LRU")
 
 
 def cmd_match(a):

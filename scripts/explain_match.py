@@ -23,8 +23,10 @@ Tile tables (from the libraries' sources and the names they give their kernels):
                   warpgroup, n keys a step; ..._flash_bprop_wgmma_...: K/V kept, dQ by reductions;
                   compute_dot_do_o_specialized; convert_dq_to_16bits
   xFormers/CUTLASS fmha_cutlassF_<type>_aligned_<Br>x<Bc>_...: Q re-read for every key tile, grid
-                  (Tr, H, B); fmha_cutlassB_<type>_aligned_<Br>x<Bc>_k<d>_...: K/V kept, dQ read and
-                  written in fp32 per pair, grid (Tc, H, B)
+                  (Tr, H, B); fmha_cutlassB_<type>_aligned_<Br>x<Bc>_k<d>_...: bwd-memeff (kernel_backward.h:
+                  D = rowsum(dO o O) for the whole head in every CTA, Q_i and dO_i read twice a pair, K_j
+                  for dQ and, at k128, for S again, the fp32 dQ accumulator read and written per pair),
+                  grid (Tc, H, B)
   Triton tutorial _attn_fwd grid (cdiv(N, BLOCK_M), B*H); _attn_bwd_preprocess; _attn_bwd grid
                   (N / BLOCK_N1, 1, B*H) with BLOCK_M1 = 32, BLOCK_N2 = 32, BLOCK_M2 = BLOCK_N1
                   (its backward's constants)
@@ -39,7 +41,7 @@ import subprocess
 import sys
 
 SECTOR = 32
-FIGURES = ["sm_read", "l2_read", "write", "red", "dram_read"]
+FIGURES = ["sm_read", "l2_read", "write", "red", "dram_read", "fabric"]
 
 
 def fnum(r, k):
@@ -142,7 +144,7 @@ def identify(r, sms):
         return dict(base_id, lib="cuDNN", family="convert", Br=rows(), Bc=rows(), source="name; grid")
     m = re.search(r"fmha_cutlass([FB])_\w+?_aligned_(\d+)x(\d+)", base)
     if m:
-        fam = "fwd-qkv" if m[1] == "F" else "bwd-kv"
+        fam = "fwd-qkv" if m[1] == "F" else "bwd-memeff"
         return dict(base_id, lib="xFormers/CUTLASS", family=fam, Br=int(m[2]), Bc=int(m[3]),
                     source=f"name: {m[2]}x{m[3]} (queries x keys); grid {gx} x H x B")
     if base == "_attn_fwd" and gx > 0 and N % gx == 0:
@@ -176,8 +178,8 @@ def identify(r, sms):
 class Model:
     """The flashlab CLI: `l2 --launch` and `count`, each configuration run once."""
 
-    def __init__(self, cli):
-        self.cli, self.cache = cli, {}
+    def __init__(self, cli, l2_partitions=2):
+        self.cli, self.cache, self.parts = cli, {}, l2_partitions
 
     def _run(self, args):
         key = tuple(args)
@@ -197,6 +199,7 @@ class Model:
                 "--Br", str(ident["Br"]), "--Bc", str(ident["Bc"]), "--dtype", r["dtype"] or "fp16",
                 "--order", ident["order"], "--persistent", str(ident["persistent"]), "--cluster", str(ident["cluster"]),
                 "--splits", str(ident["splits"]), "--sms", str(sms), "--ctas-per-sm", str(ctas_per_sm), "--format", "csv",
+                "--l2-partitions", str(self.parts),
                 "--max-work", "0"]  # a batch job over the whole study: the interactive guard is lifted
         if ident["Br2"]:
             args += ["--Br2", str(ident["Br2"]), "--Bc2", str(ident["Bc2"])]
@@ -208,7 +211,8 @@ class Model:
             args.append("--zero-dq")
         row = self._run(args)
         return dict(sm_read=int(row["sm_read_B"]), l2_read=int(row["l2_read_B"]), write=int(row["sm_write_B"]),
-                    red=int(row["red_B"]), dram_read=int(row["dram_read_B"]), ctas=int(row["ctas"]),
+                    red=int(row["red_B"]), dram_read=int(row["dram_read_B"]), fabric=int(row["fabric_B"]),
+                    ctas=int(row["ctas"]),
                     waves=int(row["waves"]))
 
     def two_level_reads(self, r, ident):
@@ -257,11 +261,6 @@ def explain_row(r, ident, model, tol, sms):
             notes["sm_read"] = (f"explained: register spills: local loads missing L1 = {lm / mod['sm_read']:.2f} x model "
                                 f"(l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss); measured minus them = "
                                 f"{(meas['sm_read'] - lm) / mod['sm_read']:.3f} x model")
-        elif ident["lib"] == "xFormers/CUTLASS" and ident["family"] == "bwd-kv":
-            notes["sm_read"] = ("not explained: writes match K/V kept with dQ read and written in fp32 per pair, reads do "
-                                "not; next hypothesis: operands re-read for each product that uses them (CUTLASS "
-                                "iterators stream Q_i, dO_i from global memory per GEMM); settles it: ncu --section "
-                                "SourceCounters (sectors per load instruction)")
         elif lm is None and meas["local_ld"]:
             notes["sm_read"] = (f"next hypothesis: register spills (local loads {meas['local_ld'] / mod['sm_read']:.2f} x "
                                 f"model); settles it: l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss")
@@ -295,10 +294,14 @@ def explain_row(r, ident, model, tol, sms):
                                   f"(l1tex__t_sectors_pipe_lsu_mem_local_op_st), more than the {excess / 2**20:.0f} MiB "
                                   f"read beyond the model, pass through L2 and take the room the model gives the "
                                   f"re-read tiles")
-        else:
-            notes["dram_read"] = ("not explained; next hypothesis: CTAs are not in lock step (the model's rule G1), so "
-                                  "re-read tiles leave L2 before the last CTA reads them; settles it: "
-                                  "lts__t_sectors_srcunit_tex_op_read_lookup_miss per kernel against the model's misses")
+        else:  # bracket it: one more resident CTA per SM (not for a persistent grid), and one L2 pool
+            pool = Model(model.cli, 1).launch(r, ident, per_sm, sms)["dram_read"]
+            more = "" if ident["persistent"] else (
+                f"{ratio(meas['dram_read'], model.launch(r, ident, per_sm + 1, sms)['dram_read']):.3f} with "
+                f"{per_sm + 1} CTAs per SM and ")
+            notes["dram_read"] = (f"not explained: measured / model is {more}{ratio(meas['dram_read'], pool):.3f} with "
+                                  f"one L2 pool (not the H200's); next: each CTA's start time and SM (a clock read in "
+                                  f"the kernel) in place of rule S1's lock step")
     two = model.two_level_reads(r, ident) if ident["family"] == "fwd-q" and ident["splits"] == 1 else None
     return ident, first, mod, meas, rs, notes, per_sm, two
 
@@ -344,7 +347,7 @@ def warm(inputs, model, a):
 
 def match_file(a):
     inputs = a.csv if isinstance(a.csv, list) else [a.csv]
-    model = Model(a.flashlab)
+    model = Model(a.flashlab, getattr(a, "l2_partitions", 2))
     warm(inputs, model, a)
     out_rows, prov = [], []
     for path in inputs:
@@ -398,11 +401,13 @@ def match_file(a):
         f.write("# explain_kernels.py match: each kernel's measured bytes against flashlab's model of its identified schedule\n")
         for l in dict.fromkeys(prov):
             f.write("# " + l + "\n")
-        f.write(f"# model: flashlab l2 --launch (whole launch in grid order, LRU L2 60 MiB, 32-byte sectors, emptied "
-                f"first; CTAs per SM from ncu's occupancy limits); tolerance {a.tolerance}\n")
+        f.write(f"# model: flashlab l2 --launch (whole launch in grid order, L2 60 MiB in {model.parts} LRU "
+                f"partition{'s' if model.parts > 1 else ''} (docs/l2_model.md), 32-byte sectors, emptied first; CTAs per SM "
+                f"from ncu's occupancy limits); tolerance {a.tolerance}\n")
         f.write("# meas_sm_read = l1tex__m_xbar2l1tex_read_sectors x 32 (sectors delivered to the SMs: loads, LDGSTS, TMA); "
                 "meas_l2_read = lts__t_sectors_srcunit_tex_op_read x 32; meas_write = lts__t_sectors_srcunit_tex_op_write x 32; "
-                "meas_red = lts__t_sectors_srcunit_tex_op_red + _atom x 32; meas_dram_read = dram__bytes_read\n")
+                "meas_red = lts__t_sectors_srcunit_tex_op_red + _atom x 32; meas_dram_read = dram__bytes_read; "
+                "meas_fabric = lts__t_sectors_srcunit_ltcfabric x 32 (sectors between the L2's partitions)\n")
         f.write("# command: scripts/explain_kernels.py match " + " ".join(inputs) + "\n")
         w = csv.DictWriter(f, fieldnames=COLS, extrasaction="ignore")
         w.writeheader()
@@ -424,8 +429,9 @@ def short(note):
 
 def table(paths):
     """Prints docs/third_party.md's table: one line per attention kernel of the explained CSVs."""
-    print("| backend | pass | shape | kernel | family | tiles | SM<-L2 read | DRAM read | L2 lookups | why a ratio is off |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| backend | pass | shape | kernel | family | tiles | SM<-L2 read | DRAM read | L2 lookups | L2 fabric | "
+          "why a ratio is off |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for path in paths:
         for r in read_csv(path)[1]:
             if not r.get("family"):
@@ -435,5 +441,5 @@ def table(paths):
             fmt = lambda x: f"{float(x):.3f}" if x else "-"
             print(f"| {r['backend']} | {r['pass']} | {r['shape']} | `{r['kernel']}` | {r['family']} | {tiles} | "
                   f"{fmt(r['ratio_sm_read'])} | {fmt(r['ratio_dram_read'])} | {fmt(r['ratio_l2_read'])} | "
-                  f"{'; '.join(notes)} |")
+                  f"{fmt(r.get('ratio_fabric'))} | {'; '.join(notes)} |")
     return 0
