@@ -53,6 +53,12 @@ COUNTERS = [
     "lts__t_sectors_srcunit_tex_op_red.sum",
     "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
     "lts__t_sectors_srcunit_ltcfabric.sum",
+    # the reads' L2 eviction priority (a load's or TMA copy's cache hint), and its misses
+    "lts__t_sectors_srcunit_tex_op_read_evict_first.sum",
+    "lts__t_sectors_srcunit_tex_op_read_evict_first_lookup_miss.sum",
+    "lts__t_sectors_srcunit_tex_op_read_evict_last.sum",
+    "lts__t_sectors_srcunit_tex_op_read_evict_last_lookup_miss.sum",
+    "lts__t_sectors_srcunit_tex_op_read_evict_normal_lookup_miss.sum",
     "lts__d_sectors_fill_device.sum",
     # the L2 request coalescer: read sectors it could merge, and merged (identical requests of
     # several SMs served by one L2 lookup)
