@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include <flashlab/status.h>
+
 int fl_cmd_count(int argc, char **argv); /* flashlab count */
 int fl_cmd_run(int argc, char **argv);   /* flashlab run   */
 int fl_cmd_example(int argc, char **argv);
@@ -24,5 +26,11 @@ int fl_cli_error(int s);
  * separated by spaces, each control character shown as '?', so no argument can end the comment
  * and start a line of data. */
 void fl_cli_command_comment(FILE *out, const char *command, int argc, char **argv);
+
+/* Opens the input file `path` named by `option` ("-": stdin).  A path that is not a regular file
+ * (a FIFO, a device, a directory) or cannot be opened is FL_EINVAL naming the option and the path;
+ * nothing is read.  fl_cli_close_input closes what it opened (never stdin). */
+fl_status fl_cli_open_input(const char *path, const char *option, FILE **in);
+void fl_cli_close_input(FILE *in);
 
 #endif

@@ -1,12 +1,10 @@
 /* cmd_bound.c: `flashlab bound`: the IO laws fitted (GSL) to a sweep of the count-only machine.
  * What each fit means and why its regime is the one chosen: docs/analysis.md. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "analysis.h"
 #include <flashlab/args.h>
@@ -257,26 +255,10 @@ int fl_cmd_bound(int argc, char **argv)
             e = fl_fail(FL_EINVAL, "--input: the grid comes from the file; --N, --d, --M do not apply");
             goto fail;
         }
-        /* a named input must be a regular file: a FIFO with no writer would block the open,
-         * a device never end (stdin, '-', is the way to pipe) */
-        struct stat sb;
-        if (strcmp(input, "-") != 0 && stat(input, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
-            e = fl_fail(FL_EINVAL, "--input: %s is not a regular file (pipe it through '--input -' instead)",
-                        fl_shown(input));
-            goto fail;
-        }
-        FILE *in = strcmp(input, "-") == 0 ? stdin : fopen(input, "r");
-        if (!in) {
-            e = fl_fail(FL_EINVAL, "--input: cannot open %s (%s)", fl_shown(input), strerror(errno));
-            goto fail;
-        }
-        if (fstat(fileno(in), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            if (in != stdin) fclose(in);
-            e = fl_fail(FL_EINVAL, "--input: %s is a directory", fl_shown(input));
-            goto fail;
-        }
+        FILE *in;
+        if ((e = fl_cli_open_input(input, "--input", &in))) goto fail;
         e = fl_table_read_csv(in, input, &t);
-        if (in != stdin) fclose(in);
+        fl_cli_close_input(in);
         if (e) goto fail;
         if (!t.n) {
             e = fl_fail(FL_EINVAL, "--input: %s has no rows", fl_shown(input));
