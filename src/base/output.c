@@ -250,15 +250,24 @@ fl_status fl_output_open(const char *path, const char *opt, fl_output **out)
         free(o);
         return s;
     }
+    /* no signal between the temporary's creation and its registration: the handler would not
+     * know to remove it (a SIGINT landing there left it behind) */
+    sigset_t old;
+    block(&old);
     const int fd = create_tmp(o->path, o->tmp, sizeof o->tmp);
+    const int err = errno;
+    o->slot = fd < 0 ? -1 : reg_add(o->tmp, 0);
+    if (fd >= 0 && o->slot < 0) {
+        close(fd);
+        unlink(o->tmp);
+    }
+    unblock(&old);
     if (fd < 0) { /* a path the user named: bad input (exit 2), not an internal failure */
-        s = fl_fail(FL_EINVAL, "%s: cannot create %s (%s)", opt, fl_shown(path), strerror(errno));
+        s = fl_fail(FL_EINVAL, "%s: cannot create %s (%s)", opt, fl_shown(path), strerror(err));
         free(o);
         return s;
     }
-    if ((o->slot = reg_add(o->tmp, 0)) < 0) {
-        close(fd);
-        unlink(o->tmp);
+    if (o->slot < 0) {
         free(o);
         return fl_fail(FL_EINVAL, "%s: more than %d outputs open at once, or a path too long", opt,
                        FL_OUTPUT_MAX_PENDING);
@@ -474,6 +483,8 @@ fl_status fl_outdir_open(const char *dir, const char *opt, const char *const *na
     if (d->fresh) snprintf(base, sizeof base, "%.*s", (int)len, dir);
     else snprintf(base, sizeof base, "%.*s/", (int)len, dir);
     int made = -1, e = 0;
+    sigset_t old; /* as for a file: no signal between the directory's creation and its registration */
+    block(&old);
     for (unsigned long attempt = 0; attempt < 100 && made != 0; attempt++) {
         if (unique_name(base, d->staging, sizeof d->staging, attempt) != 0) {
             e = errno;
@@ -483,13 +494,15 @@ fl_status fl_outdir_open(const char *dir, const char *opt, const char *const *na
         e = errno;
         if (made != 0 && e != EEXIST) break;
     }
+    if (made == 0) d->slot = reg_add(d->staging, 1);
+    unblock(&old);
     if (made != 0) {
         d->staging[0] = 0;
         s = d->fresh ? fl_fail(FL_EINVAL, "%s: cannot create directory %s (%s)", opt, fl_shown(dir), strerror(e))
                      : fl_fail(FL_EINVAL, "%s: cannot write in %s (%s)", opt, fl_shown(dir), strerror(e));
         goto fail;
     }
-    if ((d->slot = reg_add(d->staging, 1)) < 0) {
+    if (d->slot < 0) {
         s = fl_fail(FL_EINVAL, "%s: more than %d outputs open at once, or a path too long", opt,
                     FL_OUTPUT_MAX_PENDING);
         goto fail;
