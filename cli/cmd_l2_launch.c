@@ -3,6 +3,7 @@
  * measurement: scripts/explain_kernels.py compares it with Nsight Compute. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <flashlab/args.h>
@@ -38,6 +39,9 @@ static const char *usage =
     "  --dtype T         fp16, bf16 or fp32                                    [fp16]\n"
     "  --sms S           SMs                                                   [132]\n"
     "  --ctas-per-sm K   CTAs resident per SM (from the launch: ncu's occupancy) [1]\n"
+    "  --cta-timing FILE measured: each work item's SM, start and end (CSV of\n"
+    "                    scripts/triton_cta_timing.py): the walk runs the items when they\n"
+    "                    ran, not in lock step (rule S2 of docs/third_party.md)\n"
     "  --l2-mb X         L2 capacity in MiB                                    [60]\n"
     "  --l2-partitions P 2: two halves, each SM's reads copied into its own    [2]\n"
     "                    (measured on the H200: docs/l2_model.md); 1: one LRU\n"
@@ -84,7 +88,7 @@ int fl_cmd_l2_launch(int argc, char **argv)
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 0, 0, 0, 0);
     int64_t l2_mb = 60, parts = 2, sector = 32, Br2 = 0, Bc2 = 0, max_work = INT64_C(10000000000), max_mb = 2048;
     int csv = 0, k;
-    const char *family = NULL, *dtype = "fp16", *output = NULL, *name, *iv, *v = NULL;
+    const char *family = NULL, *dtype = "fp16", *output = NULL, *timing = NULL, *name, *iv, *v = NULL;
     fl_status e = FL_OK;
     fl_args ar;
     fl_args_init(&ar, argc, argv);
@@ -125,6 +129,7 @@ int fl_cmd_l2_launch(int argc, char **argv)
                 e = fl_fail(FL_EINVAL, "--dtype: unknown type '%s' (choose fp16, bf16 or fp32)", v);
         }
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (strcmp(name, "--cta-timing") == 0) timing = v;
         else if (strcmp(name, "--order") == 0) {
             if (strcmp(v, "tile") == 0) L.order = FL_GO_TILE_FASTEST;
             else if (strcmp(v, "head") == 0) L.order = FL_GO_HEAD_FASTEST;
@@ -157,11 +162,21 @@ int fl_cmd_l2_launch(int argc, char **argv)
                     fl_launch_family_name(L.family), (long long)L.batch, (long long)L.heads, (long long)L.N,
                     (long long)L.d, (long long)L.Br, (long long)L.Bc, work == INT64_MAX ? "more than " : "up to ",
                     (long long)work, (long long)max_work);
+    fl_cta_time *times = NULL;
+    if (!e && timing) { /* read whole before the output is opened: a bad file leaves nothing behind */
+        FILE *in;
+        if (!(e = fl_cli_open_input(timing, "--cta-timing", &in))) {
+            e = fl_cta_timing_read(in, fl_shown(timing), "--cta-timing", &times, &L.timing_n);
+            fl_cli_close_input(in);
+            L.timing = times;
+        }
+    }
     fl_output *o = NULL;
     FILE *out = stdout;
     if (!e && output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o); /* before the work */
     fl_launch_pred p;
     if (!e) e = fl_launch_predict(&L, l2_mb << 20, sector, &p);
+    free(times);
     if (e) {
         fl_output_abort(o);
         return fl_cli_error(e);
@@ -171,7 +186,8 @@ int fl_cmd_l2_launch(int argc, char **argv)
                 FLASHLAB_VERSION);
         fl_cli_command_comment(out, "l2", argc, argv);
         fprintf(out, "# l2 %" PRId64 " MiB in %" PRId64 " LRU partition%s, %" PRId64 "-byte sectors, emptied first; %" PRId64
-                     " SMs x %" PRId64 " CTAs\n", l2_mb, parts, parts > 1 ? "s" : "", sector, L.sms, L.ctas_per_sm);
+                     " SMs x %" PRId64 " CTAs%s\n", l2_mb, parts, parts > 1 ? "s" : "", sector, L.sms, L.ctas_per_sm,
+                timing ? "; work items run when --cta-timing says (rule S2)" : "");
         fputs("family,batch,heads,N,d,Br,Bc,causal,ctas,items,waves,sm_read_B,l2_read_B,sm_write_B,red_B,dram_read_B,"
               "fabric_B,writeback_B\n", out);
         fprintf(out, "%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64
@@ -181,9 +197,10 @@ int fl_cmd_l2_launch(int argc, char **argv)
     } else {
         fprintf(out, "l2 launch model: %s, B = %" PRId64 ", H = %" PRId64 ", N = %" PRId64 ", d = %" PRId64 ", %" PRId64
                      "x%" PRId64 "%s; %" PRId64 " CTAs for %" PRId64 " work items in %" PRId64 " waves of %" PRId64
-                     " x %" PRId64 "; L2 %" PRId64 " MiB in %" PRId64 " partition%s\n",
+                     " x %" PRId64 "; L2 %" PRId64 " MiB in %" PRId64 " partition%s%s\n",
                 fl_launch_family_name(L.family), L.batch, L.heads, L.N, L.d, L.Br, L.Bc, L.causal ? ", causal" : "",
-                p.ctas, p.items, p.waves, L.sms, L.ctas_per_sm, l2_mb, parts, parts > 1 ? "s" : "");
+                p.ctas, p.items, p.waves, L.sms, L.ctas_per_sm, l2_mb, parts, parts > 1 ? "s" : "",
+                timing ? "; work items run when --cta-timing says (rule S2), not in waves" : "");
         fprintf(out, "SM<-L2 read B %" PRId64 "\nL2 read lookups B %" PRId64 "\nSM->L2 write B %" PRId64
                      "\nL2 reductions B %" PRId64 "\nDRAM read B %" PRId64 "\nfabric B %" PRId64 "\nwriteback B %" PRId64
                      "\n", p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.fabric_B, p.writeback_B);

@@ -27,6 +27,7 @@
 #define FL_LAUNCH_MODEL_H
 #include <stdint.h>
 
+#include "cta_timing.h"
 #include "status.h"
 
 typedef enum {
@@ -71,6 +72,12 @@ typedef struct {
     int64_t sms, ctas_per_sm; /* the machine: 132 SMs on the H200; resident CTAs per SM (>= 1) */
     int l2_parts;       /* L2 partitions (l2_parts.h): 2 on the H200; 1: one LRU.  The CTA in slot k of
                            a wave runs on SM k mod sms, on the side (k mod sms) mod l2_parts */
+    const fl_cta_time *timing; /* NULL: rule S1.  Else measured (cta_timing.h), one entry per work item
+                           in grid order (timing_n of them): rule S2, the walk runs every item's accesses
+                           spread evenly over its [start, end), all items' in time order (ties: the
+                           earlier item first), each on the side sm mod l2_parts; persistent and
+                           ctas_per_sm do not apply */
+    int64_t timing_n;
 } fl_launch;
 
 /* What a launch moves.  Bytes are sectors x sector bytes (docs/l2_model.md rule L1). */
@@ -96,6 +103,7 @@ fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N,
  * forward families, splits only for FWD_Q and COMBINE, elem_bytes 2 or 4, l2_parts 1 or 2), then
  * walks the launch in GPU order through an L2 of l2_bytes in l2_parts LRU partitions (l2_parts.h)
  * in sectors of `sector` bytes, emptied first (ncu --cache-control all), and fills *out.
+ * With a timing, also --cta-timing: one entry per work item, each SM < sms.
  * FL_ENOMEM when the host runs out of memory. */
 fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector, fl_launch_pred *out);
 

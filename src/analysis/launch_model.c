@@ -1,7 +1,8 @@
 /* launch_model.c: whole launches over batch x heads in grid order through the L2
  * (launch_model.h).  Each CTA's accesses are listed as its loop runs them; the resident CTA slots
- * advance in lock step, each taking the next work item when its own ends (rule S1); every access
- * goes through the partitioned L2 of l2_parts.h. */
+ * advance in lock step, each taking the next work item when its own ends (rule S1), or the items
+ * run when a measured timing says (rule S2); every access goes through the partitioned L2 of
+ * l2_parts.h. */
 #include <flashlab/launch_model.h>
 
 #include <stdlib.h>
@@ -376,12 +377,130 @@ static int load(const ctx *c, list *l, int64_t *next, fl_status *e)
     return l->n > 0;
 }
 
+/* Rule S1 (docs/third_party.md §3): `slots` CTA slots (SM k mod sms for slot k); each runs its
+ * work item's accesses one a step, all slots in lock step, and takes the next work item in grid
+ * order when it finishes (the block scheduler; a persistent grid's tile scheduler). */
+static fl_status walk_s1(const ctx *c, walker *w, int64_t ctas, fl_launch_pred *out)
+{
+    const fl_launch *L = c->L;
+    const int64_t slots = fl_min64(L->persistent > 0 ? ctas : L->sms * L->ctas_per_sm, c->items);
+    list *ls = calloc((size_t)slots, sizeof *ls);
+    int64_t *pos = calloc((size_t)slots, sizeof *pos);
+    fl_status e = ls && pos ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for %lld CTA slots", (long long)slots);
+    int64_t next = 0, active = 0;
+    for (int64_t k = 0; !e && k < slots; k++) active += load(c, &ls[k], &next, &e);
+    while (!e && active > 0)
+        for (int64_t k = 0; !e && k < slots; k++) {
+            if (pos[k] >= ls[k].n) continue; /* idle: no work item left */
+            visit(c, w, &ls[k].a[pos[k]++], (int)(k % L->sms % L->l2_parts), out);
+            if (pos[k] < ls[k].n) continue;
+            pos[k] = 0;
+            active -= !load(c, &ls[k], &next, &e);
+        }
+    free(pos);
+    if (ls)
+        for (int64_t k = 0; k < slots; k++) free(ls[k].a);
+    free(ls);
+    return e;
+}
+
+/* A running work item of the timed walk: its accesses and the time of the next one. */
+typedef struct {
+    double t;
+    int64_t item, pos;
+    list l;
+} running;
+
+static int earlier(const running *a, const running *b) { return a->t < b->t || (a->t == b->t && a->item < b->item); }
+
+/* the time of access `pos` of item r: the accesses spread evenly over [start, end) */
+static double access_time(const fl_cta_time *m, const running *r)
+{
+    return (double)m->start + (double)(m->end - m->start) * ((double)r->pos + 0.5) / (double)r->l.n;
+}
+
+static void sift_down(running *h, int64_t n, int64_t i)
+{
+    for (;;) {
+        int64_t m = i, a = 2 * i + 1, b = a + 1;
+        if (a < n && earlier(&h[a], &h[m])) m = a;
+        if (b < n && earlier(&h[b], &h[m])) m = b;
+        if (m == i) return;
+        const running x = h[i];
+        h[i] = h[m], h[m] = x, i = m;
+    }
+}
+
+typedef struct {
+    int64_t start, item;
+} start_of;
+
+static int by_start(const void *x, const void *y)
+{
+    const start_of *a = x, *b = y;
+    return a->start != b->start ? (a->start > b->start) - (a->start < b->start) : (a->item > b->item) - (a->item < b->item);
+}
+
+/* Rule S2 (docs/third_party.md §3): the measured timing.  Items start in order of their start
+ * times; the running items' accesses are visited in time order (a heap on the next access's
+ * time), each on the side of its measured SM. */
+static fl_status walk_timed(const ctx *c, walker *w, fl_launch_pred *out)
+{
+    const fl_launch *L = c->L;
+    const fl_cta_time *m = L->timing;
+    start_of *order = malloc((size_t)c->items * sizeof *order);
+    running *h = malloc((size_t)c->items * sizeof *h);
+    fl_status e = order && h ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for %lld timed work items", (long long)c->items);
+    for (int64_t i = 0; !e && i < c->items; i++) order[i] = (start_of){m[i].start, i};
+    if (!e) qsort(order, (size_t)c->items, sizeof *order, by_start);
+    int64_t next = 0, n = 0;
+    while (!e && (next < c->items || n > 0)) {
+        if (next < c->items && (n == 0 || (double)order[next].start <= h[0].t)) {
+            running r = {0, order[next++].item, 0, {NULL, 0, 0}};
+            if (item_accesses(c, r.item, &r.l)) {
+                free(r.l.a);
+                e = fl_fail(FL_ENOMEM, "l2: out of memory listing a CTA's accesses");
+                break;
+            }
+            if (r.l.n == 0) {
+                free(r.l.a);
+                continue;
+            }
+            r.t = access_time(&m[r.item], &r);
+            int64_t i = n++; /* sift up */
+            for (; i > 0 && earlier(&r, &h[(i - 1) / 2]); i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+            h[i] = r;
+            continue;
+        }
+        running *r = &h[0];
+        visit(c, w, &r->l.a[r->pos++], (int)(m[r->item].sm % L->l2_parts), out);
+        if (r->pos < r->l.n) r->t = access_time(&m[r->item], r);
+        else {
+            free(r->l.a);
+            h[0] = h[--n];
+        }
+        sift_down(h, n, 0);
+    }
+    for (int64_t i = 0; h && i < n; i++) free(h[i].l.a);
+    free(h);
+    free(order);
+    return e;
+}
+
 fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector, fl_launch_pred *out)
 {
     memset(out, 0, sizeof *out);
     FL_TRY(check(L));
     ctx c;
     setup(&c, L);
+    if (L->timing && L->timing_n != c.items)
+        return fl_fail(FL_EINVAL, "--cta-timing: %lld rows for a launch of %lld work items (one row per item)",
+                       (long long)L->timing_n, (long long)c.items);
+    for (int64_t i = 0; L->timing && i < c.items; i++)
+        if (L->timing[i].sm < 0 || L->timing[i].sm >= L->sms || L->timing[i].start < 0 ||
+            L->timing[i].end < L->timing[i].start)
+            return fl_fail(FL_EINVAL, "--cta-timing: item %lld: its SM must be in [0, --sms = %lld) and 0 <= start <= end",
+                           (long long)i, (long long)L->sms);
     int64_t heads_tiles = 0;
     if (L->family == FL_LF_BWD_MEMEFF &&
         (!fl_mul_ok(c.BH, c.Tr, &heads_tiles) || heads_tiles > (INT64_C(1) << 40) ||
@@ -394,30 +513,11 @@ fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector
         free(c.arrived);
         return ea;
     }
-    const int64_t ctas = L->persistent > 0 ? fl_min64(L->persistent, c.items) : c.items;
-    const int64_t wave = L->sms * L->ctas_per_sm, slots = fl_min64(L->persistent > 0 ? ctas : wave, c.items);
+    const int64_t ctas = L->persistent > 0 && !L->timing ? fl_min64(L->persistent, c.items) : c.items;
+    const int64_t wave = L->sms * L->ctas_per_sm;
     out->ctas = ctas, out->items = c.items, out->waves = fl_cdiv(ctas, wave);
-    /* Rule S1 (docs/third_party.md §3): `slots` CTA slots (SM k mod sms for slot k); each runs its
-     * work item's accesses one a step, all slots in lock step, and takes the next work item in grid
-     * order when it finishes (the block scheduler; a persistent grid's tile scheduler). */
-    list *ls = calloc((size_t)slots, sizeof *ls);
-    int64_t *pos = calloc((size_t)slots, sizeof *pos);
-    fl_status e = ls && pos ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for %lld CTA slots", (long long)slots);
     walker w = {l2, sector, {{{0}, 0, 0}, {{0}, 0, 0}}};
-    int64_t next = 0, active = 0;
-    for (int64_t k = 0; !e && k < slots; k++) active += load(&c, &ls[k], &next, &e);
-    while (!e && active > 0)
-        for (int64_t k = 0; !e && k < slots; k++) {
-            if (pos[k] >= ls[k].n) continue; /* idle: no work item left */
-            visit(&c, &w, &ls[k].a[pos[k]++], (int)(k % L->sms % L->l2_parts), out);
-            if (pos[k] < ls[k].n) continue;
-            pos[k] = 0;
-            active -= !load(&c, &ls[k], &next, &e);
-        }
-    free(pos);
-    if (ls)
-        for (int64_t k = 0; k < slots; k++) free(ls[k].a);
-    free(ls);
+    const fl_status e = L->timing ? walk_timed(&c, &w, out) : walk_s1(&c, &w, ctas, out);
     free(c.arrived);
     fl_l2p_free(l2);
     if (e) memset(out, 0, sizeof *out);

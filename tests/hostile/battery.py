@@ -675,6 +675,20 @@ def limit_cases():
         Case("work limit", "bound --input a CSV with NUL", ["bound", "--input", "n.csv"], 2,
              mention=["--input", "n.csv"], setup=mk_file("n.csv", b"algo,N,d,M\nflash2,\x00,64,4096\n")),
     ]
+    # l2 --launch --cta-timing: the same inputs, refused the same way
+    lt = ["l2", "--launch", "fwd-q", "--N", "256", "--d", "64", "--Br", "64", "--Bc", "64", "--cta-timing"]
+    for what, path, setup, stdin in (
+            ("/dev/zero", "/dev/zero", None, None), ("/dev/urandom", "/dev/urandom", None, None),
+            ("a 16 GiB sparse file", "big.csv", sparse("big.csv", 16 << 30), None),
+            ("- from /dev/zero", "-", None, "/dev/zero"), ("a 64 MiB line", "line.csv", long_line, None),
+            ("a FIFO", "fifo", mk_fifo("fifo"), None), ("a directory", "d", mk_dir("d"), None),
+            ("missing", "nope.csv", None, None), ("empty", "e.csv", mk_file("e.csv", b""), None),
+            ("binary", "b.csv", mk_file("b.csv", bytes(range(256)) * 4), None),
+            ("a row per item too few", "few.csv", mk_file("few.csv", b"item,sm,start_ns,end_ns\n0,0,0,1\n"), None),
+            ("an SM past --sms", "sm.csv", mk_file("sm.csv", b"item,sm,start_ns,end_ns\n0,0,0,1\n1,0,0,1\n"
+                                                             b"2,0,0,1\n3,999,0,1\n"), None)):
+        cs.append(Case("work limit", "l2 --launch --cta-timing " + what, lt + [path], 2,
+                       mention=["--cta-timing"], setup=setup, stdin=stdin, mem_mb=512))
     # out of memory is a refusal (2), not a crash or a generic failure
     for a in (["run", "--algo", "standard", "--N", "16384", "--d", "64", "--max-macs", "0"],
               ["run", "--algo", "flash2", "--N", "65536", "--d", "256", "--max-macs", "0", "--batch", "64"],
