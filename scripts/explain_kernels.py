@@ -417,6 +417,9 @@ def match_args(ap, out=True):
     ap.add_argument("--jobs", type=int, default=2, help="model runs at once")
     ap.add_argument("--l2-partitions", type=int, default=2, choices=(1, 2),
                     help="the model's L2: 2 halves, as measured on the H200 (docs/l2_model.md), or 1 LRU")
+    ap.add_argument("--cta-timing", default=None, metavar="DIR",
+                    help="rows profiled by scripts/triton_cta_timing.py (region 'timed') walk DIR/timing_SHAPE_ncu.csv, "
+                         "the measured start, end and SM of each work item (rule S2), instead of rule S1")
 
 
 def cmd_match(a):
@@ -426,6 +429,8 @@ def cmd_match(a):
         fail("--tolerance", "must be between 0 and 1 (0.10 = 10 %)")
     if not os.access(a.flashlab, os.X_OK):
         fail("--flashlab", f"{a.flashlab} is not an executable (build flashlab first)")
+    if getattr(a, "cta_timing", None) and not os.path.isdir(a.cta_timing):
+        fail("--cta-timing", f"{a.cta_timing} is not a directory (of scripts/triton_cta_timing.py's timing_SHAPE_ncu.csv)")
     return match_file(a)
 
 

@@ -82,6 +82,8 @@ def measured(r):
         multicast=s("l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld_dest_multicast.sum"),
         read_miss=s("lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum"),
         fabric=s("lts__t_sectors_srcunit_ltcfabric.sum"),
+        evict_first=s("lts__t_sectors_srcunit_tex_op_read_evict_first.sum"),
+        evict_first_miss=s("lts__t_sectors_srcunit_tex_op_read_evict_first_lookup_miss.sum"),
     )
 
 
@@ -178,8 +180,18 @@ def identify(r, sms):
 class Model:
     """The flashlab CLI: `l2 --launch` and `count`, each configuration run once."""
 
-    def __init__(self, cli, l2_partitions=2):
-        self.cli, self.cache, self.parts = cli, {}, l2_partitions
+    def __init__(self, cli, l2_partitions=2, timing_dir=None):
+        self.cli, self.cache, self.parts, self.timing_dir = cli, {}, l2_partitions, timing_dir
+
+    def timing(self, r):
+        """The measured timing file of a row profiled with scripts/triton_cta_timing.py (its region
+        says timed), when --cta-timing names the directory of the timing CSVs; else None (rule S1)."""
+        if not self.timing_dir or not region_info(r).get("timed"):
+            return None
+        path = os.path.join(self.timing_dir, f"timing_{r['shape']}_ncu.csv")
+        if not os.path.isfile(path):
+            raise RuntimeError(f"--cta-timing: {path} does not exist (the timing of {r['backend']} {r['shape']})")
+        return path
 
     def _run(self, args):
         key = tuple(args)
@@ -209,6 +221,8 @@ class Model:
             args.append("--atomic-dq")
         if ident["zero_dq"]:
             args.append("--zero-dq")
+        if self.timing(r):
+            args += ["--cta-timing", self.timing(r)]
         row = self._run(args)
         return dict(sm_read=int(row["sm_read_B"]), l2_read=int(row["l2_read_B"]), write=int(row["sm_write_B"]),
                     red=int(row["red_B"]), dram_read=int(row["dram_read_B"]), fabric=int(row["fabric_B"]),
@@ -289,19 +303,36 @@ def explain_row(r, ident, model, tol, sms):
     if off(rs["dram_read"], tol):
         spill = meas["local_st"] or 0
         excess = meas["dram_read"] - mod["dram_read"]
-        if rs["dram_read"] > 1 and spill >= excess:
+        ef, efm, lm = meas["evict_first"], meas["evict_first_miss"], meas["local_miss"]
+        # local memory is read with evict_first: those reads are the spill reloads when they equal the
+        # local loads that missed L1, and their L2 misses are DRAM reads the model has no tile for
+        reloads = efm is not None and ef and lm and abs(ef / lm - 1) <= 0.05
+        if rs["dram_read"] > 1 and reloads and not off(ratio(meas["dram_read"] - efm, mod["dram_read"]), tol):
+            notes["dram_read"] = (f"explained: spill reloads missing L2: the evict_first reads ({ef / 2**20:.1f} MiB, "
+                                  f"lts__t_sectors_srcunit_tex_op_read_evict_first) are the local loads missing L1 "
+                                  f"({lm / 2**20:.1f} MiB); {efm / 2**20:.1f} MiB of them missed L2 "
+                                  f"(..._evict_first_lookup_miss); measured minus them = "
+                                  f"{(meas['dram_read'] - efm) / mod['dram_read']:.3f} x model")
+        elif rs["dram_read"] > 1 and spill >= excess:
             notes["dram_read"] = (f"cause measured, not modelled: {spill / 2**20:.0f} MiB of spill stores "
                                   f"(l1tex__t_sectors_pipe_lsu_mem_local_op_st), more than the {excess / 2**20:.0f} MiB "
                                   f"read beyond the model, pass through L2 and take the room the model gives the "
                                   f"re-read tiles")
         else:  # bracket it: one more resident CTA per SM (not for a persistent grid), and one L2 pool
-            pool = Model(model.cli, 1).launch(r, ident, per_sm, sms)["dram_read"]
-            more = "" if ident["persistent"] else (
+            pool = Model(model.cli, 1, model.timing_dir).launch(r, ident, per_sm, sms)["dram_read"]
+            more = "" if ident["persistent"] or model.timing(r) else (
                 f"{ratio(meas['dram_read'], model.launch(r, ident, per_sm + 1, sms)['dram_read']):.3f} with "
                 f"{per_sm + 1} CTAs per SM and ")
+            if rs["dram_read"] > 1 and efm is None and meas["local_ld"]:
+                nxt = "spill reloads from DRAM; settles it: lts__t_sectors_srcunit_tex_op_read_evict_first_lookup_miss"
+            elif model.timing(r):
+                nxt = "the L2's replacement, not LRU (docs/l2_model.md §6); the walk already ran the measured timing"
+            else:
+                nxt = ("each CTA's start time and SM (a clock read in the kernel: scripts/triton_cta_timing.py, "
+                       "--cta-timing) in place of rule S1's lock step" + (
+                           "; a persistent grid's tile order" if ident["persistent"] else ""))
             notes["dram_read"] = (f"not explained: measured / model is {more}{ratio(meas['dram_read'], pool):.3f} with "
-                                  f"one L2 pool (not the H200's); next: each CTA's start time and SM (a clock read in "
-                                  f"the kernel) in place of rule S1's lock step")
+                                  f"one L2 pool (not the H200's); next: {nxt}")
     two = model.two_level_reads(r, ident) if ident["family"] == "fwd-q" and ident["splits"] == 1 else None
     return ident, first, mod, meas, rs, notes, per_sm, two
 
@@ -311,7 +342,7 @@ COLS = ["backend", "pass", "shape", "dtype", "B", "H", "N", "d", "causal", "kern
         "name_Br", "name_Bc", "model_ctas", "model_waves", "two_level_read_elems"]
 for f in FIGURES:
     COLS += [f"meas_{f}_B", f"model_{f}_B", f"ratio_{f}"]
-COLS += ["local_ld_miss_B", "local_st_B", "lrc_merged_B", "l2_read_miss_B", "time_us"]
+COLS += ["local_ld_miss_B", "local_st_B", "lrc_merged_B", "l2_read_miss_B", "evict_first_miss_B", "time_us", "walk"]
 COLS += [f"note_{f}" for f in FIGURES]
 
 
@@ -347,7 +378,7 @@ def warm(inputs, model, a):
 
 def match_file(a):
     inputs = a.csv if isinstance(a.csv, list) else [a.csv]
-    model = Model(a.flashlab, getattr(a, "l2_partitions", 2))
+    model = Model(a.flashlab, getattr(a, "l2_partitions", 2), getattr(a, "cta_timing", None))
     warm(inputs, model, a)
     out_rows, prov = [], []
     for path in inputs:
@@ -393,8 +424,10 @@ def match_file(a):
                 row[f"ratio_{f}"] = "" if rs[f] is None else f"{rs[f]:.4f}"
                 row[f"note_{f}"] = notes[f]
             for k, src in (("local_ld_miss_B", "local_miss"), ("local_st_B", "local_st"), ("lrc_merged_B", "lrc_merged"),
-                           ("l2_read_miss_B", "read_miss")):
+                           ("l2_read_miss_B", "read_miss"), ("evict_first_miss_B", "evict_first_miss")):
                 row[k] = "" if meas[src] is None else f"{meas[src]:.0f}"
+            t = model.timing(r)
+            row["walk"] = f"S2: {os.path.basename(t)}" if t else "S1"
             out_rows.append(row)
     tmp = a.out + ".tmp"
     with open(tmp, "w", newline="") as f:
@@ -408,7 +441,10 @@ def match_file(a):
                 "meas_l2_read = lts__t_sectors_srcunit_tex_op_read x 32; meas_write = lts__t_sectors_srcunit_tex_op_write x 32; "
                 "meas_red = lts__t_sectors_srcunit_tex_op_red + _atom x 32; meas_dram_read = dram__bytes_read; "
                 "meas_fabric = lts__t_sectors_srcunit_ltcfabric x 32 (sectors between the L2's partitions)\n")
-        f.write("# command: scripts/explain_kernels.py match " + " ".join(inputs) + "\n")
+        opts = (f" --l2-partitions {model.parts}" if model.parts != 2 else "") + (
+            f" --cta-timing {model.timing_dir}" if model.timing_dir else "") + (
+            f" --only-backend {a.only_backend}" if a.only_backend else "")
+        f.write("# command: scripts/explain_kernels.py match " + " ".join(inputs) + opts + "\n")
         w = csv.DictWriter(f, fieldnames=COLS, extrasaction="ignore")
         w.writeheader()
         for row in out_rows:

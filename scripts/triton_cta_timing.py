@@ -12,7 +12,9 @@ order), and runs the backward of each shape of --shapes (scripts/third_party_att
 `--repeats` unprofiled runs, then one profiled region (for scripts/explain_kernels.py collect,
 whose ncu counters of the instrumented kernel then come with the timing of the same launch).
 
-Each run writes OUT_DIR/timing_SHAPE_RUN.csv (RUN: r1.. unprofiled, ncu the profiled one):
+Each run writes OUT_DIR/timing_SHAPE_RUN.csv (RUN: r1.. unprofiled; ncu the region between
+cudaProfilerStart and Stop, which ncu profiles when the script runs under explain_kernels.py
+collect; run alone, use the r files):
 provenance lines (#), then item,sm,start_ns,end_ns with start_ns counted from the launch's first
 program.  `flashlab l2 --launch bwd-twopass ... --cta-timing FILE` walks the launch in that order.
 
@@ -154,7 +156,7 @@ def main():
                                               dtype=dname, **{"pass": "bwd"}, storage="fp16", timed=1), bwd)
                 tag = "ncu"
             write_timing(os.path.join(a.out_dir, f"timing_{name}_{tag}.csv"),
-                         prov + [f"run: {tag} ({'the profiled region' if tag == 'ncu' else 'unprofiled'})"],
+                         prov + [f"run: {tag} ({'the region ncu profiles under explain_kernels.py collect' if tag == 'ncu' else 'unprofiled'})"],
                          buf.cpu())
         del q, k, v, do, qg, kg, vg, o
         torch.cuda.empty_cache()
