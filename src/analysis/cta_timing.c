@@ -1,6 +1,8 @@
 /* cta_timing.c: the measured-timing CSV of cta_timing.h, read strictly. */
 #include <flashlab/cta_timing.h>
 
+#include "analysis/csv_line.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,32 +26,19 @@ static int field(char **p, int last, int64_t *v)
 fl_status fl_cta_timing_read(FILE *in, const char *name, const char *option, fl_cta_time **out, int64_t *n)
 {
     *out = NULL, *n = 0;
-    char line[256];
+    char line[257]; /* 255 characters, the newline, the NUL */
     int64_t lineno = 0, cap = 0, rows = 0;
     int header = 0;
     fl_cta_time *t = NULL;
     int64_t *item = NULL; /* rows in file order, then placed by item index */
     fl_status e = FL_OK;
-    int more = 1;
-    while (!e && more) {
-        size_t len = 0; /* one line, read a byte at a time: a NUL or an endless line is refused early */
-        int ch;
-        while ((ch = getc(in)) != EOF && ch != '\n' && len < 255) {
-            if (ch == 0) break;
-            line[len++] = (char)ch;
-        }
-        more = ch != EOF;
-        if (!more && len == 0) break;
+    char label[300];
+    snprintf(label, sizeof label, "%s %s", option, name);
+    int64_t bytes = 0;
+    while (!e && fl_csv_read_line(in, label, (long)lineno + 1, line, sizeof line, &bytes, INT64_C(1) << 30,
+                                   "a timing CSV", "", &e) == 1) {
         lineno++;
-        if (ch == 0) {
-            e = fl_fail(FL_EINVAL, "%s %s: line %lld: contains a NUL byte (not a text CSV)", option, name, (long long)lineno);
-            break;
-        }
-        if (ch != '\n' && ch != EOF) {
-            e = fl_fail(FL_EINVAL, "%s %s: line %lld: longer than 255 characters", option, name, (long long)lineno);
-            break;
-        }
-        line[len] = 0;
+        size_t len = strlen(line);
         if (len && line[len - 1] == '\r') line[--len] = 0;
         if (line[0] == '#' || !len) continue; /* provenance, blank lines */
         if (!header) {
@@ -84,7 +73,6 @@ fl_status fl_cta_timing_read(FILE *in, const char *name, const char *option, fl_
                         (long long)lineno, (long long)r.end, (long long)r.start);
         else t[rows++] = r;
     }
-    if (!e && ferror(in)) e = fl_fail(FL_EINVAL, "%s %s: read error", option, name);
     if (!e && !rows) e = fl_fail(FL_EINVAL, "%s %s: no rows (header '" HEADER "', then one row per work item)", option, name);
     fl_cta_time *byitem = NULL;
     if (!e && !(byitem = malloc((size_t)rows * sizeof *byitem)))

@@ -1,4 +1,5 @@
 /* sweep.c: grids of count-only runs (see sweep.h). */
+#include "analysis/csv_line.h"
 #include <flashlab/sweep.h>
 
 #include <errno.h>
@@ -297,39 +298,6 @@ static int to_i64(const char *s, int64_t *v)
     return 1;
 }
 
-/* Reads one line of in into line (cap bytes, the newline dropped): 1 for a line, 0 at the
- * end, -1 with *err set (and fl_last_error) for a NUL byte, a line too long, too many bytes
- * (FL_EINVAL) or a read error (FL_EIO).  *bytes counts what was read. */
-static int read_line(FILE *in, const char *name, long ln, char *line, size_t cap, int64_t *bytes, fl_status *err)
-{
-    size_t n = 0;
-    int c;
-    while ((c = getc(in)) != EOF) {
-        if (++*bytes > FL_CSV_MAX_BYTES) {
-            *err = fl_fail(FL_EINVAL, "%s: more than %lld bytes; not a sweep CSV flashlab reads", name,
-                           (long long)FL_CSV_MAX_BYTES);
-            return -1;
-        }
-        if (c == 0) {
-            *err = fl_fail(FL_EINVAL, "%s:%ld: a NUL byte: binary data, not a CSV (is it the output of flashlab sweep?)",
-                           name, ln);
-            return -1;
-        }
-        if (c == '\n') break;
-        if (n + 1 >= cap) {
-            *err = fl_fail(FL_EINVAL, "%s:%ld: line longer than %zu characters", name, ln, cap - 2);
-            return -1;
-        }
-        line[n++] = (char)c;
-    }
-    line[n] = 0;
-    if (c == EOF && ferror(in)) {
-        *err = fl_fail(FL_EIO, "%s: read error (%s)", name, strerror(errno));
-        return -1;
-    }
-    return c == EOF && n == 0 ? 0 : 1;
-}
-
 fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t)
 {
     static const char *const head = "algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total";
@@ -342,7 +310,8 @@ fl_status fl_table_read_csv(FILE *in, const char *name, fl_table *t)
     char shown[FL_SHOWN_MAX + 4];
     snprintf(shown, sizeof shown, "%s", fl_shown(name));
     name = shown;
-    while ((got = read_line(in, name, ln + 1, line, sizeof line, &bytes, &err)) == 1) {
+    while ((got = fl_csv_read_line(in, name, ln + 1, line, sizeof line, &bytes, FL_CSV_MAX_BYTES, "a sweep CSV flashlab reads",
+                                    " (is it the output of flashlab sweep?)", &err)) == 1) {
         if (++ln > FL_CSV_MAX_LINES)
             return fl_fail(FL_EINVAL, "%s: more than %lld lines; not a sweep CSV flashlab reads", name,
                            (long long)FL_CSV_MAX_LINES);
