@@ -189,11 +189,13 @@ int fl_cmd_l2_launch(int argc, char **argv)
                      " SMs x %" PRId64 " CTAs%s\n", l2_mb, parts, parts > 1 ? "s" : "", sector, L.sms, L.ctas_per_sm,
                 timing ? "; work items run when --cta-timing says (rule S2)" : "");
         fputs("family,batch,heads,N,d,Br,Bc,causal,ctas,items,waves,sm_read_B,l2_read_B,sm_write_B,red_B,dram_read_B,"
-              "fabric_B,writeback_B\n", out);
+              "fabric_B,writeback_B,read_miss_B,fabric_read_miss_B,red_miss_B\n", out);
         fprintf(out, "%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64
-                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n",
+                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+                     ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n",
                 fl_launch_family_name(L.family), L.batch, L.heads, L.N, L.d, L.Br, L.Bc, L.causal, p.ctas, p.items,
-                p.waves, p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.fabric_B, p.writeback_B);
+                p.waves, p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.fabric_B, p.writeback_B,
+                p.read_miss_B, p.fabric_read_miss_B, p.red_miss_B);
     } else {
         fprintf(out, "l2 launch model: %s, B = %" PRId64 ", H = %" PRId64 ", N = %" PRId64 ", d = %" PRId64 ", %" PRId64
                      "x%" PRId64 "%s; %" PRId64 " CTAs for %" PRId64 " work items in %" PRId64 " waves of %" PRId64
@@ -203,7 +205,10 @@ int fl_cmd_l2_launch(int argc, char **argv)
                 timing ? "; work items run when --cta-timing says (rule S2), not in waves" : "");
         fprintf(out, "SM<-L2 read B %" PRId64 "\nL2 read lookups B %" PRId64 "\nSM->L2 write B %" PRId64
                      "\nL2 reductions B %" PRId64 "\nDRAM read B %" PRId64 "\nfabric B %" PRId64 "\nwriteback B %" PRId64
-                     "\n", p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.fabric_B, p.writeback_B);
+                     "\nlookups that missed B: reads %" PRId64 " (of which homed across the fabric and missed there too %"
+                     PRId64 "), reductions %" PRId64 "\n",
+                p.sm_read_B, p.l2_read_B, p.sm_write_B, p.red_B, p.dram_read_B, p.fabric_B, p.writeback_B,
+                p.read_miss_B, p.fabric_read_miss_B, p.red_miss_B);
         for (int t = 0; t < FL_LT_COUNT; t++)
             if (p.reads[t] || p.writes[t])
                 fprintf(out, "  %-6s read %" PRId64 " written %" PRId64 " elements\n", fl_launch_tensor_name(t),

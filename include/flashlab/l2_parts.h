@@ -34,6 +34,13 @@ typedef struct {
     int64_t fabric;      /* sectors that crossed between partitions: near read misses of sectors
                             homed in the other, and writes and reductions from the other side */
     int64_t writebacks;  /* dirty sectors evicted */
+    /* the lookups that missed, as Nsight Compute counts them (docs/third_party.md §6): */
+    int64_t read_misses;        /* reads that missed in the reading side's partition
+                                   (lts__t_sectors_srcunit_tex_op_read_lookup_miss) */
+    int64_t fabric_read_misses; /* of those homed in the other partition, the ones that missed in their
+                                   home too (lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss) */
+    int64_t reduce_misses;      /* reductions that missed in their home partition
+                                   (lts__t_sectors_srcunit_tex_op_red_lookup_miss) */
 } fl_l2p_stats;
 
 /* Makes `parts` (1 or 2) empty partitions of capacity / parts bytes each in sectors of `sector`

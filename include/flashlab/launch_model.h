@@ -90,6 +90,8 @@ typedef struct {
     int64_t dram_read_B; /* read and reduction misses x sector */
     int64_t fabric_B;    /* sectors crossing between L2 partitions x sector (l2_parts.h; 0 with one) */
     int64_t writeback_B; /* dirty sectors evicted during the launch x sector */
+    int64_t read_miss_B, fabric_read_miss_B, red_miss_B; /* the lookups that missed (fl_l2p_stats) x sector:
+                            dram_read_B = read misses homed on the reading side + fabric_read_miss_B + red_miss_B */
     int64_t reads[FL_LT_COUNT], writes[FL_LT_COUNT]; /* elements per tensor (reductions: in writes) */
 } fl_launch_pred;
 

@@ -85,7 +85,10 @@ unsigned fl_l2p_access(fl_l2p *c, int side, uint64_t addr, int64_t len, int kind
         const int64_t before = fl_l2_get_stats(c->p[0]).read_misses;
         if (kind != FL_L2P_WRITE) fl_l2_access(c->p[0], addr, len, 0); /* a reduction reads the old value */
         if (kind != FL_L2P_READ) fl_l2_access(c->p[0], addr, len, 1);
-        c->st.dram_reads += fl_l2_get_stats(c->p[0]).read_misses - before;
+        const int64_t missed = fl_l2_get_stats(c->p[0]).read_misses - before;
+        c->st.dram_reads += missed;
+        if (kind == FL_L2P_READ) c->st.read_misses += missed;
+        else c->st.reduce_misses += missed;
         return 1u;
     }
     unsigned touched = 0;
@@ -96,17 +99,22 @@ unsigned fl_l2p_access(fl_l2p *c, int side, uint64_t addr, int64_t len, int kind
         if (kind == FL_L2P_READ) {
             touched |= 1u << side;
             if (!miss(c->p[side], a, 0)) continue;
+            c->st.read_misses++;
             if (h == side) c->st.dram_reads++;
             else {
                 c->st.fabric++;
                 touched |= 1u << h;
-                c->st.dram_reads += miss(c->p[h], a, 0);
+                const int far = miss(c->p[h], a, 0);
+                c->st.dram_reads += far, c->st.fabric_read_misses += far;
             }
         } else {
             touched |= 1u << h | 1u << (1 - h);
             c->st.fabric += h != side;
             fl_l2_drop(c->p[1 - h], a); /* the other partition's copy is stale now */
-            if (kind == FL_L2P_REDUCE) c->st.dram_reads += miss(c->p[h], a, 0);
+            if (kind == FL_L2P_REDUCE) {
+                const int m = miss(c->p[h], a, 0);
+                c->st.dram_reads += m, c->st.reduce_misses += m;
+            }
             fl_l2_access(c->p[h], a, 1, 1);
         }
     }

@@ -360,6 +360,9 @@ static void visit(const ctx *c, walker *w, const acc *a, int side, fl_launch_pre
     out->dram_read_B += (after.dram_reads - before.dram_reads) * w->sb;
     out->fabric_B += (after.fabric - before.fabric) * w->sb;
     out->writeback_B += (after.writebacks - before.writebacks) * w->sb;
+    out->read_miss_B += (after.read_misses - before.read_misses) * w->sb;
+    out->fabric_read_miss_B += (after.fabric_read_misses - before.fabric_read_misses) * w->sb;
+    out->red_miss_B += (after.reduce_misses - before.reduce_misses) * w->sb;
     for (int p = 0; p < parts; p++) /* a read's lookups in a home partition are only its near misses */
         if (touched >> p & 1) w->last[p] = (part_state){*a, a->kind != RD || p == side, a->kind == RD};
 }

@@ -34,6 +34,9 @@ Test(l2_parts, one_partition_is_the_lru)
     }
     cr_assert_eq(fl_l2p_get_stats(p).dram_reads, fl_l2_get_stats(c).read_misses);
     cr_assert_eq(fl_l2p_get_stats(p).writebacks, fl_l2_get_stats(c).writebacks);
+    const fl_l2p_stats s = fl_l2p_get_stats(p); /* one partition: every miss is a read's or a reduction's */
+    cr_assert(s.read_misses + s.reduce_misses == s.dram_reads && s.fabric_read_misses == 0 && s.reduce_misses > 0 &&
+              s.read_misses > 0);
     cr_assert_eq(fl_l2p_get_stats(p).fabric, 0);
     fl_l2p_free(p);
     fl_l2_free(c);
@@ -52,26 +55,34 @@ Test(l2_parts, two_partitions_by_hand)
     fl_l2p_access(p, 0, 0, 4096, FL_L2P_READ); /* side 0, its own page: DRAM */
     fl_l2p_stats s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 128 && s.fabric == 0);
+    cr_assert(s.read_misses == 128 && s.fabric_read_misses == 0 && s.reduce_misses == 0);
     cr_assert_eq(fl_l2p_access(p, 1, 0, 4096, FL_L2P_READ), 3u); /* side 1: over the fabric, a home hit */
     s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 128 && s.fabric == 128);
+    cr_assert(s.read_misses == 256 && s.fabric_read_misses == 0); /* a near miss, not a home one */
     cr_assert_eq(fl_l2p_access(p, 1, 0, 4096, FL_L2P_READ), 2u); /* side 1 again: its copy */
     s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 128 && s.fabric == 128);
     fl_l2p_access(p, 0, 4096, 4096, FL_L2P_READ); /* side 0, page homed in 1: fabric and DRAM */
     s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 256 && s.fabric == 256);
+    cr_assert(s.read_misses == 384 && s.fabric_read_misses == 128);
     fl_l2p_access(p, 0, 4096, 4096, FL_L2P_WRITE); /* a write from side 0 goes home, over the fabric */
     fl_l2p_access(p, 1, 0, 4096, FL_L2P_REDUCE);   /* a reduction from side 1 at home 0, resident */
     s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 256 && s.fabric == 512, "%ld %ld", (long)s.dram_reads, (long)s.fabric);
+    cr_assert_eq(s.reduce_misses, 0);
     fl_l2p_access(p, 0, 8 << 20, 4096, FL_L2P_REDUCE); /* page 2048 (parity 1): far, not resident */
     s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 384 && s.fabric == 640);
+    cr_assert_eq(s.reduce_misses, 128);
     /* the reduction of page 0 at home dropped side 1's copy: side 1 reads over the fabric again */
     cr_assert_eq(fl_l2p_access(p, 1, 0, 4096, FL_L2P_READ), 3u);
     s = fl_l2p_get_stats(p);
     cr_assert(s.dram_reads == 384 && s.fabric == 768, "%ld %ld", (long)s.dram_reads, (long)s.fabric);
+    cr_assert(s.read_misses == 512 && s.fabric_read_misses == 128 && s.reduce_misses == 128);
+    /* DRAM = the near misses homed near (the first read's 128) + the home misses of far ones + reductions' */
+    cr_assert_eq(s.dram_reads, 128 + s.fabric_read_misses + s.reduce_misses);
     fl_l2p_free(p);
 }
 
@@ -107,6 +118,44 @@ Test(l2_parts, sweeps_find_what_the_h200_measured)
     for (int pass = 0; pass < 2; pass++) fl_l2_access(c, 0, C * 12 / 16, 0);
     cr_assert_eq(fl_l2_get_stats(c).read_misses * 32, C * 12 / 16);
     fl_l2_free(c);
+}
+
+/* bench/l2_probe.cu --reduce, as sweep() does its reads: reduce, each side adds to its half of X,
+ * a page a step, twice; mixed, X cut in halves R and C, each side at each step adds to its page
+ * of R and reads its page of C, twice.  Returns the DRAM reads per byte; *red the reductions'
+ * misses per byte of what was reduced. */
+static double sweep_reduce(int64_t cap, int64_t X, int mixed, double *red)
+{
+    fl_l2p *p = parts(cap, 2);
+    const int64_t pages = X / 4096, R = mixed ? pages / 2 : pages, per = R / 2;
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t k = 0; k < per; k++)
+            for (int side = 0; side < 2; side++) {
+                const int64_t page = side * per + k;
+                fl_l2p_access(p, side, (uint64_t)page * 4096, 4096, FL_L2P_REDUCE);
+                if (mixed) fl_l2p_access(p, side, (uint64_t)(R + page) * 4096, 4096, FL_L2P_READ);
+            }
+    const fl_l2p_stats s = fl_l2p_get_stats(p);
+    *red = (double)s.reduce_misses * 32 / (double)(R * 4096);
+    const double r = (double)s.dram_reads * 32 / (double)X;
+    fl_l2p_free(p);
+    return r;
+}
+
+/* docs/l2_model.md §6: reduced data is held once, at home, so it finds the whole L2; mixed with as
+ * much private read data (held 1.5 times), it is kept while 5/8 of X fits a partition */
+Test(l2_parts, reductions_find_the_whole_l2)
+{
+    const int64_t C = 4 << 20;
+    double red;
+    cr_assert_float_eq(sweep_reduce(C, C * 15 / 16, 0, &red), 1.0, 1e-12);
+    cr_assert_float_eq(red, 1.0, 1e-12);
+    cr_assert_float_eq(sweep_reduce(C, C * 17 / 16, 0, &red), 2.0, 1e-12); /* past the whole L2: twice */
+    cr_assert_float_eq(red, 2.0, 1e-12);
+    cr_assert_float_eq(sweep_reduce(C, C * 12 / 16, 1, &red), 1.0, 1e-12); /* mixed, 5/8 x 12/16 < 1/2 */
+    cr_assert_float_eq(red, 1.0, 1e-12);
+    cr_assert_gt(sweep_reduce(C, C * 14 / 16, 1, &red), 1.5);               /* 5/8 x 14/16 > 1/2 */
+    cr_assert_gt(red, 1.5);
 }
 
 Test(l2_parts, input_rules_name_the_option)

@@ -330,6 +330,11 @@ static void replay(fl_launch_family f, int causal, int atomic, int64_t l2_bytes)
     cr_assert_eq(p.fabric_B, st.fabric * 32, "%s: fabric %ld vs %ld", fl_launch_family_name(f), (long)p.fabric_B,
                  (long)(st.fabric * 32));
     cr_assert_eq(p.writeback_B, st.writebacks * 32);
+    cr_assert(p.read_miss_B == st.read_misses * 32 && p.fabric_read_miss_B == st.fabric_read_misses * 32 &&
+                  p.red_miss_B == st.reduce_misses * 32,
+              "%s: lookups that missed %ld %ld %ld vs %ld %ld %ld", fl_launch_family_name(f), (long)p.read_miss_B,
+              (long)p.fabric_read_miss_B, (long)p.red_miss_B, (long)st.read_misses * 32,
+              (long)st.fabric_read_misses * 32, (long)st.reduce_misses * 32);
     fl_l2p_free(c);
 }
 
