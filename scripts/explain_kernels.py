@@ -60,6 +60,12 @@ COUNTERS = [
     "lts__t_sectors_srcunit_tex_op_read_evict_last_lookup_miss.sum",
     "lts__t_sectors_srcunit_tex_op_read_evict_normal_lookup_miss.sum",
     "lts__d_sectors_fill_device.sum",
+    # the reductions' own L2 lookups (a reduction that misses its home partition reads DRAM first),
+    # and the lookups of sectors arriving over the fabric from the other partition
+    "lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum",
+    "lts__t_sectors_srcunit_tex_op_red_lookup_hit.sum",
+    "lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum",
+    "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum",
     # the L2 request coalescer: read sectors it could merge, and merged (identical requests of
     # several SMs served by one L2 lookup)
     "lrc__request_sectors_op_read_coalescable.sum",

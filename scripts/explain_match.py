@@ -84,7 +84,20 @@ def measured(r):
         fabric=s("lts__t_sectors_srcunit_ltcfabric.sum"),
         evict_first=s("lts__t_sectors_srcunit_tex_op_read_evict_first.sum"),
         evict_first_miss=s("lts__t_sectors_srcunit_tex_op_read_evict_first_lookup_miss.sum"),
+        red_miss=red_misses(s),
     )
+
+
+def red_misses(s):
+    """The reductions' L2 misses in bytes: those homed on the reducing SM's side are looked up as the
+    SM's (..._tex_op_red_lookup_miss), those homed across the fabric as the fabric's, which reads do
+    not account for (..._ltcfabric_lookup_miss - ..._ltcfabric_op_read_lookup_miss); bench/l2_probe
+    --reduce: the two add up to the buffer reduced, once each (docs/l2_model.md §6).  None unless all
+    three were collected."""
+    tex = s("lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum")
+    fab = s("lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum")
+    fab_rd = s("lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum")
+    return None if None in (tex, fab, fab_rd) else tex + fab - fab_rd
 
 
 def gi(r, k, default=0):
@@ -226,6 +239,7 @@ class Model:
         row = self._run(args)
         return dict(sm_read=int(row["sm_read_B"]), l2_read=int(row["l2_read_B"]), write=int(row["sm_write_B"]),
                     red=int(row["red_B"]), dram_read=int(row["dram_read_B"]), fabric=int(row["fabric_B"]),
+                    red_miss=int(row["red_miss_B"]),
                     ctas=int(row["ctas"]),
                     waves=int(row["waves"]))
 
@@ -303,7 +317,7 @@ def explain_row(r, ident, model, tol, sms):
     if off(rs["dram_read"], tol):
         spill = meas["local_st"] or 0
         excess = meas["dram_read"] - mod["dram_read"]
-        ef, efm, lm = meas["evict_first"], meas["evict_first_miss"], meas["local_miss"]
+        ef, efm, lm, rm = meas["evict_first"], meas["evict_first_miss"], meas["local_miss"], meas["red_miss"]
         # local memory is read with evict_first: those reads are the spill reloads when they equal the
         # local loads that missed L1, and their L2 misses are DRAM reads the model has no tile for
         reloads = efm is not None and ef and lm and abs(ef / lm - 1) <= 0.05
@@ -313,6 +327,18 @@ def explain_row(r, ident, model, tol, sms):
                                   f"({lm / 2**20:.1f} MiB); {efm / 2**20:.1f} MiB of them missed L2 "
                                   f"(..._evict_first_lookup_miss); measured minus them = "
                                   f"{(meas['dram_read'] - efm) / mod['dram_read']:.3f} x model")
+        elif rm is not None and mod["red_miss"] and off(ratio(rm, mod["red_miss"]), tol) and \
+                not off(ratio(meas["dram_read"] - rm, mod["dram_read"] - mod["red_miss"]), tol) and \
+                (rm - mod["red_miss"]) * (meas["dram_read"] - mod["dram_read"]) > 0 and \
+                abs(rm - mod["red_miss"]) >= abs(meas["dram_read"] - mod["dram_read"]) / 2:
+            notes["dram_read"] = (f"cause measured, not modelled: the reductions' L2 misses (lts__t_sectors_srcunit_"
+                                  f"tex_op_red_lookup_miss + ltcfabric lookups that are not reads) are "
+                                  f"{rm / 1e6:.1f} MB, {ratio(rm, mod['red_miss']):.3f} x the model's "
+                                  f"{mod['red_miss'] / 1e6:.1f} MB, and carry {(rm - mod['red_miss']) / (meas['dram_read'] - mod['dram_read']):.0%} "
+                                  f"of the difference; the reads' DRAM (measured minus them) is "
+                                  f"{ratio(meas['dram_read'] - rm, mod['dram_read'] - mod['red_miss']):.3f} x the model's: "
+                                  f"the L2 keeps {'fewer' if rm > mod['red_miss'] else 'more'} of the reduced (dirty) "
+                                  f"accumulator sectors than its LRU does (docs/l2_model.md §6)")
         elif rs["dram_read"] > 1 and spill >= excess:
             notes["dram_read"] = (f"cause measured, not modelled: {spill / 2**20:.0f} MiB of spill stores "
                                   f"(l1tex__t_sectors_pipe_lsu_mem_local_op_st), more than the {excess / 2**20:.0f} MiB "
@@ -344,6 +370,8 @@ for f in FIGURES:
     COLS += [f"meas_{f}_B", f"model_{f}_B", f"ratio_{f}"]
 COLS += ["local_ld_miss_B", "local_st_B", "lrc_merged_B", "l2_read_miss_B", "evict_first_miss_B", "time_us", "walk"]
 COLS += [f"note_{f}" for f in FIGURES]
+# the reductions' misses (red_misses) and the reads' DRAM (measured minus them), against the model's
+COLS += ["meas_red_miss_B", "model_red_miss_B", "ratio_red_miss", "ratio_dram_reads_part"]
 
 
 def warm(inputs, model, a):
@@ -428,6 +456,12 @@ def match_file(a):
                 row[k] = "" if meas[src] is None else f"{meas[src]:.0f}"
             t = model.timing(r)
             row["walk"] = f"S2: {os.path.basename(t)}" if t else "S1"
+            rm = meas["red_miss"]
+            row.update(meas_red_miss_B="" if rm is None else f"{rm:.0f}", model_red_miss_B=mod["red_miss"],
+                       ratio_red_miss="" if rm is None or not mod["red_miss"] else f"{rm / mod['red_miss']:.4f}",
+                       ratio_dram_reads_part="" if rm is None or meas["dram_read"] is None or
+                       mod["dram_read"] == mod["red_miss"] else
+                       f"{(meas['dram_read'] - rm) / (mod['dram_read'] - mod['red_miss']):.4f}")
             out_rows.append(row)
     tmp = a.out + ".tmp"
     with open(tmp, "w", newline="") as f:

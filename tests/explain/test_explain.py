@@ -8,7 +8,9 @@
            must not give;
   record   the recorded study (figures/data/third_party_ncu.csv): the model recomputed now for the
            two smaller shapes gives the ratios recorded in figures/data/third_party_explained.csv,
-           and every row of docs/third_party.md's table states the recorded ratios.
+           and every row of docs/third_party.md's table states the recorded ratios;
+  probes   the L2 probe's recorded sweeps (docs/l2_model.md §6) and scripts/bwd_order_probe.py
+           (its decoder against emulated loop orders, the recorded orders, bad input).
 
   python3 tests/explain/test_explain.py FLASHLAB_CLI SOURCE_DIR
 """
@@ -26,6 +28,9 @@ FAKE = os.path.join(SRC, "tests", "explain", "fake_ncu.py")
 PROG = os.path.join(SRC, "tests", "explain", "fake_program.py")
 FA2 = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, 0, 0, cutlass::half_t, "
        "Flash_kernel_traits<64, 128, 128, 4, cutlass::half_t>>, 0, 0, 0, 0, 1, 1, 0, 0>(pytorch_flash::Flash_fwd_params)")
+FA2_BWD = ("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<64, 128, 128, 8, 4, "
+           "4, 4, false, false, cutlass::half_t, Flash_kernel_traits<64, 128, 128, 8, cutlass::half_t>>, true, false, "
+           "false, false, false, false, false>(pytorch_flash::Flash_bwd_params)")
 CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
 ELEM = "void native::vectorized_elementwise_kernel<4, native::FillFunctor<float>>(int, T2, T3)"
 T = 1024 * 64 * 2  # one tensor of one head, N = 1024, d = 64, fp16
@@ -117,7 +122,9 @@ def raw_csv(kernels, region_info="{}"):
             "l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
             "lts__t_sectors_srcunit_tex_op_read_evict_first.sum",
             "lts__t_sectors_srcunit_tex_op_read_evict_first_lookup_miss.sum",
-            "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum", "region_info", "name"]
+            "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum", "lts__t_sectors_srcunit_tex_op_red.sum",
+            "lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum",
+            "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum", "region_info", "name"]
     with open(path, "w", newline="") as f:
         f.write("# commit: test\n")
         w = csv.DictWriter(f, fieldnames=cols)
@@ -164,6 +171,38 @@ class Match(unittest.TestCase):
         unknown = {k: v for k, v in base.items() if "evict" not in k}  # not collected: named as the next test
         got = self.match([(FA2, "flash_fwd_kernel", (8, 1, 1), 128, unknown)])[0]
         self.assertIn("settles it: lts__t_sectors_srcunit_tex_op_read_evict_first_lookup_miss", got["note_dram_read"])
+
+    def test_reduction_misses_explain_dram_only_when_the_reads_agree(self):
+        # FA2's backward 128 x 128 (dQ by atomics), one head of N = 1024: the model's reduction misses
+        # are the fp32 dQ accumulator once; planted: the reductions miss 1.5 x that, the reads as modelled
+        k = lambda m: [(FA2_BWD, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", (8, 1, 1), 256, m)]
+        first = self.match(k({"dram__bytes_read.sum": 1}))[0]
+        self.assertEqual(first["family"], "bwd-kv")
+        mod, red = int(first["model_dram_read_B"]), int(first["model_red_miss_B"])
+        self.assertEqual(red, 1024 * 64 * 4)  # the accumulator, once
+        sec = lambda b: b // 32
+
+        def planted(red_miss, dram):  # half homed near (the SM's lookups), half across the fabric
+            return {"dram__bytes_read.sum": dram, "lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum": sec(red_miss // 2),
+                    "lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum": sec(red_miss // 2) + 1000,
+                    "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum": 1000}
+        got = self.match(k(planted(3 * red // 2, mod + red // 2)))[0]
+        self.assertEqual((got["ratio_red_miss"], got["ratio_dram_reads_part"]), ("1.5000", "1.0000"))
+        self.assertIn("cause measured, not modelled: the reductions' L2 misses", got["note_dram_read"])
+        self.assertIn("the L2 keeps fewer of the reduced", got["note_dram_read"])
+        got = self.match(k(planted(red // 2, mod - red // 2)))[0]  # the other way: kept more
+        self.assertIn("the L2 keeps more of the reduced", got["note_dram_read"])
+        # wrong inputs the rule must not explain away
+        wrong = [planted(3 * red // 2, mod + red // 2 + (mod - red) * 12 // 100),  # the reads are off too
+                 planted(red, mod + red // 2),                                   # the reductions are as modelled
+                 planted(red // 2, mod + red // 2)]                              # they go the other way
+        for m in wrong:
+            got = self.match(k(m))[0]
+            self.assertNotIn("reductions' L2 misses", got["note_dram_read"], m)
+        unknown = {"dram__bytes_read.sum": mod + red // 2}  # not collected
+        got = self.match(k(unknown))[0]
+        self.assertEqual(got["meas_red_miss_B"], "")
+        self.assertNotIn("reductions' L2 misses", got["note_dram_read"])
 
     def test_cta_timing_walks_the_measured_order(self):
         sm = 17 * T // 32
@@ -315,6 +354,98 @@ class Probe(unittest.TestCase):
         self.assertTrue(all(2.003 <= x <= 2.0125 for x in fab("shared", 34, 100)))
         self.assertTrue(all(0.51 <= x <= 0.565 for x in fab("private", 4, 36)))
         self.assertTrue(all(1.0035 <= x <= 1.0065 for x in fab("private", 56, 100)))
+
+
+class Run4(unittest.TestCase):
+    """docs/third_party.md §6: the run-4 table (the reductions' misses at s6) states the matched CSV."""
+
+    def test_the_page_states_the_recorded_split(self):
+        got = {(r["backend"], r["shape"]): r for r in rows(os.path.join(SRC, "figures", "data",
+                                                                         "third_party_explained_run4.csv"))
+               if r["family"] == "bwd-kv"}
+        with open(os.path.join(SRC, "docs", "third_party.md")) as f:
+            doc = f.read()
+        for backend, label in (("cudnn", "cuDNN"), ("flash", "FA2")):
+            r = got[(backend, "s6")]
+            meas_red, meas_dram = int(r["meas_red_miss_B"]), int(r["meas_dram_read_B"])
+            mod, red = int(r["model_dram_read_B"]), int(r["model_red_miss_B"])
+            line = (f"| {label} | {meas_dram / 1e6:.1f} MB, {meas_dram / mod:.3f} | {meas_red / 1e6:.1f} MB, "
+                    f"{{}}{meas_red / red:.3f}{{}} | {(meas_dram - meas_red) / 1e6:.1f} MB, "
+                    f"{(meas_dram - meas_red) / (mod - red):.3f} |")
+            self.assertTrue(line.format("", "") in doc or line.format("**", "**") in doc, line)
+        r = got[("cudnn", "s6")]
+        mod, red = int(r["model_dram_read_B"]), int(r["model_red_miss_B"])
+        self.assertIn(f"| model (both) | {mod / 1e6:.1f} MB | {red / 1e6:.1f} MB", doc)
+        self.assertIn(f"| {(mod - red) / 1e6:.1f} MB (inputs once", doc)
+
+
+class ProbeReduce(unittest.TestCase):
+    """docs/l2_model.md §6: the reduce and mixed sweeps (figures/data/l2_probe_reduce.csv) and the page's table."""
+
+    def setUp(self):
+        self.by = {(r["mode"], round(int(r["bytes"]) / 2**20)): r
+                   for r in rows(os.path.join(SRC, "figures", "data", "l2_probe_reduce.csv"))}
+
+    def cells(self, mode, mib):
+        r = self.by[(mode, mib)]
+        X, dram = int(r["bytes"]), int(r["dram_read_B"])
+        red = int(r["red_miss_B"]) + int(r["fabric_miss_B"]) - int(r["fabric_read_miss_B"])  # explain_match.red_misses
+        if mode == "reduce":
+            return dram / X, red / X
+        half = X / 2
+        return dram / X, (red - half) / half, (dram - red - half) / half
+
+    def test_the_page_states_the_recorded_table(self):
+        with open(os.path.join(SRC, "docs", "l2_model.md")) as f:
+            doc = f.read().splitlines()
+        head = next(l for l in doc if l.startswith("| X (MiB) | 40 |"))
+        sizes = [int(x) for x in head.strip("|").split("|")[1:]]
+        for label, mode, k in (("reduce: DRAM / X", "reduce", 0), ("mixed: DRAM / X", "mixed", 0),
+                               ("mixed: reduced half re-fetched", "mixed", 1), ("mixed: read half re-fetched", "mixed", 2)):
+            line = next(l for l in doc if l.startswith(f"| {label} |"))
+            cells = [x.strip() for x in line.strip("|").split("|")[1:]]
+            self.assertEqual(len(cells), len(sizes))
+            for mib, cell in zip(sizes, cells):
+                self.assertEqual(cell, f"{self.cells(mode, mib)[k]:.3f}", (label, mib))
+
+    def test_the_two_metrics_count_every_reduction_miss(self):
+        # reduced once (kept): the reductions' misses are the bytes reduced, and the DRAM reads
+        for mib in (8, 16, 24, 32, 40, 48, 56):
+            dram, red = self.cells("reduce", mib)
+            self.assertAlmostEqual(red, 1.0, delta=0.001)
+            self.assertAlmostEqual(dram, 1.0, delta=0.001)
+        # in the transition the reduced half is re-fetched less than the read half
+        for mib in (52, 56, 60):
+            _, red, rd = self.cells("mixed", mib)
+            self.assertLess(red, rd - 0.04, mib)
+
+
+class Order(unittest.TestCase):
+    """scripts/bwd_order_probe.py: the decoder against emulated orders, the recorded orders, bad input."""
+    PROBE = os.path.join(SRC, "scripts", "bwd_order_probe.py")
+
+    def test_the_decoder_reads_emulated_orders(self):
+        r = subprocess.run([sys.executable, self.PROBE, "--self-test"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("self-test: ok", r.stdout)
+
+    def test_recorded_orders(self):
+        for backend, order, start in (("cudnn", "forward", "0-0"), ("flash", "reverse", None)):
+            got = rows(os.path.join(SRC, "figures", "data", f"bwd_order_{backend}.csv"))
+            self.assertEqual(len(got), 4096)  # s6 2048 + s1 1024 + s3 1024 key tiles
+            for r in got:
+                U = int(r["N"]) // 128
+                self.assertEqual((r["order"], r["start"], r["rows_agreeing"]),
+                                 (order, start or f"{U - 1}-{U - 1}", "128"), r["item"])
+
+    def test_bad_input_is_one_line_and_status_2(self):
+        out = os.path.join(tempfile.mkdtemp(), "o.csv")
+        for args in (["--shapes", "s2", "--out", out], ["--shapes", "s9", "--out", out], ["--backend", "x", "--out", out],
+                     ["--G", "7", "--shapes", "s1", "--out", out], [], ["--out", os.path.join(SRC, "README.md")]):
+            r = subprocess.run([sys.executable, self.PROBE] + args, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, (args, r.stderr))
+            self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":
