@@ -14,7 +14,11 @@ and current stream.  For every shape (dtype x d x N x causal):
      papers' convention), halved for causal; GB/s of the fewest bytes (Q, K, V read, O written;
      backward: Q, K, V, O, dO read, dQ, dK, dV written) and, for ours, of the model's bytes
      (`flashlab count`, the simulator, for the kernel's schedule and tiles);
-  4. ratios of each of ours to SDPA's FA2 backend measured in the same run.
+  4. ratios of each of ours to SDPA's FA2 and cuDNN backends measured in the same run.
+
+Shapes: --shapes recorded (the default: N = 1024, 2048, 4096, 16384, B x 16 heads of 32k-64k
+tokens), odd (N = 1000, 3000, 5000, 12000: no multiple of any tile, with B x H = 720, 176, 80, 48
+heads, none a multiple of the H200's 132 SMs), or all.
 
 Writes a CSV with provenance (`#` lines) and prints a short table.  This is a benchmark, not a
 test: run it on the GPU machine (kernels/device_run.sh step `bench`).
@@ -39,6 +43,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 DTYPES = {"fp16": (torch.float16, 1), "bf16": (torch.bfloat16, 2)}  # name -> (torch dtype, fl_dtype)
 BATCH = {1024: 64, 2048: 16, 4096: 8, 16384: 2}  # 16 heads; B*N between 16k and 64k tokens
+ODD_BATCH = {1000: 45, 3000: 11, 5000: 5, 12000: 3}  # 16 heads; B*H not a multiple of 132 (nor of 8)
 BACKENDS = [("sdpa-fa2", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION),
             ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION), ("sdpa-math", SDPBackend.MATH)]
 
@@ -117,6 +122,8 @@ def main():
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="one shape per d, fp16, for a first look")
+    ap.add_argument("--shapes", default="recorded", choices=("recorded", "odd", "all"),
+                    help="recorded: N = 1024..16384; odd: N = 1000, 3000, 5000, 12000 (B*H not a multiple of 132)")
     ap.add_argument("--nref", type=int, default=2, help="heads checked against the fp32 reference")
     ap.add_argument("--no-bwd", action="store_true")
     ap.add_argument("--skip-versions", default="", help="comma-separated versions of ours to leave out")
@@ -133,14 +140,15 @@ def main():
     dev = torch.cuda.get_device_properties(0)
     torch.manual_seed(20261130)
     rows = []
-    Ns = [1024, 4096] if a.quick else [1024, 2048, 4096, 16384]
+    batch = {"recorded": BATCH, "odd": ODD_BATCH, "all": dict(BATCH, **ODD_BATCH)}[a.shapes]
+    Ns = sorted(batch)[0::2] if a.quick else sorted(batch)  # quick: recorded 1024, 4096
     dtypes = ["fp16"] if a.quick else ["fp16", "bf16"]
     for dname in dtypes:
         tdt, fdt = DTYPES[dname]
         for d in (64, 128):
             for N in Ns:
                 for causal in (0, 1):
-                    B, H = BATCH[N], 16
+                    B, H = batch[N], 16
                     rows += bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal)
                     write_csv(a, dev, rows, table=False)  # after every shape: a cut-off run keeps its rows
     write_csv(a, dev, rows)
@@ -253,11 +261,13 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
             row(impl, kern["version"], "bwd", kern, ms, p95, err, mbytes)
         S = P = dP = dS = None
         torch.cuda.empty_cache()
-    # accuracy verdict and ratios to SDPA FA2 measured here
+    # accuracy verdict and ratios to SDPA FA2 and cuDNN measured here (> 1: faster than them)
     fa2 = {r["pass_"]: r for r in out if r["impl"] == "sdpa-fa2"}
+    cudnn = {r["pass_"]: r for r in out if r["impl"] == "sdpa-cudnn"}
     for r in out:
-        ref = fa2.get(r["pass_"])
+        ref, cu = fa2.get(r["pass_"]), cudnn.get(r["pass_"])
         r["ratio_vs_fa2"] = (ref["median_ms"] / r["median_ms"]) if ref and r["median_ms"] else None
+        r["ratio_vs_cudnn"] = (cu["median_ms"] / r["median_ms"]) if cu and r["median_ms"] else None
         r["acc_ok"] = acc_ok(r, ref["rel_err"] if ref else None)
     return out
 
@@ -279,7 +289,8 @@ def acc_ok(r, e_fa2):
 
 def write_csv(a, dev, rows, table=True):
     cols = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "p95_ms",
-            "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note"]
+            "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note",
+            "ratio_vs_cudnn"]
     tmp = a.csv + ".tmp"
     with open(tmp, "w") as f:
         f.write("# gpu_sdpa.py: our fast kernels vs PyTorch SDPA backends, one process, same inputs\n")
@@ -298,19 +309,21 @@ def write_csv(a, dev, rows, table=True):
     os.replace(tmp, a.csv)
     if not table:
         return
-    # the short table: best of ours per shape against FA2
-    print("\nshape                          pass  best ours (tile)        TFLOP/s   FA2 TFLOP/s  ratio")
+    # the short table: best of ours per shape against FA2 and cuDNN
+    print("\nshape                          pass  best ours (tile)        TFLOP/s   FA2 TFLOP/s  ratio  cuDNN TFLOP/s  ratio")
     keys = sorted({(r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) for r in rows})
     for kk in keys:
         sel = [r for r in rows if (r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) == kk]
         ours = [r for r in sel if r["impl"].startswith("ours") and "flash" in r["impl"] and r["acc_ok"]]
         fa2 = [r for r in sel if r["impl"] == "sdpa-fa2"]
+        cu = [r for r in sel if r["impl"] == "sdpa-cudnn"]
         if not ours or not fa2:
             continue
         b = max(ours, key=lambda r: r["tflops"])
+        cut = f"{cu[0]['tflops']:14.1f} {b['tflops'] / cu[0]['tflops']:6.2f}" if cu else f"{'-':>14s} {'-':>6s}"
         print(f"{kk[0]} d={kk[1]:3d} N={kk[2]:5d} {'causal' if kk[3] else 'full  '}  {kk[4]}  "
               f"{b['impl']:14s} {b['Br']}x{b['Bc']:<5} {b['tflops']:8.1f} {fa2[0]['tflops']:12.1f} "
-              f"{b['tflops'] / fa2[0]['tflops']:6.2f}")
+              f"{b['tflops'] / fa2[0]['tflops']:6.2f} {cut}")
 
 
 if __name__ == "__main__":

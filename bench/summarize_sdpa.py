@@ -5,8 +5,9 @@
 
 For every shape: our best forward (any version, any tile, accurate) against SDPA FA2 measured in
 the same run; our best backward against FA2's backward; the materializing versions against SDPA's
-math backend.  With two CSVs, the same ratios from the second run and their difference (the
-run-to-run spread the ratios must be read against).
+math backend; then a second table, our best forward and backward against SDPA cuDNN.  With two
+CSVs, the same ratios from the second run and their difference (the run-to-run spread the ratios
+must be read against).
 """
 import csv
 import sys
@@ -43,13 +44,13 @@ def ratios(rows):
     for dt, d, N, cz in shapes:
         sh = [r for r in rows if (r["dtype"], int(r["d"]), int(r["N"]), int(r["causal"])) == (dt, d, N, cz)]
         res = {}
-        for pass_, ours_pred in (("fwd", lambda r: r["impl"].startswith("ours") and "flash2" in r["impl"]),
-                                 ("bwd", lambda r: r["impl"].startswith("ours") and "flash2" in r["impl"]),
+        flash = lambda r: r["impl"].startswith("ours") and "flash2" in r["impl"]
+        for pass_, ours_pred in (("fwd", flash), ("bwd", flash), ("cudnn-fwd", flash), ("cudnn-bwd", flash),
                                  ("std-fwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"]),
                                  ("std-bwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"])):
             p = pass_.split("-")[-1]
             o = best(sh, lambda r: r["pass"] == p and ours_pred(r))
-            ref_impl = "sdpa-math" if pass_.startswith("std") else "sdpa-fa2"
+            ref_impl = {"std": "sdpa-math", "cudnn": "sdpa-cudnn"}.get(pass_.split("-")[0], "sdpa-fa2")
             ref = best(sh, lambda r: r["pass"] == p and r["impl"] == ref_impl)
             if o and ref:
                 res[pass_] = (o, float(o["tflops"]), float(ref["tflops"]), float(o["tflops"]) / float(ref["tflops"]))
@@ -85,6 +86,28 @@ def main():
                 lo.setdefault(x, []).append(res[x][3])
     for x, v in lo.items():
         print(f"{x}: ratio min {min(v):.2f}, max {max(v):.2f} over {len(v)} shapes")
+    print("\n| dtype | d | N | causal | fwd: ours TFLOP/s | cuDNN | ratio | bwd: ours | cuDNN | ratio |" +
+          (" fwd ratio, other run | bwd ratio, other run |" if b else ""))
+    print("|---" * (12 if b else 10) + "|")
+    cu = {}
+    for k, res in a.items():
+        f, bw = res.get("cudnn-fwd"), res.get("cudnn-bwd")
+        if not (f and bw):
+            continue
+        row = (f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {f[1]:.0f} | {f[2]:.0f} | **{f[3]:.2f}** | "
+               f"{bw[1]:.0f} | {bw[2]:.0f} | {bw[3]:.2f} |")
+        rb = b.get(k, {})
+        if b:
+            row += (f" {rb['cudnn-fwd'][3]:.2f} | {rb['cudnn-bwd'][3]:.2f} |" if "cudnn-fwd" in rb and "cudnn-bwd" in rb
+                    else " — | — |")
+        print(row)
+        for x in ("cudnn-fwd", "cudnn-bwd"):
+            cu.setdefault(x, []).append(res[x][3])
+            if x in rb:
+                cu.setdefault(x + " spread", []).append(abs(res[x][3] - rb[x][3]))
+    for x, v in cu.items():
+        print(f"{x}: {'|difference| max' if 'spread' in x else 'ratio min'} {max(v) if 'spread' in x else min(v):.3f}, "
+              f"{'mean' if 'spread' in x else 'max'} {sum(v) / len(v) if 'spread' in x else max(v):.3f} over {len(v)} shapes")
     if b:
         d = [abs(a[k]["fwd"][3] - b[k]["fwd"][3]) for k in a if k in b and "fwd" in a[k] and "fwd" in b[k]]
         print(f"fwd ratio, run-to-run |difference|: max {max(d):.3f}, mean {sum(d) / len(d):.3f} over {len(d)} shapes")
