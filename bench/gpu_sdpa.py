@@ -140,7 +140,7 @@ def main():
     dev = torch.cuda.get_device_properties(0)
     torch.manual_seed(20261130)
     rows = []
-    batch = {"recorded": BATCH, "odd": ODD_BATCH, "all": dict(BATCH, **ODD_BATCH)}[a.shapes]
+    batch = {"recorded": BATCH, "odd": ODD_BATCH, "all": {**BATCH, **ODD_BATCH}}[a.shapes]
     Ns = sorted(batch)[0::2] if a.quick else sorted(batch)  # quick: recorded 1024, 4096
     dtypes = ["fp16"] if a.quick else ["fp16", "bf16"]
     for dname in dtypes:
