@@ -15,7 +15,8 @@ case and requires:
      recorded counter bytes;
   3. gpu_ncu_versions.csv: every version, forward and backward, within 1% of its counters, and the
      counted bytes equal to today's model bytes;
-  4. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs.
+  4. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs
+     (the recorded shapes and the odd ones).
 
   python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
 """
@@ -98,7 +99,9 @@ def main():
         checked += 1
     print(f"check_gpu_records: {checked} cases checked in all, {bad} differ")
     # the summaries and figures still read the records
-    for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]), ("summarize_fig2.py", ["gpu_fig2.csv"])):
+    for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]),
+                         ("summarize_sdpa.py", ["gpu_sdpa_odd_run1.csv", "gpu_sdpa_odd_run2.csv"]),
+                         ("summarize_fig2.py", ["gpu_fig2.csv"])):
         out = subprocess.run([sys.executable, os.path.join(src, "bench", script)] + [os.path.join(data, a) for a in args],
                              capture_output=True, text=True)
         if out.returncode != 0 or "|" not in out.stdout or "incomplete" in out.stdout:
@@ -107,9 +110,10 @@ def main():
     if "--no-figures" not in sys.argv and shutil.which("gnuplot"):
         tmp = tempfile.mkdtemp()
         try:
-            figs = [("gpu_tflops_vs_N.gp", "pass='fwd'; dt='bf16'"), ("gpu_fig2_runtime_vs_bytes.gp", "")]
-            for gp, extra in figs:
-                out_png = os.path.join(tmp, gp.replace(".gp", ".png"))
+            figs = [("gpu_tflops_vs_N.gp", "pass='fwd'; dt='bf16'"), ("gpu_tflops_vs_N.gp", "pass='bwd'; dt='bf16'; odd=1"),
+                    ("gpu_fig2_runtime_vs_bytes.gp", "")]
+            for i, (gp, extra) in enumerate(figs):
+                out_png = os.path.join(tmp, f"{i}_" + gp.replace(".gp", ".png"))
                 e = f"fmt='png'; out='{out_png}'; {extra}"
                 p = subprocess.run(["gnuplot", "-e", e, os.path.join("figures", gp)], cwd=src, capture_output=True, text=True)
                 if p.returncode != 0 or not os.path.exists(out_png) or os.path.getsize(out_png) < 10000 or p.stderr.strip():
