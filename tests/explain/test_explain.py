@@ -377,6 +377,15 @@ class Run4(unittest.TestCase):
         mod, red = int(r["model_dram_read_B"]), int(r["model_red_miss_B"])
         self.assertIn(f"| model (both) | {mod / 1e6:.1f} MB | {red / 1e6:.1f} MB", doc)
         self.assertIn(f"| {(mod - red) / 1e6:.1f} MB (inputs once", doc)
+        # run 6, the same split again (with ours): "DRAM / reductions' misses / reads' DRAM" per kernel
+        run6 = {r["backend"]: r for r in rows(os.path.join(SRC, "figures", "data", "third_party_explained_run6.csv"))
+                if r["family"] == "bwd-kv"}
+        flat = " ".join(doc.split())
+        for backend, label in (("cudnn", "cuDNN"), ("flash", "FA2"), ("ours", "ours (version 9, 64 x 64, the same 643.6 MB)")):
+            r = run6[backend]
+            md, mr, d, rm = (int(r[k]) for k in ("model_dram_read_B", "model_red_miss_B", "meas_dram_read_B", "meas_red_miss_B"))
+            self.assertEqual(md, mod)
+            self.assertIn(f"{label} {d / md:.3f} / {rm / mr:.3f} / {(d - rm) / (md - mr):.3f}", flat, backend)
 
 
 class ProbeReduce(unittest.TestCase):
