@@ -6,12 +6,15 @@ answers each with the hint that names the mistake; and never raises, whatever th
 the C library; the right functions are the solutions' (written again here)."""
 import math
 import pathlib
+import re
 import sys
+import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import flashlab as fl  # noqa: E402
-from labkit import grading, lab1, lab2, lab3, lab4, lab5, lab6, lab7  # noqa: E402
+from labkit import grading, lab1, lab2, lab3, lab4, lab5, lab6, lab7, lab9  # noqa: E402
 
 STUDENTS = ("", "ada", "grace")
 NEG = float("-inf")
@@ -521,6 +524,246 @@ class Lab8(Checks):
         self.assertEqual(grading.points(90, 100), 10.0)
         self.assertEqual(grading.points(150, 100), 5.0)
         self.assertEqual(grading.points(250, 100), 0.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Lab 9: the checks read the recorded Nsight Compute rows (figures/data/third_party_ncu.csv and
+# run 4's third_party_ncu_run4_sdpa_bwd.csv, both in the repository), and so do these tests; the
+# right functions are the solution's, written again.  Launch-model runs go through
+# lab9.launch_row (the notebook's _launch_row), so each configuration runs once here.
+SECTOR = 32
+SPILL = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss.sum"
+RED = ("lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum",
+       "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum")
+ODD = (42, "x", None, [], {}, float("nan"), object(), (1, 2, 3))
+ODD_FN = (lambda *a, **k: 1 / 0, lambda *a, **k: "abc", lambda *a, **k: [1, 2, 3], lambda *a, **k: float("nan"),
+          lambda *a, **k: {"a": 1}, lambda *a, **k: float("inf"), lambda *a, **k: -1, lambda *a, **k: True)
+
+
+def fa2_tiles(name):
+    m = re.search(r"Flash_fwd_kernel_traits<(\d+), (\d+), (\d+)", name)
+    return (int(m[2]), int(m[3])) if m else None
+
+
+def sm_read(r):
+    return float(r["l1tex__m_xbar2l1tex_read_sectors.sum"]) * SECTOR
+
+
+def model_args(r, Br, Bc, family="fwd-q", causal=True, dtype=None):
+    args = (family, "--batch", r["B"], "--heads", r["H"], "--N", r["N"], "--d", r["d"], "--Br", Br, "--Bc", Bc,
+            "--dtype", dtype or r["dtype"])
+    return args + (("--causal",) if causal and r["causal"] == "1" else ())
+
+
+def model_sm_read_cli(r, Br, Bc, family="fwd-q"):
+    """The solution's: the CLI itself, its CSV read here."""
+    lines = [l for l in fl.cli("l2", "--launch", *model_args(r, Br, Bc, family), "--format", "csv").splitlines()
+             if not l.startswith("#")]
+    return int(dict(zip(lines[0].split(","), lines[1].split(",")))["sm_read_B"])
+
+
+def make_model(causal=True, column="sm_read_B"):
+    def fn(r, Br, Bc, family="fwd-q"):
+        return int(lab9.launch_row(*model_args(r, Br, Bc, family, causal))[column])
+    return fn
+
+
+def cudnn_rows(r):
+    return 64 * (int(r["launch__block_dim_x"]) // 128 - 1)
+
+
+def twopass_model(r):
+    """The notebook's, with its own arguments."""
+    args = ("bwd-twopass", "--batch", r["B"], "--heads", r["H"], "--N", r["N"], "--d", r["d"], "--Br", "32", "--Bc", "128",
+            "--Br2", "128", "--Bc2", "32") + (("--causal",) if r["causal"] == "1" else ())
+    return int(lab9.launch_row(*args)["sm_read_B"])
+
+
+def spill_corrected_ratio(r):
+    return (sm_read(r) - float(r[SPILL]) * SECTOR) / twopass_model(r)
+
+
+def make_red(tex=True, fabric=True, reads=False, scale=SECTOR):
+    def reduction_misses(r):
+        t, f, rd = (float(r[c]) for c in RED)
+        return scale * (t * tex + f * fabric - rd * (fabric and not reads))
+    return reduction_misses
+
+
+def make_split(red=make_red(), over_whole=False, keep_red=False, inverted=False, swapped=False, whole_first=False):
+    def dram_split(r):
+        m = lab9.bwd_model(r)
+        x, red_m, dram_m = red(r), float(m["red_miss_B"]), float(m["dram_read_B"])
+        dram = float(r["dram__bytes_read.sum"])
+        a = dram / dram_m if whole_first else x / red_m
+        b = (dram - (0 if keep_red else x)) / (dram_m if over_whole else dram_m - red_m)
+        if inverted:
+            a, b = 1 / a, 1 / b
+        return (b, a) if swapped else (a, b)
+    return dram_split
+
+
+class Lab9(Checks):
+    @classmethod
+    def setUpClass(cls):
+        cls.a = lab9.answers("")
+
+    def never_raises(self, chk, *args):
+        """Every odd value in each answer's place (the others right): a list of problems."""
+        for k in range(1, len(args)):
+            for v in ODD + ODD_FN:
+                probs = chk.problems(*args[:k], v, *args[k + 1:])
+                self.assertIsInstance(probs, list)
+                self.assertTrue(all(isinstance(p, str) for p in probs))
+                self.assertTrue(probs, f"{chk.cid} passes with {v!r} in place {k}")
+
+    def test_recorded_data_is_here(self):
+        self.assertTrue(lab9.fa2_rows() and lab9.cudnn_fwd_rows() and lab9.memeff_rows() and lab9.triton_rows())
+        r = lab9.bwd_row()
+        self.assertIsNotNone(r, "run 4's cuDNN backward at s6")
+        # the model of that kernel is the launch the study ran (docs: flashlab l2 --launch ...)
+        self.assertEqual(" ".join(lab9.bwd_args(r)), "bwd-kv --batch 1 --heads 16 --N 16384 --d 128 --Br 64 --Bc 128 "
+                         "--dtype bf16 --persistent 132 --atomic-dq --l2-partitions 2")
+        self.assertEqual((r["B"], r["H"], r["N"], r["d"], r["dtype"], r["causal"]), ("1", "16", "16384", "128", "bf16", "0"))
+        # the notebook's twopass_model and the check run the same configuration (once)
+        t = lab9.triton_rows()[0]
+        self.assertEqual(lab9.twopass_args(t), ("bwd-twopass", "--batch", t["B"], "--heads", t["H"], "--N", t["N"], "--d",
+                                                t["d"], "--Br", "32", "--Bc", "128", "--Br2", "128", "--Bc2", "32"))
+
+    def test_expected_values(self):
+        """What the lab says the data gives (the checks compute these; here they are pinned)."""
+        a = self.a
+        self.assertEqual(a["memeff_family"], "fwd-qkv")
+        self.assertEqual(a["memeff_q_reads"], 16)
+        self.assertEqual(set(a["cudnn_rows"].values()), {128})
+        self.assertTrue(all(abs(x - 1) < 0.01 for x in a["spill_corrected_ratio"].values()))
+        red, reads = a["dram_split"]
+        self.assertAlmostEqual(red, 0.846, delta=0.001)
+        self.assertAlmostEqual(reads, 0.941, delta=0.001)
+        self.assertEqual(a["reduction_misses"], 32 * (3348888 + 8832756 - 5501592))
+
+    def test_tiles(self):
+        for st in STUDENTS:
+            self.passes(lab9.tiles, st, fa2_tiles)
+        self.passes(lab9.tiles, "", lambda n: list(fa2_tiles(n)) if fa2_tiles(n) else None)
+        self.passes(lab9.tiles, "", lambda n: tuple(float(x) for x in fa2_tiles(n)) if fa2_tiles(n) else None)
+        self.fails(lab9.tiles, "", lambda n: None, hint="the name has Flash_fwd_kernel_traits")
+        self.fails(lab9.tiles, "", None, hint="not written yet")
+        self.fails(lab9.tiles, "", lambda n: fa2_tiles(n)[::-1] if fa2_tiles(n) else None, hint="swapped")
+        first_two = lambda n: tuple(int(x) for x in re.search(r"traits<(\d+), (\d+)", n).groups()) if "traits<" in n else None
+        self.fails(lab9.tiles, "", first_two, hint="head dimension d")
+        by_d = lambda n: ((128, 128) if "traits<64," in n else (128, 64)) if "traits<" in n else None   # a table, not the name
+        self.fails(lab9.tiles, "", by_d, hint="another kernel's tiles")
+        any_numbers = lambda n: tuple(int(x) for x in re.search(r"<[^<]*?(\d+), (\d+)", n).groups()[-2:])
+        self.fails(lab9.tiles, "", any_numbers, hint="return None")
+        no_guard = lambda n: (lambda m: (int(m[2]), int(m[3])))(re.search(r"Flash_fwd_kernel_traits<(\d+), (\d+), (\d+)", n))
+        self.fails(lab9.tiles, "", no_guard, hint="return None")
+        self.fails(lab9.tiles, "", lambda n: tuple(map(str, fa2_tiles(n))) if fa2_tiles(n) else None, hint="remove the quotes")
+        self.never_raises(lab9.tiles, "", fa2_tiles)
+
+    def test_model(self):
+        self.passes(lab9.model, "", model_sm_read_cli)
+        for st in STUDENTS:
+            self.passes(lab9.model, st, make_model())
+        self.passes(lab9.model, "", lambda *a, **k: float(make_model()(*a, **k)))
+        self.fails(lab9.model, "", lambda *a, **k: None, hint="no model yet")
+        self.fails(lab9.model, "", None, hint="not written yet")
+        self.fails(lab9.model, "", make_model(causal=False), hint="the row's causal")
+        self.fails(lab9.model, "", lambda r, Br, Bc, family="fwd-q": make_model()(r, Br, Bc, "fwd-qkv"), hint="fwd-qkv family")
+        self.fails(lab9.model, "", make_model(column="dram_read_B"), hint="the column dram_read_B")
+        self.fails(lab9.model, "", lambda r, Br, Bc, **k: int(sm_read(r)), hint="the measured value")
+        self.fails(lab9.model, "", lambda *a, **k: str(make_model()(*a, **k)), hint="remove the quotes")
+        self.fails(lab9.model, "", lambda r, Br, Bc: make_model()(r, Br, Bc) + 1, hint="gives")
+        self.never_raises(lab9.model, "", make_model())
+
+    def test_cudnn(self):
+        for st in STUDENTS:
+            self.passes(lab9.cudnn, st, cudnn_rows)
+        self.passes(lab9.cudnn, "", lambda r: float(cudnn_rows(r)))
+        self.fails(lab9.cudnn, "", lambda r: None, hint="returned None")
+        self.fails(lab9.cudnn, "", None, hint="not written yet")
+        self.fails(lab9.cudnn, "", lambda r: 64, hint="the name's 64")
+        self.fails(lab9.cudnn, "", lambda r: 64 * int(r["launch__block_dim_x"]) // 128, hint="producer warpgroup")
+        self.fails(lab9.cudnn, "", lambda r: int(r["launch__block_dim_x"]), hint="counts threads")
+        self.fails(lab9.cudnn, "", lambda r: int(r["launch__block_dim_x"]) // 128, hint="counts warpgroups")
+        self.fails(lab9.cudnn, "", lambda r: "128", hint="remove the quotes")
+        self.never_raises(lab9.cudnn, "", cudnn_rows)
+
+    def test_memeff(self):
+        fam, q = self.a["memeff_family"], self.a["memeff_q_reads"]
+        for st in STUDENTS:
+            self.passes(lab9.memeff, st, fam, q)
+        self.passes(lab9.memeff, "", fam, float(q))
+        self.fails(lab9.memeff, "", None, None, hint="memeff_family is not answered yet")
+        self.fails(lab9.memeff, "", None, None, hint="memeff_q_reads is not answered yet")
+        other = next(f for f in lab9.FAMILIES if f != fam)
+        self.fails(lab9.memeff, "", other, q, hint="reads each query tile once")
+        self.fails(lab9.memeff, "", "flash2", q, hint="one of")
+        self.fails(lab9.memeff, "", fam, 1, hint="once is the flash2 order")
+        self.fails(lab9.memeff, "", fam, 1024, hint="not per key")
+        self.fails(lab9.memeff, "", fam, 2 * q, hint="other reads")
+        self.fails(lab9.memeff, "", fam, 64, hint="size of a key tile")
+        self.fails(lab9.memeff, "", fam, str(q), hint="remove the quotes")
+        self.fails(lab9.memeff, "", fam, q + 0.5, hint="whole number")
+        self.never_raises(lab9.memeff, "", fam, q)
+
+    def test_spills(self):
+        for st in STUDENTS:
+            self.passes(lab9.spills, st, spill_corrected_ratio)
+        self.passes(lab9.spills, "", lambda r: sig6(spill_corrected_ratio(r)))
+        self.fails(lab9.spills, "", lambda r: None, hint="returned None")
+        self.fails(lab9.spills, "", None, hint="not written yet")
+        self.fails(lab9.spills, "", lambda r: sm_read(r) / twopass_model(r), hint="raw ratio")
+        self.fails(lab9.spills, "", lambda r: (sm_read(r) - float(r[SPILL])) / twopass_model(r), hint="32 bytes each")
+        every = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
+        self.fails(lab9.spills, "", lambda r: (sm_read(r) - float(r[every]) * SECTOR) / twopass_model(r), hint="missed L1")
+        self.fails(lab9.spills, "", lambda r: 1 / spill_corrected_ratio(r), hint="inverted")
+        self.fails(lab9.spills, "", lambda r: 1.0, hint="twopass_model")
+        self.never_raises(lab9.spills, "", spill_corrected_ratio)
+
+    def test_reductions(self):
+        right, split = make_red(), make_split()
+        for st in STUDENTS:
+            self.passes(lab9.reductions, st, right, split)
+        self.passes(lab9.reductions, "", lambda r: sig6(right(r)), lambda r: sig6(split(r)))
+        self.passes(lab9.reductions, "", right, lambda r: list(split(r)))
+        self.passes(lab9.reductions, "", lambda r: int(right(r)), split)
+        self.fails(lab9.reductions, "", lambda r: None, lambda r: None, hint="reduction_misses(row) returned None")
+        self.fails(lab9.reductions, "", lambda r: None, lambda r: None, hint="dram_split(row) returned None")
+        self.fails(lab9.reductions, "", None, None, hint="not written yet")
+        # the reductions' misses: each mistake named, in reduction_misses and in a dram_split that uses it
+        for wrong, hint in ((make_red(fabric=False), "add the fabric's misses that are not reads"),
+                            (make_red(reads=True), "include reads"),
+                            (make_red(scale=1), "32 bytes each"),
+                            (make_red(tex=False), "homed on the reducing SM's side")):
+            self.fails(lab9.reductions, "", wrong, split, hint=hint)
+            probs = lab9.reductions.problems("", right, make_split(red=wrong))
+            self.assertEqual(len(probs), 1, probs)
+            self.assertIn(hint, probs[0])
+            self.assertIn("dram_split", probs[0])
+        # the split
+        for kw, hint in ((dict(over_whole=True), "not the model's whole DRAM"),
+                         (dict(keep_red=True), "out of the measured DRAM reads too"),
+                         (dict(inverted=True), "inverted"),
+                         (dict(swapped=True), "the reductions' ratio first"),
+                         (dict(whole_first=True), "not the whole DRAM ratio")):
+            self.fails(lab9.reductions, "", right, make_split(**kw), hint=hint)
+        self.fails(lab9.reductions, "", lambda r: float(r["dram__bytes_read.sum"]), split, hint="all of the DRAM reads")
+        self.fails(lab9.reductions, "", right, lambda r: split(r)[0], hint="list of 2 numbers")
+        self.fails(lab9.reductions, "", right, lambda r: tuple(map(str, split(r))), hint="remove the quotes")
+        self.fails(lab9.reductions, "", right, lambda r: (split(r)[0], 1.0), hint="dram_read_B - red_miss_B")
+        self.never_raises(lab9.reductions, "", right, split)
+
+    def test_without_the_recorded_data(self):
+        """No recorded files: every check on them skips and says which file; exercise 1 still
+        checks its two names."""
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(fl, "data_dir", lambda: pathlib.Path(tmp)):
+            for chk, args in ((lab9.model, (make_model(),)), (lab9.cudnn, (cudnn_rows,)), (lab9.memeff, ("fwd-qkv", 16)),
+                              (lab9.spills, (spill_corrected_ratio,))):
+                self.assertIn("third_party_ncu.csv", chk.skipped("", *args) or "", chk.cid)
+            self.assertIn("third_party_ncu_run4_sdpa_bwd.csv", lab9.reductions.skipped("", make_red(), make_split()) or "")
+            self.passes(lab9.tiles, "", fa2_tiles)
+            self.fails(lab9.tiles, "", lambda n: (64, 64), hint="return None")
 
 
 if __name__ == "__main__":
