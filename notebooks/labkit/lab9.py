@@ -205,6 +205,21 @@ def answers(student=""):
 # ----------------------------------------------------------------------------------------------
 # The checks
 
+def _recorded(rows, name=DATA):
+    """rows, or Skip naming the recorded file when there are none."""
+    if not rows:
+        raise Skip(f"no recorded data (figures/data/{name})")
+    return rows
+
+
+def _answer(what, fn, *args, none="returned None"):
+    """The student's fn(*args) (attempt: its exception becomes a problem); Wrong when it is None."""
+    got = attempt(what, fn, *args)
+    if got is None:
+        raise Wrong(f"{what} {none}")
+    return got
+
+
 def _collect(problems, fn, *args):
     """Runs one part of a check: a Wrong becomes one problem, the rest carries on."""
     try:
@@ -276,15 +291,12 @@ def _why_model(r, Br, Bc, got, want):
 def model(student, model_sm_read):
     fn = function("model_sm_read", model_sm_read)
     rows = fa2_rows()
-    if not rows:
-        raise Skip(f"no recorded data (figures/data/{DATA})")
+    _recorded(rows)
     problems = []
     for r in rows:
         Br, Bc = traits(r["name"])[1:]
         what = f"model_sm_read(row {r['shape']}, {Br}, {Bc})"
-        got = attempt(what, fn, r, Br, Bc)
-        if got is None:
-            raise Wrong(f"{what} returned None: no model yet")
+        got = _answer(what, fn, r, Br, Bc, none="returned None: no model yet")
         got = whole(what, got)
         want = sm_model(r, "fwd-q", Br, Bc)
         if got != want:
@@ -301,14 +313,11 @@ def model(student, model_sm_read):
 def cudnn(student, cudnn_rows):
     fn = function("cudnn_rows", cudnn_rows)
     rows = cudnn_fwd_rows()
-    if not rows:
-        raise Skip(f"no recorded data (figures/data/{DATA})")
+    _recorded(rows)
     problems = []
     for r in rows:
         what = f"cudnn_rows(row {r['shape']})"
-        got = attempt(what, fn, r)
-        if got is None:
-            raise Wrong(f"{what} returned None")
+        got = _answer(what, fn, r)
         got = whole(what, got)
         want = consumer_rows(r)
         m, n, _ = name_tile(r["kernel"])
@@ -372,8 +381,7 @@ def _q_reads(memeff_q_reads):
 
 @check("lab9.memeff")
 def memeff(student, memeff_family, memeff_q_reads):
-    if not memeff_rows():
-        raise Skip(f"no recorded data (figures/data/{DATA})")
+    _recorded(memeff_rows())
     problems = []
     _collect(problems, _family, memeff_family)
     _collect(problems, _q_reads, memeff_q_reads)
@@ -384,14 +392,11 @@ def memeff(student, memeff_family, memeff_q_reads):
 def spills(student, spill_corrected_ratio):
     fn = function("spill_corrected_ratio", spill_corrected_ratio)
     rows = triton_rows()
-    if not rows:
-        raise Skip(f"no recorded data (figures/data/{DATA})")
+    _recorded(rows)
     problems = []
     for r in rows:
         what = f"spill_corrected_ratio(row {r['shape']})"
-        got = attempt(what, fn, r)
-        if got is None:
-            raise Wrong(f"{what} returned None")
+        got = _answer(what, fn, r)
         got = number(what, got)
         meas, mod = sm_read(r), twopass_model(r)
         miss, every = float(r[SPILL_MISS]), float(r[SPILL_ALL])
