@@ -15,8 +15,9 @@ PTX rules read string literals, the others the code outside them):
      an address [ or a statement end ;): ld/st/ldu/red/atom/prefetch
      with .global, or without a state space (generic: may be global), cp.async and cp.async.bulk
      copies (their commit and wait instructions move nothing and are allowed), multimem;
-  3. a __global__ function's parameters are counted pointers (fl_gptr), the counter sink (fl_csink)
-     or scalars: no raw pointer, reference or other type that could carry an address;
+  3. a __global__ function's parameters are counted pointers (fl_gptr), counted tensor maps
+     (fl_gtmap, __grid_constant__), the counter sink (fl_csink) or scalars: no raw pointer,
+     reference or other type that could carry an address;
   4. no __device__ or __managed__ variable (global memory the kernel could touch by name).
 Each finding is one line, FILE:LINE: rule: text.  Exit status 0 clean, 1 findings, 2 bad usage.
 """
@@ -113,7 +114,7 @@ def ptx_finding(op):
 
 
 # What a kernel may take: counted pointers, the counter sink, scalars.
-KERNEL_PARAM = re.compile(r"^(const\s+)?(fl_gptr\s*<.*>|fl_csink|int|long|long long|unsigned|unsigned int|unsigned long|"
+KERNEL_PARAM = re.compile(r"^(const\s+)?(__grid_constant__\s+)?(fl_gptr\s*<.*>|fl_gtmap\s*<.*>|fl_csink|int|long|long long|unsigned|unsigned int|unsigned long|"
                           r"unsigned long long|float|double|bool|size_t|int64_t|uint64_t|int32_t|uint32_t)(\s+const)?\s+\w+$")
 
 
@@ -223,6 +224,7 @@ PLANTED = {
     "raw_atomic.cu": "inline __device__ void f(float *p) { atomicAdd(p, 1.f); }\n",
     "raw_device_variable.cu": "__device__ float scratch[64];\n",
     "raw_struct_param.cu": "struct args { float *p; };\n__global__ void k(args a, int n) {}\n",
+    "raw_tensormap_param.cu": "__global__ void k(const __grid_constant__ CUtensorMap m, int n) {}\n",
     "raw_tma.cuh": 'inline __device__ void f() { asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::); }\n',
 }
 

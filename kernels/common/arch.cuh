@@ -44,6 +44,15 @@
  * probe says so first); if it is, the launch fails with an illegal-instruction error. */
 __device__ __forceinline__ void fl_arch_missing() { __trap(); }
 
+/* An asm statement of sm_90a's instructions (wgmma, TMA, mbarrier transactions, setmaxnreg): on
+ * other targets it compiles to fl_arch_missing (never executed: the versions that use it are stubs
+ * there, and their probes say so). */
+#if FL_CODE_HAS(FL_NEED_SM90A)
+#define FL_SM90A_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define FL_SM90A_ASM(...) fl_arch_missing()
+#endif
+
 /* "sm_80", "sm_90a", ...: the name of a need, for messages. */
 static inline const char *fl_need_name(int need)
 {

@@ -14,6 +14,7 @@
  *   v09_flash2_bwd_mma.cu      version 4 on the tensor cores, dQ by red.global.add
  *   v10_flash2_fwd_wgmma.cu    version 7 with Hopper's wgmma (sm_90a)
  *   v11_standard_bwd_mma.cu    version 6 on the tensor cores
+ *   v12_flash2_fwd_ws.cu       version 10 warp-specialized: TMA ring, producer and consumer warpgroups
  *
  * Every kernel variant (schedule x storage type x head dim x tile sizes) is one entry of its
  * version's table; fl_versions() lists the versions, each with its table, what it needs of the
@@ -44,7 +45,7 @@ static const int fl_dtype_bytes[FL_NDTYPE] = {4, 2, 2};
 struct fl_gpu_args {
     int N, d;                /* N: queries (rows of Q, O) */
     int nbh;                 /* batch x heads, contiguous N x d slices (B, H, N, d); 0 = 1.  Only
-                              * the fast kernels (versions 7-11) take more than one */
+                              * the fast kernels (versions 7-12) take more than one */
     int Nk;                  /* keys (rows of K, V); 0 = N.  Only the flash2 forwards take Nk != N */
     int causal;              /* 0 none, 1 top-left, 2 bottom-right (the same when Nk = N) */
     const void *Q, *K, *V;
@@ -70,7 +71,7 @@ typedef void (*fl_launch_fn)(const fl_gpu_args *a);
 
 struct fl_kernel_info {
     const char *algo;   /* "standard", "flash1", "flash2": the model's schedule name */
-    int version;        /* 1-11, the ladder file vNN_*.cu */
+    int version;        /* 1-12, the ladder file vNN_*.cu */
     int dtype;          /* fl_dtype of Q, K, V (and S, P) */
     int o_dtype;        /* fl_dtype of O: the storage type, except flash1's fp32 running O */
     int d, Br, Bc;
@@ -101,7 +102,7 @@ struct fl_version_info {
     void (*probe)(fl_probe_result *r);
 };
 
-/* The versions, 1 to 11 in order (harness/registry.cu). */
+/* The versions, 1 to 12 in order (harness/registry.cu). */
 const fl_version_info *fl_versions(int *n);
 
 /* Each ladder file's table and probe (defined there by FL_LADDER_FILE). */
@@ -111,6 +112,7 @@ const fl_version_info *fl_versions(int *n);
     int fl_v##v##_needs(void);
 FL_LADDER_DECL(01) FL_LADDER_DECL(02) FL_LADDER_DECL(03) FL_LADDER_DECL(04) FL_LADDER_DECL(05) FL_LADDER_DECL(06)
 FL_LADDER_DECL(07) FL_LADDER_DECL(08) FL_LADDER_DECL(09) FL_LADDER_DECL(10) FL_LADDER_DECL(11)
+FL_LADDER_DECL(12)
 
 #define FL_CDIV(a, b) (((a) + (b) - 1) / (b))
 

@@ -15,6 +15,16 @@
  *   ld_acquire, st_release,     synchronisation words (tensor "flags"): each one read or write
  *   ld_volatile, exch
  *
+ * and, for the bulk tensor copy engine (TMA, sm_90), the counted tensor map fl_gtmap<T, TENSOR>:
+ *
+ *   load                        one box (64 or 128 bytes' worth of columns x box rows) into shared
+ *                               memory, completing on an mbarrier: the elements of the box inside
+ *                               the tensor are read (the engine fills the rest with zeros and
+ *                               reads nothing for them)
+ *
+ * A kernel takes a tensor map as a __grid_constant__ parameter; the map is opaque (the driver
+ * encodes the address in it) and its one device operation is the counted load.
+ *
  * Loads go through L2, not L1 (.cg): the model's SRAM is the kernel's shared memory and registers;
  * an L1 hit would be a load the model counts but that the SM<->L2 counters of Nsight Compute miss.
  *
@@ -27,12 +37,17 @@
  * scripts/check_counted_access.py fails on any global access outside this header: the intrinsics
  * (__ldg, __ldcg, ..., atomics), the PTX (ld.global, st.global, red.global, atom.global,
  * cp.async, cp.async.bulk), raw pointers among a kernel's parameters and __device__ variables.
- * No kernel uses the bulk tensor copy engine (TMA) yet; one that does adds its counted copy here.
+ * The bulk tensor copy (cp.async.bulk.tensor) is allowed here only, in fl_gtmap::load.
  */
 #ifndef FL_KERNELS_COUNTED_CUH
 #define FL_KERNELS_COUNTED_CUH
 
+#include <stdint.h>
+
 #include <type_traits>
+
+#include <cuda.h>          /* CUtensorMap (the type; the encoder is fetched from the driver) */
+#include <cudaTypedefs.h>  /* PFN_cuTensorMapEncodeTiled */
 
 #include <flashlab/footprint.h>
 
@@ -226,6 +241,79 @@ template <class T, int TENSOR> class fl_gptr {
     {
         c.template write<TENSOR>(1);
         atomicExch(p_ + i, v);
+    }
+};
+
+/* ---- the counted tensor map (TMA) ----------------------------------------------------------- */
+/* The driver's cuTensorMapEncodeTiled, fetched once through the runtime (no -lcuda).  Exits with
+ * one line when the driver has none (older than CUDA 12). */
+static inline PFN_cuTensorMapEncodeTiled_v12000 fl_tmap_encoder()
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+    if (!fn) {
+        void *p = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
+            fprintf(stderr, "flashlab-gpu: the CUDA driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)\n");
+            exit(1);
+        }
+        fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+    }
+    return fn;
+}
+
+/* A tensor of `slices` matrices of rows x cols 16-bit elements, row-major and contiguous (the
+ * (B*H, N, d) layout), seen by the bulk tensor copy engine in boxes of BOX_COLS = 64 columns
+ * (128 bytes: the 128-byte swizzle's row) x box_rows rows of one slice.  A box lands in shared
+ * memory as a box_rows x 64 sub-tile with the 128-byte swizzle, exactly fl_sub_off's layout
+ * (wgmma.cuh).  Rows and columns past the matrix are zero-filled and not read, so a tail needs no
+ * padding of the input and a box never reads the next slice. */
+template <class T, int TENSOR> class fl_gtmap {
+    CUtensorMap map_; /* first: the engine wants it 64-byte aligned */
+    int cols_, rows_, box_rows_;
+
+  public:
+    using elem = typename std::remove_const<T>::type;
+    static constexpr int tensor = TENSOR, BOX_COLS = 128 / (int)sizeof(elem);
+    static_assert(sizeof(elem) == 2, "tensor maps of 16-bit storage types (fp16, bf16)");
+    static_assert(TENSOR >= 0 && TENSOR < FL_NT, "a tensor of common.cuh");
+
+    fl_gtmap() = default;
+    /* Encodes the map of p (the host's device address).  Exits with status 2 and one line naming
+     * `what` when the engine cannot describe the tensor: p not 16-byte aligned, cols not a
+     * multiple of 8, box_rows outside 1..256. */
+    __host__ fl_gtmap(const elem *p, int cols, int rows, int slices, int box_rows, const char *what)
+        : cols_(cols), rows_(rows), box_rows_(box_rows)
+    {
+        const cuuint64_t dim[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)slices};
+        const cuuint64_t stride[2] = {(cuuint64_t)cols * sizeof(elem), (cuuint64_t)cols * rows * sizeof(elem)};
+        const cuuint32_t box[3] = {(cuuint32_t)BOX_COLS, (cuuint32_t)box_rows, 1}, estride[3] = {1, 1, 1};
+        const CUtensorMapDataType dt = std::is_same<elem, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                         : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        const CUresult r =
+            ((uintptr_t)p % 16 || cols % 8 || box_rows < 1 || box_rows > 256)
+                ? CUDA_ERROR_INVALID_VALUE
+                : fl_tmap_encoder()(&map_, dt, 3, (void *)p, dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) {
+            fprintf(stderr, "flashlab-gpu: %s: the tensor map cannot describe it (TMA needs a 16-byte aligned address, "
+                            "rows of a multiple of 16 bytes, boxes of at most 256 rows; error %d)\n", what, (int)r);
+            exit(2);
+        }
+    }
+    /* The box of columns [col, col + 64) x rows [row, row + box_rows) of slice `slice` into shared
+     * memory at s (1024-byte aligned), completing as transaction bytes on the mbarrier bar (the
+     * caller expects BOX_COLS * box_rows * 2 bytes: the engine counts the zero fill too).  One
+     * thread issues it; the elements inside the tensor are counted as read. */
+    __device__ __forceinline__ void load(FlCount &c, void *s, uint64_t *bar, int col, int row, int slice) const
+    {
+        const int r = max(0, min(box_rows_, rows_ - row)), k = max(0, min(BOX_COLS, cols_ - col));
+        c.template read<TENSOR>((long long)r * k);
+        FL_SM90A_ASM("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                     ::"r"(fl_smem_u32(s)), "l"((uint64_t)&map_), "r"(col), "r"(row), "r"(slice), "r"(fl_smem_u32(bar))
+                     : "memory");
     }
 };
 

@@ -1,4 +1,4 @@
-/* online_softmax.cuh: what the fast forward kernels (versions 7 and 10) share: the query block
+/* online_softmax.cuh: what the fast forward kernels (versions 7, 10 and 12) share: the query block
  * and its key range, and the online softmax on score fragments in registers (docs/model.md rule
  * R3: m, l and the rescale of O per row).
  *
@@ -12,19 +12,25 @@
 
 #include "mma.cuh"
 
-/* The query block of this CTA and the key blocks it sees (docs/model.md rule K2): causal, the
- * last query blocks see the most keys and are started first; a block sees keys [0, kend) and
- * loads nkb blocks of BC.  Tile-local indices are int (N d < 2^31 is checked at launch). */
+/* Query block bx of nbx and the key blocks it sees (docs/model.md rule K2): causal, the last
+ * query blocks see the most keys and are started first; a block sees keys [0, kend) and loads
+ * nkb blocks of BC.  Tile-local indices are int (N d < 2^31 is checked at launch). */
 struct FlQueryBlock {
     int r0, br, nkb;
 };
 template <int BR, int BC>
-__device__ __forceinline__ FlQueryBlock fl_query_block(int N, int Nk, int causal, int off)
+__device__ __forceinline__ FlQueryBlock fl_query_block_at(int bx, int nbx, int N, int Nk, int causal, int off)
 {
-    const int iblk = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int iblk = causal ? nbx - 1 - bx : bx;
     const int r0 = iblk * BR, br = min(BR, N - r0);
     const int kend = causal ? max(0, min(Nk, r0 + br + off)) : Nk;
     return {r0, br, (kend + BC - 1) / BC};
+}
+/* The same for this CTA of a grid of query blocks (blockIdx.x of gridDim.x). */
+template <int BR, int BC>
+__device__ __forceinline__ FlQueryBlock fl_query_block(int N, int Nk, int causal, int off)
+{
+    return fl_query_block_at<BR, BC>((int)blockIdx.x, (int)gridDim.x, N, Nk, causal, off);
 }
 
 /* Sets to -inf the scores of keys >= Nk and, causal, of keys j > i + off (rule K4).  Call it
@@ -44,12 +50,14 @@ __device__ __forceinline__ void fl_mask_frag(float (&s)[WM][BC / 8][4], int row0
             }
 }
 
-/* One step of the online softmax over a tile of BC keys: m_new = max(m, rowmax(s)); s becomes
- * P = 2^(s*c - m_new*c) with c = scale*log2(e) (one FFMA and one EX2 a score; m stays in raw
- * score units); l = alpha*l + rowsum(P) (this thread's part); o *= alpha = 2^((m - m_new)*c). */
-template <int WM, int BC, int D>
-__device__ __forceinline__ void fl_softmax_step(float (&s)[WM][BC / 8][4], float (&o)[WM][D / 8][4], float (&mrow)[WM][2],
-                                                float (&lrow)[WM][2], float scale_log2)
+/* The first half of one step of the online softmax over a tile of BC keys: m_new = max(m,
+ * rowmax(s)); s becomes P = 2^(s*c - m_new*c) with c = scale*log2(e) (one FFMA and one EX2 a
+ * score; m stays in raw score units); l = alpha*l + rowsum(P) (this thread's part); alpha =
+ * 2^((m - m_new)*c) is returned for the rescale of O (fl_rescale_o), which version 12 applies only
+ * after the product P_{j-1} V_{j-1} in flight meanwhile has landed in O. */
+template <int WM, int BC>
+__device__ __forceinline__ void fl_softmax_p(float (&s)[WM][BC / 8][4], float (&mrow)[WM][2], float (&lrow)[WM][2],
+                                             float scale_log2, float (&alpha)[WM][2])
 {
 #pragma unroll
     for (int m = 0; m < WM; m++)
@@ -61,7 +69,7 @@ __device__ __forceinline__ void fl_softmax_step(float (&s)[WM][BC / 8][4], float
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float ms = mx == -INFINITY ? 0.f : mx * scale_log2; /* no key yet: 2^-inf = 0 */
-            const float alpha = fl_ex2(fmaf(mrow[m][h], scale_log2, -ms));
+            alpha[m][h] = fl_ex2(fmaf(mrow[m][h], scale_log2, -ms));
             mrow[m][h] = mx;
             float sum = 0.f;
 #pragma unroll
@@ -70,13 +78,33 @@ __device__ __forceinline__ void fl_softmax_step(float (&s)[WM][BC / 8][4], float
                 s[m][n][2 * h + 1] = fl_ex2(fmaf(s[m][n][2 * h + 1], scale_log2, -ms));
                 sum += s[m][n][2 * h] + s[m][n][2 * h + 1];
             }
-            lrow[m][h] = lrow[m][h] * alpha + sum;
+            lrow[m][h] = lrow[m][h] * alpha[m][h] + sum;
+        }
+}
+
+/* The second half: o *= alpha, row by row (docs/model.md rule R3's rescale of O). */
+template <int WM, int D>
+__device__ __forceinline__ void fl_rescale_o(float (&o)[WM][D / 8][4], const float (&alpha)[WM][2])
+{
+#pragma unroll
+    for (int m = 0; m < WM; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
 #pragma unroll
             for (int n = 0; n < D / 8; n++) {
-                o[m][n][2 * h] *= alpha;
-                o[m][n][2 * h + 1] *= alpha;
+                o[m][n][2 * h] *= alpha[m][h];
+                o[m][n][2 * h + 1] *= alpha[m][h];
             }
-        }
+}
+
+/* One whole step (versions 7 and 10): fl_softmax_p, then the rescale of O at once. */
+template <int WM, int BC, int D>
+__device__ __forceinline__ void fl_softmax_step(float (&s)[WM][BC / 8][4], float (&o)[WM][D / 8][4], float (&mrow)[WM][2],
+                                                float (&lrow)[WM][2], float scale_log2)
+{
+    float alpha[WM][2];
+    fl_softmax_p<WM, BC>(s, mrow, lrow, scale_log2, alpha);
+    fl_rescale_o<WM, D>(o, alpha);
 }
 
 /* The end of the row block: rs = 1/l (0 for a row that saw no key), L = m*scale + log l

@@ -1,4 +1,4 @@
-/* wgmma.cuh: Hopper's warpgroup matrix instructions (sm_90a) for version 10: wgmma.mma_async
+/* wgmma.cuh: Hopper's warpgroup matrix instructions (sm_90a) for versions 10 and 12: wgmma.mma_async
  * with both operands in shared memory (S = Q K^T) or A in registers (O += P V), the shared-memory
  * matrix descriptors, stmatrix, and the fences they need (HOPPER.md).
  *
@@ -37,17 +37,26 @@ __device__ __forceinline__ uint64_t fl_desc(const void *p)
     return ((a & 0x3FFFF) >> 4) | (uint64_t)(16 >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
-/* Every instruction below exists on sm_90a only: on other targets each wrapper compiles to
- * fl_arch_missing (never executed: version 10's probe says its kernels are stubs there). */
-#if FL_CODE_HAS(FL_NEED_SM90A)
-#define FL_SM90A_ASM(...) asm volatile(__VA_ARGS__)
-#else
-#define FL_SM90A_ASM(...) fl_arch_missing()
-#endif
+/* The descriptor of an MN-major (transposed), 128-byte-swizzled B operand starting at p: the
+ * operand's N dimension contiguous in rows of 64 elements (128 bytes), its K dimension the rows.
+ * Stored as fl_sub_off's sub-tiles (64 N-columns each, one after the other, `lbo` bytes apart), it
+ * is exactly what a row-major [K][N] tile loads as: version 12 multiplies by V_j [keys][d] with
+ * no transpose.  The fields swap roles (PTX ISA, "Matrix Descriptor Format", MN-major): stride
+ * byte offset 1024 (from 8 K-rows to the next 8), leading byte offset lbo (from 64 N-columns to
+ * the next 64); stepping k by 16 adds 16 rows, 2048 bytes, to the start address. */
+__device__ __forceinline__ uint64_t fl_desc_mn(const void *p, unsigned lbo)
+{
+    const uint64_t a = fl_smem_u32(p);
+    return ((a & 0x3FFFF) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+/* Every instruction below exists on sm_90a only (FL_SM90A_ASM, arch.cuh). */
 
 __device__ __forceinline__ void fl_wgmma_fence() { FL_SM90A_ASM("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void fl_wgmma_commit() { FL_SM90A_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void fl_wgmma_wait0() { FL_SM90A_ASM("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* Waits until at most N of this warpgroup's committed groups are still running. */
+template <int N> __device__ __forceinline__ void fl_wgmma_wait() { FL_SM90A_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void fl_wgmma_wait0() { fl_wgmma_wait<0>(); }
 /* Shared memory written by this thread (cp.async, st.shared, stmatrix) becomes visible to the
  * tensor cores' async proxy; a barrier must follow before they read it. */
 __device__ __forceinline__ void fl_fence_proxy_async() { FL_SM90A_ASM("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -63,8 +72,10 @@ __device__ __forceinline__ void fl_stsm4(void *p, const unsigned (&r)[4])
 
 /* d (m64 x N, f32) = or += A B^T, A and B by descriptor; acc = 0 overwrites d. */
 template <class T, int N> __device__ __forceinline__ void fl_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc);
-/* d (m64 x N, f32) += A B^T, A (m64 x k16) in registers as mma.sync A fragments. */
-template <class T, int N> __device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db);
+/* d (m64 x N, f32) += A B^T, A (m64 x k16) in registers as mma.sync A fragments; TB = 1: B is
+ * MN-major (fl_desc_mn), d += A B with B stored [k][N]. */
+template <class T, int N, int TB = 0>
+__device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db);
 
 
 /* The wrappers, for fp16 and bf16 (TY: the PTX type) and N = 64 or 128 (N/2 accumulators a
@@ -78,12 +89,12 @@ template <class T, int N> __device__ __forceinline__ void fl_wgmma_rs(float (&d)
                      ", p, 1, 1, 0, 0;\n}\n"                                                                \
                      : OUTS : "l"(da), "l"(db), "r"(acc));                                            \
     }
-#define FL_WGMMA_RS(T, TY, N, I0, I1, I2, I3, I4, I5, REGS, OUTS)                                       \
-    template <> __device__ __forceinline__ void fl_wgmma_rs<T, N>(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db) \
+#define FL_WGMMA_RS(T, TY, N, TB, I0, I1, I2, I3, I4, I5, REGS, OUTS)                                   \
+    template <> __device__ __forceinline__ void fl_wgmma_rs<T, N, TB>(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db) \
     {                                                                                                   \
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5 ", 0;\n"                                     \
                      "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " {" REGS "}, {%" I0 ",%" I1 \
-                     ",%" I2 ",%" I3 "}, %" I4 ", p, 1, 1, 0;\n}\n"                                         \
+                     ",%" I2 ",%" I3 "}, %" I4 ", p, 1, 1, " #TB ";\n}\n"                                   \
                      : OUTS : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));             \
     }
 #define FL_R32 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
@@ -93,8 +104,10 @@ template <class T, int N> __device__ __forceinline__ void fl_wgmma_rs(float (&d)
 #define FL_WGMMA_ALL(T, TY)                                                                     \
     FL_WGMMA_SS(T, TY, 64, "32", "33", "34", FL_R32, FL_O32)                                            \
     FL_WGMMA_SS(T, TY, 128, "64", "65", "66", FL_R64, FL_O64)                                           \
-    FL_WGMMA_RS(T, TY, 64, "32", "33", "34", "35", "36", "37", FL_R32, FL_O32)                          \
-    FL_WGMMA_RS(T, TY, 128, "64", "65", "66", "67", "68", "69", FL_R64, FL_O64)
+    FL_WGMMA_RS(T, TY, 64, 0, "32", "33", "34", "35", "36", "37", FL_R32, FL_O32)                       \
+    FL_WGMMA_RS(T, TY, 128, 0, "64", "65", "66", "67", "68", "69", FL_R64, FL_O64)                      \
+    FL_WGMMA_RS(T, TY, 64, 1, "32", "33", "34", "35", "36", "37", FL_R32, FL_O32)                       \
+    FL_WGMMA_RS(T, TY, 128, 1, "64", "65", "66", "67", "68", "69", FL_R64, FL_O64)
 #if FL_CODE_HAS(FL_NEED_SM90A)
 FL_WGMMA_ALL(__half, "f16")
 FL_WGMMA_ALL(__nv_bfloat16, "bf16")
@@ -103,7 +116,8 @@ template <class T, int N> __device__ __forceinline__ void fl_wgmma_ss(float (&d)
 {
     fl_arch_missing();
 }
-template <class T, int N> __device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db)
+template <class T, int N, int TB>
+__device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db)
 {
     fl_arch_missing();
 }

@@ -1,0 +1,335 @@
+/* v12_flash2_fwd_ws.cu: version 12, the FlashAttention-2 forward warp-specialized as
+ * FlashAttention-3 does it (arXiv 2407.08608, section 3.1), on sm_90a.
+ *
+ * What changed from version 10:
+ *   - the copies: a producer warp issues them on the bulk tensor copy engine (TMA: fl_gtmap,
+ *     counted.cuh), one instruction a 64-column box, into a ring of ST stages of K_j and V_j with
+ *     mbarriers (pipeline.cuh); version 10's 256 threads each issued cp.async chunks and waited;
+ *   - the roles: one producer warpgroup (it keeps 24 registers a thread, setmaxnreg) and two
+ *     consumer warpgroups of 64 query rows each (240 registers), which only compute;
+ *   - no transpose of V: O += P V_j reads V_j [keys][d] as loaded, as an MN-major operand
+ *     (wgmma's transpose bit, fl_desc_mn), where version 10 rewrote V_j^T in shared memory each step;
+ *   - three switches, picked per shape by measurement (v12_pick): overlap inside a warpgroup (the
+ *     consumer issues S_j = Q_i K_j^T and O += P_{j-1} V_{j-1} together and runs the softmax of
+ *     S_j while the second product runs, rescaling O only when it has landed: fl_softmax_p,
+ *     fl_rescale_o), ping-pong between the two consumer warpgroups, a persistent grid.
+ * What it costs: the same bytes as versions 3, 7 and 10 (the schedule is theirs; the copy engine
+ * reads only the elements of a box inside the tensor), a second score tile in registers (P of the
+ * previous step, packed to 16 bits), and sm_90a.  What it buys: measured in docs/performance.md.
+ *
+ * The schedule (src/schedules/flash2.c; docs/model.md eq. C2): one tile per query block of Br = 128
+ * rows and head, in version 10's order (query blocks of a head together; causal, the last blocks
+ * first), each tile a CTA or, persistent, CTA b taking tiles b, b + gridDim.x, ...; Q_i
+ * loaded once; for each key block j the CTA sees (causal: fl_query_block) K_j, V_j loaded once;
+ * O_i and L_i written once.  Tails (N, Nk not multiples of the tiles) are the copy engine's zero
+ * fill, masked like version 10's; the input is not padded.
+ * Needs sm_90a (wgmma, TMA, setmaxnreg); other targets compile a stub.
+ */
+#include "attn.h"
+#include "online_softmax.cuh"
+#include "pipeline.cuh"
+#include "wgmma.cuh"
+
+#define FL_V_NEEDS FL_NEED_SM90A
+
+/* The steps of docs/performance.md, each a compile-time switch of the kernel so that each can be
+ * measured against the one before:
+ *   OV    overlap inside a warpgroup: the softmax of S_j while P_{j-1} V_{j-1} runs
+ *   PP    ping-pong: the two consumer warpgroups take turns to issue their products (needs OV)
+ *   PERS  a persistent grid: one CTA an SM, each looping over the tiles
+ * Measured on the H200 (figures/data/gpu_sdpa_v12_steps.csv), each helps some shapes and hurts
+ * others, so the launch picks per shape (v12_pick); building with -DFL_V12_STEP=1..4 forces step 1
+ * (none), 2 (OV), 3 (OV, PP) or 4 (all three) on every shape, to measure the steps again. */
+struct v12_cfg {
+    int ov, pp, pers;
+};
+static inline v12_cfg v12_pick(int d, int causal)
+{
+#ifdef FL_V12_STEP
+    (void)d; (void)causal;
+    return {FL_V12_STEP >= 2, FL_V12_STEP >= 3, FL_V12_STEP >= 4};
+#else
+    /* d = 128: step 1 was the fastest on all four quick shapes; d = 64: step 4 without causal
+     * masks, step 3 with them (the static round robin of a persistent grid leaves causal tiles,
+     * of unequal lengths, unbalanced across the SMs; the hardware's own CTA scheduler does not) */
+    if (d != 64) return {0, 0, 0};
+    return causal ? v12_cfg{1, 1, 0} : v12_cfg{1, 1, 1};
+#endif
+}
+
+/* Tile traits (traits.cuh): Q_i, ST stages of K_j and V_j (64-column sub-tiles, the copy engine's
+ * 128-byte swizzle), the mbarriers and 1024 bytes of alignment slack in shared memory (extra to the
+ * model: the stages beyond one, the barriers, the slack); S_ij, O_i, m_i, l_i in registers, and
+ * P_{i,j-1} packed to 16 bits beside S_ij (extra to the model: the overlap's second score tile). */
+template <int D, int BR, int BC, int ST> __host__ __device__ constexpr fl_tiles<11> v12_tiles()
+{
+    return {{{"Q_i", BR, D, 0, 2, 1, 1, FL_SMEM}, {"K_j", BC, D, 0, 2, ST, 1, FL_SMEM}, {"V_j", BC, D, 0, 2, ST, 1, FL_SMEM},
+             {"O_i stage", BR, D, 0, 2, 1, 0, FL_SMEM}, {"mbarriers", 1, 16, 0, 8, 1, 0, FL_SMEM}, {"alignment slack", 1, 1024, 0, 1, 1, 0, FL_SMEM},
+             {"S_ij", BR, BC, 0, 4, 1, 1, FL_REGS}, {"P_i,j-1", BR, BC, 0, 2, 1, 0, FL_REGS},
+             {"O_i", BR, D, 0, 4, 1, 1, FL_REGS}, {"m_i", BR, 1, 0, 4, 1, 1, FL_REGS}, {"l_i", BR, 1, 0, 4, 1, 1, FL_REGS}}};
+}
+
+/* P (the softmax of this warp's 16 rows x BC keys, fp32 accumulators) as wgmma A fragments. */
+template <class T, int BC> __device__ __forceinline__ void v12_pack_p(const float (&s)[1][BC / 8][4], unsigned (&p)[BC / 16][4])
+{
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; kk++) {
+        p[kk][0] = fl_pack2<T>(s[0][2 * kk][0], s[0][2 * kk][1]);
+        p[kk][1] = fl_pack2<T>(s[0][2 * kk][2], s[0][2 * kk][3]);
+        p[kk][2] = fl_pack2<T>(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+        p[kk][3] = fl_pack2<T>(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+    }
+}
+
+/* S = Q_i K_j^T for this warpgroup's 64 rows (issued, not waited). */
+template <class T, int D, int BR, int BC>
+__device__ __forceinline__ void v12_qk(float (&sd)[BC / 2], const T *Qs, const T *Kt, int cw)
+{
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+        fl_wgmma_ss<T, BC>(sd, fl_desc(Qs + fl_sub_off<BR>(cw * 64, kk * 16)), fl_desc(Kt + fl_sub_off<BC>(0, kk * 16)), kk > 0);
+}
+
+/* O += P V_j, V_j [keys][d] in sub-tiles read MN-major (issued, not waited). */
+template <class T, int D, int BC>
+__device__ __forceinline__ void v12_pv(float (&od)[D / 2], const unsigned (&p)[BC / 16][4], const T *Vt)
+{
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; kk++) fl_wgmma_rs<T, D, 1>(od, p[kk], fl_desc_mn(Vt + kk * 16 * 64, BC * 128));
+}
+
+template <int N> __device__ __forceinline__ void v12_fence(float (&x)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) fl_reg_fence(x[i]);
+}
+
+template <class T, int D, int BC, int ST, int OV, int PP>
+__global__ void __launch_bounds__(384, 1)
+fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_constant__ fl_gtmap<const T, FL_T_K> Km,
+          const __grid_constant__ fl_gtmap<const T, FL_T_V> Vm, fl_gptr<T, FL_T_O> O, fl_gptr<float, FL_T_L> L, int nbh, int N,
+          int Nk, int causal, int off, float scale_log2, fl_csink g)
+{
+#if FL_CODE_HAS(FL_V_NEEDS)
+    constexpr int BR = 128, BOX = 64;
+    static_assert(!PP || OV, "ping-pong needs the overlap");
+    constexpr auto tl = v12_tiles<D, BR, BC, ST>();
+    extern __shared__ __align__(1024) unsigned char fl_smem[];
+    unsigned char *base = fl_smem + ((1024 - (fl_smem_u32(fl_smem) & 1023)) & 1023);
+    T *Qs = FL_TILE(T, base, tl, 0); /* BR x D, 64-column sub-tiles */
+    T *Ks = FL_TILE(T, base, tl, 1); /* ST stages x BC x D, sub-tiles */
+    T *Vs = FL_TILE(T, base, tl, 2); /* ST stages x BC x D, sub-tiles */
+    T *Os = FL_TILE(T, base, tl, 3); /* BR x D: each warp's 16 output rows */
+    uint64_t *bar = FL_TILE(uint64_t, base, tl, 4);
+    uint64_t *qfull = bar, *qempty = bar + 1, *kfull = bar + 2, *vfull = bar + 2 + ST, *empty = bar + 2 + 2 * ST;
+    static_assert(2 + 3 * ST <= 16, "the mbarriers fit their buffer");
+    FlCount c;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
+    /* the tiles (query block, head), in the order of a grid of nqb x nbh CTAs; CTA b takes tiles
+     * b, b + gridDim.x, ... (gridDim.x = the tiles when not persistent: one each) */
+    const int nqb = FL_CDIV(N, BR), ntiles = nqb * nbh;
+
+    if (threadIdx.x == 0) {
+        fl_mbar_init(qfull, 1);
+        fl_mbar_init(qempty, 8); /* the 8 consumer warps */
+        for (int s = 0; s < ST; s++) {
+            fl_mbar_init(kfull + s, 1);
+            fl_mbar_init(vfull + s, 1);
+            fl_mbar_init(empty + s, 8);
+        }
+        fl_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) { /* the producer: one thread issues every copy */
+        fl_setmaxnreg_dec<24>();
+        if (warp == 0) {
+            if (lane == 0) {
+                int kv = 0, q = 0; /* key blocks and query blocks loaded so far: their stage and parity */
+                for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                    const int bh = t / nqb;
+                    const FlQueryBlock qb = fl_query_block_at<BR, BC>(t % nqb, nqb, N, Nk, causal, off);
+                    if (qb.nkb == 0) continue;
+                    fl_mbar_wait(qempty, (q++ & 1) ^ 1);
+                    fl_mbar_expect_tx(qfull, BR * D * sizeof(T));
+#pragma unroll
+                    for (int s = 0; s < D / BOX; s++) Qm.load(c, Qs + s * BR * BOX, qfull, s * BOX, qb.r0, bh);
+                    for (int j = 0; j < qb.nkb; j++, kv++) {
+                        const int st = kv % ST;
+                        fl_mbar_wait(empty + st, ((kv / ST) & 1) ^ 1);
+                        fl_mbar_expect_tx(kfull + st, BC * D * sizeof(T));
+#pragma unroll
+                        for (int s = 0; s < D / BOX; s++) Km.load(c, Ks + st * BC * D + s * BC * BOX, kfull + st, s * BOX, j * BC, bh);
+                        fl_mbar_expect_tx(vfull + st, BC * D * sizeof(T));
+#pragma unroll
+                        for (int s = 0; s < D / BOX; s++) Vm.load(c, Vs + st * BC * D + s * BC * BOX, vfull + st, s * BOX, j * BC, bh);
+                    }
+                }
+            }
+            fl_cnt_flush(c, g, (int)sizeof(T));
+        }
+        return;
+    }
+
+    fl_setmaxnreg_inc<240>();
+    const int cw = wg - 1, kw = warp & 3;   /* consumer warpgroup (rows cw*64..) and its warp */
+    const int wrow = cw * 64 + kw * 16;     /* this warp's first row of the block */
+    T *stage = Os + wrow * D;               /* this warp's output rows */
+    float o[1][D / 8][4], mrow[1][2], lrow[1][2], alpha[1][2];
+    float(&od)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(&o[0][0][0]);
+    float s[1][BC / 8][4];
+    float(&sd)[BC / 2] = *reinterpret_cast<float(*)[BC / 2]>(&s[0][0][0]);
+    unsigned p[BC / 16][4];
+    /* ping-pong (PP): the two warpgroups take turns to issue their products, named barrier 1 + w
+     * being warpgroup w's turn; warpgroup 0 goes first */
+    const auto my_turn = [&]() { if constexpr (PP != 0) fl_named_sync(1 + cw, 256); };
+    const auto your_turn = [&]() { if constexpr (PP != 0) fl_named_arrive(1 + (cw ^ 1), 256); };
+    if (cw == 1) your_turn();
+    int kv = 0, q = 0;
+
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const int bh = t / nqb;
+        const FlQueryBlock qb = fl_query_block_at<BR, BC>(t % nqb, nqb, N, Nk, causal, off);
+        const int r0 = qb.r0, nkb = qb.nkb;
+        const auto mask = [&](int j) {
+            const int c0 = j * BC;
+            if (c0 + BC > Nk || (causal && c0 + BC - 1 > r0 + wrow + off)) fl_mask_frag<1, BC>(s, r0 + wrow, c0, Nk, causal, off);
+        };
+        const auto kwait = [&](int j) { fl_mbar_wait(kfull + (kv + j) % ST, ((kv + j) / ST) & 1); };
+        const auto vwait = [&](int j) { fl_mbar_wait(vfull + (kv + j) % ST, ((kv + j) / ST) & 1); };
+        const auto Kt = [&](int j) { return Ks + ((kv + j) % ST) * BC * D; };
+        const auto Vt = [&](int j) { return Vs + ((kv + j) % ST) * BC * D; };
+        const auto release = [&](uint64_t *b) { /* this warp's reads of a stage (or of Q_i) are done */
+            __syncwarp();
+            if (lane == 0) fl_mbar_arrive(b);
+        };
+        fl_zero(o);
+        mrow[0][0] = mrow[0][1] = -INFINITY;
+        lrow[0][0] = lrow[0][1] = 0.f;
+
+        if (nkb > 0) fl_mbar_wait(qfull, q++ & 1);
+        if (OV && nkb > 0) {
+            /* S_0 and its softmax alone; then each step issues S_j and P_{j-1} V_{j-1} together */
+            kwait(0);
+            my_turn();
+            fl_wgmma_fence();
+            v12_qk<T, D, BR, BC>(sd, Qs, Kt(0), cw);
+            fl_wgmma_commit();
+            your_turn();
+            fl_wgmma_wait0();
+            v12_fence(sd);
+            mask(0);
+            fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
+            v12_pack_p<T, BC>(s, p);
+            for (int j = 1; j < nkb; j++) {
+                kwait(j);
+                vwait(j - 1);
+                my_turn();
+                fl_wgmma_fence();
+                v12_qk<T, D, BR, BC>(sd, Qs, Kt(j), cw);
+                fl_wgmma_commit();
+                v12_pv<T, D, BC>(od, p, Vt(j - 1));
+                fl_wgmma_commit();
+                your_turn();
+                fl_wgmma_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
+                v12_fence(sd);
+                mask(j);
+                fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha);
+                fl_wgmma_wait0();
+                v12_fence(od);
+                fl_rescale_o<1, D>(o, alpha);
+                release(empty + (kv + j - 1) % ST);
+                v12_pack_p<T, BC>(s, p);
+            }
+            release(qempty); /* the last S has landed: Q_i is free for the next tile's */
+            vwait(nkb - 1);
+            my_turn();
+            fl_wgmma_fence();
+            v12_pv<T, D, BC>(od, p, Vt(nkb - 1));
+            fl_wgmma_commit();
+            your_turn();
+            fl_wgmma_wait0();
+            v12_fence(od);
+            release(empty + (kv + nkb - 1) % ST);
+        } else if (nkb > 0) {
+            for (int j = 0; j < nkb; j++) {
+                kwait(j);
+                fl_wgmma_fence();
+                v12_qk<T, D, BR, BC>(sd, Qs, Kt(j), cw);
+                fl_wgmma_commit();
+                fl_wgmma_wait0();
+                v12_fence(sd);
+                mask(j);
+                fl_softmax_step<1, BC, D>(s, o, mrow, lrow, scale_log2);
+                v12_pack_p<T, BC>(s, p);
+                vwait(j);
+                v12_fence(od);
+                fl_wgmma_fence();
+                v12_pv<T, D, BC>(od, p, Vt(j));
+                fl_wgmma_commit();
+                fl_wgmma_wait0();
+                v12_fence(od);
+                release(empty + (kv + j) % ST);
+            }
+            release(qempty);
+        }
+        kv += nkb;
+
+        float rs[1][2];
+        fl_softmax_finish<1>(mrow, lrow, scale_log2, rs, L + (long)bh * N, r0 + wrow, N, c);
+        fl_warp_store_rows<T, D, 1>(o, rs, stage, O + ((long)bh * N + r0 + wrow) * D, min(16, max(0, N - r0 - wrow)), c);
+    }
+    if (cw == 0) my_turn(); /* warpgroup 1's last hand-off, so that no arrival is left pending */
+    fl_cnt_flush(c, g, (int)sizeof(T));
+#else
+    fl_arch_missing();
+#endif
+}
+
+/* The SMs of the current GPU (the persistent grid's size). */
+static int v12_sm_count()
+{
+    int dev, n;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+}
+
+template <class T, int D, int BC, int ST> static void launch_ws_fwd(const fl_gpu_args *a)
+{
+    constexpr int BR = 128;
+    constexpr auto tl = v12_tiles<D, BR, BC, ST>();
+    static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_FWD, BR, BC, D), "the tiles are the model's (F2)");
+    static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "warp-specialized forward tiles do not fit in shared memory");
+    const int Nk = a->Nk ? a->Nk : a->N, nbh = a->nbh > 0 ? a->nbh : 1;
+    const int off = a->causal == 2 ? Nk - a->N : 0;
+    if ((long)Nk * D >= (1L << 31) || (long)a->N * D >= (1L << 31) || (long)FL_CDIV(a->N, BR) * nbh >= (1L << 31)) {
+        fprintf(stderr, "flashlab-gpu: flash2 (v12): N * d must be below 2^31 per head, and the tiles fewer than 2^31\n");
+        exit(2);
+    }
+    const fl_gtmap<const T, FL_T_Q> qm((const T *)a->Q, D, a->N, nbh, BR, "flash2 (v12): Q");
+    const fl_gtmap<const T, FL_T_K> km((const T *)a->K, D, Nk, nbh, BC, "flash2 (v12): K");
+    const fl_gtmap<const T, FL_T_V> vm((const T *)a->V, D, Nk, nbh, BC, "flash2 (v12): V");
+    const long ntiles = (long)FL_CDIV(a->N, BR) * nbh;
+    static int nsm = 0;
+    const v12_cfg cfg = v12_pick(D, a->causal);
+    if (cfg.pers && !nsm) nsm = v12_sm_count();
+    const dim3 grid(cfg.pers ? (int)(ntiles < nsm ? ntiles : nsm) : (int)ntiles);
+    const float sl2 = 1.4426950408889634f / sqrtf((float)D);
+    const auto go = [&](auto kern) {
+        fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(384), a->stream, a->log, qm, km, vm, (T *)a->O, a->L, nbh, a->N, Nk,
+                  a->causal, off, sl2, a->cnt);
+    };
+    if (!cfg.ov) go(fl_ws_fwd<T, D, BC, ST, 0, 0>);
+    else if (!cfg.pp) go(fl_ws_fwd<T, D, BC, ST, 1, 0>);
+    else go(fl_ws_fwd<T, D, BC, ST, 1, 1>);
+}
+
+#define K12(T, DT, D, BC, ST) \
+    {"flash2", 12, DT, DT, D, 128, BC, v12_tiles<D, 128, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, BC, ST>, 0, \
+     (long)v12_tiles<D, 128, BC, ST>().dyn_bytes()}
+#define K12_SET(T, DT) K12(T, DT, 64, 128, 3), K12(T, DT, 128, 128, 2)
+
+static const fl_kernel_info ws_fwd_table[] = {K12_SET(__half, FL_F16), K12_SET(__nv_bfloat16, FL_BF16)};
+
+FL_LADDER_FILE(12, ws_fwd_table, FL_V_NEEDS)
