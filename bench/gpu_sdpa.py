@@ -26,7 +26,7 @@ test: run it on the GPU machine (kernels/device_run.sh step `bench`).
   python3 bench/gpu_sdpa.py --lib build/libflashlab_kernels.so --flashlab build/flashlab \
       --csv figures/data/gpu_sdpa.csv [--quick] [--reps 30] [--backends sdpa-fa2] [--only-versions 8,10]
 
-Kernels of ours that do not run on this GPU (fl_fast_runs_here: version 10 needs sm_90a) are left
+Kernels of ours that do not run on this GPU (fl_fast_runs_here: versions 10 and 12 need sm_90a) are left
 out with a line saying why.
 """
 import argparse

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """summarize_sdpa.py: the tables of kernels/NOTES.md ("Fast kernels") from gpu_sdpa.py's CSVs (no GPU).
 
-  python3 bench/summarize_sdpa.py figures/data/gpu_sdpa.csv [figures/data/gpu_sdpa_run1.csv]
+  python3 bench/summarize_sdpa.py figures/data/gpu_sdpa.csv [figures/data/gpu_sdpa_run1.csv] [--version V]
+
+--version V: "ours" is version V's kernels only (default: the best of any version).  A CSV with no
+backward rows at all (gpu_sdpa.py --no-bwd) gets forward-only tables ("—" in the backward cells).
 
 For every shape: our best forward (any version, any tile, accurate) against SDPA FA2 measured in
 the same run; our best backward against FA2's backward; the materializing versions against SDPA's
@@ -38,13 +41,14 @@ def best(rows, pred):
     return max(sel, key=lambda r: float(r["tflops"])) if sel else None
 
 
-def ratios(rows):
+def ratios(rows, version=None):
     out = {}
     shapes = sorted({(r["dtype"], int(r["d"]), int(r["N"]), int(r["causal"])) for r in rows})
     for dt, d, N, cz in shapes:
         sh = [r for r in rows if (r["dtype"], int(r["d"]), int(r["N"]), int(r["causal"])) == (dt, d, N, cz)]
         res = {}
-        flash = lambda r: r["impl"].startswith("ours") and "flash2" in r["impl"]
+        flash = lambda r: (r["impl"].startswith("ours") and "flash2" in r["impl"]
+                           and (version is None or r["version"] == version))
         for pass_, ours_pred in (("fwd", flash), ("bwd", flash), ("cudnn-fwd", flash), ("cudnn-bwd", flash),
                                  ("std-fwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"]),
                                  ("std-bwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"])):
@@ -59,11 +63,20 @@ def ratios(rows):
 
 
 def main():
-    if len(sys.argv) < 2:
-        print("usage: summarize_sdpa.py RUN.csv [OTHER_RUN.csv]", file=sys.stderr)
+    args, version = sys.argv[1:], None
+    if "--version" in args:
+        i = args.index("--version")
+        if i + 1 >= len(args) or not args[i + 1].isdigit():
+            fail("--version: needs a version number")
+        version = args[i + 1]
+        del args[i:i + 2]
+    if not 1 <= len(args) <= 2:
+        print("usage: summarize_sdpa.py RUN.csv [OTHER_RUN.csv] [--version V]", file=sys.stderr)
         return 2
-    a = ratios(load(sys.argv[1]))
-    b = ratios(load(sys.argv[2])) if len(sys.argv) > 2 else {}
+    rows_a = load(args[0])
+    fwd_only = not any(r["pass"] == "bwd" for r in rows_a)
+    a = ratios(rows_a, version)
+    b = ratios(load(args[1]), version) if len(args) > 1 else {}
     print("| dtype | d | N | causal | fwd: ours (version, tile) TFLOP/s | FA2 | ratio | bwd: ours | FA2 | ratio |"
           " std fwd / math | std bwd / math |" + (" fwd ratio, other run | bwd ratio, other run |" if b else ""))
     print("|---" * (12 if b else 10) + "|")
@@ -71,15 +84,17 @@ def main():
     for k, res in a.items():
         f, bw, sf, sb = (res.get(x) for x in ("fwd", "bwd", "std-fwd", "std-bwd"))
         cell = lambda x: f"{x[0]['impl'].split('-')[1]} {x[0]['Br']}x{x[0]['Bc']} {x[1]:.0f}" if x else "—"
-        if not (f and bw):
+        if not (f and (bw or fwd_only)):
             print(f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | incomplete |")
             continue
         ratio_or_dash = lambda x: f"{x[3]:.1f}x" if x else "— (no math run)"
+        bcells = f"{cell(bw)} | {bw[2]:.0f} | {bw[3]:.2f}" if bw else "— | — | —"
         row = (f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {cell(f)} | {f[2]:.0f} | **{f[3]:.2f}** | "
-               f"{cell(bw)} | {bw[2]:.0f} | {bw[3]:.2f} | {ratio_or_dash(sf)} | {ratio_or_dash(sb)} |")
+               f"{bcells} | {ratio_or_dash(sf)} | {ratio_or_dash(sb)} |")
         if b and k in b:
             rb = b[k]
-            row += f" {rb['fwd'][3]:.2f} | {rb['bwd'][3]:.2f} |" if "fwd" in rb and "bwd" in rb else " — | — |"
+            row += (f" {rb['fwd'][3]:.2f} | {rb['bwd'][3]:.2f} |" if "fwd" in rb and "bwd" in rb
+                    else f" {rb['fwd'][3]:.2f} | — |" if "fwd" in rb and fwd_only else " — | — |")
         print(row)
         for x in ("fwd", "bwd", "std-fwd", "std-bwd"):
             if res.get(x):
@@ -92,16 +107,19 @@ def main():
     cu = {}
     for k, res in a.items():
         f, bw = res.get("cudnn-fwd"), res.get("cudnn-bwd")
-        if not (f and bw):
+        if not (f and (bw or fwd_only)):
             continue
+        bcells = f"{bw[1]:.0f} | {bw[2]:.0f} | {bw[3]:.2f}" if bw else "— | — | —"
         row = (f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {f[1]:.0f} | {f[2]:.0f} | **{f[3]:.2f}** | "
-               f"{bw[1]:.0f} | {bw[2]:.0f} | {bw[3]:.2f} |")
+               f"{bcells} |")
         rb = b.get(k, {})
         if b:
             row += (f" {rb['cudnn-fwd'][3]:.2f} | {rb['cudnn-bwd'][3]:.2f} |" if "cudnn-fwd" in rb and "cudnn-bwd" in rb
-                    else " — | — |")
+                    else f" {rb['cudnn-fwd'][3]:.2f} | — |" if "cudnn-fwd" in rb and fwd_only else " — | — |")
         print(row)
         for x in ("cudnn-fwd", "cudnn-bwd"):
+            if x not in res:
+                continue
             cu.setdefault(x, []).append(res[x][3])
             if x in rb:
                 cu.setdefault(x + " spread", []).append(abs(res[x][3] - rb[x][3]))

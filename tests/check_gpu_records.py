@@ -4,7 +4,7 @@
 The GPU machine keeps nothing and CI has no GPU, so what the kernels' byte counters measured lives
 in figures/data/.  This test re-runs the model (the `flashlab count` CLI, fl_run) on every recorded
 case and requires:
-  1. gpu_validate_v{7..11}.csv, gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
+  1. gpu_validate_v{7..12}.csv, gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
      natively; the second rerun on the current library) and
      gpu_validate_ptx80.csv (the compute_80 PTX build): for every case, today's model reads and
      writes (elements) equal the recorded model columns, and the recorded counters equal them
@@ -51,7 +51,7 @@ def main():
             cache[key] = count(cli, algo, N, d, Br, Bc, M, dtype, pass_, corner, Nk)
         return cache[key]
 
-    records = [f"gpu_validate_v{v}.csv" for v in range(7, 12)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv",
+    records = [f"gpu_validate_v{v}.csv" for v in range(7, 13)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv",
                                                                     "gpu_validate_recheck.csv"]
     for name in records:
         versions = set()
@@ -101,8 +101,10 @@ def main():
     # the summaries and figures still read the records
     for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]),
                          ("summarize_sdpa.py", ["gpu_sdpa_odd_run1.csv", "gpu_sdpa_odd_run2.csv"]),
+                         ("summarize_sdpa.py", ["gpu_sdpa_v12_run1.csv", "gpu_sdpa_v12_run2.csv", "--version", "12"]),
                          ("summarize_fig2.py", ["gpu_fig2.csv"])):
-        out = subprocess.run([sys.executable, os.path.join(src, "bench", script)] + [os.path.join(data, a) for a in args],
+        out = subprocess.run([sys.executable, os.path.join(src, "bench", script)] +
+                             [a if a.startswith("-") or a.isdigit() else os.path.join(data, a) for a in args],
                              capture_output=True, text=True)
         if out.returncode != 0 or "|" not in out.stdout or "incomplete" in out.stdout:
             bad += 1

@@ -12,7 +12,8 @@
  *   FL_NEED_SM80   cp.async, mma.sync m16n8k16 (fp16 and bf16 in, fp32 accumulate), ldmatrix,
  *                  bf16 conversions in hardware (versions 7, 8, 9, 11)
  *   FL_NEED_SM90A  wgmma.mma_async and the fence.proxy.async it needs: the architecture-specific
- *                  feature set of sm_90a only (version 10); sm_100 has no wgmma
+ *                  feature set of sm_90a only (version 10), and with them TMA tensor
+ *                  copies, mbarrier transactions and setmaxnreg (version 12); sm_100 has no wgmma
  *
  * Inside a kernel body:   #if FL_CODE_HAS(FL_NEED_SM80) ... #else fl_arch_missing(); #endif
  * In the host pass every body is kept (it is parsed, never compiled into host code).
