@@ -49,10 +49,10 @@ static inline v12_cfg v12_pick(int d, int causal)
     (void)d; (void)causal;
     return {FL_V12_STEP >= 2, FL_V12_STEP >= 3, FL_V12_STEP >= 4};
 #else
-    /* d = 128: step 1 was the fastest on all four quick shapes; d = 64: step 4 without causal
-     * masks, step 3 with them (the static round robin of a persistent grid leaves causal tiles,
-     * of unequal lengths, unbalanced across the SMs; the hardware's own CTA scheduler does not) */
-    if (d != 64) return {0, 0, 0};
+    /* every shape: overlap and ping-pong; the persistent grid only without causal masks (its
+     * static round robin leaves causal tiles, of unequal lengths, unbalanced across the SMs; the
+     * hardware's own CTA scheduler does not) */
+    (void)d;
     return causal ? v12_cfg{1, 1, 0} : v12_cfg{1, 1, 1};
 #endif
 }
@@ -121,8 +121,8 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     T *Vs = FL_TILE(T, base, tl, 2); /* ST stages x BC x D, sub-tiles */
     T *Os = FL_TILE(T, base, tl, 3); /* BR x D: each warp's 16 output rows */
     uint64_t *bar = FL_TILE(uint64_t, base, tl, 4);
-    uint64_t *qfull = bar, *qempty = bar + 1, *kfull = bar + 2, *vfull = bar + 2 + ST, *empty = bar + 2 + 2 * ST;
-    static_assert(2 + 3 * ST <= 16, "the mbarriers fit their buffer");
+    uint64_t *qfull = bar, *qempty = bar + 1, *kfull = bar + 2, *vfull = kfull + ST, *kempty = vfull + ST, *vempty = kempty + ST;
+    static_assert(2 + 4 * ST <= 16, "the mbarriers fit their buffer");
     FlCount c;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
     /* the tiles (query block, head), in the order of a grid of nqb x nbh CTAs; CTA b takes tiles
@@ -135,7 +135,8 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         for (int s = 0; s < ST; s++) {
             fl_mbar_init(kfull + s, 1);
             fl_mbar_init(vfull + s, 1);
-            fl_mbar_init(empty + s, 8);
+            fl_mbar_init(kempty + s, 8); /* K_j and V_j are released apart: K_j when S_j has landed */
+            fl_mbar_init(vempty + s, 8);
         }
         fl_mbar_init_fence();
     }
@@ -155,11 +156,12 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
 #pragma unroll
                     for (int s = 0; s < D / BOX; s++) Qm.load(c, Qs + s * BR * BOX, qfull, s * BOX, qb.r0, bh);
                     for (int j = 0; j < qb.nkb; j++, kv++) {
-                        const int st = kv % ST;
-                        fl_mbar_wait(empty + st, ((kv / ST) & 1) ^ 1);
+                        const int st = kv % ST, ph = ((kv / ST) & 1) ^ 1;
+                        fl_mbar_wait(kempty + st, ph);
                         fl_mbar_expect_tx(kfull + st, BC * D * sizeof(T));
 #pragma unroll
                         for (int s = 0; s < D / BOX; s++) Km.load(c, Ks + st * BC * D + s * BC * BOX, kfull + st, s * BOX, j * BC, bh);
+                        fl_mbar_wait(vempty + st, ph);
                         fl_mbar_expect_tx(vfull + st, BC * D * sizeof(T));
 #pragma unroll
                         for (int s = 0; s < D / BOX; s++) Vm.load(c, Vs + st * BC * D + s * BC * BOX, vfull + st, s * BOX, j * BC, bh);
@@ -218,6 +220,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             your_turn();
             fl_wgmma_wait0();
             v12_fence(sd);
+            release(kempty + kv % ST);
             mask(0);
             fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
             v12_pack_p<T, BC>(s, p);
@@ -233,12 +236,13 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 your_turn();
                 fl_wgmma_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
                 v12_fence(sd);
+                release(kempty + (kv + j) % ST);
                 mask(j);
                 fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha);
                 fl_wgmma_wait0();
                 v12_fence(od);
                 fl_rescale_o<1, D>(o, alpha);
-                release(empty + (kv + j - 1) % ST);
+                release(vempty + (kv + j - 1) % ST);
                 v12_pack_p<T, BC>(s, p);
             }
             release(qempty); /* the last S has landed: Q_i is free for the next tile's */
@@ -250,7 +254,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             your_turn();
             fl_wgmma_wait0();
             v12_fence(od);
-            release(empty + (kv + nkb - 1) % ST);
+            release(vempty + (kv + nkb - 1) % ST);
         } else if (nkb > 0) {
             for (int j = 0; j < nkb; j++) {
                 kwait(j);
@@ -259,6 +263,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_wgmma_commit();
                 fl_wgmma_wait0();
                 v12_fence(sd);
+                release(kempty + (kv + j) % ST);
                 mask(j);
                 fl_softmax_step<1, BC, D>(s, o, mrow, lrow, scale_log2);
                 v12_pack_p<T, BC>(s, p);
@@ -269,7 +274,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_wgmma_commit();
                 fl_wgmma_wait0();
                 v12_fence(od);
-                release(empty + (kv + j) % ST);
+                release(vempty + (kv + j) % ST);
             }
             release(qempty);
         }
