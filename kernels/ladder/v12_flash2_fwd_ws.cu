@@ -6,7 +6,8 @@
  *     counted.cuh), one instruction a 64-column box, into a ring of ST stages of K_j and V_j with
  *     mbarriers (pipeline.cuh); version 10's 256 threads each issued cp.async chunks and waited;
  *   - the roles: one producer warpgroup (it keeps 24 registers a thread, setmaxnreg) and two
- *     consumer warpgroups of 64 query rows each (240 registers), which only compute;
+ *     consumer warpgroups of 64 query rows each (240 registers), which only compute; at d = 64
+ *     also a variant with three (Br = 192; 32 and 160 registers);
  *   - no transpose of V: O += P V_j reads V_j [keys][d] as loaded, as an MN-major operand
  *     (wgmma's transpose bit, fl_desc_mn), where version 10 rewrote V_j^T in shared memory each step;
  *   - three switches, picked per shape by measurement (v12_pick): overlap inside a warpgroup (the
@@ -104,14 +105,17 @@ template <int N> __device__ __forceinline__ void v12_fence(float (&x)[N])
     for (int i = 0; i < N; i++) fl_reg_fence(x[i]);
 }
 
-template <class T, int D, int BC, int ST, int OV, int PP>
-__global__ void __launch_bounds__(384, 1)
+template <class T, int D, int NWG, int BC, int ST, int OV, int PP>
+__global__ void __launch_bounds__(128 * (NWG + 1), 1)
 fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_constant__ fl_gtmap<const T, FL_T_K> Km,
           const __grid_constant__ fl_gtmap<const T, FL_T_V> Vm, fl_gptr<T, FL_T_O> O, fl_gptr<float, FL_T_L> L, int nbh, int N,
           int Nk, int causal, int off, float scale_log2, fl_csink g)
 {
 #if FL_CODE_HAS(FL_V_NEEDS)
-    constexpr int BR = 128, BOX = 64;
+    constexpr int BR = 64 * NWG, BOX = 64, NCW = 4 * NWG; /* query rows, box columns, consumer warps */
+    /* registers a thread (FlashAttention-3's split): the producer gives up what the consumers take */
+    constexpr int RP = NWG == 2 ? 24 : 32, RC = NWG == 2 ? 240 : 160;
+    static_assert(128 * RP + 128 * NWG * RC <= 65536, "the register file holds both roles");
     static_assert(!PP || OV, "ping-pong needs the overlap");
     constexpr auto tl = v12_tiles<D, BR, BC, ST>();
     extern __shared__ __align__(1024) unsigned char fl_smem[];
@@ -131,19 +135,19 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
 
     if (threadIdx.x == 0) {
         fl_mbar_init(qfull, 1);
-        fl_mbar_init(qempty, 8); /* the 8 consumer warps */
+        fl_mbar_init(qempty, NCW); /* every consumer warp */
         for (int s = 0; s < ST; s++) {
             fl_mbar_init(kfull + s, 1);
             fl_mbar_init(vfull + s, 1);
-            fl_mbar_init(kempty + s, 8); /* K_j and V_j are released apart: K_j when S_j has landed */
-            fl_mbar_init(vempty + s, 8);
+            fl_mbar_init(kempty + s, NCW); /* K_j and V_j are released apart: K_j when S_j has landed */
+            fl_mbar_init(vempty + s, NCW);
         }
         fl_mbar_init_fence();
     }
     __syncthreads();
 
     if (wg == 0) { /* the producer: one thread issues every copy */
-        fl_setmaxnreg_dec<24>();
+        fl_setmaxnreg_dec<RP>();
         if (warp == 0) {
             if (lane == 0) {
                 int kv = 0, q = 0; /* key blocks and query blocks loaded so far: their stage and parity */
@@ -173,7 +177,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         return;
     }
 
-    fl_setmaxnreg_inc<240>();
+    fl_setmaxnreg_inc<RC>();
     const int cw = wg - 1, kw = warp & 3;   /* consumer warpgroup (rows cw*64..) and its warp */
     const int wrow = cw * 64 + kw * 16;     /* this warp's first row of the block */
     T *stage = Os + wrow * D;               /* this warp's output rows */
@@ -182,11 +186,11 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     float s[1][BC / 8][4];
     float(&sd)[BC / 2] = *reinterpret_cast<float(*)[BC / 2]>(&s[0][0][0]);
     unsigned p[BC / 16][4];
-    /* ping-pong (PP): the two warpgroups take turns to issue their products, named barrier 1 + w
-     * being warpgroup w's turn; warpgroup 0 goes first */
+    /* ping-pong (PP): the consumer warpgroups take turns, in a ring, to issue their products, named
+     * barrier 1 + w being warpgroup w's turn; warpgroup 0 goes first */
     const auto my_turn = [&]() { if constexpr (PP != 0) fl_named_sync(1 + cw, 256); };
-    const auto your_turn = [&]() { if constexpr (PP != 0) fl_named_arrive(1 + (cw ^ 1), 256); };
-    if (cw == 1) your_turn();
+    const auto your_turn = [&]() { if constexpr (PP != 0) fl_named_arrive(1 + (cw + 1) % NWG, 256); };
+    if (cw == NWG - 1) your_turn();
     int kv = 0, q = 0;
 
     for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -284,7 +288,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         fl_softmax_finish<1>(mrow, lrow, scale_log2, rs, L + (long)bh * N, r0 + wrow, N, c);
         fl_warp_store_rows<T, D, 1>(o, rs, stage, O + ((long)bh * N + r0 + wrow) * D, min(16, max(0, N - r0 - wrow)), c);
     }
-    if (cw == 0) my_turn(); /* warpgroup 1's last hand-off, so that no arrival is left pending */
+    if (cw == 0) my_turn(); /* the last warpgroup's last hand-off, so that no arrival is left pending */
     fl_cnt_flush(c, g, (int)sizeof(T));
 #else
     fl_arch_missing();
@@ -300,9 +304,9 @@ static int v12_sm_count()
     return n;
 }
 
-template <class T, int D, int BC, int ST> static void launch_ws_fwd(const fl_gpu_args *a)
+template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(const fl_gpu_args *a)
 {
-    constexpr int BR = 128;
+    constexpr int BR = 64 * NWG;
     constexpr auto tl = v12_tiles<D, BR, BC, ST>();
     static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_FWD, BR, BC, D), "the tiles are the model's (F2)");
     static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "warp-specialized forward tiles do not fit in shared memory");
@@ -322,18 +326,19 @@ template <class T, int D, int BC, int ST> static void launch_ws_fwd(const fl_gpu
     const dim3 grid(cfg.pers ? (int)(ntiles < nsm ? ntiles : nsm) : (int)ntiles);
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
     const auto go = [&](auto kern) {
-        fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(384), a->stream, a->log, qm, km, vm, (T *)a->O, a->L, nbh, a->N, Nk,
+        fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(128 * (NWG + 1)), a->stream, a->log, qm, km, vm, (T *)a->O, a->L, nbh, a->N, Nk,
                   a->causal, off, sl2, a->cnt);
     };
-    if (!cfg.ov) go(fl_ws_fwd<T, D, BC, ST, 0, 0>);
-    else if (!cfg.pp) go(fl_ws_fwd<T, D, BC, ST, 1, 0>);
-    else go(fl_ws_fwd<T, D, BC, ST, 1, 1>);
+    if (!cfg.ov) go(fl_ws_fwd<T, D, NWG, BC, ST, 0, 0>);
+    else if (!cfg.pp) go(fl_ws_fwd<T, D, NWG, BC, ST, 1, 0>);
+    else go(fl_ws_fwd<T, D, NWG, BC, ST, 1, 1>);
 }
 
-#define K12(T, DT, D, BC, ST) \
-    {"flash2", 12, DT, DT, D, 128, BC, v12_tiles<D, 128, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, BC, ST>, 0, \
-     (long)v12_tiles<D, 128, BC, ST>().dyn_bytes()}
-#define K12_SET(T, DT) K12(T, DT, 64, 128, 3), K12(T, DT, 128, 128, 2)
+/* NWG consumer warpgroups (Br = 64 NWG query rows), Bc keys a block, ST stages of K_j and V_j */
+#define K12(T, DT, D, NWG, BC, ST) \
+    {"flash2", 12, DT, DT, D, 64 * NWG, BC, v12_tiles<D, 64 * NWG, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, NWG, BC, ST>, 0, \
+     (long)v12_tiles<D, 64 * NWG, BC, ST>().dyn_bytes()}
+#define K12_SET(T, DT) K12(T, DT, 64, 2, 128, 3), K12(T, DT, 64, 3, 128, 3), K12(T, DT, 128, 2, 128, 2)
 
 static const fl_kernel_info ws_fwd_table[] = {K12_SET(__half, FL_F16), K12_SET(__nv_bfloat16, FL_BF16)};
 
