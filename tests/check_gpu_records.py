@@ -112,7 +112,7 @@ def main():
     if "--no-figures" not in sys.argv and shutil.which("gnuplot"):
         tmp = tempfile.mkdtemp()
         try:
-            figs = [("gpu_tflops_vs_N.gp", "pass='fwd'; dt='bf16'"), ("gpu_tflops_vs_N.gp", "pass='bwd'; dt='bf16'; odd=1"),
+            figs = [("gpu_tflops_vs_N.gp", "pass='fwd'; dt='bf16'"), ("gpu_tflops_vs_N.gp", "pass='bwd'; dt='bf16'; odd=1"), ("gpu_tflops_vs_N.gp", "pass='fwd'; dt='fp16'; v12=1"),
                     ("gpu_fig2_runtime_vs_bytes.gp", "")]
             for i, (gp, extra) in enumerate(figs):
                 out_png = os.path.join(tmp, f"{i}_" + gp.replace(".gp", ".png"))
