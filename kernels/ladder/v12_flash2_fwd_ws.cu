@@ -10,16 +10,18 @@
  *     also a variant with three (Br = 192; 32 and 160 registers);
  *   - no transpose of V: O += P V_j reads V_j [keys][d] as loaded, as an MN-major operand
  *     (wgmma's transpose bit, fl_desc_mn), where version 10 rewrote V_j^T in shared memory each step;
- *   - three switches, picked per shape by measurement (v12_pick): overlap inside a warpgroup (the
- *     consumer issues S_j = Q_i K_j^T and O += P_{j-1} V_{j-1} together and runs the softmax of
- *     S_j while the second product runs, rescaling O only when it has landed: fl_softmax_p,
- *     fl_rescale_o), ping-pong between the two consumer warpgroups, a persistent grid.
+ *   - K_j and V_j freed apart: K_j's stage as soon as S_j has landed, V_j's after P_j V_j (with one
+ *     barrier for both, the overlap below left K_{j+1} no time to arrive);
+ *   - three switches, picked by measurement (v12_pick): overlap inside a warpgroup (the consumer
+ *     issues S_j = Q_i K_j^T and O += P_{j-1} V_{j-1} together and runs the softmax of S_j while
+ *     the second product runs, rescaling O only when it has landed: fl_softmax_p, fl_rescale_o),
+ *     ping-pong among the consumer warpgroups, a persistent grid.
  * What it costs: the same bytes as versions 3, 7 and 10 (the schedule is theirs; the copy engine
  * reads only the elements of a box inside the tensor), a second score tile in registers (P of the
  * previous step, packed to 16 bits), and sm_90a.  What it buys: measured in docs/performance.md.
  *
- * The schedule (src/schedules/flash2.c; docs/model.md eq. C2): one tile per query block of Br = 128
- * rows and head, in version 10's order (query blocks of a head together; causal, the last blocks
+ * The schedule (src/schedules/flash2.c; docs/model.md eq. C2): one tile per query block of Br = 64
+ * rows a consumer warpgroup (128 or 192) and head, in version 10's order (query blocks of a head together; causal, the last blocks
  * first), each tile a CTA or, persistent, CTA b taking tiles b, b + gridDim.x, ...; Q_i
  * loaded once; for each key block j the CTA sees (causal: fl_query_block) K_j, V_j loaded once;
  * O_i and L_i written once.  Tails (N, Nk not multiples of the tiles) are the copy engine's zero
@@ -36,24 +38,25 @@
 /* The steps of docs/performance.md, each a compile-time switch of the kernel so that each can be
  * measured against the one before:
  *   OV    overlap inside a warpgroup: the softmax of S_j while P_{j-1} V_{j-1} runs
- *   PP    ping-pong: the two consumer warpgroups take turns to issue their products (needs OV)
+ *   PP    ping-pong: the consumer warpgroups take turns to issue their products (needs OV)
  *   PERS  a persistent grid: one CTA an SM, each looping over the tiles
- * Measured on the H200 (figures/data/gpu_sdpa_v12_steps.csv), each helps some shapes and hurts
- * others, so the launch picks per shape (v12_pick); building with -DFL_V12_STEP=1..4 forces step 1
- * (none), 2 (OV), 3 (OV, PP) or 4 (all three) on every shape, to measure the steps again. */
+ * Measured on the H200 (figures/data/gpu_sdpa_v12_steps.csv, _steps_kv.csv): with K_j and V_j
+ * freed apart, OV and PP together beat step 1 on every quick shape (OV alone loses at d = 64),
+ * and PERS helps without masks and hurts with them, so the launch picks by the mask (v12_pick).
+ * Building with -DFL_V12_STEP=1..4 forces step 1 (none), 2 (OV), 3 (OV, PP) or 4 (all three) on
+ * every shape, to measure the steps again. */
 struct v12_cfg {
     int ov, pp, pers;
 };
-static inline v12_cfg v12_pick(int d, int causal)
+static inline v12_cfg v12_pick(int causal)
 {
 #ifdef FL_V12_STEP
-    (void)d; (void)causal;
+    (void)causal;
     return {FL_V12_STEP >= 2, FL_V12_STEP >= 3, FL_V12_STEP >= 4};
 #else
     /* every shape: overlap and ping-pong; the persistent grid only without causal masks (its
      * static round robin leaves causal tiles, of unequal lengths, unbalanced across the SMs; the
      * hardware's own CTA scheduler does not) */
-    (void)d;
     return causal ? v12_cfg{1, 1, 0} : v12_cfg{1, 1, 1};
 #endif
 }
@@ -321,7 +324,7 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
     const fl_gtmap<const T, FL_T_V> vm((const T *)a->V, D, Nk, nbh, BC, "flash2 (v12): V");
     const long ntiles = (long)FL_CDIV(a->N, BR) * nbh;
     static int nsm = 0;
-    const v12_cfg cfg = v12_pick(D, a->causal);
+    const v12_cfg cfg = v12_pick(a->causal);
     if (cfg.pers && !nsm) nsm = v12_sm_count();
     const dim3 grid(cfg.pers ? (int)(ntiles < nsm ? ntiles : nsm) : (int)ntiles);
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
