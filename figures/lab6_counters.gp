@@ -15,7 +15,7 @@ set label 'runs' at -0.8, ymax left offset 0, -1 font ',8'
 set label '= model' at -0.8, ymax left offset 0, -2 font ',8' tc rgb '#1f77b4'
 set yrange [ymin:ymax]
 set xtics 1, 1
-set xlabel 'kernel version (1-6 readable, 7-11 tensor cores)'
+set xlabel 'kernel version (1-6 readable, 7-12 tensor cores)'
 set ylabel 'byte counters / model (elements)'
 set title 'Every recorded kernel run: what its counters saw over what the model predicts'
 set key bottom right

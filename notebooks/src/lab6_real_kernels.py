@@ -249,8 +249,9 @@ _ = lab6.ncu_figure()
 # the recorded data in your checkout; the check recomputes every model with the C library.  With
 # the H200 data recorded by the kernels (validation at 6209878 and, with Nq != Nk and both
 # corners, at ffbaa97; Nsight Compute at 79dec6a and 6209878; the tensor-core versions 7-11 and
-# every version's quick matrix after them): all 1311 comparable rows (standard, flash1 and flash2,
-# forward and backward, masks, Nq != Nk, versions 1-11) equal the model to the element.  Two
+# every version's quick matrix after them; version 12 at 235dc08): all 3,127 comparable rows of
+# this checkout at 06cefd6 (standard, flash1 and flash2, forward and backward, masks, Nq != Nk,
+# versions 1-12) equal the model to the element; the check recomputes the count.  Two
 # rows were recorded with status FAIL (version 3, flash2 forward, Nq > Nk, bottom-right: the
 # kernel loaded Q_i for query blocks that see no key, which rule K2 skips; fixed afterwards, and
 # version 3's quick matrix recorded after the fix, 128 cases, all equal): the model caught a
