@@ -5,6 +5,7 @@
  *   fl_launch       an ordinary launch
  *   fl_launch_coop  a cooperative launch (every CTA resident: the wavefront of versions 2, 4, 5),
  *                   its grid sized by fl_wavefront_grid
+ *   fl_sm_count     the SMs of this GPU (the wavefront's and version 12's persistent grid)
  */
 #ifndef FL_KERNELS_LAUNCH_CUH
 #define FL_KERNELS_LAUNCH_CUH
@@ -35,6 +36,15 @@ static inline size_t fl_device_smem_optin()
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     return (size_t)v;
+}
+
+/* The SMs of the current GPU (a wavefront's or a persistent grid's size). */
+static inline int fl_sm_count()
+{
+    int dev, n;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
 }
 
 /* Raises kern's dynamic shared-memory limit to ti.dyn_bytes and records it in log (if any).
@@ -72,9 +82,8 @@ static void fl_launch(void (*kern)(P...), const fl_tile_info &ti, dim3 grid, dim
 template <class... P> static int fl_wavefront_grid(void (*kern)(P...), const fl_tile_info &ti, int Tc)
 {
     CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ti.dyn_bytes));
-    int dev, nsm, per_sm;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    int per_sm;
+    const int nsm = fl_sm_count();
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, FL_THREADS, ti.dyn_bytes));
     if (per_sm < 1) {
         fprintf(stderr, "flashlab-gpu: %s: no CTA fits on an SM\n", ti.kernel);

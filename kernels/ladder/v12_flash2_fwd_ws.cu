@@ -298,15 +298,6 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
 #endif
 }
 
-/* The SMs of the current GPU (the persistent grid's size). */
-static int v12_sm_count()
-{
-    int dev, n;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-}
-
 template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(const fl_gpu_args *a)
 {
     constexpr int BR = 64 * NWG;
@@ -325,7 +316,7 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
     const long ntiles = (long)FL_CDIV(a->N, BR) * nbh;
     static int nsm = 0;
     const v12_cfg cfg = v12_pick(a->causal);
-    if (cfg.pers && !nsm) nsm = v12_sm_count();
+    if (cfg.pers && !nsm) nsm = fl_sm_count();
     const dim3 grid(cfg.pers ? (int)(ntiles < nsm ? ntiles : nsm) : (int)ntiles);
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
     const auto go = [&](auto kern) {
