@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--only-versions", default="", help="comma-separated versions of ours to run (default all)")
     ap.add_argument("--tiles", default="", help="forward tiles of ours to run, e.g. 128x64,128x128 (default all)")
     ap.add_argument("--backends", default="", help="SDPA backends to run, e.g. sdpa-fa2 (default all four)")
+    ap.add_argument("--causal", default="both", choices=("both", "0", "1"),
+                    help="the shapes without (0) or with (1) the causal mask, or both")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
@@ -147,7 +149,7 @@ def main():
         tdt, fdt = DTYPES[dname]
         for d in (64, 128):
             for N in Ns:
-                for causal in (0, 1):
+                for causal in (0, 1) if a.causal == "both" else (int(a.causal),):
                     B, H = batch[N], 16
                     rows += bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal)
                     write_csv(a, dev, rows, table=False)  # after every shape: a cut-off run keeps its rows

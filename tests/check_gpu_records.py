@@ -15,7 +15,9 @@ case and requires:
      recorded counter bytes;
   3. gpu_ncu_versions.csv: every version, forward and backward, within 1% of its counters, and the
      counted bytes equal to today's model bytes;
-  4. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs
+  4. gpu_ncu_same_bytes.csv (lab 10): versions 7, 10 and 12 of a d count the same bytes, equal to
+     today's model, and Nsight Compute's SM reads are within 1% of the counted reads of all heads;
+  5. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs
      (the recorded shapes and the odd ones).
 
   python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
@@ -86,6 +88,21 @@ def main():
     if {v for v, _ in seen} != set(range(1, 12)) or {p for _, p in seen} != {"fwd", "bwd"}:
         bad += 1
         print(f"gpu_ncu_versions.csv: covers {sorted(seen)}, not every version")
+    same = {}
+    for r in rows_of(os.path.join(data, "gpu_ncu_same_bytes.csv")):
+        N, d, br, bc = int(r["N"]), int(r["d"]), int(r["Br"]), int(r["Bc"])
+        m = count(cli, "flash2", N, d, br, bc, kernel_footprint("flash2", d, br, bc, False), r["dtype"], "fwd")
+        counted = int(r["counter_read_B_per_head"]) + int(r["counter_write_B_per_head"])
+        sm_ratio = int(r["sm_read_B"]) / (int(r["heads"]) * int(r["counter_read_B_per_head"]))
+        same.setdefault(d, set()).add(counted)
+        if int(m["hbm_bytes"]) != counted or r["counter_read_B_per_head"] != r["model_read_B_per_head"] or abs(sm_ratio - 1) > 0.01:
+            bad += 1
+            print(f"gpu_ncu_same_bytes.csv: v{r['version']} d={d}: model bytes now {m['hbm_bytes']}, counted {counted}, "
+                  f"ncu SM reads / counted reads {sm_ratio:.4f}")
+        checked += 1
+    if not same or any(len(v) != 1 for v in same.values()):
+        bad += 1
+        print(f"gpu_ncu_same_bytes.csv: the versions of a d do not move the same counted bytes: {same}")
     for r in rows_of(os.path.join(data, "gpu_fig2.csv")):
         v = int(r["version"])
         algo = "standard" if v in (8, 11) else "flash2"

@@ -21,9 +21,9 @@
  * previous step, packed to 16 bits), and sm_90a.  What it buys: measured in docs/performance.md.
  *
  * The schedule (src/schedules/flash2.c; docs/model.md eq. C2): one tile per query block of Br = 64
- * rows a consumer warpgroup (128 or 192) and head, in version 10's order (query blocks of a head together; causal, the last blocks
- * first), each tile a CTA or, persistent, CTA b taking tiles b, b + gridDim.x, ...; Q_i
- * loaded once; for each key block j the CTA sees (causal: fl_query_block) K_j, V_j loaded once;
+ * rows a consumer warpgroup (128 or 192) and head, in version 10's order (query blocks of a head
+ * together; causal, the last blocks first), on a persistent grid: CTA b takes work units b,
+ * b + gridDim.x, ..., a unit one tile or, causal, a pair of tiles (v12_sched); Q_i loaded once; for each key block j the CTA sees (causal: fl_query_block) K_j, V_j loaded once;
  * O_i and L_i written once.  Tails (N, Nk not multiples of the tiles) are the copy engine's zero
  * fill, masked like version 10's; the input is not padded.
  * Needs sm_90a (wgmma, TMA, setmaxnreg); other targets compile a stub.
@@ -42,24 +42,55 @@
  *   PERS  a persistent grid: one CTA an SM, each looping over the tiles
  * Measured on the H200 (figures/data/gpu_sdpa_v12_steps.csv, _steps_kv.csv): with K_j and V_j
  * freed apart, OV and PP together beat step 1 on every quick shape (OV alone loses at d = 64),
- * and PERS helps without masks and hurts with them, so the launch picks by the mask (v12_pick).
- * Building with -DFL_V12_STEP=1..4 forces step 1 (none), 2 (OV), 3 (OV, PP) or 4 (all three) on
- * every shape, to measure the steps again. */
+ * and PERS helps without masks; with causal masks it helps only when its units are pairs of tiles
+ * of equal total length (figures/data/gpu_sdpa_v12_causal_orders.csv).
+ * Building with -DFL_V12_STEP=1..4 forces step 1 (none), 2 (OV), 3 (OV, PP) or 4 (all three, no
+ * pairs) on every shape, and -DFL_V12_CAUSAL=0, 3 or 4 one causal order, to measure them again. */
 struct v12_cfg {
-    int ov, pp, pers;
+    int ov, pp, pers, pair;
 };
 static inline v12_cfg v12_pick(int causal)
 {
 #ifdef FL_V12_STEP
     (void)causal;
-    return {FL_V12_STEP >= 2, FL_V12_STEP >= 3, FL_V12_STEP >= 4};
+    return {FL_V12_STEP >= 2, FL_V12_STEP >= 3, FL_V12_STEP >= 4, 0};
+#elif defined(FL_V12_CAUSAL)
+    /* the causal orders of docs/performance.md: 0 a CTA a tile (the hardware's scheduler), 4 a
+     * CTA a pair, 3 (the choice) persistent, pairs */
+    return causal ? v12_cfg{1, 1, FL_V12_CAUSAL == 3, FL_V12_CAUSAL >= 3} : v12_cfg{1, 1, 1, 0};
 #else
-    /* every shape: overlap and ping-pong; the persistent grid only without causal masks (its
-     * static round robin leaves causal tiles, of unequal lengths, unbalanced across the SMs; the
-     * hardware's own CTA scheduler does not) */
-    return causal ? v12_cfg{1, 1, 0} : v12_cfg{1, 1, 1};
+    /* every shape: overlap, ping-pong and the persistent grid; with causal masks its units are
+     * pairs of tiles, the longest with the shortest (v12_sched), so that CTA b's static share,
+     * units b, b + gridDim.x, ..., is as long as every other CTA's */
+    return causal ? v12_cfg{1, 1, 1, 1} : v12_cfg{1, 1, 1, 0};
 #endif
 }
+
+/* Which tiles a CTA runs, in which order.  The tiles are the query blocks x heads; head-major
+ * (the query blocks of a head together: version 10's grid order, so that the CTAs running at
+ * once share their heads' K and V in L2).  A work unit is one tile or, with pairs (causal), the
+ * tiles at positions p and nqb - 1 - p of a head (fl_query_block_at: the longest and the
+ * shortest), every pair about nqb + 1 key blocks long; an odd nqb leaves the middle tile alone.
+ * CTA b takes units b, b + gridDim.x, ... (one unit when the grid has a CTA a unit). */
+struct v12_sched {
+    int nqb, nbh, pair;
+    __host__ __device__ long units() const { return (long)nbh * (pair ? (nqb + 1) / 2 : nqb); }
+    /* This CTA's s-th tile (s = 0, 1, ...): its head bh and position bx; false past the last.
+     * bx < 0: no tile at this s (the middle tile's missing partner). */
+    __device__ bool at(int s, int &bh, int &bx) const
+    {
+        const long u = blockIdx.x + (long)(pair ? s >> 1 : s) * gridDim.x;
+        if (u >= units()) return false;
+        if (!pair) {
+            bh = (int)(u / nqb), bx = (int)(u % nqb);
+            return true;
+        }
+        const int np = (nqb + 1) / 2, p = (int)(u % np);
+        bh = (int)(u / np), bx = (s & 1) ? nqb - 1 - p : p;
+        if ((s & 1) && bx == p) bx = -1;
+        return true;
+    }
+};
 
 /* Tile traits (traits.cuh): Q_i, ST stages of K_j and V_j (64-column sub-tiles, the copy engine's
  * 128-byte swizzle), the mbarriers and 1024 bytes of alignment slack in shared memory (extra to the
@@ -112,7 +143,7 @@ template <class T, int D, int NWG, int BC, int ST, int OV, int PP>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_constant__ fl_gtmap<const T, FL_T_K> Km,
           const __grid_constant__ fl_gtmap<const T, FL_T_V> Vm, fl_gptr<T, FL_T_O> O, fl_gptr<float, FL_T_L> L, int nbh, int N,
-          int Nk, int causal, int off, float scale_log2, fl_csink g)
+          int Nk, int causal, int off, int pair, float scale_log2, fl_csink g)
 {
 #if FL_CODE_HAS(FL_V_NEEDS)
     constexpr int BR = 64 * NWG, BOX = 64, NCW = 4 * NWG; /* query rows, box columns, consumer warps */
@@ -132,9 +163,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     static_assert(2 + 4 * ST <= 16, "the mbarriers fit their buffer");
     FlCount c;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
-    /* the tiles (query block, head), in the order of a grid of nqb x nbh CTAs; CTA b takes tiles
-     * b, b + gridDim.x, ... (gridDim.x = the tiles when not persistent: one each) */
-    const int nqb = FL_CDIV(N, BR), ntiles = nqb * nbh;
+    const v12_sched sch{FL_CDIV(N, BR), nbh, pair}; /* the tiles of this CTA, in order */
 
     if (threadIdx.x == 0) {
         fl_mbar_init(qfull, 1);
@@ -154,9 +183,9 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         if (warp == 0) {
             if (lane == 0) {
                 int kv = 0, q = 0; /* key blocks and query blocks loaded so far: their stage and parity */
-                for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
-                    const int bh = t / nqb;
-                    const FlQueryBlock qb = fl_query_block_at<BR, BC>(t % nqb, nqb, N, Nk, causal, off);
+                for (int t = 0, bh, bx; sch.at(t, bh, bx); t++) {
+                    if (bx < 0) continue;
+                    const FlQueryBlock qb = fl_query_block_at<BR, BC>(bx, sch.nqb, N, Nk, causal, off);
                     if (qb.nkb == 0) continue;
                     fl_mbar_wait(qempty, (q++ & 1) ^ 1);
                     fl_mbar_expect_tx(qfull, BR * D * sizeof(T));
@@ -196,9 +225,9 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     if (cw == NWG - 1) your_turn();
     int kv = 0, q = 0;
 
-    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
-        const int bh = t / nqb;
-        const FlQueryBlock qb = fl_query_block_at<BR, BC>(t % nqb, nqb, N, Nk, causal, off);
+    for (int t = 0, bh, bx; sch.at(t, bh, bx); t++) {
+        if (bx < 0) continue;
+        const FlQueryBlock qb = fl_query_block_at<BR, BC>(bx, sch.nqb, N, Nk, causal, off);
         const int r0 = qb.r0, nkb = qb.nkb;
         const auto mask = [&](int j) {
             const int c0 = j * BC;
@@ -313,15 +342,15 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
     const fl_gtmap<const T, FL_T_Q> qm((const T *)a->Q, D, a->N, nbh, BR, "flash2 (v12): Q");
     const fl_gtmap<const T, FL_T_K> km((const T *)a->K, D, Nk, nbh, BC, "flash2 (v12): K");
     const fl_gtmap<const T, FL_T_V> vm((const T *)a->V, D, Nk, nbh, BC, "flash2 (v12): V");
-    const long ntiles = (long)FL_CDIV(a->N, BR) * nbh;
     static int nsm = 0;
     const v12_cfg cfg = v12_pick(a->causal);
+    const long units = v12_sched{FL_CDIV(a->N, BR), nbh, cfg.pair}.units();
     if (cfg.pers && !nsm) nsm = fl_sm_count();
-    const dim3 grid(cfg.pers ? (int)(ntiles < nsm ? ntiles : nsm) : (int)ntiles);
+    const dim3 grid(cfg.pers ? (int)(units < nsm ? units : nsm) : (int)units);
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
     const auto go = [&](auto kern) {
         fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(128 * (NWG + 1)), a->stream, a->log, qm, km, vm, (T *)a->O, a->L, nbh, a->N, Nk,
-                  a->causal, off, sl2, a->cnt);
+                  a->causal, off, cfg.pair, sl2, a->cnt);
     };
     if (!cfg.ov) go(fl_ws_fwd<T, D, NWG, BC, ST, 0, 0>);
     else if (!cfg.pp) go(fl_ws_fwd<T, D, NWG, BC, ST, 1, 0>);
