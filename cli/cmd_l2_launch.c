@@ -33,7 +33,14 @@ static const char *usage =
     "  --atomic-dq       bwd-kv: dQ reduced in L2 (atomics), not read by the SM\n"
     "  --zero-dq         pre: also writes the fp32 dQ accumulator = 0\n"
     "  --order O         tile (the tile index fastest in the grid) or head      [tile]\n"
-    "  --persistent P    P CTAs take the work items round-robin; 0: one each   [0]\n"
+    "  --persistent P    P CTAs, each taking the next work item in grid order\n"
+    "                    when its own ends (a tile scheduler); 0: a CTA each   [0]\n"
+    "  --static          with --persistent: CTA b takes items b, b + P, ...\n"
+    "                    (a static round robin, as flashlab's version 12)\n"
+    "  --longest-first   forward, --causal: a head's query tiles from the last\n"
+    "                    (the longest) to the first (flashlab's versions 10, 12)\n"
+    "  --pairs           fwd-q, --causal: a work item is the tiles at positions\n"
+    "                    p and Tr-1-p of a head, longest first (version 12)\n"
     "  --cluster C       C CTAs share K and V by multicast (forward, no mask)   [1]\n"
     "  --splits S        split-KV: key ranges per query tile (fwd-q, combine)   [1]\n"
     "  --dtype T         fp16, bf16 or fp32                                    [fp16]\n"
@@ -94,7 +101,8 @@ int fl_cmd_l2_launch(int argc, char **argv)
     fl_args_init(&ar, argc, argv);
     while (!e && (k = fl_args_next(&ar, &name, &iv)) == 1) {
         const int flag = !strcmp(name, "--help") || !strcmp(name, "--causal") || !strcmp(name, "--atomic-dq") ||
-                         !strcmp(name, "--zero-dq");
+                         !strcmp(name, "--zero-dq") || !strcmp(name, "--static") || !strcmp(name, "--longest-first") ||
+                         !strcmp(name, "--pairs");
         if (flag && (e = fl_args_flag(name, iv))) break; /* a flag takes no =value */
         if (strcmp(name, "--help") == 0) {
             fputs(usage, stdout);
@@ -103,6 +111,9 @@ int fl_cmd_l2_launch(int argc, char **argv)
         if (strcmp(name, "--causal") == 0) L.causal = 1;
         else if (strcmp(name, "--atomic-dq") == 0) L.atomic_dq = 1;
         else if (strcmp(name, "--zero-dq") == 0) L.zero_dq = 1;
+        else if (strcmp(name, "--static") == 0) L.static_rr = 1;
+        else if (strcmp(name, "--longest-first") == 0) L.longest_first = 1;
+        else if (strcmp(name, "--pairs") == 0) L.pairs = L.longest_first = 1;
         else if ((e = fl_args_value(&ar, name, iv, &v))) break;
         else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_work);
         else if (strcmp(name, "--max-memory") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 40, &max_mb);

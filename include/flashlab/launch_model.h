@@ -66,7 +66,15 @@ typedef struct {
     int atomic_dq;     /* BWD_KV: dQ accumulated by reductions in L2 */
     int zero_dq;       /* PRE: also writes the dQ accumulator (fp32) = 0 */
     fl_grid_order order;
-    int64_t persistent; /* 0: one CTA per work item; P >= 1: P CTAs take the items round-robin */
+    int64_t persistent; /* 0: one CTA per work item; P >= 1: P CTAs, each taking the next item in grid
+                           order when its own ends (a tile scheduler) */
+    int static_rr;      /* with persistent: CTA b takes items b, b + P, b + 2P, ... whatever their
+                           lengths (a static round robin: flashlab's version 12) */
+    int longest_first;  /* FWD families, causal: a head's query tile t runs as tile Tr - 1 - t, the
+                           longest first (flashlab's versions 10 and 12, FlashAttention-3) */
+    int pairs;          /* FWD_Q, causal: a work item is the query tiles at positions p and Tr - 1 - p
+                           of a head, in that order, positions longest first (a middle tile alone):
+                           flashlab's version 12; implies longest_first */
     int64_t cluster;    /* >= 1: CTAs per cluster sharing K_j, V_j by multicast (FWD families) */
     int64_t splits;     /* >= 1: key ranges per query tile (FWD_Q, COMBINE) */
     int64_t sms, ctas_per_sm; /* the machine: 132 SMs on the H200; resident CTAs per SM (>= 1) */
@@ -102,7 +110,9 @@ fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N,
 
 /* Checks every field (FL_EINVAL naming the CLI option of the first that breaks its rule: sizes
  * >= 1, tiles <= N, BWD_TWOPASS's Bc a multiple of Br and Br2 of Bc2, a cluster only for the
- * forward families, splits only for FWD_Q and COMBINE, elem_bytes 2 or 4, l2_parts 1 or 2), then
+ * forward families, splits only for FWD_Q and COMBINE, elem_bytes 2 or 4, l2_parts 1 or 2;
+ * static_rr only with persistent and no timing, longest_first only for the forward families with
+ * causal, pairs only for FWD_Q with causal and without splits or cluster), then
  * walks the launch in GPU order through an L2 of l2_bytes in l2_parts LRU partitions (l2_parts.h)
  * in sectors of `sector` bytes, emptied first (ncu --cache-control all), and fills *out.
  * With a timing, also --cta-timing: one entry per work item, each SM < sms.

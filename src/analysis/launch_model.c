@@ -92,6 +92,33 @@ static void item_of(const ctx *c, int64_t item, int64_t ntiles, int64_t nsplit, 
 #define P(...) \
     do { if (push(l, __VA_ARGS__)) return -1; } while (0)
 
+/* The accesses of query tile t of head bh, key range s of the split (FWD families), appended to
+ * l.  -1: out of memory. */
+static int fwd_tile(const ctx *c, list *l, int64_t bh, int64_t t, int64_t s)
+{
+    const fl_launch *L = c->L;
+    const int64_t N = L->N, Br = L->Br, Bc = L->Bc;
+    const int64_t q0 = t * Br, nq = fl_min64(Br, N - q0), kend = key_end(L, q0, nq);
+    const int64_t per = fl_cdiv(c->Tc, L->splits), j0 = s * per, j1 = fl_min64(c->Tc, j0 + per);
+    const int64_t lead = t - t % L->cluster, members = fl_min64(L->cluster, c->Tr - lead);
+    const int64_t kv = t == lead ? members : 0; /* the cluster's leader reads K_j, V_j for all */
+    if (L->family == FL_LF_FWD_Q) P(FL_LT_Q, RD, bh, q0, nq, 1);
+    for (int64_t j = j0; j < j1 && j * Bc < kend; j++) {
+        const int64_t k0 = j * Bc, nk = fl_min64(Bc, N - k0);
+        if (L->family == FL_LF_FWD_QKV) P(FL_LT_Q, RD, bh, q0, nq, 1);
+        P(FL_LT_K, RD, bh, k0, nk, kv);
+        P(FL_LT_V, RD, bh, k0, nk, kv);
+    }
+    if (L->splits > 1) {
+        P(FL_LT_Opart, WR, bh * L->splits + s, q0, nq, 0);
+        P(FL_LT_Lpart, WR, bh * L->splits + s, q0, nq, 0);
+    } else {
+        P(FL_LT_O, WR, bh, q0, nq, 0);
+        P(FL_LT_L, WR, bh, q0, nq, 0);
+    }
+    return 0;
+}
+
 /* The accesses of one work item, appended to l.  -1: out of memory. */
 static int item_accesses(const ctx *c, int64_t item, list *l)
 {
@@ -101,26 +128,13 @@ static int item_accesses(const ctx *c, int64_t item, list *l)
     switch (L->family) {
     case FL_LF_FWD_Q:
     case FL_LF_FWD_QKV: {
+        if (L->pairs) { /* positions p and Tr - 1 - p, each run as its tile from the end */
+            item_of(c, item, (c->Tr + 1) / 2, 1, &bh, &t, &s);
+            if (fwd_tile(c, l, bh, c->Tr - 1 - t, 0)) return -1;
+            return c->Tr - 1 - t != t && fwd_tile(c, l, bh, t, 0) ? -1 : 0;
+        }
         item_of(c, item, c->Tr, L->splits, &bh, &t, &s);
-        const int64_t q0 = t * Br, nq = fl_min64(Br, N - q0), kend = key_end(L, q0, nq);
-        const int64_t per = fl_cdiv(c->Tc, L->splits), j0 = s * per, j1 = fl_min64(c->Tc, j0 + per);
-        const int64_t lead = t - t % L->cluster, members = fl_min64(L->cluster, c->Tr - lead);
-        const int64_t kv = t == lead ? members : 0; /* the cluster's leader reads K_j, V_j for all */
-        if (L->family == FL_LF_FWD_Q) P(FL_LT_Q, RD, bh, q0, nq, 1);
-        for (int64_t j = j0; j < j1 && j * Bc < kend; j++) {
-            const int64_t k0 = j * Bc, nk = fl_min64(Bc, N - k0);
-            if (L->family == FL_LF_FWD_QKV) P(FL_LT_Q, RD, bh, q0, nq, 1);
-            P(FL_LT_K, RD, bh, k0, nk, kv);
-            P(FL_LT_V, RD, bh, k0, nk, kv);
-        }
-        if (L->splits > 1) {
-            P(FL_LT_Opart, WR, bh * L->splits + s, q0, nq, 0);
-            P(FL_LT_Lpart, WR, bh * L->splits + s, q0, nq, 0);
-        } else {
-            P(FL_LT_O, WR, bh, q0, nq, 0);
-            P(FL_LT_L, WR, bh, q0, nq, 0);
-        }
-        return 0;
+        return fwd_tile(c, l, bh, L->longest_first ? c->Tr - 1 - t : t, s);
     }
     case FL_LF_BWD_KV: {
         item_of(c, item, c->Tc, 1, &bh, &t, &s);
@@ -261,6 +275,12 @@ static fl_status check(const fl_launch *L)
     if (L->splits > 1 && L->family != FL_LF_FWD_Q && L->family != FL_LF_COMBINE)
         return fl_fail(FL_EINVAL, "--splits: split-KV applies to fwd-q and combine only");
     if (L->splits > fl_cdiv(L->N, L->Bc)) return fl_fail(FL_EINVAL, "--splits: at most one split per key tile");
+    if (L->static_rr && (L->persistent < 1 || L->timing))
+        return fl_fail(FL_EINVAL, "--static: a static round robin needs --persistent P >= 1 (and no --cta-timing)");
+    if (L->pairs && (L->family != FL_LF_FWD_Q || !L->causal || L->splits > 1 || L->cluster > 1))
+        return fl_fail(FL_EINVAL, "--pairs: applies to fwd-q with --causal, without --splits or --cluster");
+    if (L->longest_first && (L->family > FL_LF_FWD_QKV || !L->causal))
+        return fl_fail(FL_EINVAL, "--longest-first: applies to the forward families with --causal (tiles of one length otherwise)");
     if (L->family == FL_LF_BWD_TWOPASS) {
         if (L->Br2 < 1 || L->Bc2 < 1 || L->Bc % L->Br || L->Br2 % L->Bc2 || L->Bc != L->Br2 || L->N % L->Bc ||
             L->Br % 2 || L->Bc2 % 2)
@@ -288,7 +308,7 @@ static void setup(ctx *c, const fl_launch *L)
     }
     switch (L->family) {
     case FL_LF_FWD_Q:
-    case FL_LF_FWD_QKV: c->items = c->BH * c->Tr * L->splits; break;
+    case FL_LF_FWD_QKV: c->items = c->BH * (L->pairs ? (c->Tr + 1) / 2 : c->Tr * L->splits); break;
     case FL_LF_BWD_KV:
     case FL_LF_BWD_MEMEFF: c->items = c->BH * c->Tc; break;
     case FL_LF_BWD_TWOPASS: c->items = c->BH * (L->N / L->Bc); break;
@@ -367,13 +387,13 @@ static void visit(const ctx *c, walker *w, const acc *a, int side, fl_launch_pre
         if (touched >> p & 1) w->last[p] = (part_state){*a, a->kind != RD || p == side, a->kind == RD};
 }
 
-/* Puts the next work item with any access (*next onwards, in grid order) into l; 0 when none is
- * left (or on out of memory: *e set). */
-static int load(const ctx *c, list *l, int64_t *next, fl_status *e)
+/* Puts the next work item with any access (*next onwards, in grid order, in steps of `step`) into
+ * l; 0 when none is left (or on out of memory: *e set). */
+static int load(const ctx *c, list *l, int64_t *next, int64_t step, fl_status *e)
 {
     l->n = 0;
-    while (l->n == 0 && *next < c->items)
-        if (item_accesses(c, (*next)++, l)) {
+    for (; l->n == 0 && *next < c->items; *next += step)
+        if (item_accesses(c, *next, l)) {
             *e = fl_fail(FL_ENOMEM, "l2: out of memory listing a CTA's accesses");
             return 0;
         }
@@ -382,24 +402,34 @@ static int load(const ctx *c, list *l, int64_t *next, fl_status *e)
 
 /* Rule S1 (docs/third_party.md §3): `slots` CTA slots (SM k mod sms for slot k); each runs its
  * work item's accesses one a step, all slots in lock step, and takes the next work item in grid
- * order when it finishes (the block scheduler; a persistent grid's tile scheduler). */
+ * order when it finishes (the block scheduler; a persistent grid's tile scheduler) or, with
+ * static_rr, slot k the items k, k + slots, ... (a persistent grid's static round robin). */
 static fl_status walk_s1(const ctx *c, walker *w, int64_t ctas, fl_launch_pred *out)
 {
     const fl_launch *L = c->L;
     const int64_t slots = fl_min64(L->persistent > 0 ? ctas : L->sms * L->ctas_per_sm, c->items);
+    const int stat = L->static_rr && L->persistent > 0;
     list *ls = calloc((size_t)slots, sizeof *ls);
-    int64_t *pos = calloc((size_t)slots, sizeof *pos);
-    fl_status e = ls && pos ? FL_OK : fl_fail(FL_ENOMEM, "l2: out of memory for %lld CTA slots", (long long)slots);
-    int64_t next = 0, active = 0;
-    for (int64_t k = 0; !e && k < slots; k++) active += load(c, &ls[k], &next, &e);
+    int64_t *pos = calloc((size_t)slots, sizeof *pos), *mine = stat ? calloc((size_t)slots, sizeof *mine) : NULL;
+    fl_status e = ls && pos && (mine || !stat) ? FL_OK
+                                               : fl_fail(FL_ENOMEM, "l2: out of memory for %lld CTA slots", (long long)slots);
+    int64_t shared = 0, active = 0;
+    /* the next item of slot k: its own sequence (static) or the grid's (dynamic) */
+#define NEXT(k) (stat ? &mine[k] : &shared), (stat ? slots : 1)
+    for (int64_t k = 0; !e && k < slots; k++) {
+        if (stat) mine[k] = k;
+        active += load(c, &ls[k], NEXT(k), &e);
+    }
     while (!e && active > 0)
         for (int64_t k = 0; !e && k < slots; k++) {
             if (pos[k] >= ls[k].n) continue; /* idle: no work item left */
             visit(c, w, &ls[k].a[pos[k]++], (int)(k % L->sms % L->l2_parts), out);
             if (pos[k] < ls[k].n) continue;
             pos[k] = 0;
-            active -= !load(c, &ls[k], &next, &e);
+            active -= !load(c, &ls[k], NEXT(k), &e);
         }
+#undef NEXT
+    free(mine);
     free(pos);
     if (ls)
         for (int64_t k = 0; k < slots; k++) free(ls[k].a);

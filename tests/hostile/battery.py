@@ -838,7 +838,7 @@ FLAGS = {
     "count": ["--explain", "--help"], "run": ["--explain", "--help"],
     "sweep": ["--M-upto-Nd", "--progress", "--help"], "bound": ["--all-N", "--help"],
     "optimize": ["--help"], "l2": ["--no-flush", "--help"],
-    "l2 --launch": ["--causal", "--atomic-dq", "--zero-dq", "--help"],
+    "l2 --launch": ["--causal", "--atomic-dq", "--zero-dq", "--static", "--longest-first", "--pairs", "--help"],
     "trace": ["--compute", "--help"], "report": ["--no-figures", "--help"], "plot": ["--help"],
     "example": ["--help"],
 }
@@ -889,6 +889,13 @@ def flag_cases():
 
 def misc_cases(slow):
     cs = []
+    # the order options of l2 --launch refuse the launches they do not describe
+    fq = BASES["l2 --launch"]
+    for extra, opt in ((["--pairs"], "--pairs"), (["--pairs", "--causal", "--splits", "2"], "--pairs"),
+                       (["--launch", "bwd-kv", "--pairs", "--causal"], "--pairs"), (["--longest-first"], "--longest-first"),
+                       (["--launch", "pre", "--causal", "--longest-first"], "--longest-first"), (["--static"], "--static"),
+                       (["--static", "--persistent", "0"], "--static")):
+        cs.append(Case("rule", f"l2 --launch {' '.join(extra)}", fq + extra, 2, mention=[opt]))
     ctl = ["fl\nash2", "fl\rash2", "fl\x1b[31mash2", "fl\tash2", "fl\x7fash2", "fl\x01ash2"]
     for v in ctl:
         for cmd, opt in (("count", "--algo"), ("count", "--causal"), ("sweep", "--algo"), ("l2", "--algo"),

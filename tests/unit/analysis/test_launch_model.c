@@ -348,6 +348,133 @@ Test(launch_model, skipped_repeats_change_nothing)
         }
 }
 
+/* Version 12's causal orders played by hand, on fl_l2p directly: a head's query tiles from the last
+ * (longest_first), or work items that are the tiles at positions p and Tr - 1 - p of a head, the
+ * longest first (pairs; Tr odd leaves the middle tile alone), taken by P persistent slots either
+ * statically (slot k: items k, k + P, ...) or each the next item when its own ends. */
+static int fwd_causal_tile(int64_t bh, int64_t t, int64_t N, int64_t Br, int64_t Bc, acc_t *a)
+{
+    const int64_t q0 = t * Br, nq = q0 + Br > N ? N - q0 : Br;
+    int m = 0;
+    a[m++] = (acc_t){FL_LT_Q, 0, bh, q0, nq};
+    for (int64_t k0 = 0; k0 < q0 + nq; k0 += Bc) {
+        a[m++] = (acc_t){FL_LT_K, 0, bh, k0, k0 + Bc > N ? N - k0 : Bc};
+        a[m++] = (acc_t){FL_LT_V, 0, bh, k0, k0 + Bc > N ? N - k0 : Bc};
+    }
+    a[m++] = (acc_t){FL_LT_O, 1, bh, q0, nq};
+    a[m++] = (acc_t){FL_LT_L, 1, bh, q0, nq};
+    return m;
+}
+
+static fl_launch_pred replay_order(int longest, int pairs, int stat, int64_t P, int64_t l2_bytes)
+{
+    const int64_t H = 3, N = 300, d = 64, Br = 64, Bc = 32, sms = 3, Tr = (N + Br - 1) / Br, np = (Tr + 1) / 2;
+    fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, H, N, d, Br, Bc);
+    L.sms = sms, L.causal = 1, L.longest_first = longest, L.pairs = pairs, L.static_rr = stat, L.persistent = P;
+    const fl_launch_pred p = predict(&L, l2_bytes);
+    const int eb[FL_LT_COUNT] = {2, 2, 2, 2, 4, 2, 4, 4, 2, 2, 2, 4, 4};
+    const int64_t cols[FL_LT_COUNT] = {d, d, d, d, 1, d, 1, d, d, d, d, d, 1};
+    uint64_t base[FL_LT_COUNT], at = 0;
+    for (int t = 0; t < FL_LT_COUNT; t++) {
+        base[t] = at;
+        at += ((uint64_t)(H * N * cols[t] * eb[t]) + (1u << 21) - 1) & ~(uint64_t)((1u << 21) - 1);
+    }
+    fl_l2p *c;
+    cr_assert_eq(fl_l2p_alloc(l2_bytes, 32, 2, &c), FL_OK);
+    const int64_t items = H * (pairs ? np : Tr), slots = P > 0 ? (P < items ? P : items) : sms;
+    acc_t a[8][128];
+    int n[8], pos[8] = {0};
+    int64_t next[8], shared = 0, active = 0;
+    cr_assert_leq(slots, 8);
+    for (int k = 0; k < slots; k++) next[k] = k;
+    /* the accesses of item it: one tile, or a pair */
+#define ITEM(k, it)                                                                                               \
+    do {                                                                                                          \
+        const int64_t it_ = (it);                                                                                 \
+        if (pairs) {                                                                                              \
+            const int64_t bh = it_ / np, q = it_ % np;                                                            \
+            n[k] = fwd_causal_tile(bh, Tr - 1 - q, N, Br, Bc, a[k]);                                              \
+            if (Tr - 1 - q != q) n[k] += fwd_causal_tile(bh, q, N, Br, Bc, a[k] + n[k]);                           \
+        } else n[k] = fwd_causal_tile(it_ / Tr, longest ? Tr - 1 - it_ % Tr : it_ % Tr, N, Br, Bc, a[k]);        \
+    } while (0)
+    for (int k = 0; k < slots; k++, active++) {
+        const int64_t it = stat ? next[k] : shared++;
+        next[k] += slots;
+        ITEM(k, it);
+    }
+    while (active > 0)
+        for (int k = 0; k < slots; k++) {
+            if (pos[k] >= n[k]) continue;
+            const acc_t *x = &a[k][pos[k]++];
+            const uint64_t addr = base[x->t] + (uint64_t)((x->bh * N + x->r0) * cols[x->t] * eb[x->t]);
+            fl_l2p_access(c, (int)(k % sms % 2), addr, x->nr * cols[x->t] * eb[x->t], x->kind);
+            if (pos[k] < n[k]) continue;
+            pos[k] = 0;
+            const int64_t it = stat ? next[k] : shared;
+            if (it < items) {
+                if (stat) next[k] += slots;
+                else shared++;
+                ITEM(k, it);
+            } else n[k] = 0, active--;
+        }
+#undef ITEM
+    const fl_l2p_stats st = fl_l2p_get_stats(c);
+    cr_assert_eq(p.items, items);
+    cr_assert_eq(p.dram_read_B, st.dram_reads * 32, "longest %d pairs %d static %d P %ld: %ld vs %ld", longest, pairs,
+                 stat, (long)P, (long)p.dram_read_B, (long)(st.dram_reads * 32));
+    cr_assert_eq(p.fabric_B, st.fabric * 32, "fabric %ld vs %ld", (long)p.fabric_B, (long)(st.fabric * 32));
+    cr_assert_eq(p.writeback_B, st.writebacks * 32);
+    cr_assert(p.read_miss_B == st.read_misses * 32 && p.fabric_read_miss_B == st.fabric_read_misses * 32);
+    fl_l2p_free(c);
+    return p;
+}
+
+Test(launch_model, version12_orders_by_hand)
+{
+    int differ = 0;
+    for (int64_t kib = 16; kib <= 1024; kib *= 4) {
+        fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 3, 300, 64, 64, 32);
+        L.sms = 3, L.causal = 1;
+        const fl_launch_pred plain = predict(&L, kib << 10);
+        const fl_launch_pred o[] = {replay_order(1, 0, 0, 0, kib << 10), replay_order(1, 0, 1, 2, kib << 10),
+                                    replay_order(0, 1, 0, 0, kib << 10), replay_order(0, 1, 1, 2, kib << 10),
+                                    replay_order(0, 1, 0, 2, kib << 10), replay_order(0, 1, 1, 8, kib << 10)};
+        for (size_t i = 0; i < sizeof o / sizeof *o; i++) { /* an order changes the L2's work, not the bytes */
+            cr_assert_eq(o[i].sm_read_B, plain.sm_read_B);
+            cr_assert_eq(o[i].sm_write_B, plain.sm_write_B);
+            for (int t = 0; t < FL_LT_COUNT; t++) cr_assert_eq(o[i].reads[t], plain.reads[t]);
+            differ += o[i].dram_read_B != plain.dram_read_B || o[i].fabric_B != plain.fabric_B;
+        }
+    }
+    cr_assert_gt(differ, 0, "no order changed what the L2 did: the orders are not exercised");
+}
+
+/* The three order options refuse what they do not apply to */
+Test(launch_model, order_options_refuse)
+{
+    fl_launch_pred p;
+    fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 256, 64, 64, 64);
+    L.pairs = 1; /* no mask: tiles of one length */
+    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--pairs"));
+    L.causal = 1, L.splits = 2;
+    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--pairs"));
+    L = fl_launch_default(FL_LF_BWD_KV, 1, 1, 256, 64, 64, 64);
+    L.causal = 1, L.longest_first = 1;
+    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--longest-first"));
+    L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 256, 64, 64, 64);
+    L.static_rr = 1; /* not persistent */
+    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "--static"));
+    L.persistent = 2; /* equal items: the static round robin is the block scheduler's order */
+    const fl_launch_pred s = predict(&L, 64 << 10);
+    L.static_rr = 0;
+    const fl_launch_pred dyn = predict(&L, 64 << 10);
+    cr_assert(s.dram_read_B == dyn.dram_read_B && s.fabric_B == dyn.fabric_B && s.writeback_B == dyn.writeback_B);
+}
+
 /* Rule G2: a slot whose work item ends early takes the next one; causal work items differ in
  * length, so the order in which tiles are read differs from waves that wait for their longest
  * CTA, but not what is read.  A persistent grid of P CTAs takes the items the same way. */
