@@ -14,7 +14,7 @@ from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import flashlab as fl  # noqa: E402
-from labkit import grading, lab1, lab2, lab3, lab4, lab5, lab6, lab7, lab9  # noqa: E402
+from labkit import grading, lab1, lab2, lab3, lab4, lab5, lab6, lab7, lab9, lab10  # noqa: E402
 
 STUDENTS = ("", "ada", "grace")
 NEG = float("-inf")
@@ -764,6 +764,253 @@ class Lab9(Checks):
             self.assertIn("third_party_ncu_run4_sdpa_bwd.csv", lab9.reductions.skipped("", make_red(), make_split()) or "")
             self.passes(lab9.tiles, "", fa2_tiles)
             self.fails(lab9.tiles, "", lambda n: (64, 64), hint="return None")
+
+
+# ----------------------------------------------------------------------------------------------
+# Lab 10: the checks read the recorded profile of versions 7, 10 and 12 (figures/data/
+# gpu_ncu_same_bytes.csv, in the repository), and so do these tests; the right functions are the
+# solution's, written again here, and each wrong one is a mistake a student makes.
+def l10_run(r, Br=None, Bc=None, N=None, heads=1, force=True):
+    N, d = int(N or r["N"]), int(r["d"])
+    Br, Bc = int(Br or r["Br"]), int(Bc or r["Bc"])
+    if not force:
+        return fl.run("flash2", N=N, d=d, M=fl.footprint("flash2", d, Br, Bc), heads=heads, elem_bytes=2)
+    return fl.run("flash2", N=N, d=d, Br=Br, Bc=Bc, M=fl.footprint("flash2", d, Br, Bc), heads=heads, elem_bytes=2)
+
+
+def l10_model_bytes(r):
+    m = l10_run(r)
+    return m.read_bytes, m.write_bytes
+
+
+def l10_fewest_ms(r, heads=True, Br_N=True, peak=None, scale=1e3, with_l=True):
+    m = l10_run(r, Br=r["N"] if Br_N else None, heads=int(r["heads"]) if heads else 1)
+    b = m.bytes if with_l else m.bytes - m.tensors["L"][1] * 4
+    return b / (peak or lab10.PEAK_BYTES) * scale
+
+
+def l10_ms(r):
+    return float(r["duration_ns"]) * 1e-6
+
+
+def l10_speedups(rows, swap=False, inverted=False):
+    t = lambda v, d: float(next(r for r in rows if r["version"] == v and int(r["d"]) == d)["duration_ns"])
+    out = {}
+    for d in (64, 128):
+        a, b = t("7", d) / t("10", d), t("10", d) / t("12", d)
+        if inverted:
+            a, b = 1 / a, 1 / b
+        out[d] = (b, a) if swap else (a, b)
+    return out
+
+
+def l10_predicted(r, schedulers=4, pct=100, sms=132, scale=1e3):
+    return float(r["inst_executed"]) / (float(r["issue_active_pct"]) / pct * schedulers * sms * float(r["sm_clock_hz"])) * scale
+
+
+def l10_parts(slow, fast, clock=True):
+    f = lambda r, k: float(r[k])
+    return (f(slow, "inst_executed") / f(fast, "inst_executed"), f(fast, "issue_active_pct") / f(slow, "issue_active_pct"),
+            f(fast, "sm_clock_hz") / f(slow, "sm_clock_hz") if clock else 1.0)
+
+
+def l10_per_cycle(r, pct=100, sms=132, active=True):
+    cyc = (float(r["tensor_active_pct"]) / pct if active else 1.0) * float(r["duration_ns"]) * 1e-9 * float(r["sm_clock_hz"])
+    return float(r["gflop"]) * 1e9 / sms / cyc
+
+
+def l10_share(r, peak=989e12, scale=1.0):
+    return float(r["gflop"]) * 1e9 / (float(r["duration_ns"]) * 1e-9) / peak * scale
+
+
+def l10_tops(r, selected=False, reverse=True, prefix=""):
+    st = {k[6:]: float(v) for k, v in r.items() if k.startswith("stall_") and (selected or k != "stall_selected")}
+    return [prefix + n for n in sorted(st, key=st.get, reverse=reverse)[:2]]
+
+
+def l10_drop(rows, per_inst=False, inverted=False, swap_d=False):
+    row = lambda v, d: next(r for r in rows if r["version"] == v and int(r["d"]) == d)
+    cyc = lambda r: float(r["stall_barrier"]) * (1.0 if per_inst else float(r["inst_executed"]))
+    out = {d: cyc(row("12", d)) / cyc(row("10", d)) for d in (64, 128)}
+    if inverted:
+        out = {d: 1 / x for d, x in out.items()}
+    return {64: out[128], 128: out[64]} if swap_d else out
+
+
+class Lab10(Checks):
+    @classmethod
+    def setUpClass(cls):
+        cls.rows = lab10.rows()
+        cls.a = lab10.answers("")
+
+    def setUp(self):
+        if not self.rows:
+            self.skipTest("no recorded profile (figures/data/gpu_ncu_same_bytes.csv)")
+
+    def never_raises(self, chk, *args):
+        """Every odd value in each answer's place (the others right): a list of problems, never
+        an exception, and never a pass."""
+        for k in range(1, len(args)):
+            for v in ODD + ODD_FN:
+                probs = chk.problems(*args[:k], v, *args[k + 1:])
+                self.assertIsInstance(probs, list)
+                self.assertTrue(all(isinstance(p, str) for p in probs))
+                self.assertTrue(probs, f"{chk.cid} passes with {v!r} in place {k}")
+
+    def test_expected_values(self):
+        """What the handout and the solution say the recorded data gives (the checks compute
+        these; here they are pinned, so a new recording that changes them shows up)."""
+        a = self.a
+        self.assertEqual(len(self.rows), 6)
+        for r in self.rows:
+            self.assertEqual(l10_model_bytes(r), (int(r["counter_read_B_per_head"]), int(r["counter_write_B_per_head"])))
+        self.assertEqual({a["model_bytes"][k] for k in a["model_bytes"] if "d = 64" in k}, {(34078720, 540672)})
+        self.assertEqual({a["model_bytes"][k] for k in a["model_bytes"] if "d = 128" in k}, {(68157440, 1064960)})
+        for d, (x, y) in ((64, (1.142, 1.201)), (128, (1.186, 1.627))):
+            self.assertAlmostEqual(a["speedups"][d][0], x, delta=0.001)
+            self.assertAlmostEqual(a["speedups"][d][1], y, delta=0.001)
+        self.assertTrue(all(0.94 <= a["predicted_ms"][lab10.label(r)] / l10_ms(r) <= 0.97 for r in self.rows))
+        self.assertTrue(all(abs(v - 2640) < 2 for k, v in a["flop_per_tensor_cycle"].items() if k.startswith("v7 ")))
+        self.assertEqual(a["top_stalls"]["v10 d = 128 (128x64)"], ["barrier", "wait"])
+        self.assertAlmostEqual(a["barrier_drop"][64], 0.572, delta=0.001)
+        self.assertAlmostEqual(a["barrier_drop"][128], 0.309, delta=0.001)
+        self.assertTrue(all(lab10.fewest_ms_of(r) / l10_ms(r) < 0.073 for r in self.rows))
+
+    def test_same_bytes(self):
+        for st in STUDENTS:
+            self.passes(lab10.same_bytes, st, l10_model_bytes)
+        self.passes(lab10.same_bytes, "", lambda r: list(l10_model_bytes(r)))
+        self.passes(lab10.same_bytes, "", lambda r: tuple(float(x) for x in l10_model_bytes(r)))
+        heads = lambda r: tuple(x * int(r["heads"]) for x in l10_model_bytes(r))
+        self.fails(lab10.same_bytes, "", heads, hint="one head's")
+        self.fails(lab10.same_bytes, "", lambda r: l10_model_bytes(r)[::-1], hint="swapped")
+        self.fails(lab10.same_bytes, "", lambda r: (l10_run(r).reads, l10_run(r).writes), hint="elements")
+        self.fails(lab10.same_bytes, "", lambda r: (lambda m: (m.read_bytes, m.write_bytes))(l10_run(r, Br=r["Bc"], Bc=r["Br"])),
+                   hint="Br and Bc swapped")
+        self.fails(lab10.same_bytes, "", lambda r: (lambda m: (m.read_bytes, m.write_bytes))(l10_run(r, force=False)),
+                   hint="force the kernel's tiles")
+        counters = lambda r: (int(r["counter_read_B_per_head"]), int(r["counter_write_B_per_head"]))
+        self.fails(lab10.same_bytes, "", counters, hint="the bytes of the row as recorded")
+        fixed_n = lambda r: (lambda m: (m.read_bytes, m.write_bytes))(l10_run(r, N=4096))
+        self.fails(lab10.same_bytes, "", fixed_n, hint="changed this row's N")
+        fixed_tiles = lambda r: (lambda m: (m.read_bytes, m.write_bytes))(l10_run(r, Br=128))
+        self.fails(lab10.same_bytes, "", fixed_tiles, hint="changed this row's Br")
+        self.fails(lab10.same_bytes, "", lambda r: l10_run(r).bytes, hint="list of 2 numbers")
+        self.fails(lab10.same_bytes, "", lambda r: None, hint="returned None")
+        self.fails(lab10.same_bytes, "", None, hint="not written yet")
+        self.fails(lab10.same_bytes, "", 42, hint="expected a function")
+        self.never_raises(lab10.same_bytes, "", l10_model_bytes)
+
+    def test_floor(self):
+        for st in STUDENTS:
+            self.passes(lab10.floor, st, l10_fewest_ms)
+        self.passes(lab10.floor, "", lambda r: sig6(l10_fewest_ms(r)))
+        self.fails(lab10.floor, "", lambda r: l10_fewest_ms(r, heads=False), hint="that is one head")
+        self.fails(lab10.floor, "", lambda r: l10_fewest_ms(r, Br_N=False), hint="single query block")
+        self.fails(lab10.floor, "", lambda r: l10_fewest_ms(r, heads=False, Br_N=False), hint="one head, and the row's tiles")
+        self.fails(lab10.floor, "", lambda r: l10_fewest_ms(r, scale=1), hint="not seconds")
+        self.fails(lab10.floor, "", lambda r: l10_fewest_ms(r, with_l=False), hint="L (one fp32")
+        self.fails(lab10.floor, "", lambda r: l10_fewest_ms(r, peak=4.8e12), hint="PEAK_BYTES")
+        self.fails(lab10.floor, "", lambda r: l10_run(r, Br=r["N"], heads=int(r["heads"])).total / lab10.PEAK_BYTES * 1e3,
+                   hint="elements")
+        self.fails(lab10.floor, "", lambda r: (float(r["dram_read_B"]) + float(r["dram_write_B"])) / lab10.PEAK_BYTES * 1e3,
+                   hint="Br = N and all heads")
+        self.fails(lab10.floor, "", lambda r: str(l10_fewest_ms(r)), hint="remove the quotes")
+        self.fails(lab10.floor, "", lambda r: None, hint="returned None")
+        self.fails(lab10.floor, "", None, hint="not written yet")
+        self.never_raises(lab10.floor, "", l10_fewest_ms)
+
+    def test_speed(self):
+        right = l10_speedups(self.rows)
+        for st in STUDENTS:
+            self.passes(lab10.speed, st, right)
+        self.passes(lab10.speed, "", {d: list(v) for d, v in right.items()})
+        self.passes(lab10.speed, "", {float(d): sig6(v) for d, v in right.items()})
+        self.fails(lab10.speed, "", l10_speedups(self.rows, inverted=True), hint="inverted")
+        self.fails(lab10.speed, "", l10_speedups(self.rows, swap=True), hint="swapped")
+        self.fails(lab10.speed, "", {64: right[128], 128: right[64]}, hint="d = 128's speedups")
+        t = lambda v, d: float(next(r for r in self.rows if r["version"] == v and int(r["d"]) == d)["duration_ns"])
+        self.fails(lab10.speed, "", {d: (right[d][0], t("7", d) / t("12", d)) for d in right}, hint="not over v7")
+        self.fails(lab10.speed, "", {str(d): v for d, v in right.items()}, hint="as ints")
+        self.fails(lab10.speed, "", {float("nan"): right[64], 128: right[128]}, hint="as ints")
+        self.fails(lab10.speed, "", {64: right[64]}, hint="one entry per recorded d")
+        self.fails(lab10.speed, "", list(right.values()), hint="expected a dict")
+        self.fails(lab10.speed, "", {d: v[0] for d, v in right.items()}, hint="list of 2 numbers")
+        self.fails(lab10.speed, "", None, hint="not answered")
+        self.never_raises(lab10.speed, "", right)
+
+    def test_issue(self):
+        for st in STUDENTS:
+            self.passes(lab10.issue, st, l10_predicted, l10_parts)
+        self.passes(lab10.issue, "", lambda r: sig6(l10_predicted(r)), lambda s, f: sig6(list(l10_parts(s, f))))
+        for wrong, hint in ((lambda r: l10_predicted(r, schedulers=1), "4 schedulers"),
+                            (lambda r: l10_predicted(r, pct=1), "is a percentage"),
+                            (lambda r: l10_predicted(r, sms=1), "132 SMs issue at once"),
+                            (lambda r: l10_predicted(r, sms=int(r["grid"])), "the grid's CTAs are not SMs"),
+                            (l10_ms, "that is the measured time"),
+                            (lambda r: l10_predicted(r, scale=1), "not seconds"),
+                            (lambda r: None, "returned None")):
+            self.fails(lab10.issue, "", wrong, l10_parts, hint=hint)
+        for wrong, hint in ((lambda s, f: l10_parts(f, s), "inverted"),
+                            (lambda s, f: l10_parts(s, f)[::-1], "the order is"),
+                            (lambda s, f: l10_parts(s, f, clock=False), "the clocks were read, not set"),
+                            (lambda s, f: (1 / l10_parts(s, f)[0],) + l10_parts(s, f)[1:], "the slower version's over"),
+                            (lambda s, f: l10_parts(s, f)[:2], "list of 3 numbers"),
+                            (lambda s, f: None, "returned None")):
+            self.fails(lab10.issue, "", l10_predicted, wrong, hint=hint)
+        self.fails(lab10.issue, "", None, None, hint="predicted_ms is not written yet")
+        self.fails(lab10.issue, "", None, None, hint="speedup_parts is not written yet")
+        self.never_raises(lab10.issue, "", l10_predicted, l10_parts)
+
+    def test_tensor(self):
+        for st in STUDENTS:
+            self.passes(lab10.tensor, st, l10_per_cycle, l10_share)
+        self.passes(lab10.tensor, "", lambda r: sig6(l10_per_cycle(r)), lambda r: sig6(l10_share(r)))
+        for wrong, hint in ((lambda r: l10_per_cycle(r, pct=1), "tensor_active_pct is a percentage"),
+                            (lambda r: l10_per_cycle(r, sms=1), "per SM"),
+                            (lambda r: l10_per_cycle(r, active=False), "is *active*"),
+                            (lambda r: None, "returned None")):
+            self.fails(lab10.tensor, "", wrong, l10_share, hint=hint)
+        for wrong, hint in ((lambda r: l10_share(r, scale=100), "not a percentage"),
+                            (lambda r: l10_share(r, peak=790e12), "lab 7's"),
+                            (lambda r: float(r["tensor_active_pct"]) / 100, "active share"),
+                            (lambda r: float(r["tflops"]) / 1000, "over PEAK_DENSE")):
+            self.fails(lab10.tensor, "", l10_per_cycle, wrong, hint=hint)
+        self.fails(lab10.tensor, "", None, None, hint="flop_per_tensor_cycle is not written yet")
+        self.never_raises(lab10.tensor, "", l10_per_cycle, l10_share)
+
+    def test_tflops_column_is_right_too(self):
+        """The CSV's own tflops column over the peak in TFLOP/s is the same answer (6 digits)."""
+        self.passes(lab10.tensor, "", l10_per_cycle, lambda r: float(r["tflops"]) / 989)
+
+    def test_stalls(self):
+        right = l10_drop(self.rows)
+        for st in STUDENTS:
+            self.passes(lab10.stalls, st, l10_tops, right)
+        self.passes(lab10.stalls, "", lambda r: tuple(l10_tops(r)), sig6(right))
+        self.passes(lab10.stalls, "", lambda r: l10_tops(r, prefix="stall_"), {float(d): v for d, v in right.items()})
+        self.fails(lab10.stalls, "", lambda r: l10_tops(r, selected=True), right, hint="'selected' is the issue itself")
+        self.fails(lab10.stalls, "", lambda r: l10_tops(r)[::-1], right, hint="largest first")
+        self.fails(lab10.stalls, "", lambda r: l10_tops(r, reverse=False), right, hint="not the smallest")
+        self.fails(lab10.stalls, "", lambda r: ["wait", "barrier"], right, hint="the two largest")
+        self.fails(lab10.stalls, "", lambda r: l10_tops(r)[0], right, hint="list of 2 reason names")
+        self.fails(lab10.stalls, "", lambda r: ["wait", "nope"], right, hint="not a stall_* column")
+        self.fails(lab10.stalls, "", l10_tops, l10_drop(self.rows, per_inst=True), hint="per issued instruction")
+        self.fails(lab10.stalls, "", l10_tops, l10_drop(self.rows, inverted=True), hint="inverted")
+        self.fails(lab10.stalls, "", l10_tops, l10_drop(self.rows, swap_d=True), hint="that is d = ")
+        self.fails(lab10.stalls, "", l10_tops, None, hint="barrier_drop is not answered yet")
+        self.fails(lab10.stalls, "", None, right, hint="top_stalls is not written yet")
+        self.never_raises(lab10.stalls, "", l10_tops, right)
+
+    def test_without_the_recorded_data(self):
+        """No recorded file: every check skips and names it."""
+        right = l10_drop(self.rows)
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(fl, "data_dir", lambda: pathlib.Path(tmp)):
+            for chk, args in ((lab10.same_bytes, (l10_model_bytes,)), (lab10.floor, (l10_fewest_ms,)),
+                              (lab10.speed, ({64: (1, 1), 128: (1, 1)},)), (lab10.issue, (l10_predicted, l10_parts)),
+                              (lab10.tensor, (l10_per_cycle, l10_share)), (lab10.stalls, (l10_tops, right))):
+                self.assertIn("gpu_ncu_same_bytes.csv", chk.skipped("", *args) or "", chk.cid)
+            self.assertEqual(lab10.answers(""), {})
 
 
 if __name__ == "__main__":
