@@ -7,7 +7,7 @@ student needs and nothing else:
     DEST/libflashlab.so       the built library;  DEST/flashlab  the built CLI
     DEST/figures/             style.gp, term.gp, the trace scripts, the labs' figure scripts
                               (lab*.gp), trace_strip.png, and data/gpu_*.csv, third_party_ncu.csv
-                              and third_party_ncu_run4_sdpa_bwd.csv (labs 6, 7, 9)
+                              and third_party_ncu_run4_sdpa_bwd.csv (labs 6, 7, 9, 10)
     DEST/docs/labs/           the handouts and background.md (not instructor.md)
 
     python3 notebooks/make_handout.py DEST --lib build/src/libflashlab.so --cli build/flashlab
@@ -48,7 +48,7 @@ def make(dest, lib, cli, solutions=False):
         shutil.copy(ROOT / "figures" / gp, fig)
     for gp in sorted((ROOT / "figures").glob("lab*.gp")):   # the labs' figures (labkit.figures)
         shutil.copy(gp, fig)
-    for pattern in ("gpu_*.csv", "third_party_ncu.csv", "third_party_ncu_run4_sdpa_bwd.csv"):  # labs 6, 7, 9's data
+    for pattern in ("gpu_*.csv", "third_party_ncu.csv", "third_party_ncu_run4_sdpa_bwd.csv"):  # labs 6, 7, 9, 10's data
         for csv in sorted((ROOT / "figures" / "data").glob(pattern)):
             shutil.copy(csv, fig / "data")
     shutil.copy(ROOT / "figures" / "trace_strip.png", fig)   # shown by docs/labs/lab2.md
