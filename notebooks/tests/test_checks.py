@@ -1013,5 +1013,36 @@ class Lab10(Checks):
             self.assertEqual(lab10.answers(""), {})
 
 
+class InstructorKey(unittest.TestCase):
+    """python3 -m labkit answers STUDENT [LAB] (docs/labs/instructor.md): every lab prints, labs
+    with recorded data say they have no per-student parameters, a bad lab or usage is exit 2."""
+
+    def run_main(self, *argv):
+        import contextlib
+        import io
+
+        from labkit import __main__ as key
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = key.main(list(argv))
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_every_lab(self):
+        from labkit import __main__ as key
+        self.assertEqual(sorted(key.LABS, key=int), [str(k) for k in range(1, 11)])
+        for lab in ("1", "6", "7", "8", "10"):
+            rc, out, _ = self.run_main("answers", "ada", lab)
+            self.assertEqual(rc, 0, lab)
+            self.assertTrue(out.startswith(f"lab {lab}: "), out[:80])
+            self.assertIn("answers" if lab != "8" else "optimize", out)
+        self.assertIn("no per-student parameters", self.run_main("answers", "ada", "10")[1])
+
+    def test_bad_usage(self):
+        for argv in ((), ("answers",), ("answer", "ada"), ("answers", "ada", "11"), ("answers", "ada", "1", "x")):
+            rc, out, err = self.run_main(*argv)
+            self.assertEqual((rc, out), (2, ""), argv)
+            self.assertIn("labkit answers", err)
+
+
 if __name__ == "__main__":
     unittest.main()
