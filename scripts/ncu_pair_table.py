@@ -4,10 +4,12 @@ of bench/profile_pair.py, one launch each), as one long table: shape, kernel, me
 
     python3 scripts/ncu_pair_table.py RAW_DIR OUT_CSV
 
-RAW_DIR holds command.txt and pair_d<d>_N<N>_c<causal>.csv.  Kept: the launch (grid, block,
-registers, shared memory), time and cycles, instructions, issue and tensor-pipe activity,
-eligible and active warps, and every stall reason
-(smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, named stall_<reason>).
+RAW_DIR holds command.txt and pair_d<d>_N<N>_c<causal>.csv (or op_...csv).  Kept: the launch
+(grid, block, registers, shared memory), time and cycles, instructions, issue and tensor-pipe
+activity, eligible and active warps, every stall reason
+(smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, named stall_<reason>), and the
+warp instructions executed per SASS opcode when the run collected sass__inst_executed_per_opcode
+with --print-metric-instances details (named opcode_<OP>).
 Writes atomically; exit 2 on a missing or incomplete file."""
 import csv
 import os
@@ -23,7 +25,8 @@ KEEP = {"launch__grid_size": "grid", "launch__block_size": "block", "launch__reg
         "smsp__warps_eligible.avg.per_cycle_active": "eligible_warps_per_cycle",
         "sm__warps_active.avg.pct_of_peak_sustained_active": "warps_active_pct"}
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
-NAME = re.compile(r"^pair_d(\d+)_N(\d+)_c([01])\.csv$")
+NAME = re.compile(r"^(?:pair|op)_d(\d+)_N(\d+)_c([01])\.csv$")
+OPCODES = re.compile(r"([A-Z0-9_.]+):\s*([\d,]+)")
 
 
 def main(argv):
@@ -33,7 +36,7 @@ def main(argv):
     raw, out = pathlib.Path(argv[1]), pathlib.Path(argv[2])
     prov = [l for l in (raw / "command.txt").read_text().splitlines() if l.strip()]
     rows = []
-    for f in sorted(raw.glob("pair_*.csv")):
+    for f in sorted(raw.glob("*.csv")):
         m = NAME.match(f.name)
         if not m:
             continue
@@ -44,6 +47,9 @@ def main(argv):
         for vals in lines[2:]:
             k = dict(zip(lines[0], vals))
             name = k["Kernel Name"].split("(")[0].replace("void ", "").split("<")[0]
+            for op, n in OPCODES.findall(k.get("sass__inst_executed_per_opcode", "")):
+                rows.append(dict(d=m.group(1), N=m.group(2), causal=m.group(3), kernel=name, metric=f"opcode_{op}",
+                                 value=n.replace(",", "")))
             for met, val in k.items():
                 s = STALL.match(met)
                 col = KEEP.get(met) or (f"stall_{s.group(1)}" if s else None)
