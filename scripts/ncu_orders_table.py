@@ -10,12 +10,12 @@ persistent grid of 132 CTAs, static round robin over pairs of tiles: `--persiste
 --pairs`) or `c0` (built with -DFL_V12_CAUSAL=0: a CTA a tile, a head's tiles longest first:
 `--longest-first`).  The heads of each N are the benchmark's (bench/gpu_sdpa.py).  Writes
 atomically; exit 2 on a missing or incomplete file."""
-import csv
-import os
 import pathlib
 import re
 import subprocess
 import sys
+
+from ncu_record import raw_kernels, write_table
 
 HEADS = {1024: 1024, 4096: 128, 12000: 48, 16384: 32}
 ORDER = {"pick": ["--persistent", "132", "--static", "--pairs"], "c0": ["--longest-first"]}
@@ -38,10 +38,10 @@ def main(argv):
         if not m:
             continue
         order, d, N = m.group(1), int(m.group(2)), int(m.group(3))
-        lines = list(csv.reader(l for l in f.open() if l.startswith('"')))
-        if len(lines) != 3:
-            fail(f"{f}: expected a header, a units line and one kernel")
-        k = {a: b.replace(",", "") for a, b in zip(lines[0], lines[2])}
+        ks = raw_kernels(f)
+        if len(ks) != 1:
+            fail(f"{f}: expected one profiled kernel, found {len(ks)}")
+        k = {a: b.replace(",", "") for a, b in ks[0].items()}
         args = [cli, "l2", "--launch", "fwd-q", "--batch", "1", "--heads", str(HEADS[N]), "--N", str(N), "--d", str(d),
                 "--Br", "128", "--Bc", "128", "--causal", "--format", "csv"] + ORDER[order]
         p = subprocess.run(args, capture_output=True, text=True)
@@ -57,16 +57,9 @@ def main(argv):
                          ncu_dram_write_B=int(float(k["dram__bytes_write.sum"])), model_args=" ".join(args[2:])))
     if not rows:
         fail(f"{raw}: no ncu_<order>_d<d>_N<N>.csv files")
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", newline="") as fh:
-        fh.write("# version 12, causal, two tile orders: Nsight Compute's traffic of one launch beside the launch model's prediction (flashlab l2 --launch fwd-q, model_args)\n")
-        for l in prov:
-            fh.write(f"# {l}\n")
-        fh.write("# dram_ratio = ncu_dram_read_B / model_dram_read_B; sm_read = l1tex__m_xbar2l1tex_read_sectors.sum x 32\n")
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, out)
+    write_table(out, ["version 12, causal, two tile orders: Nsight Compute's traffic of one launch beside the launch model's prediction (flashlab l2 --launch fwd-q, model_args)"]
+                + prov + ["dram_ratio = ncu_dram_read_B / model_dram_read_B; sm_read = l1tex__m_xbar2l1tex_read_sectors.sum x 32"],
+                list(rows[0]), rows)
     print(f"ncu_orders_table: {len(rows)} rows -> {out}")
     return 0
 

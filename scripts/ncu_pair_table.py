@@ -11,11 +11,11 @@ activity, eligible and active warps, every stall reason
 warp instructions executed per SASS opcode when the run collected sass__inst_executed_per_opcode
 with --print-metric-instances details (named opcode_<OP>).
 Writes atomically; exit 2 on a missing or incomplete file."""
-import csv
-import os
 import pathlib
 import re
 import sys
+
+from ncu_record import raw_kernels, write_table
 
 KEEP = {"launch__grid_size": "grid", "launch__block_size": "block", "launch__registers_per_thread": "regs_per_thread",
         "launch__shared_mem_per_block": "smem_per_block_B", "gpu__time_duration.sum": "duration_ns",
@@ -40,12 +40,11 @@ def main(argv):
         m = NAME.match(f.name)
         if not m:
             continue
-        lines = list(csv.reader(l for l in f.open() if l.startswith('"')))
-        if len(lines) < 4:
+        ks = raw_kernels(f)
+        if len(ks) < 2:
             print(f"ncu_pair_table: {f}: expected two kernels", file=sys.stderr)
             return 2
-        for vals in lines[2:]:
-            k = dict(zip(lines[0], vals))
+        for k in ks:
             name = k["Kernel Name"].split("(")[0].replace("void ", "").split("<")[0]
             for op, n in OPCODES.findall(k.get("sass__inst_executed_per_opcode", "")):
                 rows.append(dict(d=m.group(1), N=m.group(2), causal=m.group(3), kernel=name, metric=f"opcode_{op}",
@@ -56,15 +55,8 @@ def main(argv):
                 if col:
                     rows.append(dict(d=m.group(1), N=m.group(2), causal=m.group(3), kernel=name, metric=col,
                                      value=val.replace(",", "")))
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", newline="") as fh:
-        fh.write("# our kernel beside SDPA cuDNN's under Nsight Compute, one launch each (bench/profile_pair.py --backend cudnn; fp16, 16 heads a batch; scripts/ncu_pair_table.py)\n")
-        for l in prov:
-            fh.write(f"# {l}\n")
-        w = csv.DictWriter(fh, fieldnames=["d", "N", "causal", "kernel", "metric", "value"])
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, out)
+    write_table(out, ["our kernel beside SDPA cuDNN's under Nsight Compute, one launch each (bench/profile_pair.py --backend cudnn; fp16, 16 heads a batch; scripts/ncu_pair_table.py)"]
+                + prov, ["d", "N", "causal", "kernel", "metric", "value"], rows)
     print(f"ncu_pair_table: {len(rows)} rows -> {out}")
     return 0
 

@@ -10,11 +10,11 @@ launch over all heads (raw_<name>.csv).  Byte columns are bytes; *_pct are perce
 are smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio: the warps stalled for that
 reason, averaged over the cycles in which an instruction issued (ncu's "warp state" breakdown,
 per issued instruction).  Writes atomically; exit 2 when a raw file is missing or incomplete."""
-import csv
-import os
 import pathlib
 import re
 import sys
+
+from ncu_record import raw_kernels, write_table
 
 COLUMNS = [  # (column, ncu raw metric or None when computed here)
     ("grid", "launch__grid_size"), ("block", "launch__block_size"),
@@ -59,10 +59,10 @@ def main(argv):
         f = raw / f"raw_{name}.csv"
         if not m or not f.exists():
             fail(f"{f}: no ncu raw file for {name}")
-        lines = list(csv.reader(l for l in f.open() if l.startswith('"')))
-        if len(lines) != 3:
-            fail(f"{f}: expected a header, a units line and one kernel, found {len(lines)} lines")
-        k = dict(zip(lines[0], lines[2]))
+        ks = raw_kernels(f)
+        if len(ks) != 1:
+            fail(f"{f}: expected one profiled kernel, found {len(ks)}")
+        k = ks[0]
         v, d, br, bc, N, causal = map(int, m.groups())
         r = dict(version=v, kernel=k["Kernel Name"].split("<")[0].split("(")[0].split()[-1], dtype="fp16", d=d, Br=br, Bc=bc, N=N,
                  causal=causal)
@@ -87,19 +87,12 @@ def main(argv):
     head = ["version", "kernel", "dtype", "d", "Br", "Bc", "N", "heads", "causal", "model_read_B_per_head",
             "model_write_B_per_head", "counter_read_B_per_head", "counter_write_B_per_head", "gflop", "tflops"] + \
            [c for c, _ in COLUMNS] + sorted(stalls)
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", newline="") as fh:
-        fh.write("# ncu_speed_table.py: versions 7, 10 and 12 of the flash2 forward on the same tiles and shape: same bytes, different speed (lab 10)\n")
-        for key in ("commit", "date", "gpu", "ncu", "ncu options", "command"):
-            fh.write(f"# {key}: {cmd.get(key, 'unknown')}\n")
-        fh.write("# counted bytes: flashlab-gpu run (counters build), one head; heads = sm_read_B / counter_read_B_per_head (ncu's launch covers every head)\n")
-        fh.write("# sm_read_B = l1tex__m_xbar2l1tex_read_sectors.sum x 32 (every load into the SM: LSU and TMA); l2_write_B = lts__t_sectors_srcunit_tex_op_write.sum x 32 (spills included)\n")
-        fh.write("# stall_*: smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio; tflops = gflop / duration (4 heads N^2 d, halved causal)\n")
-        w = csv.DictWriter(fh, fieldnames=head, extrasaction="raise")
-        w.writeheader()
-        for r in sorted(rows, key=lambda r: (r["d"], r["version"])):
-            w.writerow({k: (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k]) for k in head})
-    os.replace(tmp, out)
+    write_table(out, ["ncu_speed_table.py: versions 7, 10 and 12 of the flash2 forward on the same tiles and shape: same bytes, different speed (lab 10)"]
+                + [f"{key}: {cmd.get(key, 'unknown')}" for key in ("commit", "date", "gpu", "ncu", "ncu options", "command")]
+                + ["counted bytes: flashlab-gpu run (counters build), one head; heads = sm_read_B / counter_read_B_per_head (ncu's launch covers every head)",
+                   "sm_read_B = l1tex__m_xbar2l1tex_read_sectors.sum x 32 (every load into the SM: LSU and TMA); l2_write_B = lts__t_sectors_srcunit_tex_op_write.sum x 32 (spills included)",
+                   "stall_*: smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio; tflops = gflop / duration (4 heads N^2 d, halved causal)"],
+                head, sorted(rows, key=lambda r: (r["d"], r["version"])))
     print(f"ncu_speed_table: {len(rows)} rows -> {out}")
     return 0
 

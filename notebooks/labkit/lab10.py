@@ -211,6 +211,33 @@ def _holds(claim, ok):
     return [] if ok else [f"the data disagrees with the lab: {claim}"]
 
 
+def _per_row(rs, name, fn, want_of, wrongs_of, right):
+    """The first problems (at most three) of fn(row) against want_of(row) on every row: each
+    mismatch names the first plausible mistake (wrongs_of(row, want): (value, why) pairs, built
+    only on a mismatch) that the answer equals, or else `right`, the rule.  Wrong when fn raises,
+    returns None or not a number."""
+    problems = []
+    for r in rs:
+        what = f"{name}({label(r)})"
+        got, want = _value(what, fn, r), want_of(r)
+        if not near(got, want):
+            why = next((why for wrong, why in wrongs_of(r, want) if near(got, wrong)), right)
+            problems.append(f"{what} = {got}: {why}")
+    return _first(problems)
+
+
+def _parts(rs, *parts):
+    """The problems of a check's parts, (name, the student's answer, part(rs, answer)) each: a part
+    that cannot read its answer (Wrong) gives that one line and the others still run."""
+    problems = []
+    for name, answer, part in parts:
+        try:
+            problems += part(rs, function(name, answer) if name else answer)
+        except Wrong as w:
+            problems.append(str(w))
+    return problems
+
+
 # ----------------------------------------------------------------------------------------------
 # Exercise 1: the same bytes
 
@@ -299,43 +326,33 @@ def same_bytes(student, model_bytes):
 # ----------------------------------------------------------------------------------------------
 # Exercise 2: the floor of bytes
 
+def _fewest_wrongs(r, want):
+    """Plausible wrong answers to fewest_ms(r), each with what it got wrong."""
+    heads = int(r["heads"])
+    tiled = lib_run(r, heads=heads)
+    one = lib_run(r, Br=r["N"], heads=heads)
+    no_l = (one.bytes - one.tensors["L"][1] * one.elem_bytes["L"]) / PEAK_BYTES * 1e3
+    return ((want / heads, f"that is one head; the launch runs all {heads} heads"),
+            (want * 1e-3, "in milliseconds, not seconds"),
+            (want * 1e6, "in milliseconds, not nanoseconds"),
+            (tiled.bytes / PEAK_BYTES * 1e3, "those are the model's bytes with the row's tiles; the "
+                                            "fewest bytes have a single query block (Br = N)"),
+            (tiled.bytes / heads / PEAK_BYTES * 1e3, "one head, and the row's tiles: all heads, Br = N"),
+            (one.total / PEAK_BYTES * 1e3, "those are elements: bytes are elements times their size"),
+            (no_l, "L (one fp32 per query row) is written too"),
+            (one.bytes / 4.8e12 * 1e3, "over PEAK_BYTES, the copy rate measured on this H200"))
+
+
 @check("lab10.floor")
 def floor(student, fewest_ms):
     """fewest_ms(row) -> ms: passes when it is the launch's fewest bytes (flash2 with Br = N, all
     heads) over PEAK_BYTES on every row (relative 1e-5)."""
-    fn = function("fewest_ms", fewest_ms)
     rs = _recorded()
-    problems = []
-    for r in rs:
-        what = f"fewest_ms({label(r)})"
-        try:
-            got = _value(what, fn, r)
-        except Wrong as w:
-            problems.append(str(w))
-            break
-        want = fewest_ms_of(r)
-        if near(got, want):
-            continue
-        heads = int(r["heads"])
-        tiled = lib_run(r, heads=heads)
-        one = lib_run(r, Br=r["N"], heads=heads)
-        no_l = (one.bytes - one.tensors["L"][1] * one.elem_bytes["L"]) / PEAK_BYTES * 1e3
-        for wrong, why in ((want / heads, f"that is one head; the launch runs all {heads} heads"),
-                           (want * 1e-3, "in milliseconds, not seconds"),
-                           (want * 1e6, "in milliseconds, not nanoseconds"),
-                           (tiled.bytes / PEAK_BYTES * 1e3, "those are the model's bytes with the row's tiles; the "
-                                                           "fewest bytes have a single query block (Br = N)"),
-                           (tiled.bytes / heads / PEAK_BYTES * 1e3, "one head, and the row's tiles: all heads, Br = N"),
-                           (one.total / PEAK_BYTES * 1e3, "those are elements: bytes are elements times their size"),
-                           (no_l, "L (one fp32 per query row) is written too"),
-                           (one.bytes / 4.8e12 * 1e3, "over PEAK_BYTES, the copy rate measured on this H200")):
-            if near(got, wrong):
-                break
-        else:
-            why = "the bytes of fl.run of flash2 with Br = N and all heads, over PEAK_BYTES, in ms"
-        problems.append(f"{what} = {got}: {why}")
+    problems = _parts(rs, ("fewest_ms", fewest_ms, lambda rs, fn: _per_row(
+        rs, "fewest_ms", fn, fewest_ms_of, _fewest_wrongs,
+        "the bytes of fl.run of flash2 with Br = N and all heads, over PEAK_BYTES, in ms")))
     if problems:
-        return _first(problems)
+        return problems
     for r in rs:
         problems += _holds(f"{label(r)}: the fewest bytes take {fewest_ms_of(r) / ms(r):.0%} of its time",
                            fewest_ms_of(r) < SPEED_GAP * ms(r))
@@ -381,31 +398,19 @@ def speed(student, speedups):
 # Exercise 4: time = instructions / issue rate
 
 def _predicted(rs, fn):
-    problems = []
-    for r in rs:
-        what = f"predicted_ms({label(r)})"
-        got = _value(what, fn, r)
-        want = predicted_ms_of(r)
-        if near(got, want):
-            continue
-        for wrong, why in ((predicted_ms_of(r, schedulers=1), "each SM has 4 schedulers, each issuing at most one "
-                                                              "instruction a cycle"),
-                           (predicted_ms_of(r, pct=1), "issue_active_pct is a percentage: divide it by 100"),
-                           (predicted_ms_of(r, pct=1e4), "issue_active_pct is a percentage: divide it by 100, once"),
-                           (predicted_ms_of(r, sms=1), f"all {SMS} SMs issue at once"),
-                           (predicted_ms_of(r, sms=int(r["grid"])), f"the grid's CTAs are not SMs: {SMS} SMs issue"),
-                           (ms(r), "that is the measured time (duration_ns); predict it from the instructions"),
-                           (want * 1e-3, "in milliseconds, not seconds"),
-                           (want * 1e6, "in milliseconds, not nanoseconds")):
-            if near(got, wrong):
-                break
-        else:
-            why = "inst_executed / (issue_active_pct / 100 x 4 schedulers x 132 SMs x sm_clock_hz), in ms"
-        problems.append(f"{what} = {got}: {why}")
-    return _first(problems)
+    return _per_row(rs, "predicted_ms", fn, predicted_ms_of, lambda r, want: (
+        (predicted_ms_of(r, schedulers=1), "each SM has 4 schedulers, each issuing at most one instruction a cycle"),
+        (predicted_ms_of(r, pct=1), "issue_active_pct is a percentage: divide it by 100"),
+        (predicted_ms_of(r, pct=1e4), "issue_active_pct is a percentage: divide it by 100, once"),
+        (predicted_ms_of(r, sms=1), f"all {SMS} SMs issue at once"),
+        (predicted_ms_of(r, sms=int(r["grid"])), f"the grid's CTAs are not SMs: {SMS} SMs issue"),
+        (ms(r), "that is the measured time (duration_ns); predict it from the instructions"),
+        (want * 1e-3, "in milliseconds, not seconds"),
+        (want * 1e6, "in milliseconds, not nanoseconds")),
+        "inst_executed / (issue_active_pct / 100 x 4 schedulers x 132 SMs x sm_clock_hz), in ms")
 
 
-def _parts(rs, fn):
+def _speedup_parts(rs, fn):
     problems = []
     for d in dims(rs):
         for s, f in PAIRS:
@@ -444,12 +449,7 @@ def issue(student, predicted_ms, speedup_parts):
     fast) -> (instructions, issue rate, clock) factors, on both steps at each d: passes when all
     equal the recorded columns' (relative 1e-5)."""
     rs = _recorded()
-    problems = []
-    for name, fn, part in (("predicted_ms", predicted_ms, _predicted), ("speedup_parts", speedup_parts, _parts)):
-        try:
-            problems += part(rs, function(name, fn))
-        except Wrong as w:
-            problems.append(str(w))
+    problems = _parts(rs, ("predicted_ms", predicted_ms, _predicted), ("speedup_parts", speedup_parts, _speedup_parts))
     if problems:
         return problems
     for r in rs:
@@ -467,47 +467,25 @@ def issue(student, predicted_ms, speedup_parts):
 # Exercise 5: the tensor pipe
 
 def _per_cycle(rs, fn):
-    problems = []
-    for r in rs:
-        what = f"flop_per_tensor_cycle({label(r)})"
-        got = _value(what, fn, r)
-        want = flop_per_cycle_of(r)
-        if near(got, want):
-            continue
+    def wrongs(r, want):
         cyc = float(r["duration_ns"]) * 1e-9 * float(r["sm_clock_hz"])
-        for wrong, why in ((want / 100, "tensor_active_pct is a percentage: divide it by 100"),
-                           (want * SMS, f"per SM: the FLOPs are shared by {SMS} SMs"),
-                           (flops(r) / SMS / cyc, "per cycle the tensor pipe is *active*: times tensor_active_pct / 100"),
-                           (flops(r) / cyc, f"per SM and per active cycle: divide by {SMS} SMs and by tensor_active_pct / 100"),
-                           (want * 1e-9, "gflop is in units of 1e9 FLOP")):
-            if near(got, wrong):
-                break
-        else:
-            why = "gflop x 1e9 / (132 SMs x tensor_active_pct / 100 x duration x sm_clock_hz)"
-        problems.append(f"{what} = {got}: {why}")
-    return _first(problems)
+        return ((want / 100, "tensor_active_pct is a percentage: divide it by 100"),
+                (want * SMS, f"per SM: the FLOPs are shared by {SMS} SMs"),
+                (flops(r) / SMS / cyc, "per cycle the tensor pipe is *active*: times tensor_active_pct / 100"),
+                (flops(r) / cyc, f"per SM and per active cycle: divide by {SMS} SMs and by tensor_active_pct / 100"),
+                (want * 1e-9, "gflop is in units of 1e9 FLOP"))
+    return _per_row(rs, "flop_per_tensor_cycle", fn, flop_per_cycle_of, wrongs,
+                    "gflop x 1e9 / (132 SMs x tensor_active_pct / 100 x duration x sm_clock_hz)")
 
 
 def _share(rs, fn):
-    problems = []
-    for r in rs:
-        what = f"peak_share({label(r)})"
-        got = _value(what, fn, r)
-        want = peak_share_of(r)
-        if near(got, want):
-            continue
-        for wrong, why in ((want * 100, "a fraction (0.5 for half the peak), not a percentage"),
-                           (want * PEAK_DENSE / LAB7_PEAK, "of the dense peak PEAK_DENSE (989e12), not lab 7's "
-                                                           "measured product ceiling"),
-                           (float(r["tensor_active_pct"]) / 100, "that is the tensor pipe's active share; the "
-                                                                 "question is the FLOP rate's share of the peak"),
-                           (1 / want, "inverted: the row's FLOP/s over the peak")):
-            if near(got, wrong):
-                break
-        else:
-            why = "the row's FLOP/s (gflop over duration_ns) over PEAK_DENSE"
-        problems.append(f"{what} = {got}: {why}")
-    return _first(problems)
+    return _per_row(rs, "peak_share", fn, peak_share_of, lambda r, want: (
+        (want * 100, "a fraction (0.5 for half the peak), not a percentage"),
+        (want * PEAK_DENSE / LAB7_PEAK, "of the dense peak PEAK_DENSE (989e12), not lab 7's measured product ceiling"),
+        (float(r["tensor_active_pct"]) / 100, "that is the tensor pipe's active share; the question is the FLOP "
+                                              "rate's share of the peak"),
+        (1 / want, "inverted: the row's FLOP/s over the peak")),
+        "the row's FLOP/s (gflop over duration_ns) over PEAK_DENSE")
 
 
 @check("lab10.tensor")
@@ -515,12 +493,7 @@ def tensor(student, flop_per_tensor_cycle, peak_share):
     """flop_per_tensor_cycle(row) -> FLOPs per SM per tensor-active cycle, peak_share(row) -> the
     FLOP rate over PEAK_DENSE (a fraction), on every row (relative 1e-5)."""
     rs = _recorded()
-    problems = []
-    for name, fn, part in (("flop_per_tensor_cycle", flop_per_tensor_cycle, _per_cycle), ("peak_share", peak_share, _share)):
-        try:
-            problems += part(rs, function(name, fn))
-        except Wrong as w:
-            problems.append(str(w))
+    problems = _parts(rs, ("flop_per_tensor_cycle", flop_per_tensor_cycle, _per_cycle), ("peak_share", peak_share, _share))
     if problems:
         return problems
     for d in dims(rs):
@@ -600,15 +573,7 @@ def stalls(student, top_stalls, barrier_drop):
     'stall_'; tied reasons interchangeable), on every row; barrier_drop = {d: version 12's barrier
     warp-cycles over version 10's} (relative 1e-5)."""
     rs = _recorded()
-    problems = []
-    try:
-        problems += _tops(rs, function("top_stalls", top_stalls))
-    except Wrong as w:
-        problems.append(str(w))
-    try:
-        problems += _drop(rs, barrier_drop)
-    except Wrong as w:
-        problems.append(str(w))
+    problems = _parts(rs, ("top_stalls", top_stalls, _tops), (None, barrier_drop, _drop))
     if problems:
         return problems
     problems += _holds("version 10's first stall at the largest d is not the barrier",

@@ -603,19 +603,24 @@ def make_split(red=make_red(), over_whole=False, keep_red=False, inverted=False,
     return dram_split
 
 
-class Lab9(Checks):
-    @classmethod
-    def setUpClass(cls):
-        cls.a = lab9.answers("")
+class CheckEveryPlace(Checks):
+    """Checks whose every answer is tested in every place with every odd value."""
 
     def never_raises(self, chk, *args):
-        """Every odd value in each answer's place (the others right): a list of problems."""
+        """Every odd value in each answer's place (the others right): a list of problems, never
+        an exception, and never a pass."""
         for k in range(1, len(args)):
             for v in ODD + ODD_FN:
                 probs = chk.problems(*args[:k], v, *args[k + 1:])
                 self.assertIsInstance(probs, list)
                 self.assertTrue(all(isinstance(p, str) for p in probs))
                 self.assertTrue(probs, f"{chk.cid} passes with {v!r} in place {k}")
+
+
+class Lab9(CheckEveryPlace):
+    @classmethod
+    def setUpClass(cls):
+        cls.a = lab9.answers("")
 
     def test_recorded_data_is_here(self):
         self.assertTrue(lab9.fa2_rows() and lab9.cudnn_fwd_rows() and lab9.memeff_rows() and lab9.triton_rows())
@@ -837,7 +842,7 @@ def l10_drop(rows, per_inst=False, inverted=False, swap_d=False):
     return {64: out[128], 128: out[64]} if swap_d else out
 
 
-class Lab10(Checks):
+class Lab10(CheckEveryPlace):
     @classmethod
     def setUpClass(cls):
         cls.rows = lab10.rows()
@@ -846,16 +851,6 @@ class Lab10(Checks):
     def setUp(self):
         if not self.rows:
             self.skipTest("no recorded profile (figures/data/gpu_ncu_same_bytes.csv)")
-
-    def never_raises(self, chk, *args):
-        """Every odd value in each answer's place (the others right): a list of problems, never
-        an exception, and never a pass."""
-        for k in range(1, len(args)):
-            for v in ODD + ODD_FN:
-                probs = chk.problems(*args[:k], v, *args[k + 1:])
-                self.assertIsInstance(probs, list)
-                self.assertTrue(all(isinstance(p, str) for p in probs))
-                self.assertTrue(probs, f"{chk.cid} passes with {v!r} in place {k}")
 
     def test_expected_values(self):
         """What the handout and the solution say the recorded data gives (the checks compute

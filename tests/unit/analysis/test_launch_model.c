@@ -4,6 +4,7 @@
  * change and what they leave alone; cases small enough to compute by hand; the input rules and
  * the `flashlab l2 --launch` command. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli_runner.h"
@@ -292,20 +293,53 @@ static int item_list(fl_launch_family f, int64_t it, int64_t N, int64_t Br, int6
     return m;
 }
 
+/* Tensor bases as launch_model.c lays them out: enum order, 2 MiB aligned, BH heads of N rows. */
+typedef struct {
+    uint64_t base[FL_LT_COUNT];
+    int64_t cols[FL_LT_COUNT], eb[FL_LT_COUNT], N;
+} layout_t;
+
+static layout_t layout_of(int64_t BH, int64_t N, int64_t d)
+{
+    const int64_t eb[FL_LT_COUNT] = {2, 2, 2, 2, 4, 2, 4, 4, 2, 2, 2, 4, 4};
+    const int64_t cols[FL_LT_COUNT] = {d, d, d, d, 1, d, 1, d, d, d, d, d, 1};
+    layout_t y = {.N = N};
+    uint64_t at = 0;
+    for (int t = 0; t < FL_LT_COUNT; t++) {
+        y.base[t] = at, y.cols[t] = cols[t], y.eb[t] = eb[t];
+        at += ((uint64_t)(BH * N * cols[t] * eb[t]) + (1u << 21) - 1) & ~(uint64_t)((1u << 21) - 1);
+    }
+    return y;
+}
+
+/* Plays access x on the L2 c from the given side. */
+static void play(fl_l2p *c, const layout_t *y, int side, const acc_t *x)
+{
+    const uint64_t addr = y->base[x->t] + (uint64_t)((x->bh * y->N + x->r0) * y->cols[x->t] * y->eb[x->t]);
+    fl_l2p_access(c, side, addr, x->nr * y->cols[x->t] * y->eb[x->t], x->kind);
+}
+
+/* The launch model's L2 counts equal those of the accesses played on c; what names the case. */
+static void same_l2(const fl_launch_pred *p, fl_l2p *c, const char *what)
+{
+    const fl_l2p_stats st = fl_l2p_get_stats(c);
+    cr_assert_eq(p->dram_read_B, st.dram_reads * 32, "%s: %ld vs %ld", what, (long)p->dram_read_B, (long)(st.dram_reads * 32));
+    cr_assert_eq(p->fabric_B, st.fabric * 32, "%s: fabric %ld vs %ld", what, (long)p->fabric_B, (long)(st.fabric * 32));
+    cr_assert_eq(p->writeback_B, st.writebacks * 32, "%s: writebacks", what);
+    cr_assert(p->read_miss_B == st.read_misses * 32 && p->fabric_read_miss_B == st.fabric_read_misses * 32 &&
+                  p->red_miss_B == st.reduce_misses * 32,
+              "%s: lookups that missed %ld %ld %ld vs %ld %ld %ld", what, (long)p->read_miss_B, (long)p->fabric_read_miss_B,
+              (long)p->red_miss_B, (long)st.read_misses * 32, (long)st.fabric_read_misses * 32,
+              (long)st.reduce_misses * 32);
+}
+
 static void replay(fl_launch_family f, int causal, int atomic, int64_t l2_bytes)
 {
     const int64_t B = 1, H = 3, N = 200, d = 64, Br = 64, Bc = 32, sms = 3;
     fl_launch L = fl_launch_default(f, B, H, N, d, Br, Bc);
     L.sms = sms, L.atomic_dq = atomic, L.causal = causal;
     const fl_launch_pred p = predict(&L, l2_bytes);
-    /* tensor bases as launch_model.c lays them out: enum order, 2 MiB aligned */
-    const int eb[FL_LT_COUNT] = {2, 2, 2, 2, 4, 2, 4, 4, 2, 2, 2, 4, 4};
-    const int64_t cols[FL_LT_COUNT] = {d, d, d, d, 1, d, 1, d, d, d, d, d, 1};
-    uint64_t base[FL_LT_COUNT], at = 0;
-    for (int t = 0; t < FL_LT_COUNT; t++) {
-        base[t] = at;
-        at += ((uint64_t)(B * H * N * cols[t] * eb[t]) + (1u << 21) - 1) & ~(uint64_t)((1u << 21) - 1);
-    }
+    const layout_t y = layout_of(B * H, N, d);
     fl_l2p *c;
     cr_assert_eq(fl_l2p_alloc(l2_bytes, 32, 2, &c), FL_OK);
     const int64_t items = B * H * (f == FL_LF_FWD_Q ? (N + Br - 1) / Br : (N + Bc - 1) / Bc);
@@ -316,25 +350,15 @@ static void replay(fl_launch_family f, int causal, int atomic, int64_t l2_bytes)
     while (active > 0)
         for (int k = 0; k < sms; k++) {
             if (pos[k] >= n[k]) continue;
-            const acc_t *x = &a[k][pos[k]++];
-            const uint64_t addr = base[x->t] + (uint64_t)((x->bh * N + x->r0) * cols[x->t] * eb[x->t]);
-            fl_l2p_access(c, k % 2, addr, x->nr * cols[x->t] * eb[x->t], x->kind);
+            play(c, &y, k % 2, &a[k][pos[k]++]);
             if (pos[k] < n[k]) continue;
             pos[k] = 0;
             if (next < items) n[k] = item_list(f, next++, N, Br, Bc, causal, atomic, a[k]);
             else n[k] = 0, active--;
         }
-    const fl_l2p_stats st = fl_l2p_get_stats(c);
-    cr_assert_eq(p.dram_read_B, st.dram_reads * 32, "%s causal=%d: %ld vs %ld", fl_launch_family_name(f), causal,
-                 (long)p.dram_read_B, (long)(st.dram_reads * 32));
-    cr_assert_eq(p.fabric_B, st.fabric * 32, "%s: fabric %ld vs %ld", fl_launch_family_name(f), (long)p.fabric_B,
-                 (long)(st.fabric * 32));
-    cr_assert_eq(p.writeback_B, st.writebacks * 32);
-    cr_assert(p.read_miss_B == st.read_misses * 32 && p.fabric_read_miss_B == st.fabric_read_misses * 32 &&
-                  p.red_miss_B == st.reduce_misses * 32,
-              "%s: lookups that missed %ld %ld %ld vs %ld %ld %ld", fl_launch_family_name(f), (long)p.read_miss_B,
-              (long)p.fabric_read_miss_B, (long)p.red_miss_B, (long)st.read_misses * 32,
-              (long)st.fabric_read_misses * 32, (long)st.reduce_misses * 32);
+    char what[64];
+    snprintf(what, sizeof what, "%s causal=%d atomic=%d", fl_launch_family_name(f), causal, atomic);
+    same_l2(&p, c, what);
     fl_l2p_free(c);
 }
 
@@ -372,13 +396,7 @@ static fl_launch_pred replay_order(int longest, int pairs, int stat, int64_t P, 
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, H, N, d, Br, Bc);
     L.sms = sms, L.causal = 1, L.longest_first = longest, L.pairs = pairs, L.static_rr = stat, L.persistent = P;
     const fl_launch_pred p = predict(&L, l2_bytes);
-    const int eb[FL_LT_COUNT] = {2, 2, 2, 2, 4, 2, 4, 4, 2, 2, 2, 4, 4};
-    const int64_t cols[FL_LT_COUNT] = {d, d, d, d, 1, d, 1, d, d, d, d, d, 1};
-    uint64_t base[FL_LT_COUNT], at = 0;
-    for (int t = 0; t < FL_LT_COUNT; t++) {
-        base[t] = at;
-        at += ((uint64_t)(H * N * cols[t] * eb[t]) + (1u << 21) - 1) & ~(uint64_t)((1u << 21) - 1);
-    }
+    const layout_t y = layout_of(H, N, d);
     fl_l2p *c;
     cr_assert_eq(fl_l2p_alloc(l2_bytes, 32, 2, &c), FL_OK);
     const int64_t items = H * (pairs ? np : Tr), slots = P > 0 ? (P < items ? P : items) : sms;
@@ -405,9 +423,7 @@ static fl_launch_pred replay_order(int longest, int pairs, int stat, int64_t P, 
     while (active > 0)
         for (int k = 0; k < slots; k++) {
             if (pos[k] >= n[k]) continue;
-            const acc_t *x = &a[k][pos[k]++];
-            const uint64_t addr = base[x->t] + (uint64_t)((x->bh * N + x->r0) * cols[x->t] * eb[x->t]);
-            fl_l2p_access(c, (int)(k % sms % 2), addr, x->nr * cols[x->t] * eb[x->t], x->kind);
+            play(c, &y, (int)(k % sms % 2), &a[k][pos[k]++]);
             if (pos[k] < n[k]) continue;
             pos[k] = 0;
             const int64_t it = stat ? next[k] : shared;
@@ -418,13 +434,10 @@ static fl_launch_pred replay_order(int longest, int pairs, int stat, int64_t P, 
             } else n[k] = 0, active--;
         }
 #undef ITEM
-    const fl_l2p_stats st = fl_l2p_get_stats(c);
     cr_assert_eq(p.items, items);
-    cr_assert_eq(p.dram_read_B, st.dram_reads * 32, "longest %d pairs %d static %d P %ld: %ld vs %ld", longest, pairs,
-                 stat, (long)P, (long)p.dram_read_B, (long)(st.dram_reads * 32));
-    cr_assert_eq(p.fabric_B, st.fabric * 32, "fabric %ld vs %ld", (long)p.fabric_B, (long)(st.fabric * 32));
-    cr_assert_eq(p.writeback_B, st.writebacks * 32);
-    cr_assert(p.read_miss_B == st.read_misses * 32 && p.fabric_read_miss_B == st.fabric_read_misses * 32);
+    char what[64];
+    snprintf(what, sizeof what, "longest %d pairs %d static %d P %ld", longest, pairs, stat, (long)P);
+    same_l2(&p, c, what);
     fl_l2p_free(c);
     return p;
 }
@@ -450,24 +463,27 @@ Test(launch_model, version12_orders_by_hand)
 }
 
 /* The three order options refuse what they do not apply to */
-Test(launch_model, order_options_refuse)
+/* fl_launch_predict refuses L with FL_EINVAL naming the option opt. */
+static void refuses(const fl_launch *L, const char *opt)
 {
     fl_launch_pred p;
+    cr_assert_eq(fl_launch_predict(L, 1 << 20, 32, &p), FL_EINVAL, "%s: not refused", opt);
+    cr_assert(strstr(fl_last_error(), opt), "%s: the message does not name it: %s", opt, fl_last_error());
+}
+
+Test(launch_model, order_options_refuse)
+{
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 256, 64, 64, 64);
     L.pairs = 1; /* no mask: tiles of one length */
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--pairs"));
+    refuses(&L, "--pairs");
     L.causal = 1, L.splits = 2;
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--pairs"));
+    refuses(&L, "--pairs");
     L = fl_launch_default(FL_LF_BWD_KV, 1, 1, 256, 64, 64, 64);
     L.causal = 1, L.longest_first = 1;
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--longest-first"));
+    refuses(&L, "--longest-first");
     L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 256, 64, 64, 64);
     L.static_rr = 1; /* not persistent */
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--static"));
+    refuses(&L, "--static");
     L.persistent = 2; /* equal items: the static round robin is the block scheduler's order */
     const fl_launch_pred s = predict(&L, 64 << 10);
     L.static_rr = 0;
@@ -519,29 +535,22 @@ Test(launch_model, memeff_backward_by_hand)
 
 Test(launch_model, input_rules_name_the_option)
 {
-    fl_launch_pred p;
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 64, 64, 128, 64);
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--Br/--Bc"));
+    refuses(&L, "--Br/--Bc");
     L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 64, 64, 32, 32);
     L.causal = 1, L.cluster = 2;
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--cluster"));
+    refuses(&L, "--cluster");
     L = fl_launch_default(FL_LF_BWD_KV, 1, 1, 64, 64, 32, 32);
     L.splits = 2;
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--splits"));
+    refuses(&L, "--splits");
     L = fl_launch_default(FL_LF_BWD_TWOPASS, 1, 1, 256, 64, 48, 128);
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "bwd-twopass"));
+    refuses(&L, "bwd-twopass");
     L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 64, 64, 32, 32);
     L.ctas_per_sm = 0;
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--ctas-per-sm"));
+    refuses(&L, "--ctas-per-sm");
     L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 64, 64, 32, 32);
     L.l2_parts = 4;
-    cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--l2-partitions"));
+    refuses(&L, "--l2-partitions");
     fl_launch_family f;
     cr_assert_eq(fl_launch_family_parse("fwd-qq", &f), FL_EINVAL);
     cr_assert(strstr(fl_last_error(), "--launch"));
