@@ -15,6 +15,7 @@
  *   v10_flash2_fwd_wgmma.cu    version 7 with Hopper's wgmma (sm_90a)
  *   v11_standard_bwd_mma.cu    version 6 on the tensor cores
  *   v12_flash2_fwd_ws.cu       version 10 warp-specialized: TMA ring, producer and consumer warpgroups
+ *   v13_flash2_bwd_ws.cu       version 9 with wgmma, warp-specialized as version 12
  *
  * Every kernel variant (schedule x storage type x head dim x tile sizes) is one entry of its
  * version's table; fl_versions() lists the versions, each with its table, what it needs of the
@@ -71,7 +72,7 @@ typedef void (*fl_launch_fn)(const fl_gpu_args *a);
 
 struct fl_kernel_info {
     const char *algo;   /* "standard", "flash1", "flash2": the model's schedule name */
-    int version;        /* 1-12, the ladder file vNN_*.cu */
+    int version;        /* 1-13, the ladder file vNN_*.cu */
     int dtype;          /* fl_dtype of Q, K, V (and S, P) */
     int o_dtype;        /* fl_dtype of O: the storage type, except flash1's fp32 running O */
     int d, Br, Bc;
@@ -102,7 +103,7 @@ struct fl_version_info {
     void (*probe)(fl_probe_result *r);
 };
 
-/* The versions, 1 to 12 in order (harness/registry.cu). */
+/* The versions, 1 to 13 in order (harness/registry.cu). */
 const fl_version_info *fl_versions(int *n);
 
 /* Each ladder file's table and probe (defined there by FL_LADDER_FILE). */
@@ -112,7 +113,7 @@ const fl_version_info *fl_versions(int *n);
     int fl_v##v##_needs(void);
 FL_LADDER_DECL(01) FL_LADDER_DECL(02) FL_LADDER_DECL(03) FL_LADDER_DECL(04) FL_LADDER_DECL(05) FL_LADDER_DECL(06)
 FL_LADDER_DECL(07) FL_LADDER_DECL(08) FL_LADDER_DECL(09) FL_LADDER_DECL(10) FL_LADDER_DECL(11)
-FL_LADDER_DECL(12)
+FL_LADDER_DECL(12) FL_LADDER_DECL(13)
 
 #define FL_CDIV(a, b) (((a) + (b) - 1) / (b))
 

@@ -70,23 +70,40 @@ __device__ __forceinline__ void fl_stsm4(void *p, const unsigned (&r)[4])
                  "r"(r[2]), "r"(r[3]));
 }
 
-/* d (m64 x N, f32) = or += A B^T, A and B by descriptor; acc = 0 overwrites d. */
-template <class T, int N> __device__ __forceinline__ void fl_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc);
+/* d (m64 x N, f32) = or += A B^T, A and B by descriptor; acc = 0 overwrites d.  TA = 1: A is
+ * MN-major (fl_desc_mn: the m64 rows contiguous, stored [k][m]); TB = 1: B is MN-major (stored
+ * [k][N]), so d += A B.  Version 13's dQ_i = dS_ij K_j reads dS^T [keys][queries] and K_j
+ * [keys][d] so, with no transpose in shared memory. */
+template <class T, int N, int TA = 0, int TB = 0>
+__device__ __forceinline__ void fl_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc);
 /* d (m64 x N, f32) += A B^T, A (m64 x k16) in registers as mma.sync A fragments; TB = 1: B is
  * MN-major (fl_desc_mn), d += A B with B stored [k][N]. */
 template <class T, int N, int TB = 0>
 __device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t db);
 
+/* A score tile (this warp's 16 rows x NC columns of a wgmma accumulator, fp32) rounded to T as
+ * wgmma A fragments, one a 16-column step: the accumulator's chunk pair (2kk, 2kk + 1) is the A
+ * fragment of step kk, as with mma.sync (version 12's P, version 13's P^T and dS^T). */
+template <class T, int NC> __device__ __forceinline__ void fl_pack_afrag(const float (&s)[1][NC / 8][4], unsigned (&p)[NC / 16][4])
+{
+#pragma unroll
+    for (int kk = 0; kk < NC / 16; kk++) {
+        p[kk][0] = fl_pack2<T>(s[0][2 * kk][0], s[0][2 * kk][1]);
+        p[kk][1] = fl_pack2<T>(s[0][2 * kk][2], s[0][2 * kk][3]);
+        p[kk][2] = fl_pack2<T>(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+        p[kk][3] = fl_pack2<T>(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+    }
+}
 
 /* The wrappers, for fp16 and bf16 (TY: the PTX type) and N = 64 or 128 (N/2 accumulators a
  * thread, operands %0..%(N/2-1)); the other operands follow them (I0 = "N/2", I1 = "N/2+1", ...).
  * scale-d is a predicate: acc = 0 overwrites d (the first k step). */
-#define FL_WGMMA_SS(T, TY, N, I0, I1, I2, REGS, OUTS)                                                   \
-    template <> __device__ __forceinline__ void fl_wgmma_ss<T, N>(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) \
+#define FL_WGMMA_SS(T, TY, N, TA, TB, I0, I1, I2, REGS, OUTS)                                           \
+    template <> __device__ __forceinline__ void fl_wgmma_ss<T, N, TA, TB>(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) \
     {                                                                                                   \
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2 ", 0;\n"                                     \
                      "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " {" REGS "}, %" I0 ", %" I1 \
-                     ", p, 1, 1, 0, 0;\n}\n"                                                                \
+                     ", p, 1, 1, " #TA ", " #TB ";\n}\n"                                                    \
                      : OUTS : "l"(da), "l"(db), "r"(acc));                                            \
     }
 #define FL_WGMMA_RS(T, TY, N, TB, I0, I1, I2, I3, I4, I5, REGS, OUTS)                                   \
@@ -102,8 +119,9 @@ __device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&
 #define FL_O32 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define FL_O64 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 #define FL_WGMMA_ALL(T, TY)                                                                     \
-    FL_WGMMA_SS(T, TY, 64, "32", "33", "34", FL_R32, FL_O32)                                            \
-    FL_WGMMA_SS(T, TY, 128, "64", "65", "66", FL_R64, FL_O64)                                           \
+    FL_WGMMA_SS(T, TY, 64, 0, 0, "32", "33", "34", FL_R32, FL_O32)                                      \
+    FL_WGMMA_SS(T, TY, 128, 0, 0, "64", "65", "66", FL_R64, FL_O64)                                     \
+    FL_WGMMA_SS(T, TY, 64, 1, 1, "32", "33", "34", FL_R32, FL_O32)                                      \
     FL_WGMMA_RS(T, TY, 64, 0, "32", "33", "34", "35", "36", "37", FL_R32, FL_O32)                       \
     FL_WGMMA_RS(T, TY, 128, 0, "64", "65", "66", "67", "68", "69", FL_R64, FL_O64)                      \
     FL_WGMMA_RS(T, TY, 64, 1, "32", "33", "34", "35", "36", "37", FL_R32, FL_O32)                       \
@@ -112,7 +130,8 @@ __device__ __forceinline__ void fl_wgmma_rs(float (&d)[N / 2], const unsigned (&
 FL_WGMMA_ALL(__half, "f16")
 FL_WGMMA_ALL(__nv_bfloat16, "bf16")
 #else
-template <class T, int N> __device__ __forceinline__ void fl_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc)
+template <class T, int N, int TA, int TB>
+__device__ __forceinline__ void fl_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc)
 {
     fl_arch_missing();
 }

@@ -1,4 +1,4 @@
-/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-12, built
+/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-13, built
  * without counters), for bench/gpu_sdpa.py: Python loads the library with ctypes and passes
  * PyTorch's device pointers and stream, so that our kernels and PyTorch SDPA's backends run in
  * one process on the same inputs.  Tensors are contiguous (B, H, N, d): nbh = B * H slices.
@@ -19,7 +19,8 @@ static const fast_version fast_versions[] = {{fl_v07_kernels, fl_v07_probe, fl_v
                                              {fl_v09_kernels, fl_v09_probe, fl_v09_needs},
                                              {fl_v10_kernels, fl_v10_probe, fl_v10_needs},
                                              {fl_v11_kernels, fl_v11_probe, fl_v11_needs},
-                                             {fl_v12_kernels, fl_v12_probe, fl_v12_needs}};
+                                             {fl_v12_kernels, fl_v12_probe, fl_v12_needs},
+                                             {fl_v13_kernels, fl_v13_probe, fl_v13_needs}};
 
 /* Kernel i and its version's entry. */
 static const fl_kernel_info *fast_kernel(int i, const fast_version **fv = NULL)

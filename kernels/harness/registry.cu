@@ -19,6 +19,7 @@ static const fl_version_info versions[] = {
     {10, "v10_flash2_fwd_wgmma.cu", "version 7 with wgmma", FL_LADDER_FNS(10)},
     {11, "v11_standard_bwd_mma.cu", "version 6 on the tensor cores", FL_LADDER_FNS(11)},
     {12, "v12_flash2_fwd_ws.cu", "version 10 warp-specialized (TMA, producer and consumers)", FL_LADDER_FNS(12)},
+    {13, "v13_flash2_bwd_ws.cu", "version 9 with wgmma, warp-specialized as version 12", FL_LADDER_FNS(13)},
 };
 
 const fl_version_info *fl_versions(int *n)

@@ -10,6 +10,7 @@
  *
  * The same schedule as version 4 (src/schedules/flash_bwd.c; docs/model.md §backward, F2b):
  *   fl_fast_bwd_pre  line 3-4  dQ = 0 (fp32, in HBM), D = rowsum(dO o O)  reads 2Nd, writes Nd + N
+ *                    (flash_bwd_pre.cuh, shared with version 13)
  *   fl_fast_bwd      line 5-18 one CTA per key block j of BC = 64 keys (each of the 4 warps owns
  *                    16 keys): load K_j, V_j; for each query block i that sees j: load Q_i, dO_i,
  *                    L_i, D_i; recompute S^T = K_j Q_i^T, P^T = exp(S^T - L); dV_j += P^T dO_i;
@@ -27,6 +28,7 @@
  * stage while block i-1 is computed (extra SRAM beside M_eff = F2b, as version 7).
  */
 #include "attn.h"
+#include "flash_bwd_pre.cuh"
 #include "tc_gemm.cuh"
 
 #define FL_V_NEEDS FL_NEED_SM80
@@ -40,38 +42,6 @@ template <int D, int BR> __host__ __device__ constexpr fl_tiles<10> v09_tiles()
              {"dO_i", BR, D, 0, 2, 2, 1, FL_SMEM}, {"dS_ij^T", 64, BR, 0, 2, 1, 1, FL_SMEM}, {"L_i", BR, 1, 0, 4, 2, 1, FL_SMEM},
              {"D_i", BR, 1, 0, 4, 2, 1, FL_SMEM}, {"dK_j, dV_j", 2 * 64, D, 0, 4, 1, 1, FL_REGS},
              {"P_ij^T", 64, BR, 0, 4, 1, 1, FL_REGS}, {"dQ_i", BR, D, 0, 4, 1, 1, FL_REGS}}};
-}
-/* the preprocessing streams: no tiles */
-static fl_tiles<1> v09_pre_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
-
-/* lines 3-4: one row per D/8 threads, 16-byte loads; counts O, dO reads, D and dQ writes. */
-template <class T, int D>
-__global__ void __launch_bounds__(FL_THREADS)
-fl_fast_bwd_pre(fl_gptr<const T, FL_T_O> O, fl_gptr<const T, FL_T_dO> dO, fl_gptr<float, FL_T_D> Dv,
-                fl_gptr<float, FL_T_dQ> dQacc, long rows, fl_csink g)
-{
-#if FL_CODE_HAS(FL_V_NEEDS)
-    constexpr int TPR = D / 8; /* threads per row: 8 or 16, a divisor of 32 */
-    FlCount c;
-    const long row = ((long)blockIdx.x * FL_THREADS + threadIdx.x) / TPR;
-    const int part = threadIdx.x % TPR;
-    float acc = 0.f;
-    if (row < rows) {
-        const uint4 uo = O.template ld_vec<uint4>(c, row * D + part * 8);
-        const uint4 ug = dO.template ld_vec<uint4>(c, row * D + part * 8);
-        const T *eo = (const T *)&uo, *eg = (const T *)&ug;
-#pragma unroll
-        for (int k = 0; k < 8; k++) acc += fl_to_f(eo[k]) * fl_to_f(eg[k]);
-        dQacc.st_vec(c, row * D + part * 8, make_float4(0.f, 0.f, 0.f, 0.f));
-        dQacc.st_vec(c, row * D + part * 8 + 4, make_float4(0.f, 0.f, 0.f, 0.f));
-    }
-#pragma unroll
-    for (int o = TPR / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (row < rows && part == 0) Dv.st(c, row, acc);
-    fl_cnt_flush(c, g, (int)sizeof(T));
-#else
-    fl_arch_missing();
-#endif
 }
 
 template <class T, int D, int BR>
@@ -207,16 +177,12 @@ template <class T, int D, int BR> static void launch_fast_bwd(const fl_gpu_args 
     static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_BWD, BR, 64, D), "the tiles are the model's (F2b)");
     static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "fast backward tiles do not fit in shared memory");
     const int N = a->N, nbh = a->nbh > 0 ? a->nbh : 1;
-    const long rows = (long)N * nbh;
-    fl_launch(fl_fast_bwd_pre<T, D>, v09_pre_tiles().info("fl_fast_bwd_pre"), dim3((unsigned)FL_CDIV(rows * (D / 8), FL_THREADS)),
-              dim3(FL_THREADS), a->stream, a->log, (const T *)a->O, (const T *)a->dO, a->Dv, a->dQ, rows, a->cnt);
+    fl_bwd_pre<T, D>(a);
     const float scale = 1.0f / sqrtf((float)D);
     fl_launch(fl_fast_bwd<T, D, BR>, tl.info("fl_fast_bwd"), dim3(FL_CDIV(N, 64), nbh), dim3(FL_THREADS), a->stream, a->log,
               (const T *)a->Q, (const T *)a->K, (const T *)a->V, (const T *)a->dO, (const float *)a->L, (const float *)a->Dv,
               a->dQ, (T *)a->dK, (T *)a->dV, N, a->causal ? 1 : 0, scale, scale * 1.4426950408889634f, a->cnt);
-    if (a->dQout)
-        fl_launch(fl_tc_round<T>, fl_tc_round_tiles().info("fl_tc_round"), dim3(1024), dim3(256), a->stream, a->log,
-                  (const float *)a->dQ, (T *)a->dQout, rows * D / 2, a->cnt);
+    fl_bwd_round<T, D>(a);
 }
 
 #define K9(T, DT, D, BR) \

@@ -104,18 +104,6 @@ template <int D, int BR, int BC, int ST> __host__ __device__ constexpr fl_tiles<
              {"O_i", BR, D, 0, 4, 1, 1, FL_REGS}, {"m_i", BR, 1, 0, 4, 1, 1, FL_REGS}, {"l_i", BR, 1, 0, 4, 1, 1, FL_REGS}}};
 }
 
-/* P (the softmax of this warp's 16 rows x BC keys, fp32 accumulators) as wgmma A fragments. */
-template <class T, int BC> __device__ __forceinline__ void v12_pack_p(const float (&s)[1][BC / 8][4], unsigned (&p)[BC / 16][4])
-{
-#pragma unroll
-    for (int kk = 0; kk < BC / 16; kk++) {
-        p[kk][0] = fl_pack2<T>(s[0][2 * kk][0], s[0][2 * kk][1]);
-        p[kk][1] = fl_pack2<T>(s[0][2 * kk][2], s[0][2 * kk][3]);
-        p[kk][2] = fl_pack2<T>(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-        p[kk][3] = fl_pack2<T>(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-    }
-}
-
 /* S = Q_i K_j^T for this warpgroup's 64 rows (issued, not waited). */
 template <class T, int D, int BR, int BC>
 __device__ __forceinline__ void v12_qk(float (&sd)[BC / 2], const T *Qs, const T *Kt, int cw)
@@ -259,7 +247,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             release(kempty + kv % ST);
             mask(0);
             fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
-            v12_pack_p<T, BC>(s, p);
+            fl_pack_afrag<T, BC>(s, p);
             for (int j = 1; j < nkb; j++) {
                 kwait(j);
                 vwait(j - 1);
@@ -279,7 +267,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 v12_fence(od);
                 fl_rescale_o<1, D>(o, alpha);
                 release(vempty + (kv + j - 1) % ST);
-                v12_pack_p<T, BC>(s, p);
+                fl_pack_afrag<T, BC>(s, p);
             }
             release(qempty); /* the last S has landed: Q_i is free for the next tile's */
             vwait(nkb - 1);
@@ -302,7 +290,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 release(kempty + (kv + j) % ST);
                 mask(j);
                 fl_softmax_step<1, BC, D>(s, o, mrow, lrow, scale_log2);
-                v12_pack_p<T, BC>(s, p);
+                fl_pack_afrag<T, BC>(s, p);
                 vwait(j);
                 v12_fence(od);
                 fl_wgmma_fence();

@@ -1,0 +1,293 @@
+/* v13_flash2_bwd_ws.cu: version 13, the FlashAttention-2 backward (Dao 2023, Algorithm 2) on
+ * Hopper's warpgroup tensor cores, warp-specialized as version 12 (FlashAttention-3's backward,
+ * arXiv 2407.08608, section 3 and appendix B, in its plainest form), on sm_90a.
+ *
+ * What changed from version 9 (mma.sync, 4 warps, Bc = 64 keys a CTA, cp.async):
+ *   - the products use wgmma (wgmma.cuh), on 64-key warpgroup tiles: a CTA owns Bc = 128 keys,
+ *     two consumer warpgroups of 64 keys each;
+ *   - the copies: a producer warp issues K_j, V_j once and Q_i, dO_i into a ring of ST stages on
+ *     the bulk tensor copy engine (fl_gtmap), and L_i, D_i into the same stage with its lanes;
+ *     mbarriers hand the stages over (pipeline.cuh); the consumers only compute;
+ *   - no transpose anywhere: every product reads its operands as they were loaded, K-major or
+ *     MN-major (wgmma's transpose bits): S^T = K_j Q_i^T and dP^T = V_j dO_i^T (both K-major),
+ *     dV_j += P^T dO_i and dK_j += dS^T Q_i (P^T, dS^T from registers, dO_i and Q_i MN-major),
+ *     dQ_i = dS K_j (dS^T from shared memory and K_j, both MN-major).
+ * What it costs: the same bytes as versions 4 and 9 for the same tiles (the schedule is theirs);
+ * a second dS^T buffer, the second stage of Q_i, dO_i, L_i, D_i and the barriers in shared memory
+ * beyond the model's footprint; sm_90a.  What it buys: measured in docs/performance.md.
+ *
+ * The schedule (src/schedules/flash_bwd.c; docs/model.md §backward, F2b), per CTA (key block j of
+ * Bc = 128 keys, one head):
+ *   fl_fast_bwd_pre (flash_bwd_pre.cuh) lines 3-4: dQ = 0 (fp32 accumulator), D = rowsum(dO o O)
+ *   line 6     load K_j, V_j (once)
+ *   line 8     for each query block i of Br queries that sees block j (causal: i >= c0 / Br):
+ *   line 9       load Q_i, dO_i, L_i, D_i
+ *   lines 10-11  S^T = K_j Q_i^T, P^T = exp(S^T / sqrt d - L_i) (masked: keys or queries >= N, causal)
+ *   line 12      dV_j += P^T dO_i
+ *   lines 13-14  dP^T = V_j dO_i^T, dS^T = P^T o (dP^T - D_i)
+ *   line 15      dQ_i += dS K_j / sqrt d: red.global.add of pairs of fp32 (counted.cuh: one read and
+ *                one write of each element, the model's load and store of dQ_i)
+ *   line 16      dK_j += dS^T Q_i / sqrt d
+ *   line 18    write dK_j, dV_j (once)
+ * dQ_i = dS K_j is split between the two consumer warpgroups so that each reduces distinct
+ * elements: Br = 128 (d = 64), each its 64 queries; Br = 64 (d = 128), each its 64 columns of d.
+ * Each warpgroup writes its 64 keys' rows of dS^T to shared memory, and a named barrier of the
+ * two makes them whole before either reads them.
+ * Needs sm_90a (wgmma, TMA, setmaxnreg); other targets compile a stub.
+ */
+#include "attn.h"
+#include "flash_bwd_pre.cuh"
+#include "pipeline.cuh"
+#include "wgmma.cuh"
+
+#define FL_V_NEEDS FL_NEED_SM90A
+
+/* Tile traits (traits.cuh): K_j, V_j, ST stages of Q_i and dO_i (64-column sub-tiles, the copy
+ * engine's 128-byte swizzle), two buffers of dS^T (BC x BR, 64-query sub-tiles), ST stages of L_i
+ * and D_i (fp32), the mbarriers and 1024 bytes of alignment slack in shared memory (extra to the
+ * model: the stages beyond one, the second dS^T, the barriers, the slack); dK_j, dV_j, P^T and the
+ * dQ_i partial sums in registers (wgmma accumulators). */
+template <int D, int BR, int BC, int ST> __host__ __device__ constexpr fl_tiles<12> v13_tiles()
+{
+    return {{{"K_j", BC, D, 0, 2, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 2, 1, 1, FL_SMEM}, {"Q_i", BR, D, 0, 2, ST, 1, FL_SMEM},
+             {"dO_i", BR, D, 0, 2, ST, 1, FL_SMEM}, {"dS_ij^T", BC, BR, 0, 2, 2, 1, FL_SMEM}, {"L_i", BR, 1, 0, 4, ST, 1, FL_SMEM},
+             {"D_i", BR, 1, 0, 4, ST, 1, FL_SMEM}, {"mbarriers", 1, 8, 0, 8, 1, 0, FL_SMEM},
+             {"alignment slack", 1, 1024, 0, 1, 1, 0, FL_SMEM}, {"dK_j, dV_j", 2 * BC, D, 0, 4, 1, 1, FL_REGS},
+             {"P_ij^T", BC, BR, 0, 4, 1, 1, FL_REGS}, {"dQ_i", BR, D, 0, 4, 1, 1, FL_REGS}}};
+}
+
+template <class T, int D, int BR, int BC, int ST>
+__global__ void __launch_bounds__(384, 1)
+fl_ws_bwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_constant__ fl_gtmap<const T, FL_T_K> Km,
+          const __grid_constant__ fl_gtmap<const T, FL_T_V> Vm, const __grid_constant__ fl_gtmap<const T, FL_T_dO> dOm,
+          fl_gptr<const float, FL_T_L> L, fl_gptr<const float, FL_T_D> Dv, fl_gptr<float, FL_T_dQ> dQacc,
+          fl_gptr<T, FL_T_dK> dK, fl_gptr<T, FL_T_dV> dV, int N, int causal, float scale, float scale_log2, fl_csink g)
+{
+#if FL_CODE_HAS(FL_V_NEEDS)
+    constexpr int BOX = 64;           /* box columns */
+    constexpr int RP = 24, RC = 240;  /* registers a thread: producer, consumers (FlashAttention-3's split) */
+    static_assert(128 * RP + 256 * RC <= 65536, "the register file holds both roles");
+    static_assert(BC == 128 && ((BR == 128 && D == 64) || (BR == 64 && D == 128)), "dQ_i splits into two 64 x 64 halves");
+    constexpr int QH = BR == 128, NQ = 64; /* dQ_i halves by queries (QH) or by columns of d; each NQ wide */
+    constexpr auto tl = v13_tiles<D, BR, BC, ST>();
+    extern __shared__ __align__(128) unsigned char fl_smem[]; /* as tc_gemm.cuh declares it; base below is aligned */
+    unsigned char *base = fl_smem + ((1024 - (fl_smem_u32(fl_smem) & 1023)) & 1023);
+    T *Ks = FL_TILE(T, base, tl, 0);    /* BC x D, 64-column sub-tiles */
+    T *Vs = FL_TILE(T, base, tl, 1);    /* BC x D, sub-tiles */
+    T *Qs = FL_TILE(T, base, tl, 2);    /* ST stages x BR x D, sub-tiles */
+    T *dOs = FL_TILE(T, base, tl, 3);   /* ST stages x BR x D, sub-tiles */
+    T *dSs = FL_TILE(T, base, tl, 4);   /* 2 x BC x BR: dS^T, keys by queries, 64-query sub-tiles */
+    float *Ls = FL_TILE(float, base, tl, 5), *Ds = FL_TILE(float, base, tl, 6); /* ST stages x BR each */
+    uint64_t *bar = FL_TILE(uint64_t, base, tl, 7);
+    uint64_t *kvfull = bar, *full = bar + 1, *empty = full + ST;
+    static_assert(1 + 2 * ST <= 8, "the mbarriers fit their buffer");
+    FlCount c;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
+    const int bh = blockIdx.y, c0 = blockIdx.x * BC;
+    const int nqb = FL_CDIV(N, BR), i0 = causal ? c0 / BR : 0; /* the query blocks that see key block j */
+
+    if (threadIdx.x == 0) {
+        fl_mbar_init(kvfull, 1);
+        for (int s = 0; s < ST; s++) {
+            fl_mbar_init(full + s, 32);   /* the producer warp's lanes: each after its L_i, D_i */
+            fl_mbar_init(empty + s, 256); /* every consumer thread, after its last read of the stage */
+        }
+        fl_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) { /* the producer: lane 0 issues the tensor copies, the warp loads L_i and D_i */
+        fl_setmaxnreg_dec<RP>();
+        if (warp == 0) {
+            if (lane == 0) { /* line 6 */
+                fl_mbar_expect_tx(kvfull, 2 * BC * D * sizeof(T));
+#pragma unroll
+                for (int s = 0; s < D / BOX; s++) {
+                    Km.load(c, Ks + s * BC * BOX, kvfull, s * BOX, c0, bh);
+                    Vm.load(c, Vs + s * BC * BOX, kvfull, s * BOX, c0, bh);
+                }
+            }
+            const fl_gptr<const float, FL_T_L> Lh = L + (long)bh * N;
+            const fl_gptr<const float, FL_T_D> Dh = Dv + (long)bh * N;
+            for (int i = i0, n = 0; i < nqb; i++, n++) { /* line 9 */
+                const int st = n % ST, r0 = i * BR;
+                fl_mbar_wait(empty + st, ((n / ST) & 1) ^ 1);
+                for (int r = lane; r < BR; r += 32) { /* L in base 2 for exp2; rows >= N: 0 (masked) */
+                    const bool ok = r0 + r < N;
+                    Ls[st * BR + r] = ok ? Lh.ld(c, r0 + r) * 1.4426950408889634f : 0.f;
+                    Ds[st * BR + r] = ok ? Dh.ld(c, r0 + r) : 0.f;
+                }
+                if (lane == 0) {
+                    fl_mbar_expect_tx(full + st, 2 * BR * D * sizeof(T));
+#pragma unroll
+                    for (int s = 0; s < D / BOX; s++) {
+                        Qm.load(c, Qs + st * BR * D + s * BR * BOX, full + st, s * BOX, r0, bh);
+                        dOm.load(c, dOs + st * BR * D + s * BR * BOX, full + st, s * BOX, r0, bh);
+                    }
+                } else {
+                    fl_mbar_arrive(full + st);
+                }
+            }
+            fl_cnt_flush(c, g, (int)sizeof(T));
+        }
+        return;
+    }
+
+    fl_setmaxnreg_inc<RC>();
+    const int cw = wg - 1, kw = warp & 3, g4 = lane >> 2, t4 = lane & 3;
+    const int krow = cw * 64 + kw * 16; /* this warp's first key of the block */
+    float dv[D / 2], dk[D / 2];         /* dV_j, dK_j: this warpgroup's 64 keys x d */
+#pragma unroll
+    for (int x = 0; x < D / 2; x++) dv[x] = dk[x] = 0.f;
+    fl_mbar_wait(kvfull, 0);
+
+    for (int i = i0, n = 0; i < nqb; i++, n++) {
+        const int st = n % ST, r0 = i * BR;
+        fl_mbar_wait(full + st, (n / ST) & 1);
+        const T *Qt = Qs + st * BR * D, *dOt = dOs + st * BR * D;
+        const float *Lt = Ls + st * BR, *Dt = Ds + st * BR;
+        T *dSt = dSs + (n & 1) * BC * BR;
+
+        /* lines 10, 13: S^T = K_w Q_i^T and dP^T = V_w dO_i^T, this warpgroup's 64 keys x BR queries */
+        float s[1][BR / 8][4], dp[1][BR / 8][4];
+        float(&sd)[BR / 2] = *reinterpret_cast<float(*)[BR / 2]>(&s[0][0][0]);
+        float(&dpd)[BR / 2] = *reinterpret_cast<float(*)[BR / 2]>(&dp[0][0][0]);
+        fl_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            fl_wgmma_ss<T, BR>(sd, fl_desc(Ks + fl_sub_off<BC>(cw * 64, kk * 16)), fl_desc(Qt + fl_sub_off<BR>(0, kk * 16)), kk > 0);
+        fl_wgmma_commit();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            fl_wgmma_ss<T, BR>(dpd, fl_desc(Vs + fl_sub_off<BC>(cw * 64, kk * 16)), fl_desc(dOt + fl_sub_off<BR>(0, kk * 16)), kk > 0);
+        fl_wgmma_commit();
+
+        /* line 11: P^T = 2^(S^T scale log2 e - L log2 e), 0 where masked */
+        fl_wgmma_wait<1>();
+#pragma unroll
+        for (int x = 0; x < BR / 2; x++) fl_reg_fence(sd[x]);
+        const bool edge = r0 + BR > N || c0 + BC > N || (causal && c0 + krow + 15 > r0);
+#pragma unroll
+        for (int nn = 0; nn < BR / 8; nn++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int q = nn * 8 + 2 * t4 + (e & 1);
+                float x = fl_ex2(fmaf(s[0][nn][e], scale_log2, -Lt[q]));
+                if (edge) {
+                    const int key = c0 + krow + g4 + ((e >> 1) << 3), row = r0 + q;
+                    if (row >= N || key >= N || (causal && key > row)) x = 0.f;
+                }
+                s[0][nn][e] = x;
+            }
+        /* line 14: dS^T = P^T o (dP^T - D_i) */
+        fl_wgmma_wait<0>();
+#pragma unroll
+        for (int x = 0; x < BR / 2; x++) fl_reg_fence(dpd[x]);
+#pragma unroll
+        for (int nn = 0; nn < BR / 8; nn++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dp[0][nn][e] = s[0][nn][e] * (dp[0][nn][e] - Dt[nn * 8 + 2 * t4 + (e & 1)]);
+        unsigned pa[BR / 16][4], da[BR / 16][4];
+        fl_pack_afrag<T, BR>(s, pa);
+        fl_pack_afrag<T, BR>(dp, da);
+
+        /* dS^T to shared memory for line 15 (this warp's 16 keys; fragment (kk, h + 2 u) is row
+         * g + 8 h, columns 16 kk + 8 u + 2 t..) */
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+                    *(unsigned *)(dSt + fl_sub_off<BC>(krow + g4 + 8 * h, kk * 16 + u * 8 + 2 * t4)) = da[kk][h + 2 * u];
+
+        /* lines 12, 16: dV_j += P^T dO_i, dK_j += dS^T Q_i (A from registers, B MN-major) */
+#pragma unroll
+        for (int x = 0; x < D / 2; x++) {
+            fl_reg_fence(dv[x]);
+            fl_reg_fence(dk[x]);
+        }
+        fl_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++) fl_wgmma_rs<T, D, 1>(dv, pa[kk], fl_desc_mn(dOt + kk * 16 * BOX, BR * 128));
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++) fl_wgmma_rs<T, D, 1>(dk, da[kk], fl_desc_mn(Qt + kk * 16 * BOX, BR * 128));
+        fl_wgmma_commit();
+
+        /* line 15: dQ_i (this warpgroup's half) = dS K_j, both halves of dS^T in shared memory first */
+        fl_fence_proxy_async();
+        fl_named_sync(1, 256);
+        float dq[NQ / 2];
+        fl_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; kk++)
+            fl_wgmma_ss<T, NQ, 1, 1>(dq, fl_desc_mn(dSt + (QH ? cw * BC * 64 : 0) + kk * 16 * 64, BC * 128),
+                                     fl_desc_mn(Ks + (QH ? 0 : cw * BC * 64) + kk * 16 * 64, BC * 128), kk > 0);
+        fl_wgmma_commit();
+        fl_wgmma_wait<1>(); /* dV_j, dK_j have landed: Q_i, dO_i, L_i, D_i are free */
+#pragma unroll
+        for (int x = 0; x < D / 2; x++) {
+            fl_reg_fence(dv[x]);
+            fl_reg_fence(dk[x]);
+        }
+        fl_mbar_arrive(empty + st); /* each thread its own arrival: it releases its own reads of L_i, D_i */
+        fl_wgmma_wait<0>();
+#pragma unroll
+        for (int x = 0; x < NQ / 2; x++) fl_reg_fence(dq[x]);
+        const int qrow = r0 + (QH ? cw * 64 : 0) + kw * 16, col = QH ? 0 : cw * 64; /* this warp's 16 rows */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (qrow + g4 + 8 * h < N)
+#pragma unroll
+                for (int nn = 0; nn < NQ / 8; nn++)
+                    dQacc.red_add2(c, ((long)bh * N + qrow + g4 + 8 * h) * D + col + nn * 8 + 2 * t4, dq[4 * nn + 2 * h] * scale,
+                                   dq[4 * nn + 2 * h + 1] * scale);
+    }
+
+    /* line 18: dK_j (scaled) and dV_j, each warp's 16 keys through its own rows of the Q_i stages
+     * (free once both consumer warpgroups are past the loop) */
+    fl_named_sync(2, 256);
+    float rs[1][2] = {{scale, scale}}, one[1][2] = {{1.f, 1.f}};
+    const int kr = min(16, max(0, N - c0 - krow));
+    T *stage = Qs + (cw * 4 + kw) * 16 * D;
+    const long out = ((long)bh * N + c0 + krow) * D;
+    fl_warp_store_rows<T, D, 1>(*reinterpret_cast<float(*)[1][D / 8][4]>(&dk[0]), rs, stage, dK + out, kr, c);
+    fl_warp_store_rows<T, D, 1>(*reinterpret_cast<float(*)[1][D / 8][4]>(&dv[0]), one, stage, dV + out, kr, c);
+    fl_cnt_flush(c, g, (int)sizeof(T));
+#else
+    fl_arch_missing();
+#endif
+}
+
+template <class T, int D, int BR, int BC, int ST> static void launch_ws_bwd(const fl_gpu_args *a)
+{
+    constexpr auto tl = v13_tiles<D, BR, BC, ST>();
+    static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_BWD, BR, BC, D), "the tiles are the model's (F2b)");
+    static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "warp-specialized backward tiles do not fit in shared memory");
+    static_assert(ST * BR >= 128, "the output stage (8 warps x 16 rows x d) fits in the Q_i stages");
+    const int N = a->N, nbh = a->nbh > 0 ? a->nbh : 1;
+    if ((long)N * D >= (1L << 31)) {
+        fprintf(stderr, "flashlab-gpu: flash2 (v13): N * d must be below 2^31 per head\n");
+        exit(2);
+    }
+    fl_bwd_pre<T, D>(a);
+    const fl_gtmap<const T, FL_T_Q> qm((const T *)a->Q, D, N, nbh, BR, "flash2 (v13): Q");
+    const fl_gtmap<const T, FL_T_K> km((const T *)a->K, D, N, nbh, BC, "flash2 (v13): K");
+    const fl_gtmap<const T, FL_T_V> vm((const T *)a->V, D, N, nbh, BC, "flash2 (v13): V");
+    const fl_gtmap<const T, FL_T_dO> dom((const T *)a->dO, D, N, nbh, BR, "flash2 (v13): dO");
+    const float scale = 1.0f / sqrtf((float)D);
+    fl_launch(fl_ws_bwd<T, D, BR, BC, ST>, tl.info("fl_ws_bwd"), dim3(FL_CDIV(N, BC), nbh), dim3(384), a->stream, a->log, qm, km,
+              vm, dom, (const float *)a->L, (const float *)a->Dv, a->dQ, (T *)a->dK, (T *)a->dV, N, a->causal ? 1 : 0, scale,
+              scale * 1.4426950408889634f, a->cnt);
+    fl_bwd_round<T, D>(a);
+}
+
+/* Br queries a step, Bc = 128 keys a CTA (two consumer warpgroups of 64), ST stages of Q_i, dO_i */
+#define K13(T, DT, D, BR, ST) \
+    {"flash2", 13, DT, DT, D, BR, 128, v13_tiles<D, BR, 128, ST>().footprint(), 1, launch_ws_bwd<T, D, BR, 128, ST>, 1, \
+     (long)v13_tiles<D, BR, 128, ST>().dyn_bytes()}
+#define K13_SET(T, DT) K13(T, DT, 64, 128, 2), K13(T, DT, 128, 64, 2)
+
+static const fl_kernel_info ws_bwd_table[] = {K13_SET(__half, FL_F16), K13_SET(__nv_bfloat16, FL_BF16)};
+
+FL_LADDER_FILE(13, ws_bwd_table, FL_V_NEEDS)
