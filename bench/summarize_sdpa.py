@@ -4,7 +4,8 @@
   python3 bench/summarize_sdpa.py figures/data/gpu_sdpa.csv [figures/data/gpu_sdpa_run1.csv] [--version V]
 
 --version V: "ours" is version V's kernels only (default: the best of any version).  A CSV with no
-backward rows at all (gpu_sdpa.py --no-bwd) gets forward-only tables ("—" in the backward cells).
+backward rows at all (gpu_sdpa.py --no-bwd) gets forward-only tables ("—" in the backward cells),
+and one with no forward of ours (a backward version: --only-versions 13) backward-only tables.
 
 For every shape: our best forward (any version, any tile, accurate) against SDPA FA2 measured in
 the same run; our best backward against FA2's backward; the materializing versions against SDPA's
@@ -62,6 +63,11 @@ def ratios(rows, version=None):
     return out
 
 
+def other(rb, key):
+    """the other run's ratio for key, or a dash where that run has none"""
+    return f"{rb[key][3]:.2f}" if key in rb else "—"
+
+
 def main():
     args, version = sys.argv[1:], None
     if "--version" in args:
@@ -75,6 +81,8 @@ def main():
         return 2
     rows_a = load(args[0])
     fwd_only = not any(r["pass"] == "bwd" for r in rows_a)
+    bwd_only = not any(r["pass"] == "fwd" and r["impl"].startswith("ours") and (version is None or r["version"] == version)
+                       for r in rows_a)
     a = ratios(rows_a, version)
     b = ratios(load(args[1]), version) if len(args) > 1 else {}
     print("| dtype | d | N | causal | fwd: ours (version, tile) TFLOP/s | FA2 | ratio | bwd: ours | FA2 | ratio |"
@@ -84,17 +92,17 @@ def main():
     for k, res in a.items():
         f, bw, sf, sb = (res.get(x) for x in ("fwd", "bwd", "std-fwd", "std-bwd"))
         cell = lambda x: f"{x[0]['impl'].split('-')[1]} {x[0]['Br']}x{x[0]['Bc']} {x[1]:.0f}" if x else "—"
-        if not (f and (bw or fwd_only)):
+        if not ((f or bwd_only) and (bw or fwd_only)):
             print(f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | incomplete |")
             continue
         ratio_or_dash = lambda x: f"{x[3]:.1f}x" if x else "— (no math run)"
+        fcells = f"{cell(f)} | {f[2]:.0f} | **{f[3]:.2f}**" if f else "— | — | —"
         bcells = f"{cell(bw)} | {bw[2]:.0f} | {bw[3]:.2f}" if bw else "— | — | —"
-        row = (f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {cell(f)} | {f[2]:.0f} | **{f[3]:.2f}** | "
+        row = (f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {fcells} | "
                f"{bcells} | {ratio_or_dash(sf)} | {ratio_or_dash(sb)} |")
-        if b and k in b:
-            rb = b[k]
-            row += (f" {rb['fwd'][3]:.2f} | {rb['bwd'][3]:.2f} |" if "fwd" in rb and "bwd" in rb
-                    else f" {rb['fwd'][3]:.2f} | — |" if "fwd" in rb and fwd_only else " — | — |")
+        if b:
+            rb = b.get(k, {})
+            row += f" {other(rb, 'fwd')} | {other(rb, 'bwd')} |"
         print(row)
         for x in ("fwd", "bwd", "std-fwd", "std-bwd"):
             if res.get(x):
@@ -107,15 +115,14 @@ def main():
     cu = {}
     for k, res in a.items():
         f, bw = res.get("cudnn-fwd"), res.get("cudnn-bwd")
-        if not (f and (bw or fwd_only)):
+        if not ((f or bwd_only) and (bw or fwd_only)):
             continue
+        fcells = f"{f[1]:.0f} | {f[2]:.0f} | **{f[3]:.2f}**" if f else "— | — | —"
         bcells = f"{bw[1]:.0f} | {bw[2]:.0f} | {bw[3]:.2f}" if bw else "— | — | —"
-        row = (f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {f[1]:.0f} | {f[2]:.0f} | **{f[3]:.2f}** | "
-               f"{bcells} |")
+        row = f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {fcells} | {bcells} |"
         rb = b.get(k, {})
         if b:
-            row += (f" {rb['cudnn-fwd'][3]:.2f} | {rb['cudnn-bwd'][3]:.2f} |" if "cudnn-fwd" in rb and "cudnn-bwd" in rb
-                    else f" {rb['cudnn-fwd'][3]:.2f} | — |" if "cudnn-fwd" in rb and fwd_only else " — | — |")
+            row += f" {other(rb, 'cudnn-fwd')} | {other(rb, 'cudnn-bwd')} |"
         print(row)
         for x in ("cudnn-fwd", "cudnn-bwd"):
             if x not in res:
@@ -126,9 +133,10 @@ def main():
     for x, v in cu.items():
         print(f"{x}: {'|difference| max' if 'spread' in x else 'ratio min'} {max(v) if 'spread' in x else min(v):.3f}, "
               f"{'mean' if 'spread' in x else 'max'} {sum(v) / len(v) if 'spread' in x else max(v):.3f} over {len(v)} shapes")
-    if b:
-        d = [abs(a[k]["fwd"][3] - b[k]["fwd"][3]) for k in a if k in b and "fwd" in a[k] and "fwd" in b[k]]
-        print(f"fwd ratio, run-to-run |difference|: max {max(d):.3f}, mean {sum(d) / len(d):.3f} over {len(d)} shapes")
+    for p in ("fwd", "bwd") if b else ():
+        d = [abs(a[k][p][3] - b[k][p][3]) for k in a if k in b and p in a[k] and p in b[k]]
+        if d:
+            print(f"{p} ratio, run-to-run |difference|: max {max(d):.3f}, mean {sum(d) / len(d):.3f} over {len(d)} shapes")
     return 0
 
 
