@@ -162,31 +162,38 @@ fl_ws_bwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             fl_wgmma_ss<T, BR>(dpd, fl_desc(Vs + fl_sub_off<BC>(cw * 64, kk * 16)), fl_desc(dOt + fl_sub_off<BR>(0, kk * 16)), kk > 0);
         fl_wgmma_commit();
 
-        /* line 11: P^T = 2^(S^T scale log2 e - L log2 e), 0 where masked */
+        /* line 11: P^T = 2^(S^T scale log2 e - L log2 e), 0 where masked; the mask's tests only in
+         * the warps whose keys cross the diagonal or the ends (edge is the same in a whole warp) */
         fl_wgmma_wait<1>();
 #pragma unroll
         for (int x = 0; x < BR / 2; x++) fl_reg_fence(sd[x]);
-        const bool edge = r0 + BR > N || c0 + BC > N || (causal && c0 + krow + 15 > r0);
+        const auto p_of_s = [&](auto masked) {
 #pragma unroll
-        for (int nn = 0; nn < BR / 8; nn++)
+            for (int nn = 0; nn < BR / 8; nn++) {
+                const float2 l2 = *(const float2 *)(Lt + nn * 8 + 2 * t4); /* queries q, q + 1 */
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int q = nn * 8 + 2 * t4 + (e & 1);
-                float x = fl_ex2(fmaf(s[0][nn][e], scale_log2, -Lt[q]));
-                if (edge) {
-                    const int key = c0 + krow + g4 + ((e >> 1) << 3), row = r0 + q;
-                    if (row >= N || key >= N || (causal && key > row)) x = 0.f;
+                for (int e = 0; e < 4; e++) {
+                    float x = fl_ex2(fmaf(s[0][nn][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
+                    if constexpr (decltype(masked)::value) {
+                        const int key = c0 + krow + g4 + ((e >> 1) << 3), row = r0 + nn * 8 + 2 * t4 + (e & 1);
+                        if (row >= N || key >= N || (causal && key > row)) x = 0.f;
+                    }
+                    s[0][nn][e] = x;
                 }
-                s[0][nn][e] = x;
             }
+        };
+        if (r0 + BR > N || c0 + BC > N || (causal && c0 + krow + 15 > r0)) p_of_s(std::true_type{});
+        else p_of_s(std::false_type{});
         /* line 14: dS^T = P^T o (dP^T - D_i) */
         fl_wgmma_wait<0>();
 #pragma unroll
         for (int x = 0; x < BR / 2; x++) fl_reg_fence(dpd[x]);
 #pragma unroll
-        for (int nn = 0; nn < BR / 8; nn++)
+        for (int nn = 0; nn < BR / 8; nn++) {
+            const float2 d2 = *(const float2 *)(Dt + nn * 8 + 2 * t4);
 #pragma unroll
-            for (int e = 0; e < 4; e++) dp[0][nn][e] = s[0][nn][e] * (dp[0][nn][e] - Dt[nn * 8 + 2 * t4 + (e & 1)]);
+            for (int e = 0; e < 4; e++) dp[0][nn][e] = s[0][nn][e] * (dp[0][nn][e] - ((e & 1) ? d2.y : d2.x));
+        }
         unsigned pa[BR / 16][4], da[BR / 16][4];
         fl_pack_afrag<T, BR>(s, pa);
         fl_pack_afrag<T, BR>(dp, da);
