@@ -34,7 +34,7 @@ log() { echo "=== $(date -u +%H:%M:%S) $*"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort | tail -1)
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /opt/nvidia/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
-VERSIONS=${VERSIONS:-"1 2 3 4 5 6 7 8 9 10 11 12"}
+VERSIONS=${VERSIONS:-"1 2 3 4 5 6 7 8 9 10 11 12 13"}
 
 if has machine; then
   log machine

@@ -4,7 +4,7 @@
 The GPU machine keeps nothing and CI has no GPU, so what the kernels' byte counters measured lives
 in figures/data/.  This test re-runs the model (the `flashlab count` CLI, fl_run) on every recorded
 case and requires:
-  1. gpu_validate_v{7..12}.csv, gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
+  1. gpu_validate_v{7..13}.csv, gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
      natively; the second rerun on the current library) and
      gpu_validate_ptx80.csv (the compute_80 PTX build): for every case, today's model reads and
      writes (elements) equal the recorded model columns, and the recorded counters equal them
@@ -18,7 +18,10 @@ case and requires:
   4. gpu_ncu_same_bytes.csv (lab 10): versions 7, 10 and 12 of a d count the same bytes, equal to
      today's model, and Nsight Compute's SM reads are within 1% of the counted reads of all heads;
   5. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs
-     (the recorded shapes and the odd ones).
+     (the recorded shapes and the odd ones);
+  6. gpu_sdpa_v13_run{1,2}.csv: version 13's backward on all 64 benchmark shapes in both runs,
+     every row within the accuracy rule and at least as fast as SDPA's FA2 backward measured
+     beside it (what docs/performance.md and the README state).
 
   python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
 """
@@ -53,7 +56,7 @@ def main():
             cache[key] = count(cli, algo, N, d, Br, Bc, M, dtype, pass_, corner, Nk)
         return cache[key]
 
-    records = [f"gpu_validate_v{v}.csv" for v in range(7, 13)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv",
+    records = [f"gpu_validate_v{v}.csv" for v in range(7, 14)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv",
                                                                     "gpu_validate_recheck.csv"]
     for name in records:
         versions = set()
@@ -114,11 +117,21 @@ def main():
             bad += 1
             print(f"fig2 v{v} {r['pass']} {br}x{bc}: model now {m['hbm_bytes']} B, recorded counters {r['counter_bytes']}")
         checked += 1
+    for run in ("gpu_sdpa_v13_run1.csv", "gpu_sdpa_v13_run2.csv"):
+        ours = [r for r in rows_of(os.path.join(data, run)) if r["impl"] == "ours-v13-flash2" and r["pass"] == "bwd"]
+        shapes = {(r["dtype"], r["d"], r["N"], r["causal"]) for r in ours}
+        slow = [r for r in ours if r["acc_ok"] != "1" or not r["ratio_vs_fa2"] or float(r["ratio_vs_fa2"]) < 1.0]
+        if len(shapes) != 64 or slow:
+            bad += 1
+            print(f"{run}: {len(shapes)} shapes of version 13 (64 expected); below FA2 or inaccurate: "
+                  f"{[(r['dtype'], r['d'], r['N'], r['causal'], r['ratio_vs_fa2'], r['acc_ok']) for r in slow]}")
+        checked += len(ours)
     print(f"check_gpu_records: {checked} cases checked in all, {bad} differ")
     # the summaries and figures still read the records
     for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]),
                          ("summarize_sdpa.py", ["gpu_sdpa_odd_run1.csv", "gpu_sdpa_odd_run2.csv"]),
                          ("summarize_sdpa.py", ["gpu_sdpa_v12_run1.csv", "gpu_sdpa_v12_run2.csv", "--version", "12"]),
+                         ("summarize_sdpa.py", ["gpu_sdpa_v13_run1.csv", "gpu_sdpa_v13_run2.csv", "--version", "13"]),
                          ("summarize_fig2.py", ["gpu_fig2.csv"])):
         out = subprocess.run([sys.executable, os.path.join(src, "bench", script)] +
                              [a if a.startswith("-") or a.isdigit() else os.path.join(data, a) for a in args],
@@ -130,6 +143,7 @@ def main():
         tmp = tempfile.mkdtemp()
         try:
             figs = [("gpu_tflops_vs_N.gp", "pass='fwd'; dt='bf16'"), ("gpu_tflops_vs_N.gp", "pass='bwd'; dt='bf16'; odd=1"), ("gpu_tflops_vs_N.gp", "pass='fwd'; dt='fp16'; v12=1"),
+                    ("gpu_tflops_vs_N.gp", "pass='bwd'; dt='fp16'; v13=1"),
                     ("gpu_fig2_runtime_vs_bytes.gp", "")]
             for i, (gp, extra) in enumerate(figs):
                 out_png = os.path.join(tmp, f"{i}_" + gp.replace(".gp", ".png"))

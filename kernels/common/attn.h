@@ -46,7 +46,7 @@ static const int fl_dtype_bytes[FL_NDTYPE] = {4, 2, 2};
 struct fl_gpu_args {
     int N, d;                /* N: queries (rows of Q, O) */
     int nbh;                 /* batch x heads, contiguous N x d slices (B, H, N, d); 0 = 1.  Only
-                              * the fast kernels (versions 7-12) take more than one */
+                              * the fast kernels (versions 7-13) take more than one */
     int Nk;                  /* keys (rows of K, V); 0 = N.  Only the flash2 forwards take Nk != N */
     int causal;              /* 0 none, 1 top-left, 2 bottom-right (the same when Nk = N) */
     const void *Q, *K, *V;
