@@ -4,15 +4,18 @@
 #
 # usage: scripts/ncu_traffic.sh BIN_DIR OUT_CSV [CONFIG_FILE]
 #   BIN_DIR     holds flashlab-gpu (counters) and flashlab-gpu-timing (no counters)
-#   CONFIG_FILE lines "version algo dtype N d Br Bc pass kernel_regex launch_skip" (default
-#               kernels/ncu_versions.conf); kernel_regex selects the schedule's kernels (not the
-#               forward a backward runs first, nor the harness's probes), launch_skip skips that
-#               many matching launches first (version 11's backward shares kernels with its forward)
+#   CONFIG_FILE lines "version algo dtype N d Br Bc pass kernel_regex launch_skip [sm_read]"
+#               (default kernels/ncu_versions.conf); kernel_regex selects the schedule's kernels
+#               (not the forward a backward runs first, nor the harness's probes), launch_skip skips
+#               that many matching launches first (version 11's backward shares kernels with its
+#               forward); sm_read "lsu" (the default) or "all": which SM read metric the row uses
 #
 # For each configuration, with ncu --cache-control all --clock-control none (caches flushed before
 # each kernel; clocks as found, never set), summed over the schedule's kernels:
 #   sm_read_B   l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld x 32: the sectors the SMs received
-#               from L2 for their loads (cp.async included; the SM end of the link)
+#               from L2 for their loads (cp.async included; the SM end of the link); for rows marked
+#               sm_read=all (versions 12, 13: the tensor copy engine's loads, which that metric does
+#               not see) l1tex__m_xbar2l1tex_read_sectors x 32, every sector the SMs received
 #   l2_write_B  lts__t_sectors_srcunit_tex_op_write x 32: the sectors the SMs wrote to L2
 #   red_B       lts__t_sectors_srcunit_tex_op_red x 32: reductions done in L2 (version 9's dQ +=);
 #               each reduced element is one read and one write, as the counters count it
@@ -39,6 +42,7 @@ if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then
 fi
 [ -f "$CONF" ] || { echo "ncu_traffic.sh: $CONF: no such configuration file" >&2; exit 2; }
 SMR=l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld.sum
+SMRA=l1tex__m_xbar2l1tex_read_sectors.sum   # every sector into the SMs: LSU and the tensor copy engine
 L2W=lts__t_sectors_srcunit_tex_op_write.sum
 RED=lts__t_sectors_srcunit_tex_op_red.sum
 CTX=${NCU_CONTEXT_METRICS:-}   # e.g. "lts__t_sectors_srcunit_tex_op_read.sum dram__bytes_read.sum dram__bytes_write.sum"
@@ -49,7 +53,7 @@ trap 'rm -rf "$TMP"' EXIT
 "$NCU" --query-metrics >"$TMP/known.txt" 2>&1 || true
 known() { ! grep -q "${SMR%.sum}" "$TMP/known.txt" || grep -q "^ *${1%.sum}\b" "$TMP/known.txt"; }
 ALL=""
-for m in $SMR $L2W $RED $CTX; do
+for m in $SMR $SMRA $L2W $RED $CTX; do
   if known "$m"; then ALL="$ALL${ALL:+,}$m"; else echo "ncu_traffic.sh: this ncu has no metric $m: left out" >&2; fi
 done
 {
@@ -59,12 +63,12 @@ done
   echo "# gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "# ncu: $("$NCU" --version | tail -1)"
   echo "# ncu options: --cache-control all --clock-control none --metrics <below> --print-units base --csv --page raw"
-  echo "# metrics: sm_read_B = $SMR x 32; l2_write_B = $L2W x 32; red_B = $RED x 32; l2_read_B, dram_*: $CTX"
+  echo "# metrics: sm_read_B = $SMR x 32 (sm_read_metric all: $SMRA x 32); l2_write_B = $L2W x 32; red_B = $RED x 32; l2_read_B, dram_*: $CTX"
   echo "# counters: flashlab-gpu run --no-check (counter_*_B: data; flag_reads/writes: synchronisation words, 32 B a sector each)"
   echo "# rule: read_ratio = (sm_read_B + red_B) / (counter_read_B + 32 flag_reads); write_ratio = (l2_write_B + red_B) / (counter_write_B + 32 flag_writes); ok within 1%"
   echo "# source: versions 2, 4, 5 (wavefront, polls vary by run): the counters build under ncu, one metric a run (passes: ncu's count when it printed one), local memory 0; others: the timing build, counters from a separate run"
   echo "# command: $0 $*"
-  echo "version,algo,pass,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,flag_reads,flag_writes,sm_read_B,l2_write_B,red_B,l2_read_B,dram_read_B,dram_write_B,read_ratio,write_ratio,ok,source,passes,local_bytes"
+  echo "version,algo,pass,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,flag_reads,flag_writes,sm_read_B,l2_write_B,red_B,l2_read_B,dram_read_B,dram_write_B,read_ratio,write_ratio,ok,source,passes,local_bytes,sm_read_metric"
 } >"$OUT.tmp"
 
 # sum of a metric over the kernels of an ncu raw CSV (file); empty when absent
@@ -86,7 +90,9 @@ EOF
 passes() { { grep -o '[0-9]* pass' "$1" || true; } | awk '{print $1}' | sort -n | tail -1; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
-grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre skip; do
+grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre skip smsrc; do
+  smsrc=${smsrc:-lsu}
+  case $smsrc in lsu) SMRX=$SMR ;; all) SMRX=$SMRA ;; *) echo "ncu_traffic.sh: $CONF: sm_read must be lsu or all, not $smsrc" >&2; exit 2 ;; esac
   args="run --version $ver --algo $algo --dtype $dtype --N $N --d $d --Br $Br --Bc $Bc --no-check"
   [ "$pass" = bwd ] && args="$args --bwd"
   sel=(--kernel-name "regex:$kre" --launch-skip "${skip:-0}")
@@ -105,7 +111,7 @@ grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre
     *)
       line=$("$BIN/flashlab-gpu" $args | grep '^bytes:') || { echo "ncu_traffic.sh: counters run failed: $args" >&2; continue; }
       "$NCU" "${base[@]}" "${sel[@]}" --metrics "$ALL" "$BIN/flashlab-gpu-timing" $args >"$TMP/t.csv" 2>"$TMP/t.err" || true
-      smr=$(msum "$TMP/t.csv" $SMR); l2w=$(msum "$TMP/t.csv" $L2W); red=$(msum "$TMP/t.csv" $RED)
+      smr=$(msum "$TMP/t.csv" $SMRX); l2w=$(msum "$TMP/t.csv" $L2W); red=$(msum "$TMP/t.csv" $RED)
       l2r=$(msum "$TMP/t.csv" lts__t_sectors_srcunit_tex_op_read.sum); drr=$(msum "$TMP/t.csv" dram__bytes_read.sum)
       drw=$(msum "$TMP/t.csv" dram__bytes_write.sum)
       fr=$(field "$line" polls); fw=$(field "$line" flag_writes); src=timing-build
@@ -114,9 +120,9 @@ grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre
   if [ -z "$smr" ] || [ -z "$l2w" ]; then
     echo "ncu_traffic.sh: no metrics for $args:" >&2; cat "$TMP"/*.err 2>/dev/null | tail -4 >&2; continue
   fi
-  python3 - "$line" "$ver,$algo,$pass,$dtype,$N,$d,$Br,$Bc" "$smr" "$l2w" "${red:-0}" "$l2r" "$drr" "$drw" "$fr" "$fw" "$src" "$np" "$loc" >>"$OUT.tmp" <<'EOF'
+  python3 - "$line" "$ver,$algo,$pass,$dtype,$N,$d,$Br,$Bc" "$smr" "$l2w" "${red:-0}" "$l2r" "$drr" "$drw" "$fr" "$fw" "$src" "$np" "$loc" "$smsrc" >>"$OUT.tmp" <<'EOF'
 import sys
-line, key, smr, l2w, red, l2r, drr, drw, fr, fw, src, np, loc = sys.argv[1:]
+line, key, smr, l2w, red, l2r, drr, drw, fr, fw, src, np, loc, smsrc = sys.argv[1:]
 kv = dict(x.split('=') for x in line.split()[1:])
 S = lambda x: float(x) * 32 if x else None
 smr_b, l2w_b, red_b, l2r_b = S(smr), S(l2w), S(red) or 0.0, S(l2r)
@@ -127,7 +133,7 @@ ok = rr is not None and wr is not None and abs(rr - 1) <= 0.01 and abs(wr - 1) <
 f = lambda x: "" if x is None or x == "" else f"{float(x):.0f}"
 print(f"{key},{kv['M_eff']},{kv['model_read']},{kv['model_write']},{cr},{cw},{fr},{fw},{f(smr_b)},{f(l2w_b)},{f(red_b)},"
       f"{f(l2r_b)},{f(drr)},{f(drw)},{'' if rr is None else f'{rr:.6f}'},{'' if wr is None else f'{wr:.6f}'},"
-      f"{int(ok)},{src},{np},{loc}")
+      f"{int(ok)},{src},{np},{loc},{smsrc}")
 EOF
   tail -1 "$OUT.tmp"
 done
