@@ -13,8 +13,8 @@ case and requires:
      PTX);
   2. gpu_fig2.csv: for every configuration, today's model bytes for all 1,024 heads equal the
      recorded counter bytes;
-  3. gpu_ncu_versions.csv: every version, forward and backward, within 1% of its counters, and the
-     counted bytes equal to today's model bytes;
+  3. gpu_ncu_versions.csv (versions 1-11) and gpu_ncu_versions_12_13.csv: every version, forward
+     and backward, within 1% of its counters, and the counted bytes equal to today's model bytes;
   4. gpu_ncu_same_bytes.csv (lab 10): versions 7, 10 and 12 of a d count the same bytes, equal to
      today's model, and Nsight Compute's SM reads are within 1% of the counted reads of all heads;
   5. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs
@@ -79,18 +79,18 @@ def main():
             print(f"{name}: versions {sorted(versions)}, expected {sorted(need)}")
     print(f"check_gpu_records: {checked} recorded validation cases against today's model")
     seen = set()
-    for r in rows_of(os.path.join(data, "gpu_ncu_versions.csv")):
+    for r in rows_of(os.path.join(data, "gpu_ncu_versions.csv")) + rows_of(os.path.join(data, "gpu_ncu_versions_12_13.csv")):
         m = model(r["algo"], r["N"], r["d"], r["Br"], r["Bc"], r["M_eff"], r["dtype"], r["pass"])
         counted = int(r["counter_read_B"]) + int(r["counter_write_B"])
         if r["ok"] != "1" or int(m["hbm_bytes"]) != counted:
             bad += 1
-            print(f"gpu_ncu_versions.csv: v{r['version']} {r['pass']}: ok {r['ok']} (read {r['read_ratio']}, write "
+            print(f"gpu_ncu_versions*.csv: v{r['version']} {r['pass']}: ok {r['ok']} (read {r['read_ratio']}, write "
                   f"{r['write_ratio']}), model bytes now {m['hbm_bytes']}, counted {counted}")
         seen.add((int(r["version"]), r["pass"]))
         checked += 1
-    if {v for v, _ in seen} != set(range(1, 12)) or {p for _, p in seen} != {"fwd", "bwd"}:
+    if {v for v, _ in seen} != set(range(1, 14)) or {p for _, p in seen} != {"fwd", "bwd"}:
         bad += 1
-        print(f"gpu_ncu_versions.csv: covers {sorted(seen)}, not every version")
+        print(f"gpu_ncu_versions*.csv: covers {sorted(seen)}, not every version")
     same = {}
     for r in rows_of(os.path.join(data, "gpu_ncu_same_bytes.csv")):
         N, d, br, bc = int(r["N"]), int(r["d"]), int(r["Br"]), int(r["Bc"])
