@@ -237,20 +237,21 @@ fl_tc_tn(fl_gptr<const T, TP> P, fl_gptr<const T, TV> V, fl_gptr<T, TO> O, int N
 
 /* out (the storage type) = in (fp32), n2 pairs: a rounding pass outside the schedules, for
  * callers that want dQ in the inputs' type (PyTorch); counted as reads of dQ and writes of the
- * non-data tensor dQout, and never run by the harness. */
-template <class T>
+ * non-data tensor dQout, and never run by the harness.  NEED: the calling version's FL_V_NEEDS
+ * (9 and 11: sm_80; 13: sm_90a), so that it is real exactly where its version is. */
+template <class T, int NEED = FL_NEED_SM80>
 __global__ void fl_tc_round(fl_gptr<const float, FL_T_dQ> in, fl_gptr<T, FL_T_DQOUT> out, long n2, fl_csink g)
 {
-#if FL_CODE_HAS(FL_NEED_SM80) /* with the versions that use it (9, 11) */
-    FlCount c;
-    for (long x = (long)blockIdx.x * blockDim.x + threadIdx.x; x < n2; x += (long)gridDim.x * blockDim.x) {
-        const float2 v = in.ld_vec<float2>(c, 2 * x);
-        out.st_vec(c, 2 * x, fl_pack2<T>(v.x, v.y));
+    if constexpr (FL_CODE_HAS(NEED)) {
+        FlCount c;
+        for (long x = (long)blockIdx.x * blockDim.x + threadIdx.x; x < n2; x += (long)gridDim.x * blockDim.x) {
+            const float2 v = in.ld_vec<float2>(c, 2 * x);
+            out.st_vec(c, 2 * x, fl_pack2<T>(v.x, v.y));
+        }
+        fl_cnt_flush(c, g, (int)sizeof(T));
+    } else {
+        fl_arch_missing();
     }
-    fl_cnt_flush(c, g, (int)sizeof(T));
-#else
-    fl_arch_missing();
-#endif
 }
 /* fl_tc_round needs no tiles */
 static inline fl_tiles<1> fl_tc_round_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }

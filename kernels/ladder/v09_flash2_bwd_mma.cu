@@ -177,12 +177,12 @@ template <class T, int D, int BR> static void launch_fast_bwd(const fl_gpu_args 
     static_assert(tl.footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_BWD, BR, 64, D), "the tiles are the model's (F2b)");
     static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "fast backward tiles do not fit in shared memory");
     const int N = a->N, nbh = a->nbh > 0 ? a->nbh : 1;
-    fl_bwd_pre<T, D>(a);
+    fl_bwd_pre<T, D, FL_V_NEEDS>(a);
     const float scale = 1.0f / sqrtf((float)D);
     fl_launch(fl_fast_bwd<T, D, BR>, tl.info("fl_fast_bwd"), dim3(FL_CDIV(N, 64), nbh), dim3(FL_THREADS), a->stream, a->log,
               (const T *)a->Q, (const T *)a->K, (const T *)a->V, (const T *)a->dO, (const float *)a->L, (const float *)a->Dv,
               a->dQ, (T *)a->dK, (T *)a->dV, N, a->causal ? 1 : 0, scale, scale * 1.4426950408889634f, a->cnt);
-    fl_bwd_round<T, D>(a);
+    fl_bwd_round<T, D, FL_V_NEEDS>(a);
 }
 
 #define K9(T, DT, D, BR) \

@@ -279,7 +279,7 @@ template <class T, int D, int BR, int BC, int ST> static void launch_ws_bwd(cons
         fprintf(stderr, "flashlab-gpu: flash2 (v13): N * d must be below 2^31 per head\n");
         exit(2);
     }
-    fl_bwd_pre<T, D>(a);
+    fl_bwd_pre<T, D, FL_V_NEEDS>(a);
     const fl_gtmap<const T, FL_T_Q> qm((const T *)a->Q, D, N, nbh, BR, "flash2 (v13): Q");
     const fl_gtmap<const T, FL_T_K> km((const T *)a->K, D, N, nbh, BC, "flash2 (v13): K");
     const fl_gtmap<const T, FL_T_V> vm((const T *)a->V, D, N, nbh, BC, "flash2 (v13): V");
@@ -288,7 +288,7 @@ template <class T, int D, int BR, int BC, int ST> static void launch_ws_bwd(cons
     fl_launch(fl_ws_bwd<T, D, BR, BC, ST>, tl.info("fl_ws_bwd"), dim3(FL_CDIV(N, BC), nbh), dim3(384), a->stream, a->log, qm, km,
               vm, dom, (const float *)a->L, (const float *)a->Dv, a->dQ, (T *)a->dK, (T *)a->dV, N, a->causal ? 1 : 0, scale,
               scale * 1.4426950408889634f, a->cnt);
-    fl_bwd_round<T, D>(a);
+    fl_bwd_round<T, D, FL_V_NEEDS>(a);
 }
 
 /* Br queries a step, Bc = 128 keys a CTA (two consumer warpgroups of 64), ST stages of Q_i, dO_i */
