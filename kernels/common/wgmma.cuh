@@ -63,6 +63,12 @@ __device__ __forceinline__ void fl_fence_proxy_async() { FL_SM90A_ASM("fence.pro
 /* Keeps the compiler from moving accesses to an accumulator across the wait (CUTLASS's
  * warpgroup_fence_operand). */
 __device__ __forceinline__ void fl_reg_fence(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+/* The same for every element of an accumulator array. */
+template <int N> __device__ __forceinline__ void fl_reg_fence(float (&x)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) fl_reg_fence(x[i]);
+}
 
 __device__ __forceinline__ void fl_stsm4(void *p, const unsigned (&r)[4])
 {

@@ -121,12 +121,6 @@ __device__ __forceinline__ void v12_pv(float (&od)[D / 2], const unsigned (&p)[B
     for (int kk = 0; kk < BC / 16; kk++) fl_wgmma_rs<T, D, 1>(od, p[kk], fl_desc_mn(Vt + kk * 16 * 64, BC * 128));
 }
 
-template <int N> __device__ __forceinline__ void v12_fence(float (&x)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; i++) fl_reg_fence(x[i]);
-}
-
 template <class T, int D, int NWG, int BC, int ST, int OV, int PP>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_constant__ fl_gtmap<const T, FL_T_K> Km,
@@ -243,7 +237,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             fl_wgmma_commit();
             your_turn();
             fl_wgmma_wait0();
-            v12_fence(sd);
+            fl_reg_fence(sd);
             release(kempty + kv % ST);
             mask(0);
             fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
@@ -259,12 +253,12 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_wgmma_commit();
                 your_turn();
                 fl_wgmma_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
-                v12_fence(sd);
+                fl_reg_fence(sd);
                 release(kempty + (kv + j) % ST);
                 mask(j);
                 fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha);
                 fl_wgmma_wait0();
-                v12_fence(od);
+                fl_reg_fence(od);
                 fl_rescale_o<1, D>(o, alpha);
                 release(vempty + (kv + j - 1) % ST);
                 fl_pack_afrag<T, BC>(s, p);
@@ -277,7 +271,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             fl_wgmma_commit();
             your_turn();
             fl_wgmma_wait0();
-            v12_fence(od);
+            fl_reg_fence(od);
             release(vempty + (kv + nkb - 1) % ST);
         } else if (nkb > 0) {
             for (int j = 0; j < nkb; j++) {
@@ -286,18 +280,18 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 v12_qk<T, D, BR, BC>(sd, Qs, Kt(j), cw);
                 fl_wgmma_commit();
                 fl_wgmma_wait0();
-                v12_fence(sd);
+                fl_reg_fence(sd);
                 release(kempty + (kv + j) % ST);
                 mask(j);
                 fl_softmax_step<1, BC, D>(s, o, mrow, lrow, scale_log2);
                 fl_pack_afrag<T, BC>(s, p);
                 vwait(j);
-                v12_fence(od);
+                fl_reg_fence(od);
                 fl_wgmma_fence();
                 v12_pv<T, D, BC>(od, p, Vt(j));
                 fl_wgmma_commit();
                 fl_wgmma_wait0();
-                v12_fence(od);
+                fl_reg_fence(od);
                 release(vempty + (kv + j) % ST);
             }
             release(qempty);

@@ -167,8 +167,7 @@ fl_ws_bwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         /* line 11: P^T = 2^(S^T scale log2 e - L log2 e), 0 where masked; the mask's tests only in
          * the warps whose keys cross the diagonal or the ends (edge is the same in a whole warp) */
         fl_wgmma_wait<1>();
-#pragma unroll
-        for (int x = 0; x < BR / 2; x++) fl_reg_fence(sd[x]);
+        fl_reg_fence(sd);
         const auto p_of_s = [&](auto masked) {
 #pragma unroll
             for (int nn = 0; nn < BR / 8; nn++) {
@@ -188,8 +187,7 @@ fl_ws_bwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         else p_of_s(std::false_type{});
         /* line 14: dS^T = P^T o (dP^T - D_i) */
         fl_wgmma_wait<0>();
-#pragma unroll
-        for (int x = 0; x < BR / 2; x++) fl_reg_fence(dpd[x]);
+        fl_reg_fence(dpd);
 #pragma unroll
         for (int nn = 0; nn < BR / 8; nn++) {
             const float2 d2 = *(const float2 *)(Dt + nn * 8 + 2 * t4);
@@ -211,11 +209,8 @@ fl_ws_bwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                     *(unsigned *)(dSt + fl_sub_off<BC>(krow + g4 + 8 * h, kk * 16 + u * 8 + 2 * t4)) = da[kk][h + 2 * u];
 
         /* lines 12, 16: dV_j += P^T dO_i, dK_j += dS^T Q_i (A from registers, B MN-major) */
-#pragma unroll
-        for (int x = 0; x < D / 2; x++) {
-            fl_reg_fence(dv[x]);
-            fl_reg_fence(dk[x]);
-        }
+        fl_reg_fence(dv);
+        fl_reg_fence(dk);
         fl_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BR / 16; kk++) fl_wgmma_rs<T, D, 1>(dv, pa[kk], fl_desc_mn(dOt + kk * 16 * BOX, BR * 128));
@@ -234,15 +229,11 @@ fl_ws_bwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                                      fl_desc_mn(Ks + (QH ? 0 : cw * BC * 64) + kk * 16 * 64, BC * 128), kk > 0);
         fl_wgmma_commit();
         fl_wgmma_wait<1>(); /* dV_j, dK_j have landed: Q_i, dO_i, L_i, D_i are free */
-#pragma unroll
-        for (int x = 0; x < D / 2; x++) {
-            fl_reg_fence(dv[x]);
-            fl_reg_fence(dk[x]);
-        }
+        fl_reg_fence(dv);
+        fl_reg_fence(dk);
         fl_mbar_arrive(empty + st); /* each thread its own arrival: it releases its own reads of L_i, D_i */
         fl_wgmma_wait<0>();
-#pragma unroll
-        for (int x = 0; x < NQ / 2; x++) fl_reg_fence(dq[x]);
+        fl_reg_fence(dq);
         const int qrow = r0 + (QH ? cw * 64 : 0) + kw * 16, col = QH ? 0 : cw * 64; /* this warp's 16 rows */
 #pragma unroll
         for (int h = 0; h < 2; h++)
