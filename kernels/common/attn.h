@@ -49,6 +49,8 @@ struct fl_gpu_args {
                               * the fast kernels (versions 7-13) take more than one */
     int Nk;                  /* keys (rows of K, V); 0 = N.  Only the flash2 forwards take Nk != N */
     int causal;              /* 0 none, 1 top-left, 2 bottom-right (the same when Nk = N) */
+    int ctas;                /* kernels with a persistent grid: at most this many CTAs; 0 = one an SM
+                              * (validation uses few, so that each CTA runs many tiles) */
     const void *Q, *K, *V;
     void *O;
     void *S, *P;             /* standard: N x N scores and probabilities */
@@ -81,6 +83,7 @@ struct fl_kernel_info {
     fl_launch_fn launch;
     int bwd;            /* 0: forward; 1: backward (reads O, L of a forward run first) */
     long smem;          /* the most shared memory (dynamic + static) one of its kernels takes, bytes */
+    int persistent;     /* 1: a persistent grid (each CTA loops over tiles; fl_gpu_args.ctas caps it) */
 };
 
 /* What a ladder file's probe kernel reports of the code the driver loaded for this GPU. */

@@ -34,7 +34,9 @@ __device__ __forceinline__ FlQueryBlock fl_query_block(int N, int Nk, int causal
 }
 
 /* Sets to -inf the scores of keys >= Nk and, causal, of keys j > i + off (rule K4).  Call it
- * only on tiles that cross the diagonal or the end of the keys; row0 is the warp's first row. */
+ * only on tiles that cross the diagonal or the end of the keys; row0 is the warp's first row.
+ * Per row, the last key it sees is min(Nk - 1, i + off) (causal) or Nk - 1; counted from this
+ * thread's first column, a score is masked by one compare with a constant. */
 template <int WM, int BC>
 __device__ __forceinline__ void fl_mask_frag(float (&s)[WM][BC / 8][4], int row0, int c0, int Nk, int causal, int off)
 {
@@ -42,12 +44,25 @@ __device__ __forceinline__ void fl_mask_frag(float (&s)[WM][BC / 8][4], int row0
 #pragma unroll
     for (int m = 0; m < WM; m++)
 #pragma unroll
-        for (int n = 0; n < BC / 8; n++)
+        for (int h = 0; h < 2; h++) {
+            const int row = row0 + m * 16 + g4 + 8 * h;
+            const int last = (causal ? min(Nk - 1, row + off) : Nk - 1) - c0 - 2 * t4;
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = row0 + m * 16 + g4 + ((e >> 1) << 3), col = c0 + n * 8 + 2 * t4 + (e & 1);
-                if (col >= Nk || (causal && col > row + off)) s[m][n][e] = -INFINITY;
-            }
+            for (int n = 0; n < BC / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    if (n * 8 + e > last) s[m][n][2 * h + e] = -INFINITY;
+        }
+}
+
+/* The first key block j (of BC keys) whose scores need fl_mask_frag for a warp whose first row is
+ * row0: the blocks before it end below Nk and, causal, at or left of the diagonal of row0 (the
+ * warp's most restrictive row), that is (j + 1) BC <= Nk and (j + 1) BC <= row0 + off + 1.  The
+ * kernels test j against it instead of both conditions each step. */
+template <int BC> __device__ __forceinline__ int fl_first_masked_block(int row0, int Nk, int causal, int off)
+{
+    const int ends = Nk / BC;
+    return causal ? min(ends, max(0, row0 + off + 1) / BC) : ends;
 }
 
 /* The first half of one step of the online softmax over a tile of BC keys: m_new = max(m,

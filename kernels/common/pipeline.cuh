@@ -56,6 +56,17 @@ __device__ __forceinline__ void fl_mbar_wait(uint64_t *b, int parity)
 #endif
 }
 
+/* Where a ring of ST stages is: the stage s of the next use and that use's parity ph, (j / ST) & 1
+ * for use j as above, stepped one use at a time by next() (no division or remainder a step; in a
+ * uniform register when the kernel's loop counters are). */
+template <int ST> struct fl_ring {
+    int s = 0, ph = 0;
+    __device__ __forceinline__ void next()
+    {
+        if (++s == ST) s = 0, ph ^= 1;
+    }
+};
+
 /* Named barrier `id` (1-15; 0 is __syncthreads) over `n` threads, a multiple of 32: wait for it,
  * or arrive without waiting (the other side of a hand-off between warpgroups). */
 __device__ __forceinline__ void fl_named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }

@@ -50,6 +50,16 @@ __device__ __forceinline__ uint64_t fl_desc_mn(const void *p, unsigned lbo)
     return ((a & 0x3FFFF) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
+/* The descriptor d (fl_desc or fl_desc_mn) of an operand moved `elems` elements of T further: its
+ * start address field advanced, the other fields kept (CUTLASS's descriptor iterator).  Exact when
+ * elems * sizeof(T) is a multiple of 16 and the new address stays inside shared memory (below
+ * 256 KB, so the 14-bit field does not carry).  Kernels build a descriptor once a tile and step it
+ * by constants, so that it stays in uniform registers. */
+template <class T> __device__ __forceinline__ uint64_t fl_desc_add(uint64_t d, int elems)
+{
+    return d + (uint64_t)((elems * (int)sizeof(T)) >> 4);
+}
+
 /* Every instruction below exists on sm_90a only (FL_SM90A_ASM, arch.cuh). */
 
 __device__ __forceinline__ void fl_wgmma_fence() { FL_SM90A_ASM("wgmma.fence.sync.aligned;\n" ::: "memory"); }

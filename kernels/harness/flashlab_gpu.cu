@@ -366,6 +366,12 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
                     add(k, 77, cm, "quick", 200);
                     add(k, 200, cm, "quick", 77);
                 }
+            if (k->persistent) { /* one CTA for every tile: the tiles' hand-offs, and tiles that see no key */
+                add(k, 200, 0, "quick, 1 CTA");
+                cases.back().ctas = 1;
+                add(k, 400, 2, "quick, 1 CTA", 77);
+                cases.back().ctas = 1;
+            }
         }
     } else {
         const int Ns[] = {128, 1000, 4096, 16384};
@@ -383,6 +389,15 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
                 (k->version >= 7 || (k->Br == k->Bc && ((k->d == 64 && k->Br == 64) || (k->d == 128 && k->Br == 32)))))
                 for (auto nn : {std::pair<int, int>(1000, 4096), {4096, 1000}, {2, 5}, {5, 2}})
                     for (int cm = 0; cm <= 2; cm++) add(k, nn.first, cm, "Nq!=Nk", nn.second);
+            /* a persistent grid of 3 CTAs, each running many tiles in turn (at N <= 16384 one head has
+             * fewer tiles than the GPU has SMs): no mask, causal, and bottom-right with Nk < N, where
+             * the first tiles see no key */
+            if (k->persistent && k->dtype == FL_F16)
+                for (auto nn : {std::pair<int, int>(1000, 1000), {4096, 4096}, {4096, 1000}})
+                    for (int cm : {0, 2}) {
+                        add(k, nn.first, cm, "3 CTAs", nn.second);
+                        cases.back().ctas = 3;
+                    }
         }
         /* shapes A, B, A in one process, each checked (the deep dive's mixed-shape lesson) */
         const fl_kernel_info *A = find_kernel("flash2", FL_F16, 64, 64, 64);

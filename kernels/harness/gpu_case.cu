@@ -283,6 +283,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     a.d = d;
     a.causal = c->causal;
     a.Nk = Nk;
+    a.ctas = c->ctas;
     void *dQ, *dK, *dV, *dO, *dS = NULL, *dP = NULL;
     float *dl = NULL, *dm = NULL, *dL = NULL;
     unsigned *dflags = NULL;

@@ -15,10 +15,15 @@
  *   - three switches, picked by measurement (v12_pick): overlap inside a warpgroup (the consumer
  *     issues S_j = Q_i K_j^T and O += P_{j-1} V_{j-1} together and runs the softmax of S_j while
  *     the second product runs, rescaling O only when it has landed: fl_softmax_p, fl_rescale_o),
- *     ping-pong among the consumer warpgroups, a persistent grid.
+ *     ping-pong among the consumer warpgroups, a persistent grid;
+ *   - the instruction stream (steps 11-13 of docs/performance.md): descriptors built once and
+ *     stepped by constants, stages as rings, the warp index broadcast so that all of it stays in
+ *     the uniform datapath; one pipeline across a CTA's tiles (Q_i in two stages, the next tile's
+ *     S_0 issued with this tile's last P V); at d = 64 a tile's half-empty last key block
+ *     multiplied over its first 64 keys only.
  * What it costs: the same bytes as versions 3, 7 and 10 (the schedule is theirs; the copy engine
  * reads only the elements of a box inside the tensor), a second score tile in registers (P of the
- * previous step, packed to 16 bits), and sm_90a.  What it buys: measured in docs/performance.md.
+ * previous step, packed to 16 bits), a second stage of Q_i in shared memory, and sm_90a.  What it buys: measured in docs/performance.md.
  *
  * The schedule (src/schedules/flash2.c; docs/model.md eq. C2): one tile per query block of Br = 64
  * rows a consumer warpgroup (128 or 192) and head, in version 10's order (query blocks of a head
@@ -28,6 +33,8 @@
  * fill, masked like version 10's; the input is not padded.
  * Needs sm_90a (wgmma, TMA, setmaxnreg); other targets compile a stub.
  */
+#include <type_traits>
+
 #include "attn.h"
 #include "online_softmax.cuh"
 #include "pipeline.cuh"
@@ -92,33 +99,51 @@ struct v12_sched {
     }
 };
 
-/* Tile traits (traits.cuh): Q_i, ST stages of K_j and V_j (64-column sub-tiles, the copy engine's
+/* Tile traits (traits.cuh): two stages of Q_i, ST of K_j and V_j (64-column sub-tiles, the copy engine's
  * 128-byte swizzle), the mbarriers and 1024 bytes of alignment slack in shared memory (extra to the
  * model: the stages beyond one, the barriers, the slack); S_ij, O_i, m_i, l_i in registers, and
  * P_{i,j-1} packed to 16 bits beside S_ij (extra to the model: the overlap's second score tile). */
 template <int D, int BR, int BC, int ST> __host__ __device__ constexpr fl_tiles<11> v12_tiles()
 {
-    return {{{"Q_i", BR, D, 0, 2, 1, 1, FL_SMEM}, {"K_j", BC, D, 0, 2, ST, 1, FL_SMEM}, {"V_j", BC, D, 0, 2, ST, 1, FL_SMEM},
+    return {{{"Q_i", BR, D, 0, 2, 2, 1, FL_SMEM}, {"K_j", BC, D, 0, 2, ST, 1, FL_SMEM}, {"V_j", BC, D, 0, 2, ST, 1, FL_SMEM},
              {"O_i stage", BR, D, 0, 2, 1, 0, FL_SMEM}, {"mbarriers", 1, 16, 0, 8, 1, 0, FL_SMEM}, {"alignment slack", 1, 1024, 0, 1, 1, 0, FL_SMEM},
              {"S_ij", BR, BC, 0, 4, 1, 1, FL_REGS}, {"P_i,j-1", BR, BC, 0, 2, 1, 0, FL_REGS},
              {"O_i", BR, D, 0, 4, 1, 1, FL_REGS}, {"m_i", BR, 1, 0, 4, 1, 1, FL_REGS}, {"l_i", BR, 1, 0, 4, 1, 1, FL_REGS}}};
 }
 
-/* S = Q_i K_j^T for this warpgroup's 64 rows (issued, not waited). */
-template <class T, int D, int BR, int BC>
-__device__ __forceinline__ void v12_qk(float (&sd)[BC / 2], const T *Qs, const T *Kt, int cw)
+/* S = Q_i K_j^T for this warpgroup's 64 rows and the first W keys of K_j (issued, not waited): dq
+ * the descriptor of its rows of Q_i, dk of K_j's stage (BC rows); each k step of 16 advances both
+ * by constants (fl_desc_add). */
+template <class T, int D, int BR, int BC, int W>
+__device__ __forceinline__ void v12_qk(float (&sd)[W / 2], uint64_t dq, uint64_t dk)
 {
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++)
-        fl_wgmma_ss<T, BC>(sd, fl_desc(Qs + fl_sub_off<BR>(cw * 64, kk * 16)), fl_desc(Kt + fl_sub_off<BC>(0, kk * 16)), kk > 0);
+        fl_wgmma_ss<T, W>(sd, fl_desc_add<T>(dq, fl_sub_off<BR>(0, kk * 16)), fl_desc_add<T>(dk, fl_sub_off<BC>(0, kk * 16)), kk > 0);
 }
 
-/* O += P V_j, V_j [keys][d] in sub-tiles read MN-major (issued, not waited). */
+/* The first W columns (keys) of a score tile, of its flat accumulator, and the A fragments of its
+ * first W keys: views of the same registers, for a product over W < BC keys. */
+template <int W, int BC> __device__ __forceinline__ float (&v12_cols(float (&s)[1][BC / 8][4]))[1][W / 8][4]
+{
+    return *reinterpret_cast<float(*)[1][W / 8][4]>(&s[0][0][0]);
+}
+template <int W, int BC> __device__ __forceinline__ float (&v12_flat(float (&sd)[BC / 2]))[W / 2]
+{
+    return *reinterpret_cast<float(*)[W / 2]>(&sd[0]);
+}
+template <int W, int BC> __device__ __forceinline__ unsigned (&v12_prows(unsigned (&p)[BC / 16][4]))[W / 16][4]
+{
+    return *reinterpret_cast<unsigned(*)[W / 16][4]>(&p[0][0]);
+}
+
+/* O += P V_j (issued, not waited): dv the MN-major descriptor of V_j's stage [keys][d] in sub-tiles
+ * (fl_desc_mn), advanced 16 keys a k step. */
 template <class T, int D, int BC>
-__device__ __forceinline__ void v12_pv(float (&od)[D / 2], const unsigned (&p)[BC / 16][4], const T *Vt)
+__device__ __forceinline__ void v12_pv(float (&od)[D / 2], const unsigned (&p)[BC / 16][4], uint64_t dv)
 {
 #pragma unroll
-    for (int kk = 0; kk < BC / 16; kk++) fl_wgmma_rs<T, D, 1>(od, p[kk], fl_desc_mn(Vt + kk * 16 * 64, BC * 128));
+    for (int kk = 0; kk < BC / 16; kk++) fl_wgmma_rs<T, D, 1>(od, p[kk], fl_desc_add<T>(dv, kk * 16 * 64));
 }
 
 template <class T, int D, int NWG, int BC, int ST, int OV, int PP>
@@ -136,20 +161,25 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     constexpr auto tl = v12_tiles<D, BR, BC, ST>();
     extern __shared__ __align__(1024) unsigned char fl_smem[];
     unsigned char *base = fl_smem + ((1024 - (fl_smem_u32(fl_smem) & 1023)) & 1023);
-    T *Qs = FL_TILE(T, base, tl, 0); /* BR x D, 64-column sub-tiles */
+    T *Qs = FL_TILE(T, base, tl, 0); /* 2 stages x BR x D, 64-column sub-tiles */
     T *Ks = FL_TILE(T, base, tl, 1); /* ST stages x BC x D, sub-tiles */
     T *Vs = FL_TILE(T, base, tl, 2); /* ST stages x BC x D, sub-tiles */
     T *Os = FL_TILE(T, base, tl, 3); /* BR x D: each warp's 16 output rows */
     uint64_t *bar = FL_TILE(uint64_t, base, tl, 4);
-    uint64_t *qfull = bar, *qempty = bar + 1, *kfull = bar + 2, *vfull = kfull + ST, *kempty = vfull + ST, *vempty = kempty + ST;
-    static_assert(2 + 4 * ST <= 16, "the mbarriers fit their buffer");
+    uint64_t *qfull = bar, *qempty = bar + 2, *kfull = bar + 4, *vfull = kfull + ST, *kempty = vfull + ST, *vempty = kempty + ST;
+    static_assert(4 + 4 * ST <= 16, "the mbarriers fit their buffer");
     FlCount c;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
+    /* the warp index broadcast from lane 0, so that the compiler knows it (and all that follows from
+     * it: roles, rows, descriptors, stages) to be uniform across the warp, and keeps it in the uniform
+     * datapath (CUTLASS's canonical_warp_idx_sync) */
+    const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 5, 0), lane = threadIdx.x & 31, wg = warp >> 2;
     const v12_sched sch{FL_CDIV(N, BR), nbh, pair}; /* the tiles of this CTA, in order */
 
     if (threadIdx.x == 0) {
-        fl_mbar_init(qfull, 1);
-        fl_mbar_init(qempty, NCW); /* every consumer warp */
+        for (int s = 0; s < 2; s++) {
+            fl_mbar_init(qfull + s, 1);
+            fl_mbar_init(qempty + s, NCW); /* every consumer warp */
+        }
         for (int s = 0; s < ST; s++) {
             fl_mbar_init(kfull + s, 1);
             fl_mbar_init(vfull + s, 1);
@@ -164,17 +194,19 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         fl_setmaxnreg_dec<RP>();
         if (warp == 0) {
             if (lane == 0) {
-                int kv = 0, q = 0; /* key blocks and query blocks loaded so far: their stage and parity */
+                fl_ring<ST> r; /* the next K/V stage to fill */
+                fl_ring<2> qr; /* the next Q stage to fill */
                 for (int t = 0, bh, bx; sch.at(t, bh, bx); t++) {
                     if (bx < 0) continue;
                     const FlQueryBlock qb = fl_query_block_at<BR, BC>(bx, sch.nqb, N, Nk, causal, off);
                     if (qb.nkb == 0) continue;
-                    fl_mbar_wait(qempty, (q++ & 1) ^ 1);
-                    fl_mbar_expect_tx(qfull, BR * D * sizeof(T));
+                    fl_mbar_wait(qempty + qr.s, qr.ph ^ 1);
+                    fl_mbar_expect_tx(qfull + qr.s, BR * D * sizeof(T));
 #pragma unroll
-                    for (int s = 0; s < D / BOX; s++) Qm.load(c, Qs + s * BR * BOX, qfull, s * BOX, qb.r0, bh);
-                    for (int j = 0; j < qb.nkb; j++, kv++) {
-                        const int st = kv % ST, ph = ((kv / ST) & 1) ^ 1;
+                    for (int s = 0; s < D / BOX; s++) Qm.load(c, Qs + qr.s * BR * D + s * BR * BOX, qfull + qr.s, s * BOX, qb.r0, bh);
+                    qr.next();
+                    for (int j = 0; j < qb.nkb; j++, r.next()) {
+                        const int st = r.s, ph = r.ph ^ 1;
                         fl_mbar_wait(kempty + st, ph);
                         fl_mbar_expect_tx(kfull + st, BC * D * sizeof(T));
 #pragma unroll
@@ -205,102 +237,207 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     const auto my_turn = [&]() { if constexpr (PP != 0) fl_named_sync(1 + cw, 256); };
     const auto your_turn = [&]() { if constexpr (PP != 0) fl_named_arrive(1 + (cw + 1) % NWG, 256); };
     if (cw == NWG - 1) your_turn();
-    int kv = 0, q = 0;
+    /* the descriptors of this warpgroup's rows of Q_i and of the first stages of K and V; a stage's
+     * are these advanced by whole stages */
+    const uint64_t dq0 = fl_desc(Qs + fl_sub_off<BR>(cw * 64, 0)), dk0 = fl_desc(Ks), dv0 = fl_desc_mn(Vs, BC * 128);
+    fl_ring<ST> kr, vr; /* the stages of the next K_j and V_j to read */
+    fl_ring<2> qr;      /* the stage of the next Q_i */
+    const auto release = [&](uint64_t *b) { /* this warp's reads of a stage (or of Q_i) are done */
+        __syncwarp();
+        if (lane == 0) fl_mbar_arrive(b);
+    };
+    /* K_j's, V_j's and Q_i's stages: wait until loaded, their descriptors, release after the last read */
+    const auto kwait = [&]() { fl_mbar_wait(kfull + kr.s, kr.ph); };
+    const auto vwait = [&]() { fl_mbar_wait(vfull + vr.s, vr.ph); };
+    const auto qwait = [&]() { fl_mbar_wait(qfull + qr.s, qr.ph); };
+    const auto dk = [&]() { return fl_desc_add<T>(dk0, kr.s * BC * D); };
+    const auto dv = [&]() { return fl_desc_add<T>(dv0, vr.s * BC * D); };
+    const auto dq = [&]() { return fl_desc_add<T>(dq0, qr.s * BR * D); };
+    const auto krelease = [&]() { release(kempty + kr.s), kr.next(); };
+    const auto vrelease = [&]() { release(vempty + vr.s), vr.next(); };
+    const auto qrelease = [&]() { release(qempty + qr.s), qr.next(); };
+    /* key blocks from jm on need the mask (fl_first_masked_block) */
+    const auto mask = [&](int j, int r0, int jm) {
+        if (j >= jm) fl_mask_frag<1, BC>(s, r0 + wrow, j * BC, Nk, causal, off);
+    };
+    const auto fresh = [&](float(&m)[1][2], float(&l)[1][2]) { m[0][0] = m[0][1] = -INFINITY, l[0][0] = l[0][1] = 0.f; };
+    /* this warp's rows of the tile at (bh, r0) done: L and O from m, l and O */
+    const auto finish = [&](const float(&o_)[1][D / 8][4], const float(&m)[1][2], const float(&l)[1][2], int bh, int r0) {
+        float rs[1][2];
+        fl_softmax_finish<1>(m, l, scale_log2, rs, L + (long)bh * N, r0 + wrow, N, c);
+        fl_warp_store_rows<T, D, 1>(o_, rs, stage, O + ((long)bh * N + r0 + wrow) * D, min(16, max(0, N - r0 - wrow)), c);
+    };
+    /* The next tile of this CTA from t on that sees a key (its t, bh, query block).  A tile that sees
+     * none (causal, Nk < N) gets O = 0 and L = -inf here, with no copy and no product, from zeros
+     * of its own (o, m and l may hold the tile in flight). */
+    const auto next_tile = [&](int &t, int &bh, FlQueryBlock &qb) {
+        for (int bx; sch.at(t, bh, bx); t++) {
+            if (bx < 0) continue;
+            qb = fl_query_block_at<BR, BC>(bx, sch.nqb, N, Nk, causal, off);
+            if (qb.nkb > 0) return true;
+            float oz[1][D / 8][4], mz[1][2], lz[1][2];
+            fl_zero(oz);
+            fresh(mz, lz);
+            finish(oz, mz, lz, bh, qb.r0);
+        }
+        return false;
+    };
 
-    for (int t = 0, bh, bx; sch.at(t, bh, bx); t++) {
-        if (bx < 0) continue;
-        const FlQueryBlock qb = fl_query_block_at<BR, BC>(bx, sch.nqb, N, Nk, causal, off);
-        const int r0 = qb.r0, nkb = qb.nkb;
-        const auto mask = [&](int j) {
-            const int c0 = j * BC;
-            if (c0 + BC > Nk || (causal && c0 + BC - 1 > r0 + wrow + off)) fl_mask_frag<1, BC>(s, r0 + wrow, c0, Nk, causal, off);
+    int t = 0, bh;
+    FlQueryBlock qb;
+    bool have = next_tile(t, bh, qb);
+    if (OV && have) {
+        /* The tiles of this CTA are one pipeline: each step issues S_j and P_{j-1} V_{j-1} together,
+         * and the step after a tile's last S issues the next tile's S_0 with this tile's last
+         * P V (its Q_i is in the other Q stage), so the softmax of S_0 runs while that product
+         * does, and only the CTA's first S and last P V are issued alone.
+         * A tile's last key block may be half empty for this warpgroup: when its keys from 64 on
+         * are all masked for the warpgroup's 64 rows (the causal diagonal, or past Nk), its S, its
+         * softmax and its P V take the first 64 keys only (W = 64); the masked half would add
+         * exact zeros.  The other blocks take all BC (W = BC).  Only at d = 64 with two consumer
+         * warpgroups (HALF): the second set of code paths costs registers, and at d = 128 ptxas then
+         * serializes the wgmma (C7511), with three warpgroups it spills. */
+        constexpr bool HALF = D == 64 && NWG == 2;
+        using Whalf = std::integral_constant<int, 64>;
+        using Wall = std::integral_constant<int, BC>;
+        const auto half_last = [&](const FlQueryBlock &b) { /* the warpgroup's last row: r0 + cw*64 + 63 */
+            const int c = (b.nkb - 1) * BC + 64;
+            return HALF && b.nkb >= 2 && (c >= Nk || (causal && c > b.r0 + cw * 64 + 63 + off));
         };
-        const auto kwait = [&](int j) { fl_mbar_wait(kfull + (kv + j) % ST, ((kv + j) / ST) & 1); };
-        const auto vwait = [&](int j) { fl_mbar_wait(vfull + (kv + j) % ST, ((kv + j) / ST) & 1); };
-        const auto Kt = [&](int j) { return Ks + ((kv + j) % ST) * BC * D; };
-        const auto Vt = [&](int j) { return Vs + ((kv + j) % ST) * BC * D; };
-        const auto release = [&](uint64_t *b) { /* this warp's reads of a stage (or of Q_i) are done */
-            __syncwarp();
-            if (lane == 0) fl_mbar_arrive(b);
-        };
-        fl_zero(o);
-        mrow[0][0] = mrow[0][1] = -INFINITY;
-        lrow[0][0] = lrow[0][1] = 0.f;
-
-        if (nkb > 0) fl_mbar_wait(qfull, q++ & 1);
-        if (OV && nkb > 0) {
-            /* S_0 and its softmax alone; then each step issues S_j and P_{j-1} V_{j-1} together */
-            kwait(0);
-            my_turn();
-            fl_wgmma_fence();
-            v12_qk<T, D, BR, BC>(sd, Qs, Kt(0), cw);
-            fl_wgmma_commit();
-            your_turn();
-            fl_wgmma_wait0();
+        /* after S_j of W keys has landed: the mask, the softmax (state m, l), K_j's release */
+        const auto soft = [&](auto w, int j, int r0, int jm, float(&m)[1][2], float(&l)[1][2]) {
+            constexpr int W = decltype(w)::value;
             fl_reg_fence(sd);
-            release(kempty + kv % ST);
-            mask(0);
-            fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
-            fl_pack_afrag<T, BC>(s, p);
-            for (int j = 1; j < nkb; j++) {
-                kwait(j);
-                vwait(j - 1);
-                my_turn();
-                fl_wgmma_fence();
-                v12_qk<T, D, BR, BC>(sd, Qs, Kt(j), cw);
-                fl_wgmma_commit();
-                v12_pv<T, D, BC>(od, p, Vt(j - 1));
-                fl_wgmma_commit();
-                your_turn();
-                fl_wgmma_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
-                fl_reg_fence(sd);
-                release(kempty + (kv + j) % ST);
-                mask(j);
-                fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha);
-                fl_wgmma_wait0();
-                fl_reg_fence(od);
-                fl_rescale_o<1, D>(o, alpha);
-                release(vempty + (kv + j - 1) % ST);
-                fl_pack_afrag<T, BC>(s, p);
-            }
-            release(qempty); /* the last S has landed: Q_i is free for the next tile's */
-            vwait(nkb - 1);
+            krelease();
+            if (j >= jm) fl_mask_frag<1, W>(v12_cols<W, BC>(s), r0 + wrow, j * BC, Nk, causal, off);
+            fl_softmax_p<1, W>(v12_cols<W, BC>(s), m, l, scale_log2, alpha);
+        };
+        /* one step of the tile: S_j of W keys issued with P_{j-1} V_{j-1} (all BC keys) */
+        const auto step = [&](auto w, int j, int jm) {
+            constexpr int W = decltype(w)::value;
+            kwait();     /* K_j */
+            vwait();     /* V_{j-1} */
             my_turn();
             fl_wgmma_fence();
-            v12_pv<T, D, BC>(od, p, Vt(nkb - 1));
+            v12_qk<T, D, BR, BC, W>(v12_flat<W, BC>(sd), dq(), dk());
+            fl_wgmma_commit();
+            v12_pv<T, D, BC>(od, p, dv());
             fl_wgmma_commit();
             your_turn();
+            fl_wgmma_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
+            soft(w, j, qb.r0, jm, mrow, lrow);
             fl_wgmma_wait0();
             fl_reg_fence(od);
-            release(vempty + (kv + nkb - 1) % ST);
-        } else if (nkb > 0) {
-            for (int j = 0; j < nkb; j++) {
-                kwait(j);
+            fl_rescale_o<1, D>(o, alpha);
+            vrelease();
+            fl_pack_afrag<T, W>(v12_cols<W, BC>(s), v12_prows<W, BC>(p));
+        };
+        /* the tile's last P V (W keys), with the next tile's S_0 when there is one (have2) */
+        int t2 = 0, bh2 = 0;
+        FlQueryBlock qb2 = {0, 0, 0};
+        bool have2 = false;
+        const auto last_pv = [&](auto w) {
+            constexpr int W = decltype(w)::value;
+            vwait();
+            if (have2) {
+                float m2[1][2], l2[1][2];
+                fresh(m2, l2);
+                const int jm2 = fl_first_masked_block<BC>(qb2.r0 + wrow, Nk, causal, off);
+                qwait();
+                kwait();
+                my_turn();
                 fl_wgmma_fence();
-                v12_qk<T, D, BR, BC>(sd, Qs, Kt(j), cw);
+                v12_qk<T, D, BR, BC, BC>(sd, dq(), dk()); /* the next tile's S_0 */
+                fl_wgmma_commit();
+                v12_pv<T, D, W>(od, v12_prows<W, BC>(p), dv()); /* this tile's last P V */
+                fl_wgmma_commit();
+                your_turn();
+                fl_wgmma_wait<1>();
+                soft(Wall{}, 0, qb2.r0, jm2, m2, l2); /* its O is 0: no rescale */
+                fl_wgmma_wait0();
+                fl_reg_fence(od);
+                vrelease();
+                finish(o, mrow, lrow, bh, qb.r0);
+                fl_zero(o);
+                mrow[0][0] = m2[0][0], mrow[0][1] = m2[0][1], lrow[0][0] = l2[0][0], lrow[0][1] = l2[0][1];
+                fl_pack_afrag<T, BC>(s, p);
+            } else { /* the CTA's last tile: its last P V alone */
+                my_turn();
+                fl_wgmma_fence();
+                v12_pv<T, D, W>(od, v12_prows<W, BC>(p), dv());
+                fl_wgmma_commit();
+                your_turn();
+                fl_wgmma_wait0();
+                fl_reg_fence(od);
+                vrelease();
+                finish(o, mrow, lrow, bh, qb.r0);
+            }
+        };
+
+        fl_zero(o);
+        fresh(mrow, lrow);
+        qwait();
+        kwait();
+        my_turn();
+        fl_wgmma_fence();
+        v12_qk<T, D, BR, BC, BC>(sd, dq(), dk());
+        fl_wgmma_commit();
+        your_turn();
+        fl_wgmma_wait0();
+        soft(Wall{}, 0, qb.r0, fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off), mrow, lrow); /* O = 0: no rescale */
+        fl_pack_afrag<T, BC>(s, p);
+        while (have) {
+            const int jm = fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off);
+            const bool half = half_last(qb);
+            for (int j = 1; j < qb.nkb - 1; j++) step(Wall{}, j, jm);
+            if (qb.nkb >= 2) {
+                if constexpr (HALF) {
+                    if (half) step(Whalf{}, qb.nkb - 1, jm);
+                    else step(Wall{}, qb.nkb - 1, jm);
+                } else {
+                    step(Wall{}, qb.nkb - 1, jm);
+                }
+            }
+            qrelease(); /* the last S of the tile has landed: its Q stage is free for the tile after next */
+            t2 = t + 1;
+            have2 = next_tile(t2, bh2, qb2);
+            if constexpr (HALF) {
+                if (half) last_pv(Whalf{});
+                else last_pv(Wall{});
+            } else {
+                last_pv(Wall{});
+            }
+            t = t2, bh = bh2, qb = qb2, have = have2;
+        }
+    } else {
+        for (; have; t++, have = next_tile(t, bh, qb)) { /* step 1: a tile at a time, nothing overlapped */
+            const int jm = fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off);
+            fl_zero(o);
+            fresh(mrow, lrow);
+            qwait();
+            for (int j = 0; j < qb.nkb; j++) {
+                kwait();
+                fl_wgmma_fence();
+                v12_qk<T, D, BR, BC, BC>(sd, dq(), dk());
                 fl_wgmma_commit();
                 fl_wgmma_wait0();
                 fl_reg_fence(sd);
-                release(kempty + (kv + j) % ST);
-                mask(j);
+                krelease();
+                mask(j, qb.r0, jm);
                 fl_softmax_step<1, BC, D>(s, o, mrow, lrow, scale_log2);
                 fl_pack_afrag<T, BC>(s, p);
-                vwait(j);
+                vwait();
                 fl_reg_fence(od);
                 fl_wgmma_fence();
-                v12_pv<T, D, BC>(od, p, Vt(j));
+                v12_pv<T, D, BC>(od, p, dv());
                 fl_wgmma_commit();
                 fl_wgmma_wait0();
                 fl_reg_fence(od);
-                release(vempty + (kv + j) % ST);
+                vrelease();
             }
-            release(qempty);
+            qrelease();
+            finish(o, mrow, lrow, bh, qb.r0);
         }
-        kv += nkb;
-
-        float rs[1][2];
-        fl_softmax_finish<1>(mrow, lrow, scale_log2, rs, L + (long)bh * N, r0 + wrow, N, c);
-        fl_warp_store_rows<T, D, 1>(o, rs, stage, O + ((long)bh * N + r0 + wrow) * D, min(16, max(0, N - r0 - wrow)), c);
     }
     if (cw == 0) my_turn(); /* the last warpgroup's last hand-off, so that no arrival is left pending */
     fl_cnt_flush(c, g, (int)sizeof(T));
@@ -328,7 +465,8 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
     const v12_cfg cfg = v12_pick(a->causal);
     const long units = v12_sched{FL_CDIV(a->N, BR), nbh, cfg.pair}.units();
     if (cfg.pers && !nsm) nsm = fl_sm_count();
-    const dim3 grid(cfg.pers ? (int)(units < nsm ? units : nsm) : (int)units);
+    const int cap = a->ctas > 0 ? a->ctas : nsm; /* validation asks for few */
+    const dim3 grid(cfg.pers ? (int)(units < cap ? units : cap) : (int)units);
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
     const auto go = [&](auto kern) {
         fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(128 * (NWG + 1)), a->stream, a->log, qm, km, vm, (T *)a->O, a->L, nbh, a->N, Nk,
@@ -342,7 +480,7 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
 /* NWG consumer warpgroups (Br = 64 NWG query rows), Bc keys a block, ST stages of K_j and V_j */
 #define K12(T, DT, D, NWG, BC, ST) \
     {"flash2", 12, DT, DT, D, 64 * NWG, BC, v12_tiles<D, 64 * NWG, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, NWG, BC, ST>, 0, \
-     (long)v12_tiles<D, 64 * NWG, BC, ST>().dyn_bytes()}
+     (long)v12_tiles<D, 64 * NWG, BC, ST>().dyn_bytes(), 1}
 #define K12_SET(T, DT) K12(T, DT, 64, 2, 128, 3), K12(T, DT, 64, 3, 128, 3), K12(T, DT, 128, 2, 128, 2)
 
 static const fl_kernel_info ws_fwd_table[] = {K12_SET(__half, FL_F16), K12_SET(__nv_bfloat16, FL_BF16)};
