@@ -16,11 +16,10 @@
  *     issues S_j = Q_i K_j^T and O += P_{j-1} V_{j-1} together and runs the softmax of S_j while
  *     the second product runs, rescaling O only when it has landed: fl_softmax_p, fl_rescale_o),
  *     ping-pong among the consumer warpgroups, a persistent grid;
- *   - the instruction stream (steps 11-13 of docs/performance.md): descriptors built once and
+ *   - the instruction stream (steps 11 and 12 of docs/performance.md): descriptors built once and
  *     stepped by constants, stages as rings, the warp index broadcast so that all of it stays in
  *     the uniform datapath; one pipeline across a CTA's tiles (Q_i in two stages, the next tile's
- *     S_0 issued with this tile's last P V); at d = 64 a tile's half-empty last key block
- *     multiplied over its first 64 keys only.
+ *     S_0 issued with this tile's last P V).
  * What it costs: the same bytes as versions 3, 7 and 10 (the schedule is theirs; the copy engine
  * reads only the elements of a box inside the tensor), a second score tile in registers (P of the
  * previous step, packed to 16 bits), a second stage of Q_i in shared memory, and sm_90a.  What it buys: measured in docs/performance.md.
@@ -33,8 +32,6 @@
  * fill, masked like version 10's; the input is not padded.
  * Needs sm_90a (wgmma, TMA, setmaxnreg); other targets compile a stub.
  */
-#include <type_traits>
-
 #include "attn.h"
 #include "online_softmax.cuh"
 #include "pipeline.cuh"
@@ -111,30 +108,14 @@ template <int D, int BR, int BC, int ST> __host__ __device__ constexpr fl_tiles<
              {"O_i", BR, D, 0, 4, 1, 1, FL_REGS}, {"m_i", BR, 1, 0, 4, 1, 1, FL_REGS}, {"l_i", BR, 1, 0, 4, 1, 1, FL_REGS}}};
 }
 
-/* S = Q_i K_j^T for this warpgroup's 64 rows and the first W keys of K_j (issued, not waited): dq
- * the descriptor of its rows of Q_i, dk of K_j's stage (BC rows); each k step of 16 advances both
- * by constants (fl_desc_add). */
-template <class T, int D, int BR, int BC, int W>
-__device__ __forceinline__ void v12_qk(float (&sd)[W / 2], uint64_t dq, uint64_t dk)
+/* S = Q_i K_j^T for this warpgroup's 64 rows (issued, not waited): dq the descriptor of its rows of
+ * Q_i, dk of K_j's stage; each k step of 16 advances both by constants (fl_desc_add). */
+template <class T, int D, int BR, int BC>
+__device__ __forceinline__ void v12_qk(float (&sd)[BC / 2], uint64_t dq, uint64_t dk)
 {
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++)
-        fl_wgmma_ss<T, W>(sd, fl_desc_add<T>(dq, fl_sub_off<BR>(0, kk * 16)), fl_desc_add<T>(dk, fl_sub_off<BC>(0, kk * 16)), kk > 0);
-}
-
-/* The first W columns (keys) of a score tile, of its flat accumulator, and the A fragments of its
- * first W keys: views of the same registers, for a product over W < BC keys. */
-template <int W, int BC> __device__ __forceinline__ float (&v12_cols(float (&s)[1][BC / 8][4]))[1][W / 8][4]
-{
-    return *reinterpret_cast<float(*)[1][W / 8][4]>(&s[0][0][0]);
-}
-template <int W, int BC> __device__ __forceinline__ float (&v12_flat(float (&sd)[BC / 2]))[W / 2]
-{
-    return *reinterpret_cast<float(*)[W / 2]>(&sd[0]);
-}
-template <int W, int BC> __device__ __forceinline__ unsigned (&v12_prows(unsigned (&p)[BC / 16][4]))[W / 16][4]
-{
-    return *reinterpret_cast<unsigned(*)[W / 16][4]>(&p[0][0]);
+        fl_wgmma_ss<T, BC>(sd, fl_desc_add<T>(dq, fl_sub_off<BR>(0, kk * 16)), fl_desc_add<T>(dk, fl_sub_off<BC>(0, kk * 16)), kk > 0);
 }
 
 /* O += P V_j (issued, not waited): dv the MN-major descriptor of V_j's stage [keys][d] in sub-tiles
@@ -290,70 +271,68 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         /* The tiles of this CTA are one pipeline: each step issues S_j and P_{j-1} V_{j-1} together,
          * and the step after a tile's last S issues the next tile's S_0 with this tile's last
          * P V (its Q_i is in the other Q stage), so the softmax of S_0 runs while that product
-         * does, and only the CTA's first S and last P V are issued alone.
-         * A tile's last key block may be half empty for this warpgroup: when its keys from 64 on
-         * are all masked for the warpgroup's 64 rows (the causal diagonal, or past Nk), its S, its
-         * softmax and its P V take the first 64 keys only (W = 64); the masked half would add
-         * exact zeros.  The other blocks take all BC (W = BC).  Only at d = 64 with two consumer
-         * warpgroups (HALF): the second set of code paths costs registers, and at d = 128 ptxas then
-         * serializes the wgmma (C7511), with three warpgroups it spills. */
-        constexpr bool HALF = D == 64 && NWG == 2;
-        using Whalf = std::integral_constant<int, 64>;
-        using Wall = std::integral_constant<int, BC>;
-        const auto half_last = [&](const FlQueryBlock &b) { /* the warpgroup's last row: r0 + cw*64 + 63 */
-            const int c = (b.nkb - 1) * BC + 64;
-            return HALF && b.nkb >= 2 && (c >= Nk || (causal && c > b.r0 + cw * 64 + 63 + off));
-        };
-        /* after S_j of W keys has landed: the mask, the softmax (state m, l), K_j's release */
-        const auto soft = [&](auto w, int j, int r0, int jm, float(&m)[1][2], float(&l)[1][2]) {
-            constexpr int W = decltype(w)::value;
-            fl_reg_fence(sd);
-            krelease();
-            if (j >= jm) fl_mask_frag<1, W>(v12_cols<W, BC>(s), r0 + wrow, j * BC, Nk, causal, off);
-            fl_softmax_p<1, W>(v12_cols<W, BC>(s), m, l, scale_log2, alpha);
-        };
-        /* one step of the tile: S_j of W keys issued with P_{j-1} V_{j-1} (all BC keys) */
-        const auto step = [&](auto w, int j, int jm) {
-            constexpr int W = decltype(w)::value;
-            kwait();     /* K_j */
-            vwait();     /* V_{j-1} */
-            my_turn();
-            fl_wgmma_fence();
-            v12_qk<T, D, BR, BC, W>(v12_flat<W, BC>(sd), dq(), dk());
-            fl_wgmma_commit();
-            v12_pv<T, D, BC>(od, p, dv());
-            fl_wgmma_commit();
-            your_turn();
-            fl_wgmma_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
-            soft(w, j, qb.r0, jm, mrow, lrow);
-            fl_wgmma_wait0();
-            fl_reg_fence(od);
-            fl_rescale_o<1, D>(o, alpha);
-            vrelease();
-            fl_pack_afrag<T, W>(v12_cols<W, BC>(s), v12_prows<W, BC>(p));
-        };
-        /* the tile's last P V (W keys), with the next tile's S_0 when there is one (have2) */
-        int t2 = 0, bh2 = 0;
-        FlQueryBlock qb2 = {0, 0, 0};
-        bool have2 = false;
-        const auto last_pv = [&](auto w) {
-            constexpr int W = decltype(w)::value;
+         * does, and only the CTA's first S and last P V are issued alone. */
+        fl_zero(o);
+        fresh(mrow, lrow);
+        qwait();
+        kwait();
+        my_turn();
+        fl_wgmma_fence();
+        v12_qk<T, D, BR, BC>(sd, dq(), dk());
+        fl_wgmma_commit();
+        your_turn();
+        fl_wgmma_wait0();
+        fl_reg_fence(sd);
+        krelease();
+        int jm = fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off);
+        mask(0, qb.r0, jm);
+        fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
+        fl_pack_afrag<T, BC>(s, p);
+        while (have) {
+            for (int j = 1; j < qb.nkb; j++) {
+                kwait();     /* K_j */
+                vwait();     /* V_{j-1} */
+                my_turn();
+                fl_wgmma_fence();
+                v12_qk<T, D, BR, BC>(sd, dq(), dk());
+                fl_wgmma_commit();
+                v12_pv<T, D, BC>(od, p, dv());
+                fl_wgmma_commit();
+                your_turn();
+                fl_wgmma_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
+                fl_reg_fence(sd);
+                krelease();
+                mask(j, qb.r0, jm);
+                fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha);
+                fl_wgmma_wait0();
+                fl_reg_fence(od);
+                fl_rescale_o<1, D>(o, alpha);
+                vrelease();
+                fl_pack_afrag<T, BC>(s, p);
+            }
+            qrelease(); /* the last S of the tile has landed: its Q stage is free for the tile after next */
+            int t2 = t + 1, bh2;
+            FlQueryBlock qb2;
+            const bool have2 = next_tile(t2, bh2, qb2);
             vwait();
             if (have2) {
                 float m2[1][2], l2[1][2];
                 fresh(m2, l2);
-                const int jm2 = fl_first_masked_block<BC>(qb2.r0 + wrow, Nk, causal, off);
+                jm = fl_first_masked_block<BC>(qb2.r0 + wrow, Nk, causal, off);
                 qwait();
                 kwait();
                 my_turn();
                 fl_wgmma_fence();
-                v12_qk<T, D, BR, BC, BC>(sd, dq(), dk()); /* the next tile's S_0 */
+                v12_qk<T, D, BR, BC>(sd, dq(), dk()); /* the next tile's S_0 */
                 fl_wgmma_commit();
-                v12_pv<T, D, W>(od, v12_prows<W, BC>(p), dv()); /* this tile's last P V */
+                v12_pv<T, D, BC>(od, p, dv()); /* this tile's last P V */
                 fl_wgmma_commit();
                 your_turn();
                 fl_wgmma_wait<1>();
-                soft(Wall{}, 0, qb2.r0, jm2, m2, l2); /* its O is 0: no rescale */
+                fl_reg_fence(sd);
+                krelease();
+                mask(0, qb2.r0, jm);
+                fl_softmax_p<1, BC>(s, m2, l2, scale_log2, alpha); /* its O is 0: no rescale */
                 fl_wgmma_wait0();
                 fl_reg_fence(od);
                 vrelease();
@@ -364,48 +343,13 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             } else { /* the CTA's last tile: its last P V alone */
                 my_turn();
                 fl_wgmma_fence();
-                v12_pv<T, D, W>(od, v12_prows<W, BC>(p), dv());
+                v12_pv<T, D, BC>(od, p, dv());
                 fl_wgmma_commit();
                 your_turn();
                 fl_wgmma_wait0();
                 fl_reg_fence(od);
                 vrelease();
                 finish(o, mrow, lrow, bh, qb.r0);
-            }
-        };
-
-        fl_zero(o);
-        fresh(mrow, lrow);
-        qwait();
-        kwait();
-        my_turn();
-        fl_wgmma_fence();
-        v12_qk<T, D, BR, BC, BC>(sd, dq(), dk());
-        fl_wgmma_commit();
-        your_turn();
-        fl_wgmma_wait0();
-        soft(Wall{}, 0, qb.r0, fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off), mrow, lrow); /* O = 0: no rescale */
-        fl_pack_afrag<T, BC>(s, p);
-        while (have) {
-            const int jm = fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off);
-            const bool half = half_last(qb);
-            for (int j = 1; j < qb.nkb - 1; j++) step(Wall{}, j, jm);
-            if (qb.nkb >= 2) {
-                if constexpr (HALF) {
-                    if (half) step(Whalf{}, qb.nkb - 1, jm);
-                    else step(Wall{}, qb.nkb - 1, jm);
-                } else {
-                    step(Wall{}, qb.nkb - 1, jm);
-                }
-            }
-            qrelease(); /* the last S of the tile has landed: its Q stage is free for the tile after next */
-            t2 = t + 1;
-            have2 = next_tile(t2, bh2, qb2);
-            if constexpr (HALF) {
-                if (half) last_pv(Whalf{});
-                else last_pv(Wall{});
-            } else {
-                last_pv(Wall{});
             }
             t = t2, bh = bh2, qb = qb2, have = have2;
         }
@@ -418,7 +362,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             for (int j = 0; j < qb.nkb; j++) {
                 kwait();
                 fl_wgmma_fence();
-                v12_qk<T, D, BR, BC, BC>(sd, dq(), dk());
+                v12_qk<T, D, BR, BC>(sd, dq(), dk());
                 fl_wgmma_commit();
                 fl_wgmma_wait0();
                 fl_reg_fence(sd);
