@@ -37,11 +37,11 @@ impls = 'sdpa-cudnn sdpa-fa2 sdpa-efficient sdpa-math ours-v7-flash2 ours-v10-fl
 titles = 'SDPA-cuDNN SDPA-FA2 SDPA-mem-efficient SDPA-math ours-v7-(mma.sync) ours-v10-(wgmma) ours-v12-(warp-specialized,-TMA) ours-v9-(tiled-bwd) ours-v8-(materializing) ours-v11-(materializing-bwd)'
 colors = '#7f7f7f #1f77b4 #17becf #d62728 #2ca02c #006400 #e377c2 #9467bd #ff7f0e #ff7f0e'
 types = '4 5 6 7 9 11 15 9 13 13'
-if (v12) {  # the version-12 runs hold these four only
-  impls = 'sdpa-cudnn sdpa-fa2 ours-v10-flash2 ours-v12-flash2'
-  titles = 'SDPA-cuDNN SDPA-FA2 ours-v10-(wgmma) ours-v12-(warp-specialized,-TMA)'
-  colors = '#7f7f7f #1f77b4 #006400 #e377c2'
-  types = '4 5 11 15'
+if (v12) {  # the version-12 runs (run 45) hold these three only
+  impls = 'sdpa-cudnn sdpa-fa2 ours-v12-flash2'
+  titles = 'SDPA-cuDNN SDPA-FA2 ours-v12-(warp-specialized,-TMA)'
+  colors = '#7f7f7f #1f77b4 #e377c2'
+  types = '4 5 15'
 }
 if (v13) {  # the version-13 runs hold these three only
   impls = 'sdpa-cudnn sdpa-fa2 ours-v13-flash2'
