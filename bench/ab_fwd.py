@@ -16,13 +16,11 @@ FA2's error: here a build passes when its error is at most twice that of the fir
 Writes a CSV with provenance: per build, tile and shape the median over rounds of each round's
 median ms, TFLOP/s, the ratio to the first build and to cuDNN.  Exit 2 on bad input."""
 import argparse
-import datetime
-import os
 import statistics
 import sys
 
 import torch
-from gpu_sdpa import BATCH, DTYPES, ODD_BATCH, Lib, reference, rel_err, time_ms
+from gpu_sdpa import BATCH, DTYPES, ODD_BATCH, Lib, reference, rel_err, time_ms, write_rows
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
@@ -136,21 +134,9 @@ def ab_shape(a, builds, dname, tdt, fdt, B, H, N, d, causal):
 def write_csv(a, dev, rows):
     cols = ["build", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "tflops", "ratio_vs_base",
             "ratio_vs_cudnn", "rel_err", "acc_ok", "rounds"]
-    tmp = a.csv + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("# ab_fwd.py: builds of the fast kernels side by side in one process, with SDPA cuDNN\n")
-        f.write(f"# commit: {os.environ.get('FLASHLAB_COMMIT', 'unknown')}\n")
-        f.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}\n")
-        f.write(f"# gpu: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, CUDA {torch.version.cuda}\n")
-        f.write(f"# timing: {a.rounds} interleaved rounds; each round a median of {a.reps} calls between CUDA events after "
-                f"{a.warmup} warm-ups; median_ms is the median of the rounds' medians\n")
-        f.write("# command: " + " ".join(sys.argv) + "\n")
-        f.write(",".join(cols) + "\n")
-        for r in rows:
-            f.write(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
-                             for c in cols) + "\n")
-    os.replace(tmp, a.csv)
-
+    write_rows(a.csv, dev, "ab_fwd.py: builds of the fast kernels side by side in one process, with SDPA cuDNN",
+               [f"timing: {a.rounds} interleaved rounds; each round a median of {a.reps} calls between CUDA events after "
+                f"{a.warmup} warm-ups; median_ms is the median of the rounds' medians"], cols, rows)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -289,26 +289,37 @@ def acc_ok(r, e_fa2):
     return int(r["impl"].endswith("standard") and e <= 2 * UNIT_ROUNDOFF[r["dtype"]])
 
 
-def write_csv(a, dev, rows, table=True):
-    cols = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "p95_ms",
-            "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note",
-            "ratio_vs_cudnn"]
-    tmp = a.csv + ".tmp"
+def write_rows(path, dev, title, notes, cols, rows):
+    """Writes rows (dicts over cols; floats as %.6g, None empty) to path as CSV with its provenance:
+    `#` lines of title, FLASHLAB_COMMIT, the UTC date, the GPU and torch, each of notes, the command
+    line; then the header (cols, a trailing _ dropped).  Through path.tmp renamed over path, so a
+    failure leaves path as it was.  bench/ab_fwd.py writes its CSV with it too."""
+    tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        f.write("# gpu_sdpa.py: our fast kernels vs PyTorch SDPA backends, one process, same inputs\n")
+        f.write(f"# {title}\n")
         f.write(f"# commit: {os.environ.get('FLASHLAB_COMMIT', 'unknown')}\n")
         f.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}\n")
         f.write(f"# gpu: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, CUDA {torch.version.cuda}\n")
-        f.write(f"# timing: CUDA events around each call, {a.warmup} warm-ups, median and p95 of {a.reps}; "
-                f"TFLOP/s fwd 4BHN^2d/t, bwd 2.5x, causal halved; gbps_min = fewest bytes / t\n")
-        f.write(f"# accuracy: rel_err = ||x - ref|| / ||ref|| on {a.nref} heads vs fp32 (bwd: worst of dQ, dK, dV); "
-                f"acc_ok: <= 2 x SDPA FA2's rel_err + 1e-4 (materializing versions: or <= 2 x the type's unit roundoff)\n")
+        for n in notes:
+            f.write(f"# {n}\n")
         f.write("# command: " + " ".join(sys.argv) + "\n")
         f.write(",".join(c.rstrip("_") for c in cols) + "\n")
         for r in rows:
             f.write(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
                              for c in cols) + "\n")
-    os.replace(tmp, a.csv)
+    os.replace(tmp, path)
+
+
+def write_csv(a, dev, rows, table=True):
+    cols = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "p95_ms",
+            "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note",
+            "ratio_vs_cudnn"]
+    write_rows(a.csv, dev, "gpu_sdpa.py: our fast kernels vs PyTorch SDPA backends, one process, same inputs",
+               [f"timing: CUDA events around each call, {a.warmup} warm-ups, median and p95 of {a.reps}; "
+                f"TFLOP/s fwd 4BHN^2d/t, bwd 2.5x, causal halved; gbps_min = fewest bytes / t",
+                f"accuracy: rel_err = ||x - ref|| / ||ref|| on {a.nref} heads vs fp32 (bwd: worst of dQ, dK, dV); "
+                f"acc_ok: <= 2 x SDPA FA2's rel_err + 1e-4 (materializing versions: or <= 2 x the type's unit roundoff)"],
+               cols, rows)
     if not table:
         return
     # the short table: best of ours per shape against FA2 and cuDNN
