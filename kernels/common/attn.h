@@ -83,7 +83,7 @@ struct fl_kernel_info {
     fl_launch_fn launch;
     int bwd;            /* 0: forward; 1: backward (reads O, L of a forward run first) */
     long smem;          /* the most shared memory (dynamic + static) one of its kernels takes, bytes */
-    int persistent;     /* 1: a persistent grid (each CTA loops over tiles; fl_gpu_args.ctas caps it) */
+    int persistent = 0; /* 1: a persistent grid (each CTA loops over tiles; fl_gpu_args.ctas caps it) */
 };
 
 /* What a ladder file's probe kernel reports of the code the driver loaded for this GPU. */

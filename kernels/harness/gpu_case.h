@@ -35,7 +35,7 @@ struct fl_gpu_case {
     int check;       /* compute the reference and the accuracy check */
     int reps;        /* extra timed launches after the counted one (0: none) */
     int Nk;          /* keys; 0 = N (only the flash2 forward takes Nk != N) */
-    int ctas;        /* persistent kernels: at most this many CTAs (0: one an SM) */
+    int ctas = 0;    /* persistent kernels: at most this many CTAs (0: one an SM) */
 };
 
 struct fl_gpu_outcome {
