@@ -37,7 +37,7 @@
  * scripts/check_counted_access.py fails on any global access outside this header: the intrinsics
  * (__ldg, __ldcg, ..., atomics), the PTX (ld.global, st.global, red.global, atom.global,
  * cp.async, cp.async.bulk), raw pointers among a kernel's parameters and __device__ variables.
- * The bulk tensor copy (cp.async.bulk.tensor) is allowed here only, in fl_gtmap::load.
+ * The bulk tensor copy (cp.async.bulk.tensor) is allowed here only, in fl_gtmap::load and ::store.
  */
 #ifndef FL_KERNELS_COUNTED_CUH
 #define FL_KERNELS_COUNTED_CUH
@@ -313,6 +313,21 @@ template <class T, int TENSOR> class fl_gtmap {
         c.template read<TENSOR>((long long)r * k);
         FL_SM90A_ASM("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
                      ::"r"(fl_smem_u32(s)), "l"((uint64_t)&map_), "r"(col), "r"(row), "r"(slice), "r"(fl_smem_u32(bar))
+                     : "memory");
+    }
+    /* The other way: the box_rows x 64 sub-tile at s (1024-byte aligned, the 128-byte swizzle)
+     * written to columns [col, col + 64) x rows [row, row + box_rows) of slice `slice`; rows and
+     * columns past the matrix are not written.  One thread issues it, after the threads that wrote
+     * s have made their writes visible to the copy engine (fence.proxy.async, then a barrier among
+     * them); it joins this thread's bulk group (fl_bulk_commit), which must be waited for
+     * (fl_bulk_wait_read) before s is written again or the CTA ends.  The elements inside the
+     * tensor are counted as written. */
+    __device__ __forceinline__ void store(FlCount &c, const void *s, int col, int row, int slice) const
+    {
+        const int r = max(0, min(box_rows_, rows_ - row)), k = max(0, min(BOX_COLS, cols_ - col));
+        c.template write<TENSOR>((long long)r * k);
+        FL_SM90A_ASM("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                     ::"l"((uint64_t)&map_), "r"(col), "r"(row), "r"(slice), "r"(fl_smem_u32(s))
                      : "memory");
     }
 };

@@ -70,6 +70,12 @@ __device__ __forceinline__ void fl_wgmma_wait0() { fl_wgmma_wait<0>(); }
 /* Shared memory written by this thread (cp.async, st.shared, stmatrix) becomes visible to the
  * tensor cores' async proxy; a barrier must follow before they read it. */
 __device__ __forceinline__ void fl_fence_proxy_async() { FL_SM90A_ASM("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* This thread's bulk copies issued since the last commit become one bulk group (fl_gtmap::store). */
+__device__ __forceinline__ void fl_bulk_commit() { FL_SM90A_ASM("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/* Waits until at most N of this thread's bulk groups still read their shared memory. */
+template <int N> __device__ __forceinline__ void fl_bulk_wait_read() { FL_SM90A_ASM("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
+/* Waits until at most N of this thread's bulk groups are incomplete (their writes done). */
+template <int N> __device__ __forceinline__ void fl_bulk_wait() { FL_SM90A_ASM("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
 /* Keeps the compiler from moving accesses to an accumulator across the wait (CUTLASS's
  * warpgroup_fence_operand). */
 __device__ __forceinline__ void fl_reg_fence(float &x) { asm volatile("" : "+f"(x)::"memory"); }

@@ -83,14 +83,15 @@ struct v12_sched {
      * bx < 0: no tile at this s (the middle tile's missing partner). */
     __device__ bool at(int s, int &bh, int &bx) const
     {
-        const long u = blockIdx.x + (long)(pair ? s >> 1 : s) * gridDim.x;
-        if (u >= units()) return false;
+        const long ul = blockIdx.x + (long)(pair ? s >> 1 : s) * gridDim.x;
+        if (ul >= units()) return false;
+        const unsigned u = (unsigned)ul; /* below 2^31 (launch_ws_fwd): 32-bit divisions */
         if (!pair) {
             bh = (int)(u / nqb), bx = (int)(u % nqb);
             return true;
         }
-        const int np = (nqb + 1) / 2, p = (int)(u % np);
-        bh = (int)(u / np), bx = (s & 1) ? nqb - 1 - p : p;
+        const unsigned np = (nqb + 1) / 2, p = u % np;
+        bh = (int)(u / np), bx = (s & 1) ? nqb - 1 - (int)p : (int)p;
         if ((s & 1) && bx == p) bx = -1;
         return true;
     }
@@ -127,10 +128,55 @@ __device__ __forceinline__ void v12_pv(float (&od)[D / 2], const unsigned (&p)[B
     for (int kk = 0; kk < BC / 16; kk++) fl_wgmma_rs<T, D, 1>(od, p[kk], fl_desc_add<T>(dv, kk * 16 * 64));
 }
 
+/* This warp's 16 rows of O (o scaled by rs, rounded to T) written to rows row.. of head bh: into
+ * the warp's stage in shared memory, 16 x D in 64-column sub-tiles with the 128-byte swizzle (the
+ * copy engine's box, fl_gtmap), then by the bulk tensor copy engine, which lane 0 starts and
+ * nobody waits for until the stage is needed again (the next tile's) or the CTA ends.  Rows past
+ * N are not written (the engine clips them). */
+template <class T, int D>
+__device__ __forceinline__ void v12_store_o(const float (&o)[1][D / 8][4], const float (&rs)[1][2], T *stage,
+                                            const fl_gtmap<T, FL_T_O> &Om, int row, int bh, FlCount &c)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    if (lane == 0) fl_bulk_wait_read<0>(); /* the previous tile's copies have read the stage */
+    __syncwarp();
+#ifndef FL_V12_STSM
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) /* row g + 8h, columns 8n + 2tq: sub-tile n / 8, chunk n % 8 ^ g */
+            *(unsigned *)(stage + (n / 8) * 16 * 64 + (g + 8 * h) * 64 + ((n % 8) ^ g) * 8 + 2 * tq) =
+                fl_pack2<T>(o[0][n][2 * h] * rs[0][h], o[0][n][2 * h + 1] * rs[0][h]);
+#else
+    (void)tq;
+    /* four 8 x 8 matrices an instruction: rows 0-7 and 8-15 of column groups n and n + 1; lane l
+     * gives the address of row l & 7 of matrix l >> 3 */
+    const int mi = lane >> 3, rr = lane & 7, mrow = rr + 8 * (mi & 1);
+#pragma unroll
+    for (int n = 0; n < D / 8; n += 2) {
+        const unsigned r[4] = {fl_pack2<T>(o[0][n][0] * rs[0][0], o[0][n][1] * rs[0][0]),
+                               fl_pack2<T>(o[0][n][2] * rs[0][1], o[0][n][3] * rs[0][1]),
+                               fl_pack2<T>(o[0][n + 1][0] * rs[0][0], o[0][n + 1][1] * rs[0][0]),
+                               fl_pack2<T>(o[0][n + 1][2] * rs[0][1], o[0][n + 1][3] * rs[0][1])};
+        const int nn = n + (mi >> 1);
+        fl_stsm4(stage + (nn / 8) * 16 * 64 + mrow * 64 + ((nn % 8) ^ rr) * 8, r);
+    }
+    (void)g;
+#endif
+    fl_fence_proxy_async();
+    __syncwarp();
+    if (lane == 0) {
+#pragma unroll
+        for (int s = 0; s < D / 64; s++) Om.store(c, stage + s * 16 * 64, s * 64, row, bh);
+        fl_bulk_commit();
+    }
+}
+
 template <class T, int D, int NWG, int BC, int ST, int OV, int PP>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_constant__ fl_gtmap<const T, FL_T_K> Km,
-          const __grid_constant__ fl_gtmap<const T, FL_T_V> Vm, fl_gptr<T, FL_T_O> O, fl_gptr<float, FL_T_L> L, int nbh, int N,
+          const __grid_constant__ fl_gtmap<const T, FL_T_V> Vm, const __grid_constant__ fl_gtmap<T, FL_T_O> Om,
+          fl_gptr<float, FL_T_L> L, int nbh, int N,
           int Nk, int causal, int off, int pair, float scale_log2, fl_csink g)
 {
 #if FL_CODE_HAS(FL_V_NEEDS)
@@ -139,6 +185,17 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     constexpr int RP = NWG == 2 ? 24 : 32, RC = NWG == 2 ? 240 : 160;
     static_assert(128 * RP + 128 * NWG * RC <= 65536, "the register file holds both roles");
     static_assert(!PP || OV, "ping-pong needs the overlap");
+#ifndef FL_V12_EMU
+#define FL_V12_EMU 0
+#endif
+    constexpr int EMU = D == 64 ? FL_V12_EMU : 0; /* exponentials on the FMA pipe: every EMU-th column pair */
+    /* the next tile found at the start of a tile (step 14): measured +2-3 % at d = 64 on 128 x 128;
+     * on 192 x 128 ptxas then spills and at d = 128 it did not help */
+#ifndef FL_V12_HOIST3
+    constexpr bool HOIST = D == 64 && NWG == 2;
+#else
+    constexpr bool HOIST = D == 64;
+#endif
     constexpr auto tl = v12_tiles<D, BR, BC, ST>();
     extern __shared__ __align__(1024) unsigned char fl_smem[];
     unsigned char *base = fl_smem + ((1024 - (fl_smem_u32(fl_smem) & 1023)) & 1023);
@@ -246,7 +303,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     const auto finish = [&](const float(&o_)[1][D / 8][4], const float(&m)[1][2], const float(&l)[1][2], int bh, int r0) {
         float rs[1][2];
         fl_softmax_finish<1>(m, l, scale_log2, rs, L + (long)bh * N, r0 + wrow, N, c);
-        fl_warp_store_rows<T, D, 1>(o_, rs, stage, O + ((long)bh * N + r0 + wrow) * D, min(16, max(0, N - r0 - wrow)), c);
+        v12_store_o<T, D>(o_, rs, stage, Om, r0 + wrow, bh, c);
     };
     /* The next tile of this CTA from t on that sees a key (its t, bh, query block).  A tile that sees
      * none (causal, Nk < N) gets O = 0 and L = -inf here, with no copy and no product, from zeros
@@ -286,9 +343,19 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         krelease();
         int jm = fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off);
         mask(0, qb.r0, jm);
-        fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
+        fl_softmax_p<1, BC, EMU>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
         fl_pack_afrag<T, BC>(s, p);
         while (have) {
+            /* the next tile: with HOIST found while this one runs, so that its index arithmetic
+             * is off the path from this tile's last product to the next tile's first */
+            int t2 = t + 1, bh2 = 0, jm2 = 0;
+            FlQueryBlock qb2{};
+            bool have2 = false;
+            const auto find_next = [&]() {
+                have2 = next_tile(t2, bh2, qb2);
+                jm2 = have2 ? fl_first_masked_block<BC>(qb2.r0 + wrow, Nk, causal, off) : 0;
+            };
+            if constexpr (HOIST) find_next();
             for (int j = 1; j < qb.nkb; j++) {
                 kwait();     /* K_j */
                 vwait();     /* V_{j-1} */
@@ -303,7 +370,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_reg_fence(sd);
                 krelease();
                 mask(j, qb.r0, jm);
-                fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha);
+                fl_softmax_p<1, BC, EMU>(s, mrow, lrow, scale_log2, alpha);
                 fl_wgmma_wait0();
                 fl_reg_fence(od);
                 fl_rescale_o<1, D>(o, alpha);
@@ -311,14 +378,12 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_pack_afrag<T, BC>(s, p);
             }
             qrelease(); /* the last S of the tile has landed: its Q stage is free for the tile after next */
-            int t2 = t + 1, bh2;
-            FlQueryBlock qb2;
-            const bool have2 = next_tile(t2, bh2, qb2);
+            if constexpr (!HOIST) find_next();
             vwait();
             if (have2) {
                 float m2[1][2], l2[1][2];
                 fresh(m2, l2);
-                jm = fl_first_masked_block<BC>(qb2.r0 + wrow, Nk, causal, off);
+                jm = jm2;
                 qwait();
                 kwait();
                 my_turn();
@@ -332,7 +397,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_reg_fence(sd);
                 krelease();
                 mask(0, qb2.r0, jm);
-                fl_softmax_p<1, BC>(s, m2, l2, scale_log2, alpha); /* its O is 0: no rescale */
+                fl_softmax_p<1, BC, EMU>(s, m2, l2, scale_log2, alpha); /* its O is 0: no rescale */
                 fl_wgmma_wait0();
                 fl_reg_fence(od);
                 vrelease();
@@ -384,6 +449,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         }
     }
     if (cw == 0) my_turn(); /* the last warpgroup's last hand-off, so that no arrival is left pending */
+    if (lane == 0) fl_bulk_wait<0>(); /* this warp's copies of O are done with the stage */
     fl_cnt_flush(c, g, (int)sizeof(T));
 #else
     fl_arch_missing();
@@ -405,6 +471,7 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
     const fl_gtmap<const T, FL_T_Q> qm((const T *)a->Q, D, a->N, nbh, BR, "flash2 (v12): Q");
     const fl_gtmap<const T, FL_T_K> km((const T *)a->K, D, Nk, nbh, BC, "flash2 (v12): K");
     const fl_gtmap<const T, FL_T_V> vm((const T *)a->V, D, Nk, nbh, BC, "flash2 (v12): V");
+    const fl_gtmap<T, FL_T_O> om((T *)a->O, D, a->N, nbh, 16, "flash2 (v12): O"); /* a warp's 16 rows */
     static int nsm = 0;
     const v12_cfg cfg = v12_pick(a->causal);
     const long units = v12_sched{FL_CDIV(a->N, BR), nbh, cfg.pair}.units();
@@ -413,7 +480,7 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
     const dim3 grid(cfg.pers ? (int)(units < cap ? units : cap) : (int)units);
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
     const auto go = [&](auto kern) {
-        fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(128 * (NWG + 1)), a->stream, a->log, qm, km, vm, (T *)a->O, a->L, nbh, a->N, Nk,
+        fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(128 * (NWG + 1)), a->stream, a->log, qm, km, vm, om, a->L, nbh, a->N, Nk,
                   a->causal, off, cfg.pair, sl2, a->cnt);
     };
     if (!cfg.ov) go(fl_ws_fwd<T, D, NWG, BC, ST, 0, 0>);
