@@ -70,21 +70,7 @@ template <int BC> __device__ __forceinline__ int fl_first_masked_block(int row0,
  * score; m stays in raw score units); l = alpha*l + rowsum(P) (this thread's part); alpha =
  * 2^((m - m_new)*c) is returned for the rescale of O (fl_rescale_o), which version 12 applies only
  * after the product P_{j-1} V_{j-1} in flight meanwhile has landed in O. */
-/* 2^x on the FMA and integer pipes instead of the MUFU (the software exponential of
- * FlashAttention-4): x = k + f with k = round(x) and |f| <= 1/2, 2^f by a degree-3 polynomial
- * (relative error below 1.1e-4 on [-1/2, 1/2], and p(0) = 1 exactly), 2^k added to its exponent
- * bits.  For x <= 0 (the softmax's, after the row max): x <= -127 and -inf give +0 exactly, and
- * (-127, -126) a number below 2^-126 (not 2^x, and as negligible). */
-__device__ __forceinline__ float fl_ex2_fma(float x)
-{
-    x = fmaxf(x, -127.f);
-    const float t = x + 12582912.f; /* 1.5 * 2^23: round(x) lands in t's low mantissa bits */
-    const float f = x - (t - 12582912.f);
-    const float p = fmaf(fmaf(fmaf(0.05500869f, f, 0.24221063f), f, 0.6932829f), f, 1.f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
-template <int WM, int BC, int EMU = 0>
+template <int WM, int BC>
 __device__ __forceinline__ void fl_softmax_p(float (&s)[WM][BC / 8][4], float (&mrow)[WM][2], float (&lrow)[WM][2],
                                              float scale_log2, float (&alpha)[WM][2])
 {
@@ -103,14 +89,8 @@ __device__ __forceinline__ void fl_softmax_p(float (&s)[WM][BC / 8][4], float (&
             float sum = 0.f;
 #pragma unroll
             for (int n = 0; n < BC / 8; n++) {
-                /* EMU > 0: every EMU-th column pair on the FMA pipe (fl_ex2_fma), the rest on the MUFU */
-                if (EMU > 0 && n % EMU == EMU - 1) {
-                    s[m][n][2 * h] = fl_ex2_fma(fmaf(s[m][n][2 * h], scale_log2, -ms));
-                    s[m][n][2 * h + 1] = fl_ex2_fma(fmaf(s[m][n][2 * h + 1], scale_log2, -ms));
-                } else {
-                    s[m][n][2 * h] = fl_ex2(fmaf(s[m][n][2 * h], scale_log2, -ms));
-                    s[m][n][2 * h + 1] = fl_ex2(fmaf(s[m][n][2 * h + 1], scale_log2, -ms));
-                }
+                s[m][n][2 * h] = fl_ex2(fmaf(s[m][n][2 * h], scale_log2, -ms));
+                s[m][n][2 * h + 1] = fl_ex2(fmaf(s[m][n][2 * h + 1], scale_log2, -ms));
                 sum += s[m][n][2 * h] + s[m][n][2 * h + 1];
             }
             lrow[m][h] = lrow[m][h] * alpha[m][h] + sum;

@@ -19,7 +19,10 @@
  *   - the instruction stream (steps 11 and 12 of docs/performance.md): descriptors built once and
  *     stepped by constants, stages as rings, the warp index broadcast so that all of it stays in
  *     the uniform datapath; one pipeline across a CTA's tiles (Q_i in two stages, the next tile's
- *     S_0 issued with this tile's last P V).
+ *     S_0 issued with this tile's last P V);
+ *   - the epilogue (steps 14 and 15): O written by the bulk tensor copy engine from each warp's
+ *     stage, started and not waited for (v12_store_o); at d = 64 with two consumer warpgroups the
+ *     next tile found at the start of a tile.
  * What it costs: the same bytes as versions 3, 7 and 10 (the schedule is theirs; the copy engine
  * reads only the elements of a box inside the tensor), a second score tile in registers (P of the
  * previous step, packed to 16 bits), a second stage of Q_i in shared memory, and sm_90a.  What it buys: measured in docs/performance.md.
@@ -140,29 +143,12 @@ __device__ __forceinline__ void v12_store_o(const float (&o)[1][D / 8][4], const
     const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
     if (lane == 0) fl_bulk_wait_read<0>(); /* the previous tile's copies have read the stage */
     __syncwarp();
-#ifndef FL_V12_STSM
 #pragma unroll
     for (int n = 0; n < D / 8; n++)
 #pragma unroll
         for (int h = 0; h < 2; h++) /* row g + 8h, columns 8n + 2tq: sub-tile n / 8, chunk n % 8 ^ g */
             *(unsigned *)(stage + (n / 8) * 16 * 64 + (g + 8 * h) * 64 + ((n % 8) ^ g) * 8 + 2 * tq) =
                 fl_pack2<T>(o[0][n][2 * h] * rs[0][h], o[0][n][2 * h + 1] * rs[0][h]);
-#else
-    (void)tq;
-    /* four 8 x 8 matrices an instruction: rows 0-7 and 8-15 of column groups n and n + 1; lane l
-     * gives the address of row l & 7 of matrix l >> 3 */
-    const int mi = lane >> 3, rr = lane & 7, mrow = rr + 8 * (mi & 1);
-#pragma unroll
-    for (int n = 0; n < D / 8; n += 2) {
-        const unsigned r[4] = {fl_pack2<T>(o[0][n][0] * rs[0][0], o[0][n][1] * rs[0][0]),
-                               fl_pack2<T>(o[0][n][2] * rs[0][1], o[0][n][3] * rs[0][1]),
-                               fl_pack2<T>(o[0][n + 1][0] * rs[0][0], o[0][n + 1][1] * rs[0][0]),
-                               fl_pack2<T>(o[0][n + 1][2] * rs[0][1], o[0][n + 1][3] * rs[0][1])};
-        const int nn = n + (mi >> 1);
-        fl_stsm4(stage + (nn / 8) * 16 * 64 + mrow * 64 + ((nn % 8) ^ rr) * 8, r);
-    }
-    (void)g;
-#endif
     fl_fence_proxy_async();
     __syncwarp();
     if (lane == 0) {
@@ -185,17 +171,9 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     constexpr int RP = NWG == 2 ? 24 : 32, RC = NWG == 2 ? 240 : 160;
     static_assert(128 * RP + 128 * NWG * RC <= 65536, "the register file holds both roles");
     static_assert(!PP || OV, "ping-pong needs the overlap");
-#ifndef FL_V12_EMU
-#define FL_V12_EMU 0
-#endif
-    constexpr int EMU = D == 64 ? FL_V12_EMU : 0; /* exponentials on the FMA pipe: every EMU-th column pair */
     /* the next tile found at the start of a tile (step 14): measured +2-3 % at d = 64 on 128 x 128;
      * on 192 x 128 ptxas then spills and at d = 128 it did not help */
-#ifndef FL_V12_HOIST3
     constexpr bool HOIST = D == 64 && NWG == 2;
-#else
-    constexpr bool HOIST = D == 64;
-#endif
     constexpr auto tl = v12_tiles<D, BR, BC, ST>();
     extern __shared__ __align__(1024) unsigned char fl_smem[];
     unsigned char *base = fl_smem + ((1024 - (fl_smem_u32(fl_smem) & 1023)) & 1023);
@@ -343,7 +321,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
         krelease();
         int jm = fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off);
         mask(0, qb.r0, jm);
-        fl_softmax_p<1, BC, EMU>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
+        fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha); /* O = 0: no rescale */
         fl_pack_afrag<T, BC>(s, p);
         while (have) {
             /* the next tile: with HOIST found while this one runs, so that its index arithmetic
@@ -370,7 +348,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_reg_fence(sd);
                 krelease();
                 mask(j, qb.r0, jm);
-                fl_softmax_p<1, BC, EMU>(s, mrow, lrow, scale_log2, alpha);
+                fl_softmax_p<1, BC>(s, mrow, lrow, scale_log2, alpha);
                 fl_wgmma_wait0();
                 fl_reg_fence(od);
                 fl_rescale_o<1, D>(o, alpha);
@@ -397,7 +375,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
                 fl_reg_fence(sd);
                 krelease();
                 mask(0, qb2.r0, jm);
-                fl_softmax_p<1, BC, EMU>(s, m2, l2, scale_log2, alpha); /* its O is 0: no rescale */
+                fl_softmax_p<1, BC>(s, m2, l2, scale_log2, alpha); /* its O is 0: no rescale */
                 fl_wgmma_wait0();
                 fl_reg_fence(od);
                 vrelease();
