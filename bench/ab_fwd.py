@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ab_fwd.py: two or more builds of the fast kernels (e.g. a kernel before and after a change),
 one forward version, timed side by side in ONE process on the same inputs, with SDPA's cuDNN
-backend beside them, in interleaved rounds (A, B, ..., cuDNN, A, B, ..., cuDNN, ...), so that the
-machine's drift between rounds falls on every build alike.  The question it answers is "is B faster
+backend beside them, call by call in turn (A, B, ..., cuDNN, then B, ..., cuDNN, A, ...: the order
+rotated every call, gpu_sdpa.time_interleaved), in --rounds rounds, so that the GPU's clock and
+temperature, which move with what ran just before, fall on every build alike.  The question it answers is "is B faster
 than A, shape by shape?", the ratio measured side by side (docs/performance.md's steps).
 
 Needs a CUDA GPU and PyTorch.  The shapes are the benchmark's (bench/gpu_sdpa.py: every dtype, d,
@@ -20,7 +21,7 @@ import statistics
 import sys
 
 import torch
-from gpu_sdpa import BATCH, DTYPES, ODD_BATCH, Lib, reference, rel_err, time_ms, write_rows
+from gpu_sdpa import BATCH, DTYPES, ODD_BATCH, Lib, reference, rel_err, time_interleaved, write_rows
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
@@ -110,9 +111,9 @@ def ab_shape(a, builds, dname, tdt, fdt, B, H, N, d, causal):
         torch.cuda.synchronize()
         err[(name, kern and (kern["Br"], kern["Bc"]))] = rel_err(o if o is not None else oc[0], ro, 2)
     times = {key: [] for key in err}
-    for _ in range(a.rounds):
-        for name, kern, fn, o in runs:
-            times[(name, kern and (kern["Br"], kern["Bc"]))].append(time_ms(fn, a.warmup, a.reps)[0])
+    for _ in range(a.rounds):  # a round: every run a call in turn, the order rotated call by call
+        for (name, kern, fn, o), (ms, _) in zip(runs, time_interleaved([r[2] for r in runs], a.warmup, a.reps)):
+            times[(name, kern and (kern["Br"], kern["Bc"]))].append(ms)
     med = {key: statistics.median(t) for key, t in times.items()}
     base = builds[0][0]
     out = []
@@ -135,8 +136,9 @@ def write_csv(a, dev, rows):
     cols = ["build", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "tflops", "ratio_vs_base",
             "ratio_vs_cudnn", "rel_err", "acc_ok", "rounds"]
     write_rows(a.csv, dev, "ab_fwd.py: builds of the fast kernels side by side in one process, with SDPA cuDNN",
-               [f"timing: {a.rounds} interleaved rounds; each round a median of {a.reps} calls between CUDA events after "
-                f"{a.warmup} warm-ups; median_ms is the median of the rounds' medians"], cols, rows)
+               [f"timing: {a.rounds} rounds; in a round every build and cuDNN take turns, a call each, the order rotated call by "
+                f"call (gpu_sdpa.time_interleaved), {a.reps} calls each between CUDA events after {a.warmup} warm-ups; "
+                f"median_ms is the median of the rounds' medians (runs 41-50 timed a build's {a.reps} calls together instead)"], cols, rows)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,7 +17,6 @@ provenance (one row a phase: median and p10/p90 ms, and the SM clock and power s
 Reads the GPU's clocks; never sets them.  Needs a CUDA GPU, PyTorch and nvidia-smi; exit 2 on bad
 input, 77 when there is no GPU."""
 import argparse
-import datetime
 import statistics
 import subprocess
 import sys
@@ -153,7 +152,7 @@ def main():
                         print(f"{dn} d={d:3d} N={N:5d} {'causal' if c else 'full  '} {name:18s} {phase:9s} rep {rep} "
                               f"{med:8.4f} ms (p10 {pct(ms, 0.1):.4f}, p90 {pct(ms, 0.9):.4f}) {flop / med / 1e9:6.1f} TFLOP/s "
                               f"SM {mhz} MHz {w} W ({ns} samples)", flush=True)
-            del q, k, v, o, L
+            q = k = v = o = L = impls = None
             torch.cuda.empty_cache()
     finally:
         smi.stop()

@@ -9,7 +9,12 @@ and current stream.  For every shape (dtype x d x N x causal):
   2. every implementation runs once on them; its output is compared with an fp32 reference on the
      first heads (||out - ref|| / ||ref||, beside SDPA FA2's own error on the same heads) and
      checked free of NaN (our outputs are poisoned with NaN first);
-  3. timing: warm-up calls, then --reps calls each between two CUDA events; median and p95 ms;
+  3. timing, every call between two CUDA events, median and p95 ms of --reps calls after warm-ups:
+     --timing interleaved (the default) runs the implementations of a pass in turn, one call each
+     a round, the order rotated every round, so that each meets the GPU's clock and temperature as
+     the others do (measured: back to back, the same kernel's time moves by up to 20 % with what
+     ran before it; docs/performance.md); --timing sequential runs each implementation's calls
+     together (SDPA's backends first, then ours; the records before run 51);
      TFLOP/s = 4 B H N^2 d / t forward, 10 B H N^2 d / t backward (2.5x: the FlashAttention
      papers' convention), halved for causal; GB/s of the fewest bytes (Q, K, V read, O written;
      backward: Q, K, V, O, dO read, dQ, dK, dV written) and, for ours, of the model's bytes
@@ -83,6 +88,27 @@ def time_ms(fn, warmup, reps):
     return t[len(t) // 2], t[min(len(t) - 1, int(math.ceil(0.95 * len(t))) - 1)]
 
 
+def time_interleaved(fns, warmup, reps):
+    """[(median, p95) ms] of each of fns: warmup rounds, then reps rounds, each calling every fn
+    once between two CUDA events, round r in the order rotated by r"""
+    for _ in range(warmup):
+        for f in fns:
+            f()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)] for _ in fns]
+    for r in range(reps):
+        for j in range(len(fns)):
+            i = (j + r) % len(fns)
+            ev[i][r][0].record()
+            fns[i]()
+            ev[i][r][1].record()
+    torch.cuda.synchronize()
+    out = []
+    for e in ev:
+        t = sorted(a.elapsed_time(b) for a, b in e)
+        out.append((t[len(t) // 2], t[min(len(t) - 1, int(math.ceil(0.95 * len(t))) - 1)]))
+    return out
+
+
 def reference(q, k, v, do, causal, nref):
     """fp32 forward (and gradients) on the first nref heads of batch 0"""
     qf, kf, vf = (x[0, :nref].float().detach().requires_grad_(True) for x in (q, k, v))
@@ -121,6 +147,8 @@ def main():
     ap.add_argument("--csv", required=True)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--timing", default="interleaved", choices=("interleaved", "sequential"),
+                    help="the implementations of a pass in turn, a call each a round (default), or each one's calls together")
     ap.add_argument("--quick", action="store_true", help="one shape per d, fp16, for a first look")
     ap.add_argument("--shapes", default="recorded", choices=("recorded", "odd", "all"),
                     help="recorded: N = 1024..16384; odd: N = 1000, 3000, 5000, 12000 (B*H not a multiple of 132)")
@@ -180,70 +208,80 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
               f"{ms if ms else float('nan'):8.3f} ms {fl / ms / 1e9 if ms else float('nan'):7.1f} TFLOP/s err {err:.2e} {note}",
               flush=True)
 
-    # ---- SDPA backends, forward and backward
-    sdpa_err = {}
-    for name, be in BACKENDS:
-        if a.backends and name not in a.backends.split(","):
-            continue
-        if name == "sdpa-math" and N > 4096:
-            continue  # fp32 S and P of 2 x 16 x 16384^2: minutes per call (the anchor skips it too)
-        try:
+    def timed(entries):
+        """entries: (impl, version, pass_, kern, fn, err, mbytes) of one pass, each already run once;
+        times them (--timing) and adds their rows"""
+        if a.timing == "interleaved":
+            ts = time_interleaved([e[4] for e in entries], a.warmup, a.reps)
+        else:
+            ts = [time_ms(e[4], a.warmup, a.reps) for e in entries]
+        for (impl, version, pass_, kern, _, err, mbytes), (ms, p95) in zip(entries, ts):
+            row(impl, version, pass_, kern, ms, p95, err, mbytes)
+
+    backends = [(n, be) for n, be in BACKENDS if not (a.backends and n not in a.backends.split(","))
+                and not (n == "sdpa-math" and N > 4096)]  # math: fp32 S and P of 2 x 16 x 16384^2, minutes a call
+    skip = {int(x) for x in a.skip_versions.split(",") if x}
+    only = {int(x) for x in a.only_versions.split(",") if x}
+    kerns = [kern for kern in lib.kernels
+             if kern["dtype"] == fdt and kern["d"] == d and kern["version"] not in skip and (not only or kern["version"] in only)
+             and not (a.tiles and not kern["bwd"] and kern["algo"] == "flash2" and f"{kern['Br']}x{kern['Bc']}" not in a.tiles.split(","))]
+
+    def sdpa(be):
+        """SDPA's forward on backend be (a callable)"""
+        def f():
             with sdpa_kernel([be]):
-                f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
-                o = f()
-                torch.cuda.synchronize()
-                err = rel_err(o, ro, nref)
-                sdpa_err[name] = err
-                ms, p95 = time_ms(f, a.warmup, a.reps)
-                row(name, "", "fwd", None, ms, p95, err, None)
-                if a.no_bwd:
-                    continue
+                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+        return f
+
+    # ---- the forward pass: SDPA's backends, then ours
+    entries = []
+    for name, be in backends:
+        try:
+            f = sdpa(be)
+            o = f()
+            torch.cuda.synchronize()
+            entries.append((name, "", "fwd", None, f, rel_err(o, ro, nref), None))
+        except RuntimeError as e:  # a backend that does not take this shape or type
+            print(f"gpu_sdpa: {name} {dname} N={N} d={d}: {str(e).splitlines()[0]}", file=sys.stderr)
+    for kern in (x for x in kerns if not x["bwd"]):
+        o, L = torch.full_like(q, float("nan")), torch.empty(nbh * N, device="cuda", dtype=torch.float32)
+        S = P = None
+        if kern["algo"] == "standard":
+            S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
+            P = torch.empty_like(S)
+        f = lambda kern=kern, o=o, L=L, S=S, P=P: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, S=S, P=P)
+        f()
+        torch.cuda.synchronize()
+        err = float("nan") if torch.isnan(o).any() else rel_err(o, ro, nref)
+        mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "fwd") if a.flashlab else None
+        entries.append((f"ours-v{kern['version']}-{kern['algo']}", kern["version"], "fwd", kern, f, err, mbytes))
+    timed(entries)
+    entries = o = L = S = P = f = None
+    torch.cuda.empty_cache()
+
+    # ---- the backward pass
+    if not a.no_bwd:
+        entries = []
+        for name, be in backends:
+            try:
                 qg, kg, vg = (x.detach().requires_grad_(True) for x in (q, k, v))
-                og = F.scaled_dot_product_attention(qg, kg, vg, is_causal=bool(causal))
+                with sdpa_kernel([be]):
+                    og = F.scaled_dot_product_attention(qg, kg, vg, is_causal=bool(causal))
                 g = torch.autograd.grad(og, (qg, kg, vg), do, retain_graph=True)
                 torch.cuda.synchronize()
                 errb = max(rel_err(g[0], rdq, nref), rel_err(g[1], rdk, nref), rel_err(g[2], rdv, nref))
-                fb = lambda: torch.autograd.grad(og, (qg, kg, vg), do, retain_graph=True)
-                ms, p95 = time_ms(fb, a.warmup, a.reps)
-                row(name, "", "bwd", None, ms, p95, errb, None)
-                del og, g, qg, kg, vg
-        except RuntimeError as e:  # a backend that does not take this shape or type
-            print(f"gpu_sdpa: {name} {dname} N={N} d={d}: {str(e).splitlines()[0]}", file=sys.stderr)
-        torch.cuda.empty_cache()
-
-    # ---- ours: every fast kernel built for this type and d
-    L = torch.empty(nbh * N, device="cuda", dtype=torch.float32)
-    skip = {int(x) for x in a.skip_versions.split(",") if x}
-    only = {int(x) for x in a.only_versions.split(",") if x}
-    for kern in lib.kernels:
-        if kern["dtype"] != fdt or kern["d"] != d or kern["version"] in skip or (only and kern["version"] not in only):
-            continue
-        if a.tiles and not kern["bwd"] and kern["algo"] == "flash2" and f"{kern['Br']}x{kern['Bc']}" not in a.tiles.split(","):
-            continue
-        if kern["bwd"] and a.no_bwd:
-            continue
-        impl = f"ours-v{kern['version']}-{kern['algo']}"
-        o = torch.full_like(q, float("nan"))
-        S = P = None
-        if kern["algo"] == "standard" and not kern["bwd"]:
-            S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
-            P = torch.empty_like(S)
-        if not kern["bwd"]:
-            f = lambda: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, S=S, P=P)
-            f()
-            torch.cuda.synchronize()
-            err = rel_err(o, ro, nref)
-            if torch.isnan(o).any():
-                err = float("nan")
-            ms, p95 = time_ms(f, a.warmup, a.reps)
-            mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "fwd") if a.flashlab else None
-            row(impl, kern["version"], "fwd", kern, ms, p95, err, mbytes)
-        else:
+                fb = lambda og=og, t=(qg, kg, vg): torch.autograd.grad(og, t, do, retain_graph=True)
+                entries.append((name, "", "bwd", None, fb, errb, None))
+                g = None
+            except RuntimeError as e:
+                print(f"gpu_sdpa: {name} {dname} N={N} d={d} backward: {str(e).splitlines()[0]}", file=sys.stderr)
+        for kern in (x for x in kerns if x["bwd"]):
             # the backward reads what our own forward saved: O and L (flash2: version 7), or P
             # (standard: version 8, the first built for this d)
             fv = 8 if kern["algo"] == "standard" else 7
             fk = next(x for x in lib.kernels if x["version"] == fv and x["dtype"] == fdt and x["d"] == d)
-            dP = dS = None
+            o, L = torch.full_like(q, float("nan")), torch.empty(nbh * N, device="cuda", dtype=torch.float32)
+            S = P = dP = dS = None
             if kern["algo"] == "standard":
                 S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
                 P, dP, dS = torch.empty_like(S), torch.empty_like(S), torch.empty_like(S)
@@ -251,17 +289,18 @@ def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
             dQacc = torch.empty(nbh * N * d, device="cuda", dtype=torch.float32)
             Dv = torch.empty(nbh * N, device="cuda", dtype=torch.float32)
             dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
-            f = lambda: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, P=P, dO=do, dQacc=dQacc, Dv=Dv,
-                                dQ=dq, dK=dk, dV=dv, dP=dP, dS=dS)
+            f = lambda kern=kern, t=(o, L, P, dQacc, Dv, dq, dk, dv, dP, dS): lib.run(
+                kern, nbh, N, causal, Q=q, K=k, V=v, O=t[0], L=t[1], P=t[2], dO=do, dQacc=t[3], Dv=t[4], dQ=t[5], dK=t[6],
+                dV=t[7], dP=t[8], dS=t[9])
             f()
             torch.cuda.synchronize()
             err = max(rel_err(dq, rdq, nref), rel_err(dk, rdk, nref), rel_err(dv, rdv, nref))
             if any(torch.isnan(x).any() for x in (dq, dk, dv)):
                 err = float("nan")
-            ms, p95 = time_ms(f, a.warmup, a.reps)
             mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "bwd") if a.flashlab else None
-            row(impl, kern["version"], "bwd", kern, ms, p95, err, mbytes)
-        S = P = dP = dS = None
+            entries.append((f"ours-v{kern['version']}-{kern['algo']}", kern["version"], "bwd", kern, f, err, mbytes))
+        timed(entries)
+        entries = f = None
         torch.cuda.empty_cache()
     # accuracy verdict and ratios to SDPA FA2 and cuDNN measured here (> 1: faster than them)
     fa2 = {r["pass_"]: r for r in out if r["impl"] == "sdpa-fa2"}
@@ -315,7 +354,8 @@ def write_csv(a, dev, rows, table=True):
             "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note",
             "ratio_vs_cudnn"]
     write_rows(a.csv, dev, "gpu_sdpa.py: our fast kernels vs PyTorch SDPA backends, one process, same inputs",
-               [f"timing: CUDA events around each call, {a.warmup} warm-ups, median and p95 of {a.reps}; "
+               [f"timing: {a.timing}: CUDA events around each call, {a.warmup} warm-ups, median and p95 of {a.reps}"
+                f"{' (a pass in rounds, a call of each implementation a round, the order rotated every round)' if a.timing == 'interleaved' else ' (each implementation in turn)'}; "
                 f"TFLOP/s fwd 4BHN^2d/t, bwd 2.5x, causal halved; gbps_min = fewest bytes / t",
                 f"accuracy: rel_err = ||x - ref|| / ||ref|| on {a.nref} heads vs fp32 (bwd: worst of dQ, dK, dV); "
                 f"acc_ok: <= 2 x SDPA FA2's rel_err + 1e-4 (materializing versions: or <= 2 x the type's unit roundoff)"],
