@@ -24,7 +24,7 @@ case and requires:
      least as fast as SDPA's FA2 measured beside it, version 12's best tile a shape at least as
      fast as cuDNN; the README's ranges over all runs of the best tile a shape ("1.30-1.57x FA2
      and 0.69-0.97x cuDNN") are the records', and docs/performance.md quotes
-     bench/summarize_sdpa.py's summary lines of runs 1 and 2 as it prints them today.
+     bench/summarize_sdpa.py's summary lines of each pair of runs as it prints them today.
      tests/check_gpu_records_test.py plants wrong records that this must catch.
 
   python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
@@ -52,19 +52,32 @@ def runs_of(data, version):
     return sorted(names, key=lambda f: int(re.search(r"run(\d+)", f).group(1)))
 
 
+# The benchmark records held to a rule: (version, pass, least ratio to cuDNN of the best tile a
+# shape, None: no floor).  Version 12's floor is the issue's rule, which the README states.
+RUN_RULES = ((12, "fwd", 1.0), (13, "bwd", None))
+
+
+def claims(src):
+    """(README.md with its whitespace collapsed, docs/performance.md): the texts check_runs reads."""
+    with open(os.path.join(src, "README.md")) as f:
+        readme = " ".join(f.read().split())
+    with open(os.path.join(src, "docs", "performance.md")) as f:
+        return readme, f.read()
+
+
 def check_runs(src, data, version, pass_, readme, perf, cudnn_floor=None):
-    """The full benchmark runs of a version of record (runs_of: at least two, one pass): all 64
-    shapes in each run, every row of ours within the accuracy rule and at least as fast as SDPA's
-    FA2 measured beside it; with cudnn_floor, the best tile of every shape at least that ratio to
-    SDPA's cuDNN in every run (unrounded: 0.996 is not 1.00); the README states the ranges over all
-    runs of the best tile a shape ("A-Bx FA2 and C-Dx cuDNN"), and docs/performance.md quotes
-    bench/summarize_sdpa.py's summary lines of runs 1 and 2 as it prints them today.  Returns
-    (differences, rows checked)."""
+    """The full benchmark runs of a version of record (runs_of: runs 1, 2, ... in pairs, one pass):
+    all 64 shapes in each run, every row of ours within the accuracy rule and at least as fast as
+    SDPA's FA2 measured beside it; with cudnn_floor, the best tile of every shape at least that
+    ratio to SDPA's cuDNN in every run (unrounded: 0.996 is not 1.00); the README states the
+    ranges over all runs of the best tile a shape ("A-Bx FA2 and C-Dx cuDNN"); and for each pair
+    (1 and 2, 3 and 4, ...) bench/summarize_sdpa.py reads both completely and docs/performance.md
+    quotes its four summary lines as it prints them today.  Returns (differences, rows checked)."""
     bad, checked, best = 0, 0, []
     runs = runs_of(data, version)
-    if len(runs) < 2 or runs[:2] != [f"gpu_sdpa_v{version}_run1.csv", f"gpu_sdpa_v{version}_run2.csv"]:
+    if not runs or len(runs) % 2 or runs != [f"gpu_sdpa_v{version}_run{k}.csv" for k in range(1, len(runs) + 1)]:
         bad += 1
-        print(f"version {version}: two full runs on record expected (run1, run2), found {runs}")
+        print(f"version {version}: runs 1, 2, ... on record in pairs expected, found {runs}")
     for run in runs:
         ours = [r for r in rows_of(os.path.join(data, run)) if r["impl"] == f"ours-v{version}-flash2" and r["pass"] == pass_]
         shapes = {}
@@ -90,13 +103,27 @@ def check_runs(src, data, version, pass_, readme, perf, cudnn_floor=None):
     if claim not in readme:
         bad += 1
         print(f"README.md: does not state version {version}'s recorded ranges, {claim}")
-    summ = subprocess.run([sys.executable, os.path.join(src, "bench", "summarize_sdpa.py"),
-                           os.path.join(data, f"gpu_sdpa_v{version}_run1.csv"), os.path.join(data, f"gpu_sdpa_v{version}_run2.csv"),
-                           "--version", str(version)], capture_output=True, text=True).stdout
-    quoted = [l for l in summ.splitlines() if l.startswith((f"{pass_}:", f"cudnn-{pass_}", f"{pass_} ratio"))]
-    if len(quoted) != 4 or any(l not in perf for l in quoted):
-        bad += 1
-        print(f"docs/performance.md: version {version}'s summary lines not quoted as summarize_sdpa.py prints them: {quoted}")
+    for a, b in zip(runs[0::2], runs[1::2]):
+        out = subprocess.run([sys.executable, os.path.join(src, "bench", "summarize_sdpa.py"),
+                              os.path.join(data, a), os.path.join(data, b), "--version", str(version)],
+                             capture_output=True, text=True)
+        quoted = [l for l in out.stdout.splitlines() if l.startswith((f"{pass_}:", f"cudnn-{pass_}", f"{pass_} ratio"))]
+        if out.returncode != 0 or "|" not in out.stdout or "incomplete" in out.stdout:
+            bad += 1
+            print(f"summarize_sdpa.py {a} {b}: exit {out.returncode}\n{out.stdout[-500:]}{out.stderr[-500:]}")
+        if len(quoted) != 4 or any(l not in perf for l in quoted):
+            bad += 1
+            print(f"docs/performance.md: the summary lines of {a} and {b} not quoted as summarize_sdpa.py prints them: {quoted}")
+    return bad, checked
+
+
+def check_all_runs(src, data, readme, perf):
+    """check_runs over RUN_RULES: (differences, rows checked)."""
+    bad, checked = 0, 0
+    for version, pass_, floor in RUN_RULES:
+        b_, n_ = check_runs(src, data, version, pass_, readme, perf, floor)
+        bad += b_
+        checked += n_
     return bad, checked
 
 
@@ -177,21 +204,13 @@ def main():
             bad += 1
             print(f"fig2 v{v} {r['pass']} {br}x{bc}: model now {m['hbm_bytes']} B, recorded counters {r['counter_bytes']}")
         checked += 1
-    with open(os.path.join(src, "README.md")) as f:
-        readme = " ".join(f.read().split())
-    with open(os.path.join(src, "docs", "performance.md")) as f:
-        perf = f.read()
-    # the issue's rule for version 12's forward, which the README states: at least cuDNN's speed
-    for version, pass_, floor in ((12, "fwd", 1.0), (13, "bwd", None)):
-        b_, n_ = check_runs(src, data, version, pass_, readme, perf, floor)
-        bad += b_
-        checked += n_
+    b_, n_ = check_all_runs(src, data, *claims(src))
+    bad += b_
+    checked += n_
     print(f"check_gpu_records: {checked} cases checked in all, {bad} differ")
-    # the summaries and figures still read the records
+    # the summaries and figures still read the records (those of versions 12 and 13: check_runs)
     for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]),
                          ("summarize_sdpa.py", ["gpu_sdpa_odd_run1.csv", "gpu_sdpa_odd_run2.csv"]),
-                         ("summarize_sdpa.py", ["gpu_sdpa_v12_run1.csv", "gpu_sdpa_v12_run2.csv", "--version", "12"]),
-                         ("summarize_sdpa.py", ["gpu_sdpa_v13_run1.csv", "gpu_sdpa_v13_run2.csv", "--version", "13"]),
                          ("summarize_fig2.py", ["gpu_fig2.csv"])):
         out = subprocess.run([sys.executable, os.path.join(src, "bench", script)] +
                              [a if a.startswith("-") or a.isdigit() else os.path.join(data, a) for a in args],
