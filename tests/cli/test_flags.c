@@ -40,8 +40,9 @@ static cli_result run_with(const flag_case *c, const char *arg)
     return cli_run_in(NULL, NULL, argv);
 }
 
-Test(flags, a_flag_with_a_value_is_refused, .timeout = FL_T(120))
+Test(flags, a_flag_with_a_value_is_refused)
 {
+    fl_time_limit(FL_T(120));
     static const char *const values[] = {"false", "no", "0", "yes", ""};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
@@ -56,8 +57,9 @@ Test(flags, a_flag_with_a_value_is_refused, .timeout = FL_T(120))
 
 /* The same flags without a value work (so the refusals above are about the value); report
  * --no-figures runs the whole default sweep, so it is left to test_report.c. */
-Test(flags, a_flag_without_a_value_is_accepted, .timeout = FL_T(120))
+Test(flags, a_flag_without_a_value_is_accepted)
 {
+    fl_time_limit(FL_T(120));
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (!strcmp(cases[i].cmd[0], "report") && strcmp(cases[i].flag, "--help")) continue;
         cli_result r = run_with(&cases[i], cases[i].flag);

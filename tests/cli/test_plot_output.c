@@ -24,8 +24,9 @@ static void script(const char *path, const char *body)
     chmod(path, 0755);
 }
 
-Test(plot_output, a_figure_path_that_is_a_directory_moves_nothing, .timeout = FL_T(200))
+Test(plot_output, a_figure_path_that_is_a_directory_moves_nothing)
 {
+    fl_time_limit(FL_T(200));
     if (!have_gnuplot()) cr_skip_test("no gnuplot");
     char dir[64], sub[128], names[4096];
     fresh_dir(dir);
@@ -42,8 +43,9 @@ Test(plot_output, a_figure_path_that_is_a_directory_moves_nothing, .timeout = FL
     cli_free(&r);
 }
 
-Test(plot_output, gnuplot_lines_stay_off_stderr, .timeout = FL_T(250))
+Test(plot_output, gnuplot_lines_stay_off_stderr)
 {
+    fl_time_limit(FL_T(250));
     if (!have_gnuplot()) cr_skip_test("no gnuplot");
     char dir[64], fake[128], out[128], env_gp[192];
     fresh_dir(dir);
@@ -79,8 +81,9 @@ Test(plot_output, gnuplot_lines_stay_off_stderr, .timeout = FL_T(250))
     cli_free(&r);
 }
 
-Test(plot_output, two_runs_give_the_same_bytes, .timeout = FL_T(250))
+Test(plot_output, two_runs_give_the_same_bytes)
 {
+    fl_time_limit(FL_T(250));
     if (!have_gnuplot()) cr_skip_test("no gnuplot");
     char dir[64], a[128], b[128], cmd[512], names[4096];
     fresh_dir(dir);

@@ -10,8 +10,9 @@
 #include "cli_runner.h"
 #include "disk.h"
 
-Test(report, prints_the_table_fits_examples_and_writes_every_figure, .timeout = FL_T(550))
+Test(report, prints_the_table_fits_examples_and_writes_every_figure)
 {
+    fl_time_limit(FL_T(550));
     if (!have_gnuplot()) cr_skip_test("gnuplot (pngcairo, pdfcairo, svg) is not installed: apt-get install gnuplot-nox");
     char dir[] = "/tmp/flashlab-report-XXXXXX", out[128], path[256], cmd[256];
     cr_assert(mkdtemp(dir));
@@ -92,8 +93,9 @@ Test(report, bad_options_are_refused)
 
 /* A report that fails after its work (here gnuplot fails on the first figure) prints nothing of
  * its text: the text is printed only when every figure is in place.  And nothing is moved in. */
-Test(report, a_failure_after_the_work_prints_nothing, .timeout = FL_T(600))
+Test(report, a_failure_after_the_work_prints_nothing)
 {
+    fl_time_limit(FL_T(600));
     char dir[] = "/tmp/flashlab-repfail-XXXXXX", out[128], fake[128];
     cr_assert(mkdtemp(dir));
     snprintf(out, sizeof out, "%s/rep", dir);

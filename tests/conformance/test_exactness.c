@@ -31,8 +31,9 @@ static void check(fl_algo a, int64_t N, int64_t d, int64_t M, uint64_t seed)
 }
 
 /* The grid: N in {1, 7, 64, 1000}, d in {1, 16, 64, 128}, every schedule. */
-Test(exactness, every_schedule_matches_reference_at_default_blocks, .timeout = FL_T(300))
+Test(exactness, every_schedule_matches_reference_at_default_blocks)
 {
+    fl_time_limit(FL_T(300));
     const int64_t Ns[] = {1, 7, 64, 1000}, ds[] = {1, 16, 64, 128};
     double worst = 0;
     for (int a = 0; a < fl_schedule_count(); a++)
@@ -42,8 +43,9 @@ Test(exactness, every_schedule_matches_reference_at_default_blocks, .timeout = F
 }
 
 /* Small SRAM: many partial tiles; standard with chunked d (Td > 1) and rows that do not fit. */
-Test(exactness, every_schedule_matches_reference_under_small_M, .timeout = FL_T(300))
+Test(exactness, every_schedule_matches_reference_under_small_M)
 {
+    fl_time_limit(FL_T(300));
     const int64_t Ns[] = {7, 64, 1000}, ds[] = {1, 16, 64, 128};
     for (int a = 0; a < fl_schedule_count(); a++)
         for (int i = 0; i < 3; i++)

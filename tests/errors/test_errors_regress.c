@@ -226,8 +226,9 @@ Test(errors_regress, regress_message_is_one_line)
  * tile by tile (batch x heads x N/Bc steps), so `--batch 512 --heads 512` at N = 10^6 took
  * minutes before --max-events could refuse it (4096 x 4096: hours, 2 GB).  Each segment shape is
  * now counted once; the timeout makes this test fail on the old code. */
-Test(errors_regress, regress_many_heads_refused_fast, .timeout = FL_T(20.0))
+Test(errors_regress, regress_many_heads_refused_fast)
 {
+    fl_time_limit(FL_T(20.0));
     EXPECT_BAD("--max-events: flash2 at N = 1000000, d = 64, M = 98304 makes 11892837318656 tile events, "
                "more than the limit 10000000000; raise --max-events or M",
                "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "512", "--batch", "512");
@@ -235,8 +236,9 @@ Test(errors_regress, regress_many_heads_refused_fast, .timeout = FL_T(20.0))
 
 /* Same finding, 4096 x 4096 (batch, head) problems: refused in milliseconds too (the segment
  * list it once built took 2 GB; segments are now computed on demand). */
-Test(errors_regress, regress_segment_list_capped, .timeout = FL_T(20.0))
+Test(errors_regress, regress_segment_list_capped)
 {
+    fl_time_limit(FL_T(20.0));
     EXPECT_BAD_NAMES("--max-events: flash2 at N = 1000000, d = 64, M = 98304 makes",
                      "count", "--algo", "flash2", "--N", "1000000", "--d", "64", "--heads", "4096", "--batch", "4096");
 }
@@ -274,8 +276,9 @@ Test(errors_regress, regress_sparse_block_table_shuffle)
  * 100000` timed out: the closed form of a multi-segment problem walks every row block
  * (N / Br = 10^9 steps) before --max-events can refuse it.  A cheap lower bound of the events
  * (every row block stores its output; a backward touches every key block) now refuses first. */
-Test(errors_regress, regress_walking_closed_form_refused_fast, .timeout = FL_T(20.0))
+Test(errors_regress, regress_walking_closed_form_refused_fast)
 {
+    fl_time_limit(FL_T(20.0));
     EXPECT_BAD("--max-events: flash2 at N = 230584007582, d = 16, M = 98304 makes at least 4906042716 tile "
                "events, more than the limit 100000; raise --max-events or M",
                "count", "--algo", "flash2", "--heads", "6", "--kv-heads", "2", "--N", "230584007582", "--d", "16",
@@ -288,8 +291,9 @@ Test(errors_regress, regress_walking_closed_form_refused_fast, .timeout = FL_T(2
 /* fuzz_cli finding: `count --algo decode --N 1071671015 --d 202 --max-events 100000` timed out
  * under the sanitizers (0.9 s natively, linear in N): decode's closed form walks every query
  * block.  Decode stores every row block's output, so ceil(N / Br) bounds its events. */
-Test(errors_regress, regress_decode_many_queries_refused_fast, .timeout = FL_T(20.0))
+Test(errors_regress, regress_decode_many_queries_refused_fast)
 {
+    fl_time_limit(FL_T(20.0));
     EXPECT_BAD_NAMES("--max-events: decode at N = 2305843009213693951, d = 1, M = 98304 makes at least",
                      "count", "--algo", "decode", "--N", "2305843009213693951", "--d", "1", "--max-events", "100000");
     /* at d = 202 its cache of N keys does not even fit 64-bit counts: refused before that */
@@ -314,8 +318,9 @@ Test(errors_regress, regress_decode_no_key_block_fits)
 
 /* B1: blocksparse's closed form evaluates all Tr x Tc mask blocks (up to 2^32) before
  * --max-events is checked: 55 s to refuse this run of 1000 events at most. */
-Test(errors_regress, regress_blocksparse_refused_before_its_mask_walk, .timeout = FL_T(5.0))
+Test(errors_regress, regress_blocksparse_refused_before_its_mask_walk)
 {
+    fl_time_limit(FL_T(5.0));
     EXPECT_BAD_NAMES("--max-events", "count", "--algo", "blocksparse", "--N", "2000000", "--d", "16", "--M", "4000",
                      "--max-events", "1000");
 }
@@ -330,16 +335,18 @@ Test(errors_regress, regress_decode_bytes_overflow_refused)
 
 /* B3: decode's events lower bound counts row blocks, not splits: with 2 x 10^9 splits its closed
  * form walks them all (2 minutes) before refusing. */
-Test(errors_regress, regress_decode_splits_refused_fast, .timeout = FL_T(5.0))
+Test(errors_regress, regress_decode_splits_refused_fast)
 {
+    fl_time_limit(FL_T(5.0));
     EXPECT_BAD_NAMES("--max-events", "count", "--algo", "decode", "--N", "1", "--Nk", "2000000000", "--splits",
                      "2000000000", "--Bc", "1", "--max-events", "1000");
 }
 
 /* B4: flash1's closed form walks every key block (Nk / Bc = 3 x 10^8 here) though a 0,0 window
  * keeps 32 of them: 12.7 s for a run of 384 tile events. */
-Test(errors_regress, regress_narrow_window_counted_fast, .timeout = FL_T(5.0))
+Test(errors_regress, regress_narrow_window_counted_fast)
 {
+    fl_time_limit(FL_T(5.0));
     EXPECT_OK("count", "--algo", "flash1", "--N", "32", "--d", "1", "--M", "27", "--Nk", "2000000000", "--window", "0,0",
               "--max-events", "1000");
 }

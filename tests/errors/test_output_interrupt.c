@@ -89,13 +89,20 @@ static void interrupt_sweep(int sig)
     cr_expect(same_text(path, "old\n"), "big.csv changed");
 }
 
-Test(output_interrupt, sigint_during_a_sweep_leaves_nothing, .timeout = FL_T(60)) { interrupt_sweep(SIGINT); }
-Test(output_interrupt, sigterm_during_a_sweep_leaves_nothing, .timeout = FL_T(60)) { interrupt_sweep(SIGTERM); }
+Test(output_interrupt, sigint_during_a_sweep_leaves_nothing) {
+    fl_time_limit(FL_T(60));
+    interrupt_sweep(SIGINT);
+}
+Test(output_interrupt, sigterm_during_a_sweep_leaves_nothing) {
+    fl_time_limit(FL_T(60));
+    interrupt_sweep(SIGTERM);
+}
 
 /* SIGTERM while gnuplot runs (a stand-in that passes the terminal check, then marks that it has
  * started and sleeps): the staging directory beside figs/ is removed and figs/ never appears. */
-Test(output_interrupt, sigterm_during_plot_removes_the_staging_directory, .timeout = FL_T(300))
+Test(output_interrupt, sigterm_during_plot_removes_the_staging_directory)
 {
+    fl_time_limit(FL_T(300));
     char dir[64], fake[128], mark[128], names[4096];
     fresh_dir(dir);
     snprintf(fake, sizeof fake, "%s/gp", dir);
@@ -125,8 +132,9 @@ Test(output_interrupt, sigterm_during_plot_removes_the_staging_directory, .timeo
 
 /* Two traces into one path at once: the file is one run's output, whole (each run writes its
  * own temporary and renames it; the last rename wins). */
-Test(output_interrupt, two_runs_writing_one_path_leave_one_complete_file, .timeout = FL_T(120))
+Test(output_interrupt, two_runs_writing_one_path_leave_one_complete_file)
 {
+    fl_time_limit(FL_T(120));
     char dir[64], names[4096];
     fresh_dir(dir);
     const char *const ref[] = {"flashlab", "trace", "--algo", "all", "--N", "128", "--d", "8", "--M", "384",

@@ -157,8 +157,9 @@ Test(output_paths, umask_and_existing_mode_are_respected)
 
 /* A directory named by --output is refused before the sweep runs, not after it (this grid takes
  * minutes: the timeout fails the test if the sweep ran first). */
-Test(output_paths, directory_refused_before_the_work, .timeout = FL_T(10.0))
+Test(output_paths, directory_refused_before_the_work)
 {
+    fl_time_limit(FL_T(10.0));
     char dir[64], sub[128];
     fresh_dir(dir);
     path_in(sub, sizeof sub, dir, "existingdir");

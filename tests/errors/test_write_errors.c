@@ -131,8 +131,9 @@ Test(write_errors, file_size_limit_on_stdout)
 
 /* The limit on the figures: gnuplot ends (SIGXFSZ) or a CSV write fails; either way nothing
  * appears in the output directory and no staging directory is left. */
-Test(write_errors, file_size_limit_on_figures, .timeout = FL_T(250))
+Test(write_errors, file_size_limit_on_figures)
 {
+    fl_time_limit(FL_T(250));
     if (system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") != 0) cr_skip_test("no gnuplot");
     char dir[] = "/tmp/fl_wrXXXXXX", names[512];
     cr_assert(mkdtemp(dir));
@@ -152,8 +153,9 @@ Test(write_errors, file_size_limit_on_figures, .timeout = FL_T(250))
 
 /* The report's text is printed at its end: a full stdout is found there and reported (the
  * report's whole sweep runs first: this test takes as long as `report --no-figures`). */
-Test(write_errors, report_to_a_full_stdout, .timeout = FL_T(600))
+Test(write_errors, report_to_a_full_stdout)
 {
+    fl_time_limit(FL_T(600));
     const char *const argv[] = {"flashlab", "report", "--no-figures", NULL};
     const cli_setup full = {"/dev/full", 0, 0};
     cli_result r = run_setup(NULL, &full, argv);

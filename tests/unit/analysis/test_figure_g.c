@@ -54,8 +54,9 @@ static double slope(const row *r, int n, long long d, long long lo, long long hi
 
 /* Figure (g)'s grid, computed in this process (cli/regimes.c, the code `plot` and `report` run),
  * written as its CSV and read back; the summary the report prints; the gnuplot script on it. */
-Test(figure_g, its_data_obey_the_bound_and_the_script_draws_them, .timeout = FL_T(600))
+Test(figure_g, its_data_obey_the_bound_and_the_script_draws_them)
 {
+    fl_time_limit(FL_T(600));
     const fl_regime_point *pts;
     size_t npts;
     cr_assert_eq(fl_regimes_collect(&pts, &npts), FL_OK, "%s", fl_last_error());

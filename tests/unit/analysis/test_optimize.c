@@ -180,8 +180,9 @@ static int64_t grid_search(const fl_problem *p)
     return best;
 }
 
-Test(optimize, equals_the_exhaustive_minimum_on_small_problems, .timeout = FL_T(600))
+Test(optimize, equals_the_exhaustive_minimum_on_small_problems)
 {
+    fl_time_limit(FL_T(600));
     static int64_t cu[8];
     uint64_t st = 2024;
     int compared = 0, grid_missed = 0;
@@ -286,8 +287,9 @@ static int replay_all(const char *const *args)
     return rows;
 }
 
-Test(optimize_cli, every_printed_row_replays_through_count, .timeout = FL_T(300))
+Test(optimize_cli, every_printed_row_replays_through_count)
 {
+    fl_time_limit(FL_T(300));
     const char *a1[] = {"optimize", "--N", "300", "--d", "48", "--M", "600:40000:x4", "--causal", "bottom-right", NULL};
     const char *a2[] = {"optimize", "--N", "257", "--d", "64", "--causal", "bottom-right", "--pass", "fwd+bwd", "--M",
                         "2000,9000", NULL};

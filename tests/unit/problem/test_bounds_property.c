@@ -171,8 +171,9 @@ static void softmax(uint64_t *st, tally *t)
     run_checked(&p, p.algo, 0, 0, lb.bound, t);
 }
 
-Test(bounds_property, every_schedule_at_least_the_bound_and_optimize_at_most_every_schedule, .timeout = FL_T(600))
+Test(bounds_property, every_schedule_at_least_the_bound_and_optimize_at_most_every_schedule)
 {
+    fl_time_limit(FL_T(600));
     static int64_t cu[8];
     uint64_t st = 20261201;
     tally t = {0};

@@ -33,8 +33,9 @@ static int64_t count(fl_problem p, fl_algo a)
     return r.total;
 }
 
-Test(smallcache, counts_equal_the_closed_form_and_values_the_reference, .timeout = FL_T(300))
+Test(smallcache, counts_equal_the_closed_form_and_values_the_reference)
 {
+    fl_time_limit(FL_T(300));
     const int64_t shapes[][2] = {{1, 1}, {2, 5}, {5, 2}, {17, 40}, {40, 17}, {64, 64}, {53, 53}};
     const int64_t wins[][2] = {{-1, -1}, {0, 0}, {3, -1}, {-1, 2}, {4, 6}};
     const int64_t Ms[] = {6, 37, 300, 5000};
@@ -61,8 +62,9 @@ Test(smallcache, counts_equal_the_closed_form_and_values_the_reference, .timeout
     cr_assert_eq(n, 420);
 }
 
-Test(smallcache, heads_batches_varlen_and_overrides, .timeout = FL_T(300))
+Test(smallcache, heads_batches_varlen_and_overrides)
 {
+    fl_time_limit(FL_T(300));
     static const int64_t cq[] = {0, 13, 13, 60}, ck[] = {0, 20, 20, 47};
     uint64_t st = 77;
     double worst = 0.0;
@@ -120,8 +122,9 @@ Test(smallcache, dense_count_is_the_textbook_form)
  * Theta(N^2 d / sqrt M): least squares on (ln M, ln count) gives -1/2 within one standard error,
  * the constant count sqrt(M) / (N^2 d) stays in [5.8, 6.3], and flash1 and flash2 (where they
  * fit) move more. */
-Test(smallcache, slope_is_minus_one_half_below_d_squared, .timeout = FL_T(300))
+Test(smallcache, slope_is_minus_one_half_below_d_squared)
 {
+    fl_time_limit(FL_T(300));
     const int64_t N = 4096, dims[] = {64, 128};
     for (int k = 0; k < 2; k++) {
         const int64_t d = dims[k];
