@@ -10,6 +10,7 @@
 #include <flashlab/args.h>
 #include "cli.h"
 #include "listparse.h"
+#include <flashlab/schedule.h>
 
 fl_sweep_spec fl_analysis_dsweep(void)
 {
@@ -44,10 +45,11 @@ static int distinct(const fl_table *t, fl_algo a, int which, int64_t *v, int cap
 fl_status fl_bound_flash1_slope(const fl_table *t, int64_t d, int64_t *N, fl_fit *f)
 {
     int64_t Ns[64];
-    int n = distinct(t, FL_ALGO_FLASH1, 0, Ns, 64);
-    if (!n) return fl_fail(FL_EINVAL, "bound: the sweep has no flash1 rows");
+    const fl_algo law = fl_algo_with_role(FL_SCHED_PAPER_LAW);
+    int n = distinct(t, law, 0, Ns, 64);
+    if (!n) return fl_fail(FL_EINVAL, "bound: the sweep has no %s rows", fl_algo_name(law));
     *N = Ns[n - 1];
-    fl_select s = {FL_ALGO_FLASH1, *N, d, 0, FL_REGIME_PAPER};
+    fl_select s = {law, *N, d, 0, FL_REGIME_PAPER};
     return fl_law_fit(t, &s, FL_AXIS_M, f);
 }
 
@@ -57,7 +59,9 @@ static void print_fit_row(FILE *out, const char *label, const fl_fit *f, const c
             note ? note : "");
 }
 
-static const fl_algo order[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2};
+/* Whether schedule a materializes the score matrices (standard attention, Algorithm 0): its law
+ * is Theta(Nd + N²), not the flash schedules' c N²d²/M. */
+static int materializes(fl_algo a) { return (fl_schedule_get(a)->flags & FL_SCHED_MATERIALIZES) != 0; }
 
 fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int brief)
 {
@@ -65,11 +69,16 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
     fl_fit f;
     fl_fit_const c;
     int64_t ds[16], Ns[64], Ms[64];
+    fl_algo order[FL_ALGO_MAX], std = -1;
+    const int nord = fl_algos_all(NULL, order);
+    const fl_algo law = fl_algo_with_role(FL_SCHED_PAPER_LAW);
+    for (int ai = nord - 1; ai >= 0; ai--)
+        if (materializes(order[ai])) std = order[ai];
 
     fprintf(out, "Slope of HBM traffic (elements) in M at fixed N, d; regime d <= M <= Nd "
                  "(the paper's Theorem 2):\n");
     fprintf(out, "  %-28s %3s  %8s   %6s\n", "schedule, d, N", "pts", "slope", "± SE");
-    for (int ai = 0; ai < 3; ai++) {
+    for (int ai = 0; ai < nord; ai++) {
         const fl_algo a = order[ai];
         int nd = distinct(t, a, 1, ds, 16), nN = distinct(t, a, 0, Ns, 64);
         for (int j = 0; j < nd; j++)
@@ -78,7 +87,7 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
                 if (fl_law_fit(t, &s, FL_AXIS_M, &f)) continue; /* fewer than 3 points */
                 snprintf(label, sizeof label, "%-8s d = %-4" PRId64 " N = %" PRId64, fl_algo_name(a), ds[j], Ns[i]);
                 note[0] = 0;
-                if (a == FL_ALGO_FLASH1)
+                if (a == law)
                     snprintf(note, sizeof note, "   -1 within 1 SE: %s",
                              fabs(f.slope + 1.0) <= f.se_slope ? "yes" : "NO");
                 print_fit_row(out, label, &f, note);
@@ -87,8 +96,9 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
 
     fprintf(out, "\nConstant c in traffic ~= c N²d²/M over every swept (N, d, M) with d <= M <= Nd\n"
                  "(least squares on traffic / (N²d²/M); R² of ln traffic against ln(c N²d²/M)):\n");
-    for (int ai = 1; ai < 3; ai++) {
+    for (int ai = 0; ai < nord; ai++) {
         const fl_algo a = order[ai];
+        if (materializes(a)) continue;
         int nd = distinct(t, a, 1, ds, 16);
         fl_select s = {a, 0, 0, 0, FL_REGIME_PAPER};
         if (!fl_law_constant(t, &s, FL_SHAPE_N2D2_M, &c))
@@ -104,8 +114,9 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
 
     fprintf(out, "\nTwo-term law traffic ~= a Nd + c N²d²/M (the Omega(Nd) floor plus the passes), as the line\n"
                  "traffic/(Nd) = a + c Nd/M over the same points (gsl_fit_wlinear, relative residuals):\n");
-    for (int ai = 1; ai < 3; ai++) {
+    for (int ai = 0; ai < nord; ai++) {
         const fl_algo a = order[ai];
+        if (materializes(a)) continue;
         int nd = distinct(t, a, 1, ds, 16);
         for (int j = 0; j < nd; j++) {
             fl_select s = {a, 0, ds[j], 0, FL_REGIME_PAPER};
@@ -115,13 +126,13 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
         }
     }
 
-    int nM = distinct(t, FL_ALGO_FLASH1, 2, Ms, 64);
+    int nM = distinct(t, law, 2, Ms, 64);
     int64_t Mfix = 0;
     for (int k = 0; k < nM; k++)
         if (Ms[k] == 65536) Mfix = 65536;
     if (!Mfix && nM) Mfix = Ms[nM / 2];
     fprintf(out, "\nSlope in N at fixed d and M = %" PRId64 " (points with N*d >= M; flash: expect 2):\n", Mfix);
-    for (int ai = 0; ai < 3; ai++) {
+    for (int ai = 0; ai < nord; ai++) {
         const fl_algo a = order[ai];
         int nd = distinct(t, a, 1, ds, 16);
         for (int j = 0; j < nd; j++) {
@@ -138,7 +149,7 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
     int bestn = 0;
     for (size_t i = 0; i < td->n && td->n <= 20000; i++) { /* quadratic: bounded */
         const fl_point *p = &td->p[i];
-        if (p->algo != FL_ALGO_FLASH1 && !(dt && dt->n)) continue;
+        if (p->algo != law && !(dt && dt->n)) continue;
         int64_t dv[64];
         int n = 0;
         for (size_t j = 0; j < td->n; j++) {
@@ -154,7 +165,7 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
     if (bestn >= 3) {
         fprintf(out, "\nSlope in d at N = %" PRId64 ", M = %" PRId64 " (d <= M <= Nd; flash1: expect 2 while Tc >> 1):\n",
                 bestN, bestM);
-        for (int ai = 0; ai < 3; ai++) {
+        for (int ai = 0; ai < nord; ai++) {
             fl_select s = {order[ai], bestN, 0, bestM, FL_REGIME_PAPER};
             if (fl_law_fit(td, &s, FL_AXIS_D, &f)) continue;
             print_fit_row(out, fl_algo_name(order[ai]), &f, NULL);
@@ -165,15 +176,15 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
 
     fprintf(out, "\nStandard attention (Algorithm 0), c in traffic ~= c (Nd + N²):\n");
     {
-        fl_select in = {FL_ALGO_STANDARD, 0, 0, 0, FL_REGIME_STD_IN};
-        fl_select outr = {FL_ALGO_STANDARD, 0, 0, 0, FL_REGIME_STD_OUT};
+        fl_select in = {std, 0, 0, 0, FL_REGIME_STD_IN};
+        fl_select outr = {std, 0, 0, 0, FL_REGIME_STD_OUT};
         if (!fl_law_constant(t, &in, FL_SHAPE_ND_N2, &c))
             fprintf(out, "  tiles hold all of d (M >= 3d²) and a row of S fits (N <= M):  c = %.3f ± %.3f   "
                          "R² %.4f  (%zu points): Theta(Nd + N²); M moves only the constant\n", c.c, c.se, c.r2, c.n);
         if (!fl_law_constant(t, &outr, FL_SHAPE_ND_N2, &c))
             fprintf(out, "  limited SRAM (d chunked, or N > M):                           c = %.3f ± %.3f   "
                          "R² %.4f  (%zu points): above Theta(Nd + N²)\n", c.c, c.se, c.r2, c.n);
-        fl_select one = {FL_ALGO_STANDARD, 0, 64, 65536, FL_REGIME_STD_IN};
+        fl_select one = {std, 0, 64, 65536, FL_REGIME_STD_IN};
         if (!fl_law_fit(t, &one, FL_AXIS_N, &f))
             print_fit_row(out, "slope in N, d = 64, M = 65536", &f, "  (N <= M; -> 2 as N >> d)");
     }

@@ -66,7 +66,11 @@ static int parse(int argc, char **argv, opts *o, fl_mode mode, const char *cmd, 
     }
     if (k < 0) return FL_EINVAL;
     const fl_problem *p = &o->po.p;
-    if (o->all && p->kv_heads && p->kv_heads < p->heads) o->algos[o->nalgos++] = FL_ALGO_FLASH2_GQA;
+    if (o->all) { /* "all" of this problem: with its query-head groups */
+        fl_algo all[FL_ALGO_MAX];
+        o->nalgos = fl_algos_all(p, all);
+        for (int i = 0; i < o->nalgos; i++) o->algos[i] = (int)all[i];
+    }
     o->po.p.algo = (fl_algo)o->algos[0]; /* each schedule's own rules are checked by fl_run */
     return fl_popts_finish(&o->po);
 }

@@ -99,7 +99,7 @@ int fl_cmd_l2(int argc, char **argv)
             max_mb = L2_MAX_MEMORY_MB;
     int eb = 2, csv = 0, flush = 1, bwd = 0, k;
     const char *algo = NULL, *dtype = "fp16", *output = NULL, *name, *iv, *v = NULL;
-    fl_algo a = FL_ALGO_FLASH2;
+    fl_algo a = fl_algo_with_role(FL_SCHED_DEFAULT);
     fl_status e = FL_OK;
     fl_args ar;
     fl_args_init(&ar, argc, argv);

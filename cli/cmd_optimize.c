@@ -60,22 +60,27 @@ static const char *pass_name(fl_pass s) { return s == FL_PASS_FWD ? "fwd" : s ==
 static void row(FILE *out, int csv, const fl_problem *p, const fl_opt *o)
 {
     const fl_opt_choice *b = &o->best;
-    const int64_t f1 = o->have_flash1 ? o->flash1.total : -1, f2 = o->have_flash2 ? o->flash2.total : -1;
     const double ratio = o->lb.bound > 0 ? (double)b->total / (double)o->lb.bound : 0.0;
     if (csv) {
         fprintf(out, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.4f\n",
+                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",",
                 p->N, p->d, p->M, pass_name(p->pass), fl_algo_name(b->algo), b->Br, b->Bc, b->Bd, b->Br_bwd, b->Bc_bwd,
-                b->Bd_bwd, b->fwd_total, b->bwd_total, b->total, f1, f2, o->lb.bound, ratio);
+                b->Bd_bwd, b->fwd_total, b->bwd_total, b->total);
+        for (int i = 0; i < o->ncompared; i++)
+            fprintf(out, "%" PRId64 ",", o->compared[i].have ? o->compared[i].r.total : -1);
+        fprintf(out, "%" PRId64 ",%.4f\n", o->lb.bound, ratio);
         return;
     }
-    char fb[64] = "-", bb[64] = "-", s1[32] = "-", s2[32] = "-";
-    if (f1 >= 0) snprintf(s1, sizeof s1, "%" PRId64, f1);
-    if (f2 >= 0) snprintf(s2, sizeof s2, "%" PRId64, f2);
+    char fb[64] = "-", bb[64] = "-";
     if (b->Br) snprintf(fb, sizeof fb, "%" PRId64 " x %" PRId64 " (Bd %" PRId64 ")", b->Br, b->Bc, b->Bd);
     if (b->Br_bwd) snprintf(bb, sizeof bb, "%" PRId64 " x %" PRId64 " (Bd %" PRId64 ")", b->Br_bwd, b->Bc_bwd, b->Bd_bwd);
-    fprintf(out, "%9" PRId64 "  %-10s %-20s %-20s %15" PRId64 " %15s %15s %15" PRId64 " %8.2f\n", p->M,
-            fl_algo_name(b->algo), fb, bb, b->total, s1, s2, o->lb.bound, ratio);
+    fprintf(out, "%9" PRId64 "  %-10s %-20s %-20s %15" PRId64, p->M, fl_algo_name(b->algo), fb, bb, b->total);
+    for (int i = 0; i < o->ncompared; i++) {
+        char s[32] = "-";
+        if (o->compared[i].have) snprintf(s, sizeof s, "%" PRId64, o->compared[i].r.total);
+        fprintf(out, " %15s", s);
+    }
+    fprintf(out, " %15" PRId64 " %8.2f\n", o->lb.bound, ratio);
     fprintf(out, "           replay (%" PRId64 "): ", b->total);
     if (b->Br) replay(out, p, b->algo, "fwd", b->Br, b->Bc);
     if (b->Br && b->Br_bwd) fputs("  plus  ", out);
@@ -138,14 +143,19 @@ int fl_cmd_optimize(int argc, char **argv)
             fprintf(out, "# flashlab %s optimize: counts in elements from schedules executed on the count-only "
                          "machine (a model, not a measurement); lower_bound: docs/bounds.md\n", FLASHLAB_VERSION);
             fl_cli_command_comment(out, "optimize", argc, argv);
-            fputs("N,d,M,pass,best_algo,Br,Bc,Bd,Br_bwd,Bc_bwd,Bd_bwd,best_fwd,best_bwd,best_total,flash1_total,"
-                  "flash2_total,lower_bound,best_over_bound\n", out);
+            fputs("N,d,M,pass,best_algo,Br,Bc,Bd,Br_bwd,Bc_bwd,Bd_bwd,best_fwd,best_bwd,best_total,", out);
+            for (int i = 0; i < res[0].ncompared; i++) fprintf(out, "%s_total,", fl_algo_name(res[0].compared[i].algo));
+            fputs("lower_bound,best_over_bound\n", out);
         } else {
             fprintf(out, "optimize at N = %" PRId64 ", d = %" PRId64 ", pass %s: the least HBM traffic (elements) of the\n"
-                         "family (docs/model.md §7); flash1, flash2 at their default blocks; lower bound of docs/bounds.md\n",
+                         "family (docs/model.md §7); ",
                     po.p.N, po.p.d, pass_name(po.p.pass));
-            fprintf(out, "%9s  %-10s %-20s %-20s %15s %15s %15s %15s %8s\n", "M", "best", "forward Br x Bc",
-                    "backward Br x Bc", "best total", "flash1", "flash2", "lower bound", "/bound");
+            for (int i = 0; i < res[0].ncompared; i++)
+                fprintf(out, "%s%s", i ? ", " : "", fl_algo_name(res[0].compared[i].algo));
+            fprintf(out, " at their default blocks; lower bound of docs/bounds.md\n");
+            fprintf(out, "%9s  %-10s %-20s %-20s %15s", "M", "best", "forward Br x Bc", "backward Br x Bc", "best total");
+            for (int i = 0; i < res[0].ncompared; i++) fprintf(out, " %15s", fl_algo_name(res[0].compared[i].algo));
+            fprintf(out, " %15s %8s\n", "lower bound", "/bound");
         }
         for (int i = 0; i < nM; i++) {
             fl_problem p = po.p;

@@ -19,6 +19,7 @@
 #include <flashlab/args.h>
 #include "cli.h"
 #include "regimes.h"
+#include <flashlab/schedule.h>
 
 #ifndef FLASHLAB_FIGURES_DIR
 #define FLASHLAB_FIGURES_DIR "figures"
@@ -151,25 +152,37 @@ static fl_status sweep_file(const char *dir, const char *file, const fl_sweep_sp
     return e ? e : c;
 }
 
-/* Figure (d)'s data: standard / flash traffic at equal (N, d, M). */
+/* Figure (d)'s data: the traffic of the schedule of "all" that materializes S and P (standard
+ * attention) over each other schedule of "all", at equal (N, d, M). */
 static fl_status ratio_file(const char *dir, const fl_table *t)
 {
     char path[8400];
+    fl_algo all[FL_ALGO_MAX], flash[FL_ALGO_MAX], std = -1;
+    int nflash = 0;
+    const int nall = fl_algos_all(NULL, all);
+    for (int i = 0; i < nall; i++) {
+        if (std < 0 && (fl_schedule_get(all[i])->flags & FL_SCHED_MATERIALIZES)) std = all[i];
+        else flash[nflash++] = all[i];
+    }
     snprintf(path, sizeof path, "%s/data/%s", dir, figs[3].data);
     FILE *f = fopen(path, "w");
     if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", fl_shown(path), strerror(errno));
     fprintf(f, "# flashlab %s: ratios of HBM traffic (elements) of the count-only machine, from the sweep "
                "in data/%s\n", FLASHLAB_VERSION, figs[0].data);
-    fputs("N,d,M,standard,flash1,flash2,std_over_flash1,std_over_flash2\n", f);
+    fprintf(f, "N,d,M,%s", fl_algo_name(std));
+    for (int k = 0; k < nflash; k++) fprintf(f, ",%s", fl_algo_name(flash[k]));
+    for (int k = 0; k < nflash; k++) fprintf(f, ",std_over_%s", fl_algo_name(flash[k]));
+    fputc('\n', f);
     for (size_t i = 0; i < t->n; i++) {
-        const fl_point *s = &t->p[i];
-        if (s->algo != FL_ALGO_STANDARD) continue;
-        const fl_point *f1 = fl_table_find(t, FL_ALGO_FLASH1, s->N, s->d, s->M);
-        const fl_point *f2 = fl_table_find(t, FL_ALGO_FLASH2, s->N, s->d, s->M);
-        if (!f1 || !f2) continue;
-        fprintf(f, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.6g,%.6g\n", s->N,
-                s->d, s->M, s->total, f1->total, f2->total, (double)s->total / f1->total,
-                (double)s->total / f2->total);
+        const fl_point *s = &t->p[i], *fp[FL_ALGO_MAX];
+        int k = 0;
+        if (s->algo != std) continue;
+        while (k < nflash && (fp[k] = fl_table_find(t, flash[k], s->N, s->d, s->M))) k++;
+        if (k < nflash) continue;
+        fprintf(f, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, s->N, s->d, s->M, s->total);
+        for (k = 0; k < nflash; k++) fprintf(f, ",%" PRId64, fp[k]->total);
+        for (k = 0; k < nflash; k++) fprintf(f, ",%.6g", (double)s->total / fp[k]->total);
+        fputc('\n', f);
     }
     return fl_output_close_staged(f, "figures", path);
 }
@@ -252,7 +265,7 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log)
     for (int i = 0; i < 10; i++) Ma[i] = INT64_C(2048) << i; /* 2048 .. 1048576 = 16384*64 */
     for (int i = 0; i < 8; i++) Nb[i] = INT64_C(512) << i;   /* 512 .. 65536 */
     for (int i = 0; i < 28; i++) Bc[i] = 16 * (i + 1);       /* 16 .. 448 */
-    char path[8400], vars[8400];
+    char path[8400], vars[8400], cmdc[512];
     fl_table ta = {0}, tb = {0};
     fl_fit_const c;
     fl_status e;
@@ -262,19 +275,27 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log)
     fl_sweep_spec sb = fl_sweep_spec_init();
     sb.N = Nb, sb.nN = 8, sb.d = d64, sb.nd = 1, sb.M = Mb, sb.nM = 1;
     fl_sweep_spec sc = fl_sweep_spec_init();
-    sc.algos[0] = FL_ALGO_FLASH1, sc.algos[1] = FL_ALGO_FLASH2, sc.nalgos = 2;
+    fl_algo flash[FL_ALGO_MAX]; /* figure (c): the tiled schedules of "all" against Bc */
+    const int nall = fl_algos_all(NULL, flash);
+    sc.nalgos = 0;
+    for (int i = 0; i < nall; i++)
+        if (!(fl_schedule_get(flash[i])->flags & FL_SCHED_MATERIALIZES)) sc.algos[sc.nalgos++] = flash[i];
+    int len = snprintf(cmdc, sizeof cmdc, "flashlab sweep --algo ");
+    for (int i = 0; i < sc.nalgos && len < (int)sizeof cmdc; i++)
+        len += snprintf(cmdc + len, sizeof cmdc - (size_t)len, "%s%s", i ? "," : "", fl_algo_name(sc.algos[i]));
+    if (len < (int)sizeof cmdc) snprintf(cmdc + len, sizeof cmdc - (size_t)len, " --N 1024 --d 64 --M 98304 --Bc 16:448:+16");
     sc.N = Nc, sc.nN = 1, sc.d = d64, sc.nd = 1, sc.M = Mb, sc.nM = 1, sc.Bc = Bc, sc.nBc = 28;
     if (log) fprintf(log, "figures: sweeping (count-only machine) ...\n");
     if ((e = sweep_file(dir, figs[0].data, &sa, "flashlab sweep --N 1024,4096,16384 --d 64 --M 2048:1048576:x2 --M-upto-Nd", &ta)) ||
         (e = sweep_file(dir, figs[1].data, &sb, "flashlab sweep --N 512:65536:x2 --d 64 --M 98304", &tb)) ||
-        (e = sweep_file(dir, figs[2].data, &sc, "flashlab sweep --algo flash1,flash2 --N 1024 --d 64 --M 98304 --Bc 16:448:+16", NULL)) ||
+        (e = sweep_file(dir, figs[2].data, &sc, cmdc, NULL)) ||
         (e = ratio_file(dir, &ta)))
         goto out;
     snprintf(path, sizeof path, "%s/data/%s", dir, figs[4].data);
     if ((e = fl_regimes_write_path(path))) goto out;
 
     for (int i = 0; i < 5; i++) {
-        const fl_select s = {FL_ALGO_FLASH1, 0, 64, i == 1 ? 98304 : 0, FL_REGIME_PAPER};
+        const fl_select s = {fl_algo_with_role(FL_SCHED_PAPER_LAW), 0, 64, i == 1 ? 98304 : 0, FL_REGIME_PAPER};
         if (i < 2 && (e = fl_law_constant(i == 1 ? &tb : &ta, &s, FL_SHAPE_N2D2_M, &c))) goto out;
         if (i < 2) snprintf(vars, sizeof vars, "c1=%.6g; M=98304; d=64", c.c);
         else snprintf(vars, sizeof vars, "M=98304; d=64; c1=0");

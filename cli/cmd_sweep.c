@@ -199,7 +199,11 @@ int fl_cmd_sweep(int argc, char **argv)
     s.elem_bytes = po.p.elem_bytes;
     s.max_events = po.p.max_events;
     s.max_total_events = max_total;
-    if (algo_all && po.p.kv_heads && po.p.kv_heads < po.p.heads) s.algos[s.nalgos++] = FL_ALGO_FLASH2_GQA; /* as count */
+    if (algo_all) { /* "all" of this problem, as count */
+        fl_algo all[FL_ALGO_MAX];
+        s.nalgos = fl_algos_all(&po.p, all);
+        for (int i = 0; i < s.nalgos; i++) s.algos[i] = (int)all[i];
+    }
     s.N = N.n ? N.v : &po.p.N, s.nN = N.n ? N.n : 1;
     s.d = d.n ? d.v : &po.p.d, s.nd = d.n ? d.n : 1;
     s.M = M.n ? M.v : &po.p.M, s.nM = M.n ? M.n : 1;

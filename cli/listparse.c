@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <flashlab/schedule.h>
+
 #include <flashlab/args.h>
 #include <flashlab/schedule.h>
 
@@ -95,8 +97,10 @@ void fl_list_free(fl_list *l)
 fl_status fl_list_parse_algos(const char *s, int *algos, int *n)
 {
     *n = 0;
-    if (s && strcmp(s, "all") == 0) { /* the forward three; the others are named explicitly */
-        for (int a = 0; a <= FL_ALGO_FLASH2; a++) algos[(*n)++] = a;
+    if (s && strcmp(s, "all") == 0) { /* the registry's "all" of a problem without groups */
+        fl_algo all[FL_ALGO_MAX];
+        *n = fl_algos_all(NULL, all);
+        for (int k = 0; k < *n; k++) algos[k] = (int)all[k];
         return FL_OK;
     }
     if (!s) s = "";

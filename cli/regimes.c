@@ -8,15 +8,20 @@
 
 #include <flashlab/args.h>
 #include <flashlab/output.h>
+#include <flashlab/schedule.h>
 
 #define REGIME_N 4096
 
 static const int64_t dims[] = {64, 128};
 
-const char *fl_regime_sched_name(int k)
+int fl_regime_scheds(fl_algo *out)
 {
-    static const char *const names[FL_REGIME_NSCHED] = {"standard", "flash1", "flash2", "smallcache"};
-    return k >= 0 && k < FL_REGIME_NSCHED ? names[k] : NULL;
+    int n = 0;
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const fl_schedule *s = fl_schedule_get((fl_algo)a);
+        if (s->search[0] && !(s->flags & FL_SCHED_STACKS_GROUP)) out[n++] = (fl_algo)a;
+    }
+    return n;
 }
 
 /* The grid, computed once per process. */
@@ -27,14 +32,17 @@ static fl_status point(fl_regime_point *pt)
 {
     fl_problem p = fl_problem_default();
     p.N = pt->N, p.d = pt->d, p.M = pt->M;
-    FL_TRY(fl_optimize(&p, 1, FL_OPT_MAX_WORK, &pt->opt)); /* runs flash1 and flash2 at their rules too */
-    for (int k = 0; k < FL_REGIME_NSCHED; k++) {
+    FL_TRY(fl_optimize(&p, 1, FL_OPT_MAX_WORK, &pt->opt)); /* runs the compared schedules too */
+    fl_algo sched[FL_ALGO_MAX];
+    const int ns = fl_regime_scheds(sched);
+    for (int k = 0; k < ns; k++) {
         fl_result r;
+        int i = 0;
         pt->count[k] = -1;
-        FL_TRY(fl_algo_parse(fl_regime_sched_name(k), &p.algo));
-        if (p.algo == FL_ALGO_FLASH1 || p.algo == FL_ALGO_FLASH2) { /* executed by fl_optimize */
-            const int have = p.algo == FL_ALGO_FLASH1 ? pt->opt.have_flash1 : pt->opt.have_flash2;
-            if (have) pt->count[k] = (p.algo == FL_ALGO_FLASH1 ? pt->opt.flash1 : pt->opt.flash2).total;
+        p.algo = sched[k];
+        while (i < pt->opt.ncompared && pt->opt.compared[i].algo != p.algo) i++;
+        if (i < pt->opt.ncompared) { /* executed by fl_optimize */
+            if (pt->opt.compared[i].have) pt->count[k] = pt->opt.compared[i].r.total;
             continue;
         }
         const fl_status s = fl_run(&p, FL_COUNT, NULL, NULL, &r);
@@ -42,7 +50,7 @@ static fl_status point(fl_regime_point *pt)
         if (s) return s;
         if (r.total != r.closed.total)
             return fl_fail(FL_EBOUNDS, "figure (g): %s at M = %" PRId64 " counted %" PRId64 ", its closed form says %" PRId64,
-                           fl_regime_sched_name(k), pt->M, r.total, r.closed.total);
+                           fl_algo_name(p.algo), pt->M, r.total, r.closed.total);
         pt->count[k] = r.total;
     }
     return FL_OK;
@@ -86,11 +94,15 @@ fl_status fl_regimes_write_csv(FILE *f, const fl_regime_point *pts, size_t n)
                "optimum of flashlab optimize (docs/model.md §7),\n# the lower bound of docs/bounds.md (floor: LB0, "
                "product: LB1); '-': the schedule's smallest tiles do not fit\n",
             FLASHLAB_VERSION, REGIME_N);
-    fputs("N,d,M,standard,flash1,flash2,smallcache,optimum,optimum_algo,opt_Br,opt_Bc,lower_bound,floor,product\n", f);
+    fl_algo sched[FL_ALGO_MAX];
+    const int ns = fl_regime_scheds(sched);
+    fputs("N,d,M", f);
+    for (int k = 0; k < ns; k++) fprintf(f, ",%s", fl_algo_name(sched[k]));
+    fputs(",optimum,optimum_algo,opt_Br,opt_Bc,lower_bound,floor,product\n", f);
     for (size_t i = 0; i < n; i++) {
         const fl_regime_point *p = &pts[i];
         fprintf(f, "%" PRId64 ",%" PRId64 ",%" PRId64, p->N, p->d, p->M);
-        for (int k = 0; k < FL_REGIME_NSCHED; k++) cell(f, p->count[k]);
+        for (int k = 0; k < ns; k++) cell(f, p->count[k]);
         fprintf(f, ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n", p->opt.best.total,
                 fl_algo_name(p->opt.best.algo), p->opt.best.Br, p->opt.best.Bc, p->opt.lb.bound, p->opt.lb.floor,
                 p->opt.lb.product);
@@ -112,23 +124,33 @@ void fl_regimes_print(FILE *out, const fl_regime_point *pts, size_t n)
     fprintf(out, "\nOptimum and lower bound on both sides of M = d^2 (figure (g); forward, one head, N = %d; optimum of\n"
                  "flashlab optimize, bound of docs/bounds.md; each schedule at its default rule, over the bound):\n",
             REGIME_N);
-    fprintf(out, "  %4s %8s %6s  %-22s %12s %6s  %8s %7s %7s %10s\n", "d", "M", "M/d^2", "optimum (Br x Bc)",
-            "lower bound", "/bound", "standard", "flash1", "flash2", "smallcache");
+    fl_algo sched[FL_ALGO_MAX];
+    int width[FL_ALGO_MAX];
+    const int ns = fl_regime_scheds(sched);
+    fprintf(out, "  %4s %8s %6s  %-22s %12s %6s ", "d", "M", "M/d^2", "optimum (Br x Bc)", "lower bound", "/bound");
+    for (int k = 0; k < ns; k++) {
+        const int len = (int)strlen(fl_algo_name(sched[k]));
+        width[k] = len > 7 ? len : 7;
+        fprintf(out, " %*s", width[k], fl_algo_name(sched[k]));
+    }
+    fputc('\n', out);
     for (size_t i = 0; i < n; i++) {
         const fl_regime_point *p = &pts[i];
         int64_t q = p->M / p->d; /* print M = d 4^k */
         int k = 0;
         while (q > 1 && q % 4 == 0) q /= 4;
         if (q != 1 && !(p->M == p->N * p->d)) continue;
-        char fr[24], op[40], cs[FL_REGIME_NSCHED][16];
+        char fr[24], op[40], cs[16];
         fraction(fr, sizeof fr, p->M, p->d);
         snprintf(op, sizeof op, "%s %" PRId64 " x %" PRId64, fl_algo_name(p->opt.best.algo), p->opt.best.Br, p->opt.best.Bc);
-        for (k = 0; k < FL_REGIME_NSCHED; k++) {
-            if (p->count[k] < 0) snprintf(cs[k], sizeof cs[k], "-");
-            else snprintf(cs[k], sizeof cs[k], "%.1f", ratio(p->count[k], p->opt.lb.bound));
+        fprintf(out, "  %4" PRId64 " %8" PRId64 " %6s  %-22s %12" PRId64 " %6.2f ", p->d, p->M, fr, op,
+                p->opt.lb.bound, ratio(p->opt.best.total, p->opt.lb.bound));
+        for (k = 0; k < ns; k++) {
+            if (p->count[k] < 0) snprintf(cs, sizeof cs, "-");
+            else snprintf(cs, sizeof cs, "%.1f", ratio(p->count[k], p->opt.lb.bound));
+            fprintf(out, " %*s", width[k], cs);
         }
-        fprintf(out, "  %4" PRId64 " %8" PRId64 " %6s  %-22s %12" PRId64 " %6.2f  %8s %7s %7s %10s\n", p->d, p->M, fr, op,
-                p->opt.lb.bound, ratio(p->opt.best.total, p->opt.lb.bound), cs[0], cs[1], cs[2], cs[3]);
+        fputc('\n', out);
     }
     for (int large = 0; large < 2; large++) {
         char names[128] = "";

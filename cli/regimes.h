@@ -9,14 +9,17 @@
 
 #include <flashlab/optimize.h>
 
-/* The schedules drawn beside the optimum, each at its default rule. */
-#define FL_REGIME_NSCHED 4
-
 typedef struct {
     int64_t N, d, M;
-    int64_t count[FL_REGIME_NSCHED]; /* standard, flash1, flash2, smallcache; -1: does not fit */
-    fl_opt opt;                       /* the optimum of the family (optimize.h) and the bound */
+    int64_t count[FL_ALGO_MAX]; /* each schedule of fl_regime_scheds at its default rule; -1: its
+                                   smallest tiles do not fit */
+    fl_opt opt;                 /* the optimum of the family (optimize.h) and the bound */
 } fl_regime_point;
+
+/* The schedules drawn beside the optimum, each at its default rule: the forward family of one
+ * dense head (a search for the forward, no group stacked), in registry order.  Returns their
+ * number. */
+int fl_regime_scheds(fl_algo *out);
 
 /* The grid of figure (g): forward, one dense head, N = 4096, d = 64 and 128, M = d, 2d, ..., Nd.
  * Every count is executed on the count-only machine (fl_run, fl_optimize).  The result is kept
@@ -24,11 +27,9 @@ typedef struct {
  * points into that store.  FL_ENOMEM or a run's error otherwise. */
 fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n);
 
-/* The schedule names of count[] in order. */
-const char *fl_regime_sched_name(int k);
-
 /* Writes the grid as CSV with provenance lines ('-' where a schedule does not fit):
- * N,d,M,standard,flash1,flash2,smallcache,optimum,optimum_algo,opt_Br,opt_Bc,lower_bound,floor,product.
+ * N,d,M, a column per schedule of fl_regime_scheds, optimum,optimum_algo,opt_Br,opt_Bc,
+ * lower_bound,floor,product.
  * FL_EIO when a write fails. */
 fl_status fl_regimes_write_csv(FILE *f, const fl_regime_point *pts, size_t n);
 

@@ -20,16 +20,17 @@
 
 #include "fuzz_util.h"
 #include "run.h"
+#include "schedule.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     enum { TMAX = 48 };
-    static const fl_algo algos[] = {FL_ALGO_DECODE, FL_ALGO_DECODE, FL_ALGO_BLOCKSPARSE,
-                                    FL_ALGO_MEMEFF, FL_ALGO_SOFTMAX_SAFE, FL_ALGO_SOFTMAX_ONLINE};
+    fl_algo algos[FL_ALGO_MAX]; /* the schedules with a problem of their own, from the registry */
+    const int nalgos = fl_algos_with(FL_SCHED_OWN_PROBLEM, algos);
     fz_bytes in = {data, size};
     fl_problem p = fl_problem_default();
     int64_t table[TMAX];
-    p.algo = algos[fz_take(&in, 1) % 6];
+    p.algo = algos[fz_take(&in, 1) % nalgos];
     const unsigned f = fz_take(&in, 1);
     p.N = 1 + fz_take(&in, 1) % 24;
     p.Nk = 1 + fz_take(&in, 1) % 96;

@@ -10,6 +10,7 @@
 #include "problem.h"
 #include "run.h"
 #include "masks.h"
+#include "schedule.h"
 
 static int first;
 #define BEGIN(T) (printf("%s\"%s\": {\"sizeof\": %zu", first++ ? ", " : "", #T, sizeof(T)))
@@ -76,8 +77,9 @@ int main(void)
     FIELD(fl_mask, b);
     END();
     /* the constants the binding restates: a pseudo-structure of their values */
-    printf(", \"constants\": {\"FL_GIVEN_KV_CACHE\": %u, \"FL_GIVEN_BLOCK_MASK\": %u}",
-           (unsigned)FL_GIVEN_KV_CACHE, (unsigned)FL_GIVEN_BLOCK_MASK);
+    printf(", \"constants\": {\"FL_GIVEN_KV_CACHE\": %u, \"FL_GIVEN_BLOCK_MASK\": %u, \"FL_ALGO_MAX\": %u, \"FL_SCHED_STACKS_GROUP\": %u}",
+           (unsigned)FL_GIVEN_KV_CACHE, (unsigned)FL_GIVEN_BLOCK_MASK, (unsigned)FL_ALGO_MAX,
+           (unsigned)FL_SCHED_STACKS_GROUP);
     puts("}");
     return 0;
 }

@@ -218,6 +218,8 @@ TRACE_FN = C.CFUNCTYPE(C.c_int, C.POINTER(Event), C.c_void_p)
 PROTOTYPES = """
 const char *fl_last_error(void);
 const char *fl_algo_name(fl_algo a);
+int fl_algos_all(const fl_problem *p, fl_algo *out);
+unsigned fl_algo_flags(fl_algo a);
 fl_problem fl_problem_default(void);
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx, fl_result *r);
 fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b);
@@ -264,7 +266,8 @@ _CTYPE = {
     "fl_tensor *": _P(TensorStruct), "fl_buf *": _P(BufStruct), "const fl_buf *": _P(BufStruct),
     "fl_buf **": _P(_P(BufStruct)), "int *": _P(C.c_int), "double *": _P(C.c_double),
     "const double *": _P(C.c_double), "const int64_t *": _P(C.c_int64),
-    "fl_mask *": _P(MaskStruct), "const fl_mask *": _P(MaskStruct),
+    "fl_mask *": _P(MaskStruct), "const fl_mask *": _P(MaskStruct), "fl_algo *": _P(C.c_int),
+    "unsigned": C.c_uint,
 }
 _PROTO = re.compile(r"^(.*?)\b(fl_\w+)\((.*)\);$")
 
@@ -303,8 +306,18 @@ def _algo_names():
     return tuple(names)
 
 
+ALGO_MAX = 64   # FL_ALGO_MAX (problem.h; checked by check_abi): the most schedules a list holds
+
+
+def _algos_all():
+    out = (C.c_int * ALGO_MAX)()
+    return tuple(ALGOS[out[i]] for i in range(_fn["fl_algos_all"](None, out)))
+
+
 ALGOS = _algo_names()   # the schedules the library knows, in fl_algo order
-CLASSIC = ("standard", "flash1", "flash2")
+CLASSIC = _algos_all()  # "all": the schedules compared side by side (the registry's flag)
+DEFAULT = ALGOS[_fn["fl_problem_default"]().algo]   # the schedule of fl_problem_default()
+SCHED_STACKS_GROUP = 4  # FL_SCHED_STACKS_GROUP (schedule.h; checked by check_abi)
 
 
 def _last_error():
@@ -414,14 +427,14 @@ _GIVEN = dict({k: GIVEN_KV_CACHE for k in ("page_size", "pool_pages", "page_seed
 VARIANTS = ("causal", "pass_") + _INT64_FIELDS + _UINT64_FIELDS + _REAL_FIELDS + _ARRAY_FIELDS
 
 
-def problem(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
+def problem(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
     """An fl_problem from fl_problem_default() with the given fields, each checked for type and
     range.  Variants (VARIANTS: Nk, causal='none'|'top-left'|'bottom-right', window_left,
     window_right, batch, heads, kv_heads, pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q /
     cu_seqlens_k / block_table as lists, ...) are passed through; None leaves a field at its
     default.  The library checks the values' meaning and refuses what it does not implement."""
     p = _fn["fl_problem_default"]()
-    p.algo = _algo(algo)
+    p.algo = _algo(DEFAULT if algo is None else algo)
     p.N, p.d, p.M = _int("N", N), _int("d", d), _int("M", M)
     p.Br, p.Bc = _int("Br", Br), _int("Bc", Bc)
     p.seed = _u64("seed", seed)
@@ -545,7 +558,7 @@ def _c_run(p, mode, relay):
     return r
 
 
-def run(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
+def run(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
     """Runs one schedule through fl_run.  mode: 'count' (no arithmetic) or 'compute' (real
     values, checked against the reference: .rel_err).  trace: a callable receiving a TraceEvent
     per tile event; if it raises, the C run stops at that event and the exception is re-raised
@@ -555,7 +568,7 @@ def run(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=No
     return RunResult(_c_run(p, m, _Relay(trace) if trace is not None else None))
 
 
-def blocks(algo="flash2", N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
+def blocks(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
     """The blocks fl_blocks_choose picks (rule B0/B1/B2), with the paper's flash1 sizes."""
     p = problem(algo, N, d, M, Br, Bc, **kw)
     b = Blocks()
@@ -571,8 +584,9 @@ def footprint(algo, d, Br, Bc, Bd=None, bwd=False, G=1):
     d, Br, Bc = _int("d", d, 1), _int("Br", Br, 1), _int("Bc", Bc, 1)
     Bd = d if Bd is None else _int("Bd", Bd, 1)
     G = _int("G", G, 1)
-    if G != 1 and ALGOS[a] != "flash2-gqa":
-        _fail(f"G = {G}: only flash2-gqa stacks query heads (G is 1 for {ALGOS[a]})")
+    if G != 1 and not _fn["fl_algo_flags"](a) & SCHED_STACKS_GROUP:
+        stacking = " or ".join(n for i, n in enumerate(ALGOS) if _fn["fl_algo_flags"](i) & SCHED_STACKS_GROUP)
+        _fail(f"G = {G}: only {stacking} stacks query heads (G is 1 for {ALGOS[a]})")
     if not isinstance(bwd, bool):
         _fail(f"bwd = {bwd!r}: must be True or False")
     if bwd or G != 1:
@@ -1162,7 +1176,8 @@ def _abi_python():
         for f, t in st._fields_:
             out[name][f.rstrip("_")] = getattr(st, f).offset
             out[name]["sizeof " + f.rstrip("_")] = C.sizeof(t)
-    out["constants"] = {"FL_GIVEN_KV_CACHE": GIVEN_KV_CACHE, "FL_GIVEN_BLOCK_MASK": GIVEN_BLOCK_MASK}
+    out["constants"] = {"FL_GIVEN_KV_CACHE": GIVEN_KV_CACHE, "FL_GIVEN_BLOCK_MASK": GIVEN_BLOCK_MASK,
+                        "FL_ALGO_MAX": ALGO_MAX, "FL_SCHED_STACKS_GROUP": SCHED_STACKS_GROUP}
     return out
 
 

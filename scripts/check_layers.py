@@ -10,7 +10,7 @@ Modules and their layers (a file may include its own module and modules of a low
     1 machine     include/flashlab/{machine,ops}.h, src/machine/
     1 mask        include/flashlab/{masks,heads,blocksparse_mask}.h, src/mask/
     1 reference   reference/            (the oracle: it may include base only)
-    2 problem     include/flashlab/{problem,bounds}.h, src/problem/
+    2 problem     include/flashlab/problem.h, src/problem/
     3 schedules   include/flashlab/{schedule,decode}.h, src/schedules/
     4 run         include/flashlab/run.h, src/run/
     5 analysis    every other include/flashlab/*.h, src/analysis/  (the only module with GSL)
@@ -31,7 +31,7 @@ LAYER = {"base": 0, "machine": 1, "mask": 1, "reference": 1, "problem": 2, "sche
 PUBLIC = {"status": "base", "args": "base", "rng": "base", "footprint": "base",
           "machine": "machine", "ops": "machine",
           "output": "base", "masks": "mask", "heads": "mask", "blocksparse_mask": "mask",
-          "problem": "problem", "bounds": "problem", "schedule": "schedules", "decode": "schedules",
+          "problem": "problem", "schedule": "schedules", "decode": "schedules",
           "run": "run"}
 SOURCES = (".c", ".h", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)

@@ -1,22 +1,20 @@
 /* optimize.h: the exact IO-optimal tiling search (`flashlab optimize`).  docs/model.md §7 states
  * the family and proves the pruning rules; docs/bounds.md the lower bound it is compared with.
  *
- * For a problem p (N, Nk, d, M, its pass, mask or window, heads, varlen) the family is: every
- * loop order of the attention schedules -- standard (S and P in HBM, d chunked by Bd), flash1
- * (K/V blocks outer), flash2 (query blocks outer), flash2-gqa (a GQA group's query heads stacked;
- * when Hq > Hkv) and smallcache (both products chunked over d; forward only) -- with every block
- * pair (Br, Bc) in [1, longest Nq] x [1, longest Nk] whose footprint fits in M, chosen separately
- * for the forward and the backward (--pass fwd+bwd runs the same schedule's forward and backward
- * with their own blocks); standard and smallcache take Bd = the largest chunk that fits beside
- * Br x Bc (standard's count only falls as Bd grows, smallcache's does not depend on it).  The
- * minimum of the closed forms over the family is found exactly: flash1's and every backward's
- * count is least at Br = 1 for each Bc, flash2's forward at Bc = 1 for each Br (docs/model.md
- * lemmas O1, O2), standard's on the frontier "Bc the largest that fits" for each (Br, chunk
- * count) (O3), and smallcache's by branch and bound with a proven lower bound (O4).  Among equal
- * counts the fewest tile events found win.  The best `top` candidates are then EXECUTED on the
- * count-only machine (a fwd+bwd candidate as its two passes, `count --pass fwd` plus `count
- * --pass bwd` with their blocks); a simulated count that differs from its closed form is an error
- * (FL_EBOUNDS), never a silent choice.
+ * For a problem p (N, Nk, d, M, its pass, mask or window, heads, varlen) the family is every
+ * registered schedule whose descriptor has a search for each pass p runs (schedule.h: `search`;
+ * a schedule that stacks a GQA group only when Hq > Hkv) -- today standard, flash1, flash2,
+ * flash2-gqa and, for the forward, smallcache -- with every block pair (Br, Bc) in
+ * [1, longest Nq] x [1, longest Nk] whose footprint fits in M, chosen separately for the forward
+ * and the backward (--pass fwd+bwd runs the same schedule's forward and backward with their own
+ * blocks); a schedule that chunks d takes Bd = the largest chunk that fits beside Br x Bc.  The
+ * minimum of the closed forms over the family is found exactly, by the lemma each descriptor
+ * names: least at Br = 1 for each Bc (O1), at Bc = 1 for each Br (O2), on the frontier "Bc the
+ * largest that fits" for each (Br, chunk count) (O3), or by branch and bound with the
+ * schedule's proven count floor (O4).  Among equal counts the fewest tile events found win.  The
+ * best `top` candidates are then EXECUTED on the count-only machine (a fwd+bwd candidate as its
+ * two passes, `count --pass fwd` plus `count --pass bwd` with their blocks); a simulated count
+ * that differs from its closed form is an error (FL_EBOUNDS), never a silent choice.
  */
 #ifndef FL_OPTIMIZE_H
 #define FL_OPTIMIZE_H
@@ -38,13 +36,20 @@ typedef struct {
     int64_t sram_peak;              /* the larger of the passes' peaks */
 } fl_opt_choice;
 
+/* The most schedules optimize runs beside its result (those flagged FL_SCHED_COMPARED). */
+#define FL_OPT_MAX_COMPARED 4
+
 typedef struct {
     fl_opt_choice best;       /* the least simulated count of the family */
-    fl_result flash1, flash2; /* the fixed schedules at their default rules, as simulated */
-    int have_flash1, have_flash2;
+    struct {                  /* the schedules flagged FL_SCHED_COMPARED (schedule.h), in registry */
+        fl_algo algo;         /* order, at their default rules, as simulated (have = 0: they */
+        int have;             /* refused the problem, e.g. nothing fits in M) */
+        fl_result r;
+    } compared[FL_OPT_MAX_COMPARED];
+    int ncompared;
     fl_lower_bound lb;        /* the problem's lower bound (bounds.h) */
     int64_t evaluated;        /* closed forms evaluated */
-    int64_t pruned;           /* smallcache block pairs skipped by the bound of lemma O4 */
+    int64_t pruned;           /* block pairs skipped by the bound of lemma O4 */
     int64_t simulated;        /* candidates executed on the machine */
     int64_t work;             /* block terms the evaluated closed forms walked */
 } fl_opt;

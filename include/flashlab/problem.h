@@ -17,29 +17,18 @@
 extern "C" {
 #endif
 
-/* The schedules, by their index in the registry (src/schedules/registry.c, include/flashlab/
- * schedule.h).  The names below are the registered schedules that other code refers to by name;
- * a schedule added later needs no name here: its value is its index, up to
- * fl_schedule_count() - 1. */
-typedef enum {
-    FL_ALGO_STANDARD = 0,       /* FlashAttention paper, Algorithm 0: S and P in HBM */
-    FL_ALGO_FLASH1 = 1,         /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
-    FL_ALGO_FLASH2 = 2,         /* FlashAttention-2 forward: query-owned loop */
-    FL_ALGO_FLASH2_GQA = 3,     /* flash2 with the query heads of a GQA group stacked: K/V loaded once per group */
-    FL_ALGO_DECODE = 4,         /* flash-decoding: split-KV over a (paged) KV cache */
-    FL_ALGO_BLOCKSPARSE = 5,    /* block-sparse FlashAttention (paper, Algorithm 5 / Prop. 4) */
-    FL_ALGO_MEMEFF = 6,         /* Rabe-Staats memory-efficient chunked attention */
-    FL_ALGO_SOFTMAX_SAFE = 7,   /* softmax alone, safe: 3 passes (Milakov-Gimelshein Alg. 2) */
-    FL_ALGO_SOFTMAX_ONLINE = 8  /* softmax alone, online normalizer: 2 passes (Alg. 3) */
-} fl_algo;
+/* A schedule, by its index in the registry (src/schedules/registry.c, include/flashlab/
+ * schedule.h): 0 .. fl_schedule_count() - 1.  Code outside the schedules asks the registry for
+ * a schedule by name (fl_algo_parse), by role (fl_algo_with_role) or by list (fl_algos_all);
+ * schedule.h names the positions of the registered schedules for their own tests. */
+typedef int fl_algo;
+
+/* The schedule of fl_problem_default(): the registry's position of the one schedule flagged
+ * FL_SCHED_DEFAULT (registry.c asserts it at compile time). */
+#define FL_ALGO_DEFAULT 2
 
 /* The most schedules the registry may hold (arrays indexed by fl_algo are this long). */
 #define FL_ALGO_MAX 64
-
-/* "all" in the CLI, sweeps and the report: the paper's three schedules (standard, flash1,
- * flash2), values 0 .. FL_NALGO_CORE - 1 (the registry marks them FL_SCHED_IN_ALL).  flash2-gqa
- * is named explicitly (it equals flash2 for one K/V head per query head). */
-#define FL_NALGO_CORE 3
 
 /* fl_causal (the corner a causal mask is aligned to) lives with the mask rules in masks.h.
  * docs/model.md §masks. */

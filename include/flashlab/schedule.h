@@ -48,7 +48,9 @@ typedef fl_status (*fl_schedule_fn)(fl_machine *m, const fl_problem *p, const fl
 
 /* What a schedule is, beyond its fields (flags). */
 enum {
-    FL_SCHED_IN_ALL = 1u << 0,       /* one of "all" (the paper's standard, flash1, flash2) */
+    FL_SCHED_IN_ALL = 1u << 0,       /* one of "all": the attention schedules compared side by side
+                                        (count, sweep --algo all, report's tables); one that stacks
+                                        a group only where the problem has groups (fl_algos_all) */
     FL_SCHED_OWN_PROBLEM = 1u << 1,  /* a problem of its own (a KV cache, a block mask, a score
                                         matrix, ...): named explicitly, left out of the default
                                         sweeps; one head, one sequence, forward */
@@ -58,8 +60,26 @@ enum {
     FL_SCHED_SOFTMAX = 1u << 4,      /* softmax of an N x Nk score matrix X into Y: no Q, K, V */
     FL_SCHED_MATERIALIZES = 1u << 5, /* holds Nq x Nk score matrices in HBM (S, P; backward dP,
                                         dS): counted in a compute run's size */
-    FL_SCHED_CHUNKS_D = 1u << 6      /* its tiles hold a chunk Bd of d (Bd is reported) */
+    FL_SCHED_CHUNKS_D = 1u << 6,     /* its tiles hold a chunk Bd of d (Bd is reported) */
+    /* Roles: what the analysis asks of a schedule instead of naming it. */
+    FL_SCHED_PAPER_LAW = 1u << 7,    /* the FlashAttention paper's Algorithm 1, whose traffic `bound`
+                                        and figures (a)-(c) fit to c N²d²/M (its Theorem 2) */
+    FL_SCHED_COMPARED = 1u << 8,     /* run at its default blocks beside optimize's result (the
+                                        comparison columns of `optimize` and figure (g)) */
+    FL_SCHED_DEFAULT = 1u << 9       /* the schedule of fl_problem_default() (exactly one) */
 };
+
+/* How `optimize` searches a pass's blocks (docs/model.md §7): the lemma that makes the search
+ * exact.  FL_SEARCH_NONE leaves the schedule out of the family for problems that run the pass. */
+typedef enum {
+    FL_SEARCH_NONE = 0,
+    FL_SEARCH_ROWS_FREE, /* lemma O1: the count is least at Br = 1 for each Bc (walks Bc) */
+    FL_SEARCH_COLS_FREE, /* lemma O2: the count is least at Bc = 1 for each Br (walks Br) */
+    FL_SEARCH_FRONTIER,  /* lemma O3: the count falls as Br, Bc or Bd grows (walks Br and the
+                            chunk counts of d on the frontier "Bc the largest that fits") */
+    FL_SEARCH_BOUND      /* lemma O4: branch and bound with the descriptor's count_floor against
+                            the least count of the other schedules (searched after them) */
+} fl_search;
 
 /* The problem fields beyond N, d, M, Br, Bc, seed, elem_bytes, max_events that a schedule
  * accepts (accepts).  A field set away from its default (problem.h) for a schedule that does not
@@ -72,6 +92,22 @@ enum {
     FL_ACCEPT_BWD = 1u << 4,        /* pass bwd, fwd+bwd */
     FL_ACCEPT_KV_CACHE = 1u << 5,   /* page_size, pool_pages, page_seed, block_table, splits, pad_value */
     FL_ACCEPT_BLOCK_MASK = 1u << 6  /* density, mask_seed */
+};
+
+/* The positions of the registered schedules (registry.c), for the tests and fuzzers of these
+ * schedules alone: the rest of the house asks the registry (fl_algo_parse, fl_algo_with_role,
+ * fl_algos_all, fl_algos_with).  scripts/check_layers.py refuses them elsewhere, and
+ * tests/conformance/test_registry.c checks each against its name. */
+enum {
+    FL_ALGO_STANDARD = 0,       /* FlashAttention paper, Algorithm 0: S and P in HBM */
+    FL_ALGO_FLASH1 = 1,         /* FlashAttention paper, Algorithm 1: outer K/V, inner Q */
+    FL_ALGO_FLASH2 = 2,         /* FlashAttention-2 forward: query-owned loop */
+    FL_ALGO_FLASH2_GQA = 3,     /* flash2 with the query heads of a GQA group stacked */
+    FL_ALGO_DECODE = 4,         /* flash-decoding: split-KV over a (paged) KV cache */
+    FL_ALGO_BLOCKSPARSE = 5,    /* block-sparse FlashAttention (paper, Algorithm 5 / Prop. 4) */
+    FL_ALGO_MEMEFF = 6,         /* Rabe-Staats memory-efficient chunked attention */
+    FL_ALGO_SOFTMAX_SAFE = 7,   /* softmax alone, safe: 3 passes (Milakov-Gimelshein Alg. 2) */
+    FL_ALGO_SOFTMAX_ONLINE = 8  /* softmax alone, online normalizer: 2 passes (Alg. 3) */
 };
 
 /* Largest number of values a compute run may hold in its HBM tensors (2^27 doubles = 1 GiB). */
@@ -134,6 +170,24 @@ struct fl_schedule {
     void (*explain_after)(FILE *out, const fl_problem *p, const fl_blocks *b);
     /* One line naming the backward's block rule (after "  backward: "). */
     const char *explain_bwd;
+
+    /* ---- optimize's family (docs/model.md §7) ---- */
+    /* The search of the forward's [0] and the backward's [1] blocks; a schedule is in the family
+     * of a problem when it has a search for every pass the problem runs (and, stacking a group,
+     * when the problem has groups).  Its closed form must be exact for every block pair. */
+    fl_search search[2];
+    /* Block terms its closed form walks for one sequence of nq queries and nk keys with blocks
+     * (Br, Bc) in a pass, dense (no mask, no window) or not: optimize's measure of work.  The
+     * forward of one dense head must be O(1) (optimize counts it as 1).  NULL: 1. */
+    int64_t (*closed_form_terms)(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc);
+    /* FL_SEARCH_BOUND: a lower bound on the forward's count, over one sequence whose keep rule is
+     * mk, for blocks Br and every Bc <= cmax at head dimension d (lemma O4).  It walks the row
+     * blocks of mk once. */
+    double (*count_floor)(const fl_mask *mk, int64_t d, int64_t Br, int64_t cmax);
+
+    /* The FlashAttention paper's Figure 2 traffic for this schedule (fwd+bwd, A100), as printed
+     * in the report's table; NULL: none. */
+    const char *paper_fig2;
 };
 
 /* ---- Dispatch through the registry: the problem's schedule decides ---- */
@@ -181,6 +235,28 @@ fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
 
 /* The same for one pass (bwd = 0 forward, 1 backward) with that pass's blocks. */
 fl_status fl_closed_form_pass(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *c);
+
+/* The descriptor's flags (FL_SCHED_*) of schedule a, 0 when a is not registered: for front ends
+ * that cannot read the descriptor (the Python binding). */
+unsigned fl_algo_flags(fl_algo a);
+
+/* The schedules of "all" for problem p (NULL: a problem without query-head groups), in registry
+ * order: those flagged FL_SCHED_IN_ALL, one that stacks a group only when p's query heads form
+ * groups (Hq > Hkv).  Writes at most FL_ALGO_MAX values to out; returns their number. */
+int fl_algos_all(const fl_problem *p, fl_algo *out);
+
+/* Every registered schedule that has all of the flags `with` (0: every schedule), in registry
+ * order; returns their number (at most FL_ALGO_MAX). */
+int fl_algos_with(unsigned with, fl_algo *out);
+
+/* The one schedule flagged `role` (FL_SCHED_DEFAULT, FL_SCHED_PAPER_LAW): the first registered
+ * one that has it.  The conformance suite checks there is exactly one of each. */
+fl_algo fl_algo_with_role(unsigned role);
+
+/* Whether a schedule name follows the registry's rule: a lowercase letter, then lowercase
+ * letters, digits and single hyphens, at most 31 characters, no trailing hyphen.  A name that
+ * breaks it (e.g. "Flash_X") can never be a schedule; negative tests use one. */
+int fl_algo_name_valid(const char *name);
 
 /* The number of registered schedules; fl_algo values are 0 .. fl_schedule_count() - 1. */
 int fl_schedule_count(void);

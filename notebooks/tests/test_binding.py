@@ -200,7 +200,7 @@ class Names(Case):
         self.refused("outcome(lambda: fl.Machine(M=100, mode='Compute'))", "mode", "compute")
 
     def test_unknown_algo_lists_the_choices(self):
-        self.refused("outcome(lambda: fl.run('flash3', N=64, d=8, M=4000))", "flash3", "flash2")
+        self.refused("outcome(lambda: fl.run('Flash_X', N=64, d=8, M=4000))", "Flash_X", "flash2")
 
     def test_unknown_causal_lists_the_choices(self):
         self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, causal='bottom_right'))",

@@ -98,8 +98,9 @@ static int backward_shape(FILE *out, int64_t Nq, int64_t Nk)
     ok &= masked == zero_ds;
 
     /* the machine: every schedule, forward + backward, 2x2 tiles (empty, full and boundary) */
-    const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2};
-    for (size_t a = 0; a < 3; a++) {
+    fl_algo algos[FL_ALGO_MAX];
+    const int nalgos = fl_algos_all(NULL, algos);
+    for (int a = 0; a < nalgos; a++) {
         fl_problem p = fl_problem_default();
         p.algo = algos[a], p.N = Nq, p.Nk = Nk, p.d = D, p.M = 200, p.Br = p.Bc = 2;
         p.heads = H, p.causal = FL_CAUSAL_BOTTOM_RIGHT, p.pass = FL_PASS_FWD_BWD;

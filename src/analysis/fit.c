@@ -1,5 +1,6 @@
 /* fit.c: GSL least squares on swept counts (see fit.h; docs/analysis.md). */
 #include <flashlab/fit.h>
+#include <flashlab/schedule.h>
 
 #include <gsl/gsl_fit.h>
 #include <math.h>
@@ -117,13 +118,20 @@ fl_status fl_fit_ratio(const double *x, const double *y, size_t n, fl_fit_const 
     return s;
 }
 
+/* Standard attention's regimes hold for a schedule of "all" that materializes S and P. */
+static int materializes(fl_algo a)
+{
+    const fl_schedule *s = fl_schedule_get(a);
+    return s && (s->flags & FL_SCHED_IN_ALL) && (s->flags & FL_SCHED_MATERIALIZES);
+}
+
 int fl_regime_holds(fl_regime r, const fl_point *p)
 {
     switch (r) {
     case FL_REGIME_ANY: return 1;
     case FL_REGIME_PAPER: return p->d <= p->M && (double)p->M <= (double)p->N * (double)p->d;
-    case FL_REGIME_STD_IN: return p->algo == FL_ALGO_STANDARD && p->Bd == p->d && p->N <= p->M;
-    case FL_REGIME_STD_OUT: return p->algo == FL_ALGO_STANDARD && (p->Bd < p->d || p->N > p->M);
+    case FL_REGIME_STD_IN: return materializes(p->algo) && p->Bd == p->d && p->N <= p->M;
+    case FL_REGIME_STD_OUT: return materializes(p->algo) && (p->Bd < p->d || p->N > p->M);
     }
     return 0;
 }

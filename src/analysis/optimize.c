@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <flashlab/masks.h>
+#include <flashlab/schedule.h>
 
 /* A candidate: a schedule with its blocks per pass (0 = the pass is not run) and its closed-form
  * counts. */
@@ -16,12 +17,12 @@ typedef struct {
     int64_t fwd, bwd, total, events;
 } cand;
 
-#define NALGO_MAX 8
+#define NALGO_MAX FL_ALGO_MAX
 
 typedef struct {
     const fl_problem *p;
     int64_t nq, nk;   /* the longest sequence's lengths: blocks beyond them change nothing */
-    int64_t ratio;    /* query heads per K/V head: flash2-gqa's G */
+    int64_t ratio;    /* query heads per K/V head: G of a schedule that stacks a group */
     int64_t nseq;     /* sequences a closed form walks */
     int plain;        /* one dense head, no varlen: forward closed forms are O(1) */
     int dense;        /* no causal mask and no window */
@@ -30,7 +31,7 @@ typedef struct {
     int have[NALGO_MAX][2];
     cand *top;        /* the `ntop` best candidates of a single pass, ascending */
     int ntop, K;
-    int64_t incumbent; /* the least forward count so far (smallcache's pruning), -1 = none */
+    int64_t incumbent; /* the least forward count so far (lemma O4's pruning), -1 = none */
 } ctx;
 
 static int better(const cand *a, const cand *b)
@@ -52,14 +53,17 @@ static void top_insert(ctx *c, const cand *k)
     c->top[i] = *k;
 }
 
-static int64_t group_of(const ctx *c, fl_algo a) { return a == FL_ALGO_FLASH2_GQA ? c->ratio : 1; }
+static int64_t group_of(const ctx *c, fl_algo a)
+{
+    return fl_schedule_get(a)->flags & FL_SCHED_STACKS_GROUP ? c->ratio : 1;
+}
 
 static int64_t footprint(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
 {
     return fl_footprint_pass(a, bwd, group_of(c, a), c->p->d, Br, Bc, Bd);
 }
 
-/* Whether the schedule's footprint depends on a chunk Bd of d (standard, smallcache). */
+/* Whether the schedule's footprint depends on a chunk Bd of d. */
 static int chunked(const ctx *c, fl_algo a, int bwd)
 {
     return footprint(c, a, bwd, 1, 1, 1) != footprint(c, a, bwd, 1, 1, c->p->d);
@@ -113,18 +117,13 @@ static fl_status over_work(const ctx *c)
 
 /* Block terms the closed form of schedule a's pass with blocks (Br, Bc) walks, at most: one for
  * the plain forward of one dense head; per sequence (twice: a first and a later query head of a
- * K/V head), constant for standard, the row blocks for the forward of flash2, flash2-gqa and
- * smallcache (constant without a mask), the key blocks for flash1 and every backward. */
+ * K/V head), the schedule's closed_form_terms (schedule.h). */
 static int64_t cost_of(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc)
 {
+    const fl_schedule *s = fl_schedule_get(a);
     const int64_t per = 2 * c->nseq;
     if (c->plain && !bwd) return 1;
-    if (a == FL_ALGO_STANDARD) return per;
-    if (!bwd && a != FL_ALGO_FLASH1) {
-        if (c->dense && a != FL_ALGO_FLASH2 && a != FL_ALGO_FLASH2_GQA) return per; /* smallcache */
-        return per * fl_cdiv(c->nq, Br);
-    }
-    return per * fl_cdiv(c->nk, Bc);
+    return s->closed_form_terms ? per * s->closed_form_terms(bwd, c->dense, c->nq, c->nk, Br, Bc) : per;
 }
 
 /* The closed form of schedule a's pass with blocks (Br, Bc) (which must fit) as a candidate. */
@@ -159,10 +158,10 @@ static void consider(ctx *c, int slot, int bwd, const cand *k)
     if (!bwd && (c->incumbent < 0 || k->total < c->incumbent)) c->incumbent = k->total;
 }
 
-/* Lemmas O1 and O2 (docs/model.md §7): one block only adds to the count -- Br for flash1 and
- * every backward (rows_j grows with Br, nothing else depends on it), Bc for the forward of flash2
- * and flash2-gqa (cols_i grows with Bc) -- so for each value x of the other block the least count
- * is at that block = 1.  Larger values of the free block can only lower the tile events: the
+/* Lemmas O1 and O2 (docs/model.md §7): one block only adds to the count -- Br for a schedule
+ * searched FL_SEARCH_ROWS_FREE (flash1, every backward: rows_j grows with Br, nothing else
+ * depends on it), Bc for FL_SEARCH_COLS_FREE (the forward of flash2 and flash2-gqa: cols_i grows
+ * with Bc) -- so for each value x of the other block the least count is at that block = 1.  Larger values of the free block can only lower the tile events: the
  * largest that fits and its halvings are tried, and one with the same count is kept. */
 static fl_status search_one_free(ctx *c, int slot, fl_algo a, int bwd, int rows_free)
 {
@@ -183,7 +182,8 @@ static fl_status search_one_free(ctx *c, int slot, fl_algo a, int bwd, int rows_
     return FL_OK;
 }
 
-/* Lemma O3: standard's count falls as Br, Bc or Bd grows (Tr, Tc, Td shrink), so a least pair
+/* Lemma O3: the count of a schedule searched FL_SEARCH_FRONTIER (standard) falls as Br, Bc or Bd
+ * grows (Tr, Tc, Td shrink), so a least pair
  * lies on the frontier where Bc is the largest that fits with Br and a chunk of at least
  * ceil(d / t) for some chunk count t: every Br and every chunk of chunk_values. */
 static fl_status search_frontier(ctx *c, int slot, fl_algo a, int bwd, const int64_t *chunks, int64_t nchunks)
@@ -232,30 +232,18 @@ static fl_status shapes_of(const fl_problem *p, shapes *s)
     return FL_OK;
 }
 
-/* Lemma O4's bound on smallcache's count for blocks Br and any Bc <= cmax: a row block keeping
- * K keys (the span of its kept keys) touches at least ceil(K / Bc) >= ceil(K / cmax) key blocks
- * covering at least K keys, and moves br d (3n - 1) + 2 d cols; one keeping none writes br d. */
-static double smallcache_floor(ctx *c, const shapes *s, int64_t Br, int64_t cmax)
+/* Lemma O4's bound on schedule a's count for blocks Br and any Bc <= cmax: its count_floor over
+ * every sequence shape, times the query heads that meet it. */
+static double count_floor(ctx *c, fl_algo a, const shapes *s, int64_t Br, int64_t cmax)
 {
-    const double d = (double)c->p->d;
     double total = 0.0;
-    for (int64_t k = 0; k < s->n; k++) {
-        const fl_mask *mk = &s->mk[k];
-        double seg = 0.0;
-        for (int64_t r0 = 0; r0 < mk->Nq; r0 += Br) {
-            const int64_t br = fl_min64(Br, mk->Nq - r0);
-            int64_t j0, j1;
-            fl_mask_block_range(mk, r0, br, 1, &j0, &j1); /* with unit key blocks: the kept span */
-            if (j1 <= j0) seg += (double)br * d;
-            else seg += (double)br * d * (3.0 * (double)fl_cdiv(j1 - j0, cmax) - 1.0) + 2.0 * d * (double)(j1 - j0);
-        }
-        total += seg * (double)s->times[k];
-    }
+    for (int64_t k = 0; k < s->n; k++)
+        total += fl_schedule_get(a)->count_floor(&s->mk[k], c->p->d, Br, cmax) * (double)s->times[k];
     c->work += s->n * fl_cdiv(c->nq, Br);
     return total;
 }
 
-/* Lemma O4: branch and bound over smallcache's pairs, against the least forward count so far. */
+/* Lemma O4: branch and bound over a forward's pairs, against the least forward count so far. */
 static fl_status search_bound(ctx *c, int slot, fl_algo a)
 {
     shapes s;
@@ -263,12 +251,12 @@ static fl_status search_bound(ctx *c, int slot, fl_algo a)
     for (int64_t Br = 1; !st && Br <= c->nq; Br++) {
         const int64_t cmax = largest(c, a, 0, 0, Br, 1, c->nk);
         if (cmax < 1) break;
-        if (c->incumbent >= 0 && smallcache_floor(c, &s, Br, cmax) >= (double)c->incumbent) {
+        if (c->incumbent >= 0 && count_floor(c, a, &s, Br, cmax) >= (double)c->incumbent) {
             c->pruned += cmax;
             continue;
         }
         for (int64_t Bc = cmax; !st && Bc >= 1; Bc--) {
-            if (c->incumbent >= 0 && Bc < cmax && smallcache_floor(c, &s, Br, Bc) >= (double)c->incumbent) {
+            if (c->incumbent >= 0 && Bc < cmax && count_floor(c, a, &s, Br, Bc) >= (double)c->incumbent) {
                 c->pruned += Bc;
                 break;
             }
@@ -346,29 +334,50 @@ static int64_t chunk_values(int64_t d, int64_t *v, int64_t cap)
     return n;
 }
 
-/* An up-front estimate of the block terms of lemmas O1-O3 (smallcache's are counted as they go),
- * from the ranges the enumerations walk. */
+/* An up-front estimate of the block terms of lemmas O1-O3 (O4's are counted as they go), from
+ * the ranges the enumerations walk. */
 static double estimate(const ctx *c, const fl_algo *algos, int nalgo, int fwd, int bwd, int64_t nchunks)
 {
-    const double per = c->plain ? 1.0 : 2.0 * (double)c->nseq, d = (double)c->p->d;
+    const double per = c->plain ? 1.0 : 2.0 * (double)c->nseq;
     const double halvings = log2((double)fl_max64(c->nq, c->nk)) + 2.0;
     double e = 0.0;
     for (int i = 0; i < nalgo; i++)
         for (int pb = 0; pb < 2; pb++) {
             const fl_algo a = algos[i];
-            if ((pb && !bwd) || (!pb && !fwd) || !strcmp(fl_algo_name(a), "smallcache")) continue;
-            if (a == FL_ALGO_STANDARD) {
+            if ((pb && !bwd) || (!pb && !fwd)) continue;
+            switch (fl_schedule_get(a)->search[pb]) {
+            case FL_SEARCH_FRONTIER:
                 e += 2.0 * (double)c->nseq * (double)largest(c, a, pb, 1, 1, 1, c->nq) * (double)nchunks;
-            } else if (pb || a == FL_ALGO_FLASH1) {
-                const double x = (double)largest(c, a, pb, 0, 1, c->p->d, c->nk);
-                e += per * harmonic((double)c->nk, x) * halvings;
-            } else {
-                const double x = (double)largest(c, a, pb, 1, 1, c->p->d, c->nq);
-                e += per * harmonic((double)c->nq, x) * halvings;
+                break;
+            case FL_SEARCH_ROWS_FREE:
+                e += per * harmonic((double)c->nk, (double)largest(c, a, pb, 0, 1, c->p->d, c->nk)) * halvings;
+                break;
+            case FL_SEARCH_COLS_FREE:
+                e += per * harmonic((double)c->nq, (double)largest(c, a, pb, 1, 1, c->p->d, c->nq)) * halvings;
+                break;
+            default: break;
             }
         }
-    (void)d;
     return e;
+}
+
+/* The family of problem p (docs/model.md §7): every schedule with a search for each pass p runs
+ * (one that stacks a group only when p's query heads form groups), in registry order, those
+ * searched by branch and bound last (they prune against the others' least count).  Returns
+ * their number. */
+static int family_of(const fl_problem *p, int64_t ratio, fl_algo *algos)
+{
+    const int fwd = (p->pass & FL_PASS_FWD) != 0, bwd = (p->pass & FL_PASS_BWD) != 0;
+    int n = 0;
+    for (int last = 0; last < 2; last++)
+        for (int a = 0; a < fl_schedule_count(); a++) {
+            const fl_schedule *s = fl_schedule_get((fl_algo)a);
+            if ((fwd && !s->search[0]) || (bwd && !s->search[1])) continue;
+            if ((s->flags & FL_SCHED_STACKS_GROUP) && ratio <= 1) continue;
+            const int bound = (fwd && s->search[0] == FL_SEARCH_BOUND) || (bwd && s->search[1] == FL_SEARCH_BOUND);
+            if (bound == last) algos[n++] = (fl_algo)a;
+        }
+    return n;
 }
 
 fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *out)
@@ -377,7 +386,7 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
     if (max_work < 1) return fl_fail(FL_EINVAL, "--max-work: must be >= 1 (got %lld)", (long long)max_work);
     FL_TRY(fl_optimize_check(p));
     fl_problem base = *p;
-    base.algo = FL_ALGO_FLASH2, base.Br = base.Bc = 0;
+    base.algo = fl_algo_with_role(FL_SCHED_DEFAULT), base.Br = base.Bc = 0;
     FL_TRY(fl_problem_check(&base));
     memset(out, 0, sizeof *out);
     FL_TRY(fl_lower_bound_of(&base, NULL, &out->lb));
@@ -398,17 +407,10 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
 
     /* the family: the attention schedules the problem's passes allow */
     fl_algo algos[NALGO_MAX];
-    int nalgo = 0;
-    algos[nalgo++] = FL_ALGO_STANDARD;
-    algos[nalgo++] = FL_ALGO_FLASH1;
-    algos[nalgo++] = FL_ALGO_FLASH2;
-    if (c.ratio > 1) algos[nalgo++] = FL_ALGO_FLASH2_GQA;
-    fl_algo sc;
-    const int with_sc = base.pass == FL_PASS_FWD && fl_algo_parse("smallcache", &sc) == FL_OK;
-    if (with_sc) algos[nalgo++] = sc; /* last: it prunes against the others' least count */
+    const int nalgo = family_of(&base, c.ratio, algos);
     const int fwd = (base.pass & FL_PASS_FWD) != 0, bwd = (base.pass & FL_PASS_BWD) != 0;
 
-    /* standard's chunk sizes (lemma O3): at most T + ceil(d / T) of them, T = ceil(sqrt(d)) */
+    /* the chunk sizes of lemma O3: at most T + ceil(d / T) of them, T = ceil(sqrt(d)) */
     const int64_t T = (int64_t)ceil(sqrt((double)base.d)) + 1, cap = T + fl_cdiv(base.d, T) + 2;
     int64_t *chunks = NULL, nchunks = 0;
     fl_status s = FL_OK;
@@ -420,10 +422,15 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
         const fl_algo a = algos[i];
         for (int pb = 0; pb < 2 && !s; pb++) {
             if ((pb && !bwd) || (!pb && !fwd)) continue;
-            if (a == FL_ALGO_STANDARD) s = search_frontier(&c, i, a, pb, chunks, nchunks);
-            else if (with_sc && a == sc) s = search_bound(&c, i, a);
-            else if (pb || a == FL_ALGO_FLASH1) s = search_one_free(&c, i, a, pb, 1);
-            else s = search_one_free(&c, i, a, pb, 0);
+            switch (fl_schedule_get(a)->search[pb]) {
+            case FL_SEARCH_FRONTIER: s = search_frontier(&c, i, a, pb, chunks, nchunks); break;
+            case FL_SEARCH_BOUND: s = pb ? fl_fail(FL_EBOUNDS, "optimize: %s: lemma O4 bounds forward counts only",
+                                                   fl_algo_name(a))
+                                         : search_bound(&c, i, a);
+                break;
+            case FL_SEARCH_ROWS_FREE: s = search_one_free(&c, i, a, pb, 1); break;
+            default: s = search_one_free(&c, i, a, pb, 0); break;
+            }
         }
         if (!s && fwd && bwd && c.have[i][0] && c.have[i][1]) { /* both passes: the same schedule */
             cand k = c.best[i][0];
@@ -457,11 +464,13 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
     free(c.top);
     free(chunks);
     if (s) return s;
-    /* the fixed schedules at their default rules, simulated for comparison */
-    fl_result r;
-    base.algo = FL_ALGO_FLASH1;
-    if (fl_run(&base, FL_COUNT, NULL, NULL, &r) == FL_OK) out->flash1 = r, out->have_flash1 = 1;
-    base.algo = FL_ALGO_FLASH2;
-    if (fl_run(&base, FL_COUNT, NULL, NULL, &r) == FL_OK) out->flash2 = r, out->have_flash2 = 1;
+    /* the schedules compared, at their default rules, simulated */
+    fl_algo cmp[FL_ALGO_MAX];
+    out->ncompared = fl_algos_with(FL_SCHED_COMPARED, cmp);
+    for (int i = 0; i < out->ncompared && i < FL_OPT_MAX_COMPARED; i++) {
+        out->compared[i].algo = base.algo = cmp[i];
+        out->compared[i].have = fl_run(&base, FL_COUNT, NULL, NULL, &out->compared[i].r) == FL_OK;
+    }
+    if (out->ncompared > FL_OPT_MAX_COMPARED) out->ncompared = FL_OPT_MAX_COMPARED;
     return FL_OK;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <flashlab/args.h>
+#include <flashlab/schedule.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,9 @@ fl_sweep_spec fl_sweep_spec_init(void)
 {
     fl_sweep_spec s;
     memset(&s, 0, sizeof s);
-    for (int a = 0; a <= FL_ALGO_FLASH2; a++) s.algos[s.nalgos++] = a; /* the forward three */
+    fl_algo all[FL_ALGO_MAX];
+    s.nalgos = fl_algos_all(NULL, all); /* the registry's "all" of one head */
+    for (int k = 0; k < s.nalgos; k++) s.algos[k] = (int)all[k];
     s.elem_bytes = fl_problem_default().elem_bytes;
     s.max_events = fl_problem_default().max_events;
     s.max_total_events = FL_SWEEP_MAX_TOTAL_EVENTS;
@@ -71,16 +74,14 @@ fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
 }
 
 /* A lower bound of p's tile events, as fl_run bounds them before walking a closed form: every
- * row block of every (sequence, stacked query-head group) stores its output (decode: one
- * segment).  Saturates at INT64_MAX. */
+ * row block of every (sequence, stacked query-head group) stores its output (a schedule that
+ * takes no heads runs one segment: batch = heads = 1).  Saturates at INT64_MAX. */
 static int64_t events_lower_bound(const fl_problem *p, const fl_blocks *b)
 {
     int64_t lb = 0, t;
-    const int64_t segs = p->algo == FL_ALGO_DECODE ? 1 : p->heads / fl_problem_group(p);
-    if (p->algo == FL_ALGO_DECODE || !p->cu_seqlens_q)
-        return fl_mul_ok(p->algo == FL_ALGO_DECODE ? 1 : p->batch, segs, &t) && fl_mul_ok(t, fl_cdiv(p->N, b->Br), &t)
-                   ? t
-                   : INT64_MAX;
+    const int64_t segs = p->heads / fl_problem_group(p);
+    if (!p->cu_seqlens_q)
+        return fl_mul_ok(p->batch, segs, &t) && fl_mul_ok(t, fl_cdiv(p->N, b->Br), &t) ? t : INT64_MAX;
     for (int64_t k = 0; k < p->batch; k++)
         if (!fl_mul_ok(segs, fl_cdiv(p->cu_seqlens_q[k + 1] - p->cu_seqlens_q[k], b->Br), &t) || !fl_add_ok(lb, t, &lb))
             return INT64_MAX;

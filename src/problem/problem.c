@@ -9,7 +9,7 @@
 fl_problem fl_problem_default(void)
 {
     fl_problem p = {0};
-    p.algo = FL_ALGO_FLASH2;
+    p.algo = FL_ALGO_DEFAULT;
     p.N = 1024;
     p.d = 64;
     p.M = 98304;

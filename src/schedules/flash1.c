@@ -214,7 +214,7 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
 const fl_schedule fl_sched_flash1 = {
     .name = "flash1",
     .summary = "FlashAttention paper, Algorithm 1: outer loop over K/V blocks, running O, l, m in HBM",
-    .flags = FL_SCHED_IN_ALL | FL_SCHED_O_FP32,
+    .flags = FL_SCHED_IN_ALL | FL_SCHED_O_FP32 | FL_SCHED_PAPER_LAW | FL_SCHED_COMPARED,
     .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD,
     .blocks = blocks,
     .footprint = footprint,
@@ -224,4 +224,7 @@ const fl_schedule fl_sched_flash1 = {
     .bwd = fl_schedule_flash1_bwd,
     .explain = explain,
     .explain_bwd = "rule B1b: Br = min(Bc, d), Bc the largest <= ceil(M/4d) with 4*Bc*d + 4*Br*d + 2*Br*Bc + 3*Br <= M (F1b)",
+    .search = {FL_SEARCH_ROWS_FREE, FL_SEARCH_ROWS_FREE},
+    .closed_form_terms = fl_terms_key_blocks,
+    .paper_fig2 = "4.4 GB (FlashAttention)",
 };

@@ -199,10 +199,17 @@ static void explain_gqa(FILE *out, const fl_problem *p, const fl_blocks *b)
 
 #define FLASH2_ACCEPTS (FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD)
 
+/* Block terms (C2) walks per sequence: the row blocks in the forward, the key blocks in the
+ * backward (optimize's work measure, schedule.h). */
+static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc)
+{
+    return bwd ? fl_cdiv(nk, Bc) : fl_cdiv(nq, Br);
+}
+
 const fl_schedule fl_sched_flash2 = {
     .name = "flash2",
     .summary = "FlashAttention-2, Algorithm 1: query-owned loop, each Q block streams K and V once",
-    .flags = FL_SCHED_IN_ALL,
+    .flags = FL_SCHED_IN_ALL | FL_SCHED_COMPARED | FL_SCHED_DEFAULT,
     .accepts = FLASH2_ACCEPTS,
     .blocks = blocks,
     .footprint = footprint,
@@ -212,12 +219,14 @@ const fl_schedule fl_sched_flash2 = {
     .bwd = fl_schedule_flash2_bwd,
     .explain = explain,
     .explain_bwd = "rule B2b: square blocks with 4*Bc*d + 3*Br*d + 2*Br*Bc + 2*Br <= M (F2b)",
+    .search = {FL_SEARCH_COLS_FREE, FL_SEARCH_ROWS_FREE},
+    .closed_form_terms = closed_form_terms,
 };
 
 const fl_schedule fl_sched_flash2_gqa = {
     .name = "flash2-gqa",
     .summary = "flash2 with the query heads of a GQA group stacked in one tile: K, V loaded once per group",
-    .flags = FL_SCHED_STACKS_GROUP,
+    .flags = FL_SCHED_IN_ALL | FL_SCHED_STACKS_GROUP,
     .accepts = FLASH2_ACCEPTS,
     .blocks = blocks_gqa,
     .footprint = footprint,
@@ -227,4 +236,6 @@ const fl_schedule fl_sched_flash2_gqa = {
     .bwd = fl_schedule_flash2_bwd,
     .explain_after = explain_gqa,
     .explain_bwd = "rule B2gb: Bc the largest with Br = max(1, Bc/G) and 4*Bc*d + 3*G*Br*d + 2*G*Br*Bc + 2*G*Br <= M (F2b)",
+    .search = {FL_SEARCH_COLS_FREE, FL_SEARCH_ROWS_FREE},
+    .closed_form_terms = closed_form_terms,
 };

@@ -241,3 +241,8 @@ fl_status fl_compute_size_refuse(const fl_problem *p, double values)
                        fl_algo_name(p->algo), (long long)FL_COMPUTE_MAX_VALUES);
     return FL_OK;
 }
+
+int64_t fl_terms_key_blocks(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc)
+{
+    return fl_cdiv(nk, Bc);
+}

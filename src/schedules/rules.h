@@ -88,6 +88,10 @@ static inline void fl_acc(ck *c, int64_t *x, int64_t v) { *x = add(c, *x, v); }
  * backward touches every key block of a segment that first writes its dK, dV. */
 int64_t fl_events_floor_tiled(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb);
 
+/* The closed_form_terms of a closed form that walks the key blocks of a sequence in every pass
+ * (flash1's (C1), every backward's): ceil(nk / Bc) (schedule.h). */
+int64_t fl_terms_key_blocks(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc);
+
 #endif
 
 /* Largest B in [1, hi] with fp(B) in [0, M] (fp nondecreasing in B), 0 if none; B is Bc (the

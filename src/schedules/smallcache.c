@@ -290,6 +290,31 @@ void fl_smallcache_explain(FILE *out, const fl_problem *p, const fl_blocks *b)
             (long long)fl_cdiv(p->d, b->Bd));
 }
 
+/* Block terms (Csc) walks per sequence: the row blocks under a mask, one term without (optimize's
+ * work measure, schedule.h). */
+static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc)
+{
+    return dense ? 1 : fl_cdiv(nq, Br);
+}
+
+/* Lemma O4's bound (docs/model.md §7) on (Csc) for blocks Br and any Bc <= cmax over one sequence
+ * kept by mk: a row block keeping K keys (the span of its kept keys) touches at least
+ * ceil(K / Bc) >= ceil(K / cmax) key blocks covering at least K keys, and moves
+ * br d (3n - 1) + 2 d cols; one keeping none writes br d. */
+static double count_floor(const fl_mask *mk, int64_t d_, int64_t Br, int64_t cmax)
+{
+    const double d = (double)d_;
+    double seg = 0.0;
+    for (int64_t r0 = 0; r0 < mk->Nq; r0 += Br) {
+        const int64_t br = fl_min64(Br, mk->Nq - r0);
+        int64_t j0, j1;
+        fl_mask_block_range(mk, r0, br, 1, &j0, &j1); /* with unit key blocks: the kept span */
+        if (j1 <= j0) seg += (double)br * d;
+        else seg += (double)br * d * (3.0 * (double)fl_cdiv(j1 - j0, cmax) - 1.0) + 2.0 * d * (double)(j1 - j0);
+    }
+    return seg;
+}
+
 const fl_schedule fl_sched_smallcache = {
     .name = "smallcache",
     .summary = "exact attention below M = d^2 (Saha & Ye): both products blocked over d, fused with the online softmax",
@@ -301,4 +326,7 @@ const fl_schedule fl_sched_smallcache = {
     .events_floor = fl_smallcache_events_floor,
     .fwd = fl_schedule_smallcache,
     .explain = fl_smallcache_explain,
+    .search = {FL_SEARCH_BOUND, FL_SEARCH_NONE},
+    .closed_form_terms = closed_form_terms,
+    .count_floor = count_floor,
 };

@@ -351,4 +351,6 @@ const fl_schedule fl_sched_standard = {
     .bwd = fl_schedule_standard_bwd,
     .explain = explain,
     .explain_bwd = "rule B0 on the same tiling; dS rows need 2*Nk <= M to fit (else two passes)",
+    .search = {FL_SEARCH_FRONTIER, FL_SEARCH_FRONTIER},
+    .paper_fig2 = "40.3 GB",
 };

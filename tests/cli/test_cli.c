@@ -127,7 +127,7 @@ static bad_case bad_cases[] = {
     {{"count", "--d", "0"}, "--d"},
     {{"count", "--d", ""}, "--d"},
     {{"count", "--N"}, "--N: needs a value"},
-    {{"count", "--algo", "flash3"}, "--algo"},
+    {{"count", "--algo", "Flash_X"}, "--algo"},
     {{"count", "--algo", "flash1,flash1"}, "--algo"},
     {{"count", "--algo", "flash1", "--M", "100", "--d", "64"}, "--M"},
     {{"count", "--algo", "flash2", "--Br", "4096", "--Bc", "4096"}, "--Br/--Bc"},

@@ -66,7 +66,7 @@ Test(trace_cli, writes_csv_and_jsonl_of_the_same_events)
 
 Test(trace_cli, bad_input_is_one_line_exit_2_and_no_file)
 {
-    const char *bad[] = {"--M 3 --algo flash2", "--algo flash3", "--N 0", "--format xml",
+    const char *bad[] = {"--M 3 --algo flash2", "--algo Flash_X", "--N 0", "--format xml",
                          "--bogus 1", "--N 4096 --max-events 1000", "--Br 1000 --algo flash2"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         char cmd[512];

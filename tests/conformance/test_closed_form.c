@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "schedule.h"
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -43,7 +44,7 @@ static int check_one(fl_algo a, int64_t N, int64_t d, int64_t M, int64_t Br, int
     } else if (a == FL_ALGO_FLASH2 || a == FL_ALGO_FLASH2_GQA) { /* one head: G = 1 */
         cr_assert_eq(r.reads, Nd + 2 * Nd * Tr);
         cr_assert_eq(r.writes, Nd + N);
-    } else {
+    } else if (a == FL_ALGO_STANDARD) {
         /* standard writes S and P (N^2 each) and O (Nd) exactly once */
         cr_assert_eq(r.writes, 2 * N * N + Nd);
     }
@@ -56,11 +57,13 @@ Test(closed_form, equals_simulation_over_default_blocks_grid)
     const int64_t ds[] = {1, 16, 64, 100, 128};
     const int64_t Ms[] = {300, 2048, 8191, 65536, 300000};
     int ran = 0, tried = 0;
-    for (int a = 0; a < FL_ALGO_FLASH2 + 1; a++)
+    fl_algo all[FL_ALGO_MAX]; /* "all" (one head), from the registry */
+    const int nall = fl_algos_all(NULL, all);
+    for (int a = 0; a < nall; a++)
         for (size_t i = 0; i < sizeof Ns / sizeof *Ns; i++)
             for (size_t j = 0; j < sizeof ds / sizeof *ds; j++)
                 for (size_t k = 0; k < sizeof Ms / sizeof *Ms; k++, tried++)
-                    ran += check_one((fl_algo)a, Ns[i], ds[j], Ms[k], 0, 0);
+                    ran += check_one(all[a], Ns[i], ds[j], Ms[k], 0, 0);
     printf("closed_form default grid: %d of %d configurations ran and matched\n", ran, tried);
     cr_assert_geq(ran, 400, "only %d configurations ran", ran);
 }
@@ -70,10 +73,12 @@ Test(closed_form, equals_simulation_with_block_overrides_that_do_not_divide_N)
     const int64_t Ns[] = {13, 100, 1000, 4099};
     const int64_t blocks[][2] = {{1, 1}, {3, 5}, {7, 2}, {16, 16}, {33, 64}, {64, 17}, {100, 100}};
     int ran = 0;
-    for (int a = 0; a < FL_ALGO_FLASH2 + 1; a++)
+    fl_algo all[FL_ALGO_MAX]; /* "all" (one head), from the registry */
+    const int nall = fl_algos_all(NULL, all);
+    for (int a = 0; a < nall; a++)
         for (size_t i = 0; i < sizeof Ns / sizeof *Ns; i++)
             for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
-                ran += check_one((fl_algo)a, Ns[i], 48, 100000, blocks[b][0], blocks[b][1]);
+                ran += check_one(all[a], Ns[i], 48, 100000, blocks[b][0], blocks[b][1]);
     printf("closed_form override grid: %d configurations ran and matched\n", ran);
     cr_assert_geq(ran, 70);
 }

@@ -10,6 +10,7 @@
 
 #include "grid.h"
 #include "bounds.h"
+#include "optimize.h"
 #include "schedule.h"
 
 /* The problems a schedule is checked on: small enough to compute, varied in the fields it
@@ -80,8 +81,78 @@ Test(registry, the_named_entries_keep_their_positions)
     cr_assert_leq(fl_schedule_count(), FL_ALGO_MAX);
     cr_assert_null(fl_schedule_get((fl_algo)fl_schedule_count()));
     cr_assert_null(fl_schedule_get((fl_algo)-1));
-    for (int a = 0; a < FL_NALGO_CORE; a++)
-        cr_assert(fl_schedule_get((fl_algo)a)->flags & FL_SCHED_IN_ALL, "%s is one of all", fl_algo_name((fl_algo)a));
+    cr_assert(fl_schedule_get(FL_ALGO_DEFAULT)->flags & FL_SCHED_DEFAULT, "FL_ALGO_DEFAULT is the default schedule");
+    cr_assert_eq(fl_problem_default().algo, FL_ALGO_DEFAULT);
+}
+
+/* The roles the analysis asks for: exactly one default and one paper-law schedule, both in
+ * "all"; "all" has one schedule that materializes S and P and at least one that does not (the
+ * report compares them); every compared schedule fits optimize's comparison columns. */
+Test(registry, every_role_has_its_schedules)
+{
+    fl_algo v[FL_ALGO_MAX];
+    cr_assert_eq(fl_algos_with(FL_SCHED_DEFAULT, v), 1);
+    cr_assert_eq(fl_algo_with_role(FL_SCHED_DEFAULT), v[0]);
+    cr_assert_eq(fl_algos_with(FL_SCHED_PAPER_LAW | FL_SCHED_IN_ALL, v), 1);
+    cr_assert_eq(fl_algo_with_role(FL_SCHED_PAPER_LAW), v[0]);
+    cr_assert_eq(fl_algos_with(FL_SCHED_MATERIALIZES | FL_SCHED_IN_ALL, v), 1);
+    const int nall = fl_algos_all(NULL, v);
+    cr_assert_geq(nall, 2);
+    const int ncmp = fl_algos_with(FL_SCHED_COMPARED, v);
+    cr_assert(ncmp >= 1 && ncmp <= FL_OPT_MAX_COMPARED, "%d compared schedules", ncmp);
+    cr_assert_eq(fl_algos_with(0, v), fl_schedule_count());
+}
+
+/* "all" follows the flags: every FL_SCHED_IN_ALL schedule, those stacking a group only where the
+ * problem has groups, in registry order. */
+Test(registry, all_is_the_flagged_schedules)
+{
+    fl_problem gqa = fl_problem_default();
+    gqa.heads = 8, gqa.kv_heads = 2;
+    fl_algo v[FL_ALGO_MAX], w[FL_ALGO_MAX];
+    const int n = fl_algos_all(NULL, v), ng = fl_algos_all(&gqa, w);
+    int k = 0, kg = 0;
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const unsigned f = fl_schedule_get((fl_algo)a)->flags;
+        if (!(f & FL_SCHED_IN_ALL)) continue;
+        if (!(f & FL_SCHED_STACKS_GROUP)) cr_assert(k < n && v[k++] == a, "%s missing from all", fl_algo_name((fl_algo)a));
+        cr_assert(kg < ng && w[kg++] == a, "%s missing from all with groups", fl_algo_name((fl_algo)a));
+    }
+    cr_assert_eq(k, n);
+    cr_assert_eq(kg, ng);
+    cr_assert_gt(ng, n, "a schedule of all stacks GQA groups");
+}
+
+/* Every name follows the rule that keeps "Flash_X" (the negative tests' unknown name) from ever
+ * being one; the rule itself refuses what it must. */
+Test(registry, every_name_follows_the_rule)
+{
+    for (int a = 0; a < fl_schedule_count(); a++)
+        cr_assert(fl_algo_name_valid(fl_algo_name((fl_algo)a)), "%s", fl_algo_name((fl_algo)a));
+    const char *bad[] = {"Flash_X", "", "-a", "a-", "a--b", "9a", "a b", "abcdefghijklmnopqrstuvwxyzabcdef", "flash2 "};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) cr_assert(!fl_algo_name_valid(bad[i]), "'%s'", bad[i]);
+    cr_assert(fl_algo_name_valid("flash3") && fl_algo_name_valid("a-b2"));
+    fl_algo a;
+    cr_assert_eq(fl_algo_parse("Flash_X", &a), FL_EINVAL);
+}
+
+/* A schedule in optimize's family says how its closed form walks and, searched by branch and
+ * bound, gives a floor; its closed form covers every block pair (overrides are honoured). */
+Test(registry, every_family_member_is_searchable)
+{
+    int members = 0;
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const fl_schedule *s = fl_schedule_get((fl_algo)a);
+        for (int pb = 0; pb < 2; pb++) {
+            if (!s->search[pb]) continue;
+            members++;
+            cr_assert(s->footprint, "%s: the search needs the footprint", s->name);
+            cr_assert(!pb || s->bwd, "%s: a backward search without a backward loop", s->name);
+            cr_assert(s->search[pb] != FL_SEARCH_BOUND || (!pb && s->count_floor), "%s: lemma O4 needs a forward count floor", s->name);
+            cr_assert(!(s->flags & (FL_SCHED_OWN_PROBLEM | FL_SCHED_SOFTMAX)), "%s: a problem of its own in the family", s->name);
+        }
+    }
+    cr_assert_geq(members, 2);
 }
 
 Test(registry, every_descriptor_is_complete)

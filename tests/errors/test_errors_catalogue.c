@@ -8,9 +8,13 @@
  * "flashlab: message" as its one stderr line.  A row whose command reads
  * `SETUP; [VAR=value ...] flashlab ARGS` first runs SETUP with /bin/sh in a fresh directory of its
  * own (mknod, mkfifo, ln -s, mkdir), then the command in that directory; a SETUP that fails
- * (mknod when not root) skips the row.  A catalogue that lists fewer than 100 rows fails too, so
- * the parser cannot silently stop matching. */
+ * (mknod when not root) skips the row.  In a message, {schedules} stands for the registry's
+ * choices as fl_algo_choices() lists them, so a schedule added to the registry changes no row.
+ * A catalogue that lists fewer than 100 rows fails too, so the parser cannot silently stop
+ * matching. */
 #include "test_errors_util.h"
+
+#include <flashlab/schedule.h>
 
 #define MAX_ROW_ARGS 64
 
@@ -58,7 +62,12 @@ static int check_row(char *line, int lineno)
     argv[na] = NULL;
     cr_assert(na >= 1 && strcmp(argv[0], "flashlab") == 0, "docs/errors.md:%d: not a flashlab command", lineno);
 
-    char where[64];
+    char where[64], expanded[4096];
+    const char *ph = strstr(msg, "{schedules}");
+    if (ph) {
+        snprintf(expanded, sizeof expanded, "%.*s%s%s", (int)(ph - msg), msg, fl_algo_choices(), ph + 11);
+        msg = expanded;
+    }
     snprintf(where, sizeof where, "docs/errors.md:%d", lineno);
     cli_result r = cli_run_in(dir, env, argv);
     expect_bad_r(&r, NULL, msg, where);

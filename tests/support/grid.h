@@ -12,8 +12,22 @@
 #include <string.h>
 
 #include "run.h"
+#include "schedule.h"
 
 #define FL_TEST_TOL 1e-12
+
+/* The registered schedules whose descriptor accepts every field group of `accepts` (FL_ACCEPT_*)
+ * and has none of the flags `without` (FL_SCHED_*), in registry order: the lists a test iterates
+ * instead of typing them (scripts/check_layers.py refuses typed lists).  Returns their number. */
+static inline int sched_list(unsigned accepts, unsigned without, fl_algo *out)
+{
+    int n = 0;
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const fl_schedule *s = fl_schedule_get((fl_algo)a);
+        if ((s->accepts & accepts) == accepts && !(s->flags & without)) out[n++] = (fl_algo)a;
+    }
+    return n;
+}
 #define FL_TEST_REL_TOL FL_TEST_TOL
 
 /* Counts equal the closed form; returns the count-mode result in *out (may be NULL). */

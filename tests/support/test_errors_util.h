@@ -113,7 +113,7 @@ static inline void expect_bad_r(const cli_result *r, const char *names, const ch
     cr_expect(strncmp(r->err, "flashlab: ", 10) == 0, "%s: stderr should start 'flashlab: ': %s",
               what, r->err);
     if (expect) {
-        char want[2048];
+        char want[4200];
         snprintf(want, sizeof want, "flashlab: %s\n", expect);
         cr_expect_str_eq(r->err, want, "%s: message", what);
     }

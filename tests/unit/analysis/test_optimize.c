@@ -11,6 +11,7 @@
 #include "cli_runner.h"
 #include "optimize.h"
 #include "rng.h"
+#include "schedule.h"
 
 static fl_problem prob(int64_t N, int64_t d, int64_t M)
 {
@@ -21,11 +22,18 @@ static fl_problem prob(int64_t N, int64_t d, int64_t M)
     return p;
 }
 
-static fl_algo smallcache(void)
+/* The family of p (docs/model.md §7), from the registry: every schedule with a search for each
+ * pass p runs, one stacking a group only when p's query heads form groups.  Returns its size. */
+static int family(const fl_problem *p, fl_algo *out)
 {
-    fl_algo a;
-    cr_assert_eq(fl_algo_parse("smallcache", &a), FL_OK);
-    return a;
+    int n = 0;
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        const fl_schedule *s = fl_schedule_get((fl_algo)a);
+        if (((p->pass & FL_PASS_FWD) && !s->search[0]) || ((p->pass & FL_PASS_BWD) && !s->search[1])) continue;
+        if ((s->flags & FL_SCHED_STACKS_GROUP) && fl_problem_group_ratio(p) <= 1) continue;
+        out[n++] = (fl_algo)a;
+    }
+    return n;
 }
 
 /* The count of schedule a with blocks (Br, Bc) (0: its rule) on p's pass, executed; -1 when it
@@ -45,8 +53,10 @@ static void check_never_loses(const fl_problem *p)
     fl_opt o;
     fl_status s = fl_optimize(p, 4, FL_OPT_MAX_WORK, &o);
     cr_assert_eq(s, FL_OK, "N=%ld d=%ld M=%ld: %s", (long)p->N, (long)p->d, (long)p->M, fl_last_error());
-    const fl_algo all[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA, smallcache()};
-    for (int i = 0; i < 5; i++) {
+    fl_algo all[FL_ALGO_MAX];
+    const int nall = family(p, all);
+    cr_assert_geq(nall, 1);
+    for (int i = 0; i < nall; i++) {
         const int64_t t = run(p, all[i], p->pass, 0, 0);
         if (t >= 0) cr_assert_leq(o.best.total, t, "%s at its rule: %ld < best %ld", fl_algo_name(all[i]), (long)t,
                                   (long)o.best.total);
@@ -120,7 +130,7 @@ Test(optimize, finds_what_a_grid_of_powers_of_two_missed)
     p = prob(4096, 512, 2100);
     cr_assert_eq(fl_optimize(&p, 1, FL_OPT_MAX_WORK, &o), FL_OK);
     cr_assert_lt(o.best.total, run(&p, FL_ALGO_STANDARD, FL_PASS_FWD, 0, 0));
-    cr_assert_eq(o.best.algo, smallcache());
+    cr_assert_str_eq(fl_algo_name(o.best.algo), "smallcache");
     p = prob(777, 48, 2000000);
     p.Nk = 500, p.heads = 6, p.kv_heads = 2;
     cr_assert_eq(fl_optimize(&p, 4, FL_OPT_MAX_WORK, &o), FL_OK);
@@ -137,11 +147,9 @@ static int64_t brute(const fl_problem *p)
 {
     int64_t nq, nk, best = -1;
     fl_problem_lengths(p, &nq, &nk);
-    const fl_algo all[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA, smallcache()};
-    const int gqa = fl_problem_group_ratio(p) > 1;
-    for (int i = 0; i < 5; i++) {
-        if (all[i] == FL_ALGO_FLASH2_GQA && !gqa) continue;
-        if (all[i] == smallcache() && p->pass != FL_PASS_FWD) continue;
+    fl_algo all[FL_ALGO_MAX];
+    const int nall = family(p, all);
+    for (int i = 0; i < nall; i++) {
         int64_t pass_best[2] = {-1, -1};
         for (int bwd = 0; bwd < 2; bwd++) {
             if (!(p->pass & (bwd ? FL_PASS_BWD : FL_PASS_FWD))) continue;
@@ -158,15 +166,20 @@ static int64_t brute(const fl_problem *p)
     return best;
 }
 
-/* The former search, for the comparison's power: flash1, flash2 (and flash2-gqa) with one pair
- * (Br, Bc) for every pass, Br on 1, 2, 4, ..., Nq with the largest Bc that fits, or Bc on
- * 1, 2, 4, ..., Nk with the largest Br. */
+/* The former search, for the comparison's power: the family's schedules with one free block
+ * (flash1, flash2 and flash2-gqa) with one pair (Br, Bc) for every pass, Br on 1, 2, 4, ..., Nq
+ * with the largest Bc that fits, or Bc on 1, 2, 4, ..., Nk with the largest Br. */
 static int64_t grid_search(const fl_problem *p)
 {
     int64_t nq, nk, best = -1;
     fl_problem_lengths(p, &nq, &nk);
-    const fl_algo algos[] = {FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
-    for (int i = 0; i < (fl_problem_group_ratio(p) > 1 ? 3 : 2); i++)
+    fl_algo algos[FL_ALGO_MAX], fam[FL_ALGO_MAX];
+    int n = 0;
+    for (int i = 0, nf = family(p, fam); i < nf; i++) {
+        const fl_search s = fl_schedule_get(fam[i])->search[0];
+        if (s == FL_SEARCH_ROWS_FREE || s == FL_SEARCH_COLS_FREE) algos[n++] = fam[i];
+    }
+    for (int i = 0; i < n; i++)
         for (int rows = 0; rows < 2; rows++)
             for (int64_t x = 1;; x = x > (rows ? nq : nk) / 2 ? (rows ? nq : nk) : 2 * x) {
                 for (int64_t y = rows ? nk : nq; y >= 1; y--) { /* the largest that fits */

@@ -26,11 +26,12 @@ Test(heads, kv_map_consecutive_groups)
 Test(heads, grid_counts_and_values)
 {
     const int64_t hk[][2] = {{1, 1}, {3, 3}, {4, 2}, {6, 2}, {6, 1}};
-    const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
+    fl_algo algos[FL_ALGO_MAX]; /* every schedule with heads and a backward, from the registry */
+    const size_t nalgos = (size_t)sched_list(FL_ACCEPT_HEADS | FL_ACCEPT_BWD, 0, algos);
     const fl_pass passes[] = {FL_PASS_FWD, FL_PASS_BWD, FL_PASS_FWD_BWD};
     int n = 0;
     double worst = 0.0;
-    for (size_t a = 0; a < 4; a++)
+    for (size_t a = 0; a < nalgos; a++)
         for (size_t h = 0; h < 5; h++)
             for (int64_t B = 1; B <= 2; B++)
                 for (int c = 0; c < 3; c += 2)
@@ -87,9 +88,10 @@ Test(heads, gqa_group_schedule_saves_kv_traffic)
 Test(heads, gpt2_count_only_is_fast)
 {
     /* batch 64 x 16 heads, N 1024, d 64, forward + backward, every schedule: well under 2 s */
-    const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
+    fl_algo algos[FL_ALGO_MAX]; /* every schedule with heads and a backward, from the registry */
+    const size_t nalgos = (size_t)sched_list(FL_ACCEPT_HEADS | FL_ACCEPT_BWD, 0, algos);
     clock_t t0 = clock();
-    for (size_t a = 0; a < 4; a++) {
+    for (size_t a = 0; a < nalgos; a++) {
         fl_problem p = fl_problem_default();
         p.algo = algos[a], p.batch = 64, p.heads = 16, p.kv_heads = 4, p.pass = FL_PASS_FWD_BWD;
         fl_result r;
@@ -97,7 +99,7 @@ Test(heads, gpt2_count_only_is_fast)
         cr_assert_eq(r.total, r.closed.total);
     }
     const double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
-    cr_log_info("GPT-2 shape, 4 schedules fwd+bwd: %.3f s", s);
+    cr_log_info("GPT-2 shape, %zu schedules fwd+bwd: %.3f s", nalgos, s);
     cr_assert_lt(s, 2.0);
 }
 

@@ -41,11 +41,12 @@ Test(varlen, grid_counts_and_values)
 {
     const int64_t cq[][5] = {{0, 5, 5, 17, 30}, {0, 1, 2, 3, 4}, {0, 30, 30, 30, 30}};
     const int64_t ck[][5] = {{0, 9, 9, 12, 40}, {0, 7, 9, 10, 30}, {0, 11, 11, 11, 11}};
-    const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
+    fl_algo algos[FL_ALGO_MAX]; /* every schedule with varlen and a backward, from the registry */
+    const size_t nalgos = (size_t)sched_list(FL_ACCEPT_VARLEN | FL_ACCEPT_BWD, 0, algos);
     const fl_pass passes[] = {FL_PASS_FWD, FL_PASS_FWD_BWD};
     int n = 0;
     double worst = 0.0;
-    for (size_t a = 0; a < 4; a++)
+    for (size_t a = 0; a < nalgos; a++)
         for (size_t v = 0; v < 3; v++)
             for (int c = 0; c < 3; c++)
                 for (size_t q = 0; q < 2; q++) {
@@ -67,8 +68,9 @@ Test(varlen, no_attention_crosses_a_boundary)
 {
     /* counts: packed = sum of the sequences run alone (with the same blocks) */
     const int64_t cq[] = {0, 7, 20, 21}, ck[] = {0, 12, 20, 33};
-    const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2};
-    for (size_t a = 0; a < 3; a++)
+    fl_algo algos[FL_ALGO_MAX]; /* "all": the registry's */
+    const size_t nalgos = (size_t)fl_algos_all(NULL, algos);
+    for (size_t a = 0; a < nalgos; a++)
         for (int c = 0; c < 3; c++) {
             fl_problem p = fl_problem_default();
             p.algo = algos[a], p.batch = 3, p.cu_seqlens_q = cq, p.cu_seqlens_k = ck, p.N = 21, p.Nk = 33;

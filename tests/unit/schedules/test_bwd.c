@@ -3,7 +3,13 @@
  * SRAM sizes and block overrides; gradients match the reference; bwd alone + fwd = fwd+bwd. */
 #include "grid.h"
 
-static const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2};
+/* "all" (one head), from the registry: the schedules whose backward this file checks. */
+static fl_algo algos[FL_ALGO_MAX];
+static size_t nalgos;
+
+static void init_algos(void) { nalgos = (size_t)fl_algos_all(NULL, algos); }
+
+TestSuite(bwd, .init = init_algos);
 
 Test(bwd, closed_forms_equal_simulation_grid)
 {
@@ -12,7 +18,7 @@ Test(bwd, closed_forms_equal_simulation_grid)
     const int64_t Ms[] = {600, 2000, 9000};
     const fl_pass passes[] = {FL_PASS_BWD, FL_PASS_FWD_BWD};
     int n = 0;
-    for (size_t a = 0; a < 3; a++)
+    for (size_t a = 0; a < nalgos; a++)
         for (size_t i = 0; i < 5; i++)
             for (size_t j = 0; j < 3; j++)
                 for (size_t k = 0; k < 3; k++)
@@ -36,7 +42,7 @@ Test(bwd, gradients_match_reference)
     double worst = 0.0;
     int n = 0;
     const int64_t Ns[] = {1, 5, 33, 70};
-    for (size_t a = 0; a < 3; a++)
+    for (size_t a = 0; a < nalgos; a++)
         for (size_t i = 0; i < 4; i++)
             for (int bo = 0; bo < 2; bo++) {
                 fl_problem p = fl_problem_default();
@@ -54,7 +60,7 @@ Test(bwd, gradients_match_reference)
 
 Test(bwd, pass_accounting)
 {
-    for (size_t a = 0; a < 3; a++) {
+    for (size_t a = 0; a < nalgos; a++) {
         fl_problem p = fl_problem_default();
         p.algo = algos[a], p.N = 300, p.d = 32, p.M = 20000;
         fl_result f, b, fb;
@@ -109,7 +115,7 @@ Test(bwd, dense_closed_forms_written_out)
     for (size_t i = 0; i < 5; i++)
         for (size_t j = 0; j < 2; j++)
             for (size_t k = 0; k < 3; k++)
-                for (size_t a = 0; a < 3; a++) {
+                for (size_t a = 0; a < nalgos; a++) {
                     fl_problem p = fl_problem_default();
                     p.algo = algos[a], p.N = Ns[i], p.d = ds[j], p.M = Ms[k], p.pass = FL_PASS_BWD;
                     fl_result r;
@@ -150,8 +156,9 @@ static int count_events(const fl_event *ev, void *ctx)
 
 Test(bwd, bwd_alone_traces_only_the_backward)
 {
-    const fl_algo all[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA};
-    for (size_t a = 0; a < 4; a++) {
+    fl_algo all[FL_ALGO_MAX]; /* every schedule with heads and a backward */
+    const size_t nall = (size_t)sched_list(FL_ACCEPT_HEADS | FL_ACCEPT_BWD, 0, all);
+    for (size_t a = 0; a < nall; a++) {
         fl_problem p = fl_problem_default();
         p.algo = all[a], p.N = 200, p.d = 16, p.M = 5000, p.heads = 4, p.kv_heads = 2, p.pass = FL_PASS_BWD;
         int64_t n = 0;

@@ -5,7 +5,13 @@
  * causal square case equals the textbook Tr(Tr+1)/2 tiles. */
 #include "grid.h"
 
-static const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2};
+/* "all" (one head), from the registry: the schedules whose masks this file checks. */
+static fl_algo algos[FL_ALGO_MAX];
+static size_t nalgos;
+
+static void init_algos(void) { nalgos = (size_t)fl_algos_all(NULL, algos); }
+
+TestSuite(masks_sched, .init = init_algos);
 
 Test(masks_sched, grid_counts_and_values)
 {
@@ -14,7 +20,7 @@ Test(masks_sched, grid_counts_and_values)
     const fl_pass passes[] = {FL_PASS_FWD, FL_PASS_BWD, FL_PASS_FWD_BWD};
     int n = 0;
     double worst = 0.0;
-    for (size_t a = 0; a < 3; a++)
+    for (size_t a = 0; a < nalgos; a++)
         for (size_t s = 0; s < 7; s++)
             for (int c = 0; c < 3; c++)
                 for (size_t w = 0; w < 5; w++)
@@ -64,7 +70,7 @@ Test(masks_sched, causal_square_skips_tiles)
 Test(masks_sched, fully_masked_rows_are_zero_not_nan)
 {
     /* Nq > Nk bottom-right: the first Nq - Nk rows see no key; a window can empty rows too */
-    for (size_t a = 0; a < 3; a++) {
+    for (size_t a = 0; a < nalgos; a++) {
         fl_problem p = fl_problem_default();
         p.algo = algos[a], p.N = 9, p.Nk = 3, p.d = 4, p.M = 400, p.causal = FL_CAUSAL_BOTTOM_RIGHT;
         p.pass = FL_PASS_FWD_BWD;

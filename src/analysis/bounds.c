@@ -7,6 +7,7 @@
 
 #include <flashlab/blocksparse_mask.h>
 #include <flashlab/masks.h>
+#include <flashlab/schedule.h>
 
 /* Saturating arithmetic on non-negative counts: a sum too large for 64 bits becomes INT64_MAX,
  * which is still a lower bound of the true value. */
@@ -194,12 +195,12 @@ fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bo
     memset(o, 0, sizeof *o);
     const int64_t Nk = p->Nk ? p->Nk : p->N;
     const int64_t hq = p->heads, hkv = p->kv_heads ? p->kv_heads : p->heads;
-    if (p->algo == FL_ALGO_SOFTMAX_SAFE || p->algo == FL_ALGO_SOFTMAX_ONLINE) {
+    if (fl_schedule_get(p->algo) && (fl_schedule_get(p->algo)->flags & FL_SCHED_SOFTMAX)) {
         /* softmax of an N x Nk matrix: every entry of a row of two or more is read; Y written */
         const int64_t all = sat_mul(p->N, Nk);
         o->floor_reads = Nk >= 2 ? all : 0;
         o->floor_writes = all;
-    } else if (p->algo == FL_ALGO_BLOCKSPARSE) {
+    } else if (fl_schedule_get(p->algo) && (fl_schedule_get(p->algo)->accepts & FL_ACCEPT_BLOCK_MASK)) {
         if (!b || b->Br < 1 || b->Bc < 1)
             return fl_fail(FL_EINVAL, "blocksparse: the lower bound needs the blocks its block mask is cut along");
         fl_need n;

@@ -13,6 +13,7 @@
 #include "optimize.h"
 #include "rng.h"
 #include "run.h"
+#include "schedule.h"
 
 typedef struct {
     int problems, runs, optimized, below_bound_checked, tight; /* tight: within 2x of the bound */
@@ -54,13 +55,6 @@ static int64_t run_checked(const fl_problem *p, fl_algo a, int64_t Br, int64_t B
     return r.total;
 }
 
-static fl_algo smallcache(void)
-{
-    fl_algo a;
-    cr_assert_eq(fl_algo_parse("smallcache", &a), FL_OK);
-    return a;
-}
-
 /* The attention problems of the family: every schedule, at its rule and overridden. */
 static void attention(uint64_t *st, tally *t, int64_t *cu)
 {
@@ -90,10 +84,13 @@ static void attention(uint64_t *st, tally *t, int64_t *cu)
     fl_lower_bound lb;
     cr_assert_eq(fl_lower_bound_of(&p, NULL, &lb), FL_OK, "%s", fl_last_error());
 
-    const fl_algo fam[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2, FL_ALGO_FLASH2_GQA, smallcache()};
-    int64_t counts[10];
+    fl_algo fam[FL_ALGO_MAX]; /* optimize's forward family, from the registry */
+    int nfam = 0;
+    for (int a = 0; a < fl_schedule_count(); a++)
+        if (fl_schedule_get((fl_algo)a)->search[0]) fam[nfam++] = (fl_algo)a;
+    int64_t counts[2 * FL_ALGO_MAX + 2];
     int n = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < nfam; i++) {
         counts[n] = run_checked(&p, fam[i], 0, 0, lb.bound, t);
         if (counts[n] >= 0) n++;
         const int64_t Br = 1 + (int64_t)draw(st, (uint64_t)p.N), Bc = 1 + (int64_t)draw(st, (uint64_t)nk);
