@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include <flashlab/fit.h>
+#include <flashlab/laws.h>
 #include <flashlab/output.h>
 #include <flashlab/sweep.h>
 
@@ -16,16 +17,6 @@
 fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *command,
                              fl_table *collect, fl_sweep_stats *st);
 
-/* The d sweep for the slope in d: all schedules, N = 65536, M = 524288, d = 16..256 (x2). */
-fl_sweep_spec fl_analysis_dsweep(void);
-
-/* Prints the fits of docs/analysis.md over the main sweep t and the d sweep dt.  brief: one row
- * per (schedule, d) at the largest N instead of every N.  Returns FL_OK or a fit error. */
-fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int brief);
-
-/* The flash1 M-slope the analysis quotes: at the largest N of t with d = d, over the paper's
- * regime d <= M <= Nd.  *N receives that N. */
-fl_status fl_bound_flash1_slope(const fl_table *t, int64_t d, int64_t *N, fl_fit *f);
 
 /* The files figures (a)-(d) and (g) make, relative to the output directory: fig_*.png, .pdf,
  * .svg and data/fig_*.csv (FL_FIGURE_FILES).  Fills names[0..) up to cap; returns the count. */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include "cli.h"
 #include "emit.h"
 #include "listparse.h"

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include "cli.h"
 #include <flashlab/examples.h>
 #include <flashlab/status.h>

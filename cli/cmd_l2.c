@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include "cli.h"
 #include <flashlab/l2.h>
 #include <flashlab/l2_predict.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/l2_parts.h>
 #include <flashlab/launch_model.h>
 

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "analysis.h"
-#include <flashlab/args.h>
+#include "args.h"
 #include "cli.h"
-#include "regimes.h"
+#include <flashlab/regimes.h>
 #include <flashlab/schedule.h>
 
 #ifndef FLASHLAB_FIGURES_DIR

@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "analysis.h"
-#include <flashlab/args.h>
+#include "args.h"
 #include "cli.h"
-#include "regimes.h"
+#include <flashlab/regimes.h>
 #include <flashlab/examples.h>
 #include <flashlab/presets.h>
 #include <flashlab/schedule.h>

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "analysis.h"
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/output.h>
 #include "cli.h"
 #include "emit.h"

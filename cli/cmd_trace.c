@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/output.h>
 #include "cli.h"
 #include "listparse.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include "cli.h"
 
 fl_status fl_cli_open_input(const char *path, const char *option, FILE **in)

@@ -7,7 +7,7 @@
 
 #include <flashlab/schedule.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/schedule.h>
 
 static fl_status push(const char *opt, fl_list *l, int64_t v)

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/output.h>
 #include "cli.h"
 

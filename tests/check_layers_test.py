@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """check_layers_test.py: scripts/check_layers.py passes on the tree and fails on planted faults:
 an upward import, a circle, the reference reaching the schedules, GSL outside analysis, a
-kernel reaching a private header.  Each fault is planted in a copy of the tree's sources."""
+kernel reaching a private header; a schedule named outside the registry (an enumerator in the
+library, a name in the CLI or the binding), a typed list of schedules or a loop bounded by one in
+a test, a test including a .c file.  Each fault is planted in a copy of the tree's sources."""
 import os
 import shutil
 import subprocess
@@ -19,9 +21,11 @@ def run(root):
 
 def copy_tree():
     tmp = tempfile.mkdtemp(prefix="fl_layers_")
-    for top in ("include", "src", "reference", "cli", "kernels"):
+    for top in ("include", "src", "reference", "cli", "kernels", "tests"):
         shutil.copytree(os.path.join(ROOT, top), os.path.join(tmp, top),
-                        ignore=shutil.ignore_patterns("*.o", "build*"))
+                        ignore=shutil.ignore_patterns("*.o", "build*", "golden"))
+    os.makedirs(os.path.join(tmp, "notebooks"))
+    shutil.copy(os.path.join(ROOT, "notebooks", "flashlab.py"), os.path.join(tmp, "notebooks"))
     return tmp
 
 
@@ -41,6 +45,15 @@ faults = [
     ("src/run/run.c", '#include <gsl/gsl_fit.h>', "GSL belongs to the analysis module only"),
     ("kernels/harness/gpu_case.cu", '#include "problem/segments.h"', "private header"),
     ("include/flashlab/status.h", '#include "status.h"', "include circle"),
+    # every list once: the registry is the only list of schedules
+    ("src/analysis/optimize.c", "static const int planted_ = FL_ALGO_FLASH1;", "uses FL_ALGO_FLASH1"),
+    ("cli/cmd_count.c", 'static const char *planted_ = "flash2";', 'names the schedule "flash2"'),
+    ("notebooks/flashlab.py", 'PLANTED = ("standard", 1)', "names the schedule 'standard'"),
+    ("tests/unit/analysis/test_optimize.c",
+     "static const fl_algo planted_[] = {FL_ALGO_FLASH1, FL_ALGO_FLASH2};", "types a list of schedules"),
+    ("tests/unit/schedules/test_bwd.c", "static void planted_(void) { for (int a = 0; a <= FL_ALGO_FLASH2; a++); }",
+     "bounds a loop by FL_ALGO_FLASH2"),
+    ("tests/cli/test_cli.c", '#include "main.c"', "includes a .c file"),
 ]
 code, out = run(ROOT)
 ok = code == 0

@@ -51,6 +51,13 @@ static inline int64_t fl_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0
 static inline int64_t fl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t fl_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* s itself when it is at most FL_SHOWN_MAX characters long, else its first FL_SHOWN_MAX
+ * characters followed by "...", in one of four rotating per-thread buffers (so a message may
+ * quote up to four values): what a message quotes of a value the user typed, so that the message
+ * stays short and its rule is never cut off. */
+#define FL_SHOWN_MAX 200
+const char *fl_shown(const char *s);
+
 /* Propagate a non-OK status from a call. */
 #define FL_TRY(expr)                      \
     do {                                  \

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include <flashlab/args.h>
 #include <flashlab/schedule.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <flashlab/args.h>
 
 #define PATH_CAP 4352 /* a PATH_MAX path and the temporary suffix */
 

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[1024];
 
@@ -43,4 +44,16 @@ int fl_mul_ok(int64_t a, int64_t b, int64_t *out)
 int fl_add_ok(int64_t a, int64_t b, int64_t *out)
 {
     return !__builtin_add_overflow(a, b, out);
+}
+
+const char *fl_shown(const char *s)
+{
+    static _Thread_local char buf[4][FL_SHOWN_MAX + 4];
+    static _Thread_local int next;
+    if (!s || strlen(s) <= FL_SHOWN_MAX) return s;
+    char *b = buf[next];
+    next = (next + 1) % 4;
+    memcpy(b, s, FL_SHOWN_MAX);
+    memcpy(b + FL_SHOWN_MAX, "...", 4);
+    return b;
 }

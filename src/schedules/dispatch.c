@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flashlab/args.h>
 #include <flashlab/schedule.h>
 
 static const fl_schedule *sched(fl_algo a) { return fl_schedule_get(a); }

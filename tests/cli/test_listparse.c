@@ -3,8 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "base/args.c"    /* src/ is on the tests' include path */
-#include "listparse.c"    /* cli/ likewise */
+#include "listparse.h"    /* cli/, linked from flashlab_cli_lib */
 
 static void expect(const char *s, const int64_t *want, int n)
 {

@@ -14,7 +14,7 @@
 
 #include "cli_runner.h"
 #include "disk.h"
-#include "regimes.c" /* the figure's grid and summary, as `plot` and `report` run them */
+#include "regimes.h" /* the figure's grid and summary, as `plot` and `report` run them */
 
 typedef struct {
     long long N, d, M, s[4], opt, Br, Bc, lb;
@@ -52,7 +52,7 @@ static double slope(const row *r, int n, long long d, long long lo, long long hi
     return (k * sxy - sx * sy) / (k * sxx - sx * sx);
 }
 
-/* Figure (g)'s grid, computed in this process (cli/regimes.c, the code `plot` and `report` run),
+/* Figure (g)'s grid, computed in this process (src/analysis/regimes.c, the code `plot` and `report` run),
  * written as its CSV and read back; the summary the report prints; the gnuplot script on it. */
 Test(figure_g, its_data_obey_the_bound_and_the_script_draws_them)
 {

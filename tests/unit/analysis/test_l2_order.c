@@ -9,6 +9,7 @@
 #include "gpu_order.h"
 #include "l2_predict.h"
 #include "run.h"
+#include "schedule.h"
 
 static void totals_equal_fl_run(fl_algo a, int bwd, int64_t N, int64_t d, int64_t Br, int64_t Bc, int eb)
 {
@@ -43,9 +44,16 @@ static void totals_equal_fl_run(fl_algo a, int bwd, int64_t N, int64_t d, int64_
 
 Test(l2_order, totals_equal_the_model_per_tensor)
 {
-    const fl_algo algos[] = {FL_ALGO_STANDARD, FL_ALGO_FLASH1, FL_ALGO_FLASH2};
+    fl_algo algos[FL_ALGO_MAX]; /* the registry's schedules whose kernels the GPU order describes */
+    int nalgos = 0;
+    const fl_gpu_machine mc = fl_gpu_machine_h200();
+    for (int a = 0; a < fl_schedule_count(); a++) {
+        fl_gpu_sched s;
+        if (fl_gpu_sched_build((fl_algo)a, 0, 64, 16, 16, 16, 2, &mc, &s) == FL_OK) algos[nalgos++] = (fl_algo)a;
+    }
+    cr_assert_geq(nalgos, 3, "the readable kernels of three schedules are modelled");
     const int64_t Ns[] = {1, 100, 200, 333}, ds[] = {16, 64}, bs[][2] = {{16, 16}, {32, 64}, {64, 32}};
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < nalgos; a++)
         for (int n = 0; n < 4; n++)
             for (int k = 0; k < 2; k++)
                 for (int b = 0; b < 3; b++) {

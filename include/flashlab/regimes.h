@@ -1,8 +1,8 @@
 /* regimes.h: the optimum, each schedule and the lower bound against M on both sides of M = d^2
  * -- the data of figure (g) and the per-regime summary of `flashlab report` (docs/analysis.md
  * §5, docs/bounds.md §3). */
-#ifndef FL_CLI_REGIMES_H
-#define FL_CLI_REGIMES_H
+#ifndef FL_REGIMES_H
+#define FL_REGIMES_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* args.c: strict value parsing and an argv walker (see args.h). */
-#include <flashlab/args.h>
+#include "args.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -87,18 +87,6 @@ fl_status fl_args_flag(const char *name, const char *inline_value)
     if (inline_value)
         return fl_fail(FL_EINVAL, "%s: is a flag and takes no value (got '=%s')", name, fl_shown(inline_value));
     return FL_OK;
-}
-
-const char *fl_shown(const char *s)
-{
-    static _Thread_local char buf[4][FL_SHOWN_MAX + 4];
-    static _Thread_local int next;
-    if (!s || strlen(s) <= FL_SHOWN_MAX) return s;
-    char *b = buf[next];
-    next = (next + 1) % 4;
-    memcpy(b, s, FL_SHOWN_MAX);
-    memcpy(b + FL_SHOWN_MAX, "...", 4);
-    return b;
 }
 
 int fl_exit_code(fl_status s)

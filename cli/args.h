@@ -1,4 +1,5 @@
-/* args.h: strict parsing of command-line values.  Each parser, on bad input, records one line
+/* args.h (cli/): strict parsing of command-line values, for the front ends that read argv (the
+ * flashlab command and the GPU harness); the library itself never parses a flag.  Each parser, on bad input, records one line
  * naming the option and the rule (fl_last_error) and returns FL_EINVAL; the CLI prints it and
  * exits with status 2. */
 #ifndef FL_CLI_ARGS_H
@@ -6,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "status.h"
+#include <flashlab/status.h>
 
 /* A decimal integer in [min, max]: no sign games, no trailing characters, no fractions, no
  * exponent, no overflow.  opt is the option's name for the message ("--N"). */
@@ -42,13 +43,6 @@ fl_status fl_args_value(fl_args *a, const char *name, const char *inline_value, 
  * else FL_EINVAL "--explain: is a flag and takes no value (got '=yes')".  "--x=false" is an error
  * too, never a way to switch a flag off. */
 fl_status fl_args_flag(const char *name, const char *inline_value);
-
-/* s itself when it is at most FL_SHOWN_MAX characters long, else its first FL_SHOWN_MAX
- * characters followed by "...", in one of four rotating per-thread buffers (so a message may
- * quote up to four values): what a message quotes of a value the user typed, so that the message
- * stays short and its rule is never cut off. */
-#define FL_SHOWN_MAX 200
-const char *fl_shown(const char *s);
 
 /* Exit status the CLI uses for a library status: 2 for bad input (EINVAL, ECAPACITY,
  * EOVERFLOW: docs/errors.md), 1 for anything else (a write that failed, FL_EIO; out of memory;

@@ -1,12 +1,11 @@
 /* regimes.c: figure (g)'s grid and the per-regime summary (see regimes.h). */
-#include "regimes.h"
+#include <flashlab/regimes.h>
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <flashlab/args.h>
 #include <flashlab/output.h>
 #include <flashlab/schedule.h>
 
