@@ -1,5 +1,5 @@
 /* fuzz_list.c: the value-list parsers of the CLI (cli/listparse.h: fl_list_parse for
- * sweep lists and ranges, fl_list_parse_algos; include/flashlab/args.h: fl_parse_i64_list for --window
+ * sweep lists and ranges, fl_list_parse_algos; cli/args.h: fl_parse_i64_list for --window
  * and --cu-seqlens-*) against an independent implementation of their documented grammar.
  *
  * Input: byte 0 picks the parser, byte 1 the bounds [min, max] from a small table, the rest is
