@@ -19,8 +19,15 @@ int fl_cmd_trace(int argc, char **argv);   /* flashlab trace (cmd_trace.c) */
 int fl_cmd_l2(int argc, char **argv);      /* flashlab l2 (cmd_l2.c) */
 int fl_cmd_l2_launch(int argc, char **argv); /* flashlab l2 --launch (cmd_l2_launch.c) */
 
-/* Prints "flashlab: <last error>" on stderr and returns fl_exit_code(s). */
+/* Prints "flashlab: <last error>" on stderr, in the CLI's words, and returns fl_exit_code(s). */
 int fl_cli_error(int s);
+
+/* A raw library message (status.h: quantities as {name}) in the CLI's words: each quantity as its
+ * flag ({kv_heads}: --kv-heads).  In a per-thread buffer, valid until the next call. */
+const char *fl_cli_render(const char *raw);
+
+/* fl_cli_render of this thread's last error. */
+const char *fl_cli_message(void);
 
 /* Writes the provenance line "# command: flashlab COMMAND ARGS..." of a CSV: the arguments
  * separated by spaces, each control character shown as '?', so no argument can end the comment

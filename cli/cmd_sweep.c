@@ -93,7 +93,7 @@ static void on_skip(const fl_problem *p, const char *reason, void *vctx)
     FILE *f = c->csv ? c->out : stderr;
     fprintf(f, "%sskipped: %s,%" PRId64 ",%" PRId64 ",%" PRId64 ",Br=%" PRId64 ",Bc=%" PRId64 ": %s\n",
             c->csv ? "# " : "flashlab: sweep: ", fl_algo_name(p->algo), p->N, p->d, p->M, p->Br, p->Bc,
-            reason);
+            fl_cli_render(reason));
 }
 
 static void on_progress(int64_t done, int64_t total, void *vctx)

@@ -24,9 +24,26 @@ static const struct {
     {"l2", fl_cmd_l2, "predict DRAM bytes of a kernel schedule through an L2 (three levels)"},
 };
 
+/* The CLI's spelling of a quantity the library names: its flag, "--" and the name with '-' for
+ * '_' (kv_heads: --kv-heads; cu_seqlens_q: --cu-seqlens-q). */
+static void flag_of(const char *name, char *buf, size_t cap, void *ctx)
+{
+    size_t n = (size_t)snprintf(buf, cap, "--%s", name);
+    for (size_t i = 2; i < n && i < cap; i++)
+        if (buf[i] == '_') buf[i] = '-';
+}
+
+const char *fl_cli_render(const char *raw)
+{
+    static _Thread_local char msg[1100];
+    return fl_error_render(raw, msg, sizeof msg, flag_of, NULL);
+}
+
+const char *fl_cli_message(void) { return fl_cli_render(fl_last_error_raw()); }
+
 int fl_cli_error(int s)
 {
-    fprintf(stderr, "flashlab: %s\n", fl_last_error());
+    fprintf(stderr, "flashlab: %s\n", fl_cli_message());
     fflush(stdout);
     return fl_exit_code((fl_status)s);
 }

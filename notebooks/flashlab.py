@@ -217,6 +217,7 @@ TRACE_FN = C.CFUNCTYPE(C.c_int, C.POINTER(Event), C.c_void_p)
 
 PROTOTYPES = """
 const char *fl_last_error(void);
+const char *fl_last_error_raw(void);
 const char *fl_algo_name(fl_algo a);
 int fl_algos_all(const fl_problem *p, fl_algo *out);
 unsigned fl_algo_flags(fl_algo a);
@@ -320,8 +321,16 @@ DEFAULT = ALGOS[_fn["fl_problem_default"]().algo]   # the schedule of fl_problem
 SCHED_STACKS_GROUP = 4  # FL_SCHED_STACKS_GROUP (schedule.h; checked by check_abi)
 
 
+# How the library's quantities (its messages' {name} tokens, status.h) are spelled here: as the
+# keyword of this binding that sets them, where it is not the quantity's own name.
+KEYWORDS = {"pass": "pass_", "pad": "pad_value", "dtype": "elem_bytes", "window": "window_left/window_right"}
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z][A-Za-z0-9_]{0,62})\}")
+
+
 def _last_error():
-    return _fn["fl_last_error"]().decode(errors="replace")
+    """The library's last message, each quantity it names spelled as this binding's keyword."""
+    raw = _fn["fl_last_error_raw"]().decode(errors="replace")
+    return _TOKEN.sub(lambda m: KEYWORDS.get(m.group(1), m.group(1)) if m.group(1) else m.group(0)[0], raw)
 
 
 def _ok(status):
@@ -427,14 +436,14 @@ _GIVEN = dict({k: GIVEN_KV_CACHE for k in ("page_size", "pool_pages", "page_seed
 VARIANTS = ("causal", "pass_") + _INT64_FIELDS + _UINT64_FIELDS + _REAL_FIELDS + _ARRAY_FIELDS
 
 
-def problem(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
+def problem(algo=DEFAULT, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
     """An fl_problem from fl_problem_default() with the given fields, each checked for type and
     range.  Variants (VARIANTS: Nk, causal='none'|'top-left'|'bottom-right', window_left,
     window_right, batch, heads, kv_heads, pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q /
     cu_seqlens_k / block_table as lists, ...) are passed through; None leaves a field at its
     default.  The library checks the values' meaning and refuses what it does not implement."""
     p = _fn["fl_problem_default"]()
-    p.algo = _algo(DEFAULT if algo is None else algo)
+    p.algo = _algo(algo)
     p.N, p.d, p.M = _int("N", N), _int("d", d), _int("M", M)
     p.Br, p.Bc = _int("Br", Br), _int("Bc", Bc)
     p.seed = _u64("seed", seed)
@@ -558,7 +567,7 @@ def _c_run(p, mode, relay):
     return r
 
 
-def run(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
+def run(algo=DEFAULT, N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
     """Runs one schedule through fl_run.  mode: 'count' (no arithmetic) or 'compute' (real
     values, checked against the reference: .rel_err).  trace: a callable receiving a TraceEvent
     per tile event; if it raises, the C run stops at that event and the exception is re-raised
@@ -568,7 +577,7 @@ def run(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, 
     return RunResult(_c_run(p, m, _Relay(trace) if trace is not None else None))
 
 
-def blocks(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
+def blocks(algo=DEFAULT, N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
     """The blocks fl_blocks_choose picks (rule B0/B1/B2), with the paper's flash1 sizes."""
     p = problem(algo, N, d, M, Br, Bc, **kw)
     b = Blocks()

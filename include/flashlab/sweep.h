@@ -10,7 +10,8 @@
  * A configuration that cannot run is *skipped* with its reason, never dropped silently: M below
  * the schedule's smallest tiles (FL_ECAPACITY), a --Br/--Bc override that does not fit in M,
  * more tile events than max_events (FL_EINVAL), counts that overflow 64 bits (FL_EOVERFLOW).
- * The sink's skip callback receives the problem and fl_last_error()'s line.  Any other error
+ * The sink's skip callback receives the problem and the raw line of fl_last_error_raw() (its
+ * quantities as {name} tokens, status.h: render it with fl_error_render).  Any other error
  * (out of memory, a schedule bug) stops the sweep and is returned.
  *
  * With M_upto_Nd set, M values above N*d are not part of the grid for that (N, d): this is the

@@ -222,7 +222,11 @@ class Names(Case):
 
     def test_library_message_is_carried(self):
         out = self.refused("outcome(lambda: fl.run('flash2', N=0, d=8, M=4000))")
-        self.assertIn("--N", out, "the C library's own line names --N")
+        self.assertIn("FlashlabError: N: sequence length", out, "the C library's own line names the keyword N")
+        self.assertNotIn("--", out, "the binding speaks its keywords, not the CLI's flags")
+        out = self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, pass_='bwd', page_size=4))")
+        self.assertIn("FlashlabError: page_size/pool_pages/page_seed/block_table/splits/pad_value:", out,
+                      "each quantity as its keyword (pad_value, not the CLI's --pad)")
 
 
 class TraceCallbacks(Case):

@@ -100,7 +100,7 @@ static fl_status need_of_blocks(const fl_problem *p, const fl_blocks *b, fl_need
     const fl_bsmask mk = fl_bsmask_make(N, N, b->Br, b->Bc, p->density, p->mask_seed);
     int64_t blocks;
     if (!fl_mul_ok(mk.Tr, mk.Tc, &blocks) || blocks > (INT64_C(1) << 31))
-        return fl_fail(FL_EINVAL, "--N/--M: the block mask has %lld x %lld blocks; the lower bound walks "
+        return fl_fail(FL_EINVAL, "{N}/{M}: the block mask has %lld x %lld blocks; the lower bound walks "
                                   "at most 2^31 of them", (long long)mk.Tr, (long long)mk.Tc);
     unsigned char *kept = calloc((size_t)mk.Tc, 1); /* bit 0: kept by a row with >= 1 key, bit 1: >= 2 */
     if (!kept) return fl_fail(FL_ENOMEM, "out of memory for the block mask (%lld key blocks)", (long long)mk.Tc);

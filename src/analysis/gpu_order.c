@@ -30,7 +30,7 @@ static fl_status occupancy(const fl_gpu_machine *mc, fl_gpu_kernel *k)
     n = min64(n, mc->smem_per_sm / (k->smem + mc->smem_reserved));
     if (mc->ctas_per_sm > 0) n = mc->ctas_per_sm;
     if (n < 1)
-        return fl_fail(FL_EINVAL, "--Br/--Bc: kernel %s needs %lld bytes of shared memory per CTA, more than an SM has",
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: kernel %s needs %lld bytes of shared memory per CTA, more than an SM has",
                        k->name, (long long)k->smem);
     k->per_sm = n;
     return FL_OK;
@@ -61,10 +61,10 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
                              const fl_gpu_machine *mc, fl_gpu_sched *s)
 {
     if (N < 1 || d < 1 || Br < 1 || Bc < 1)
-        return fl_fail(FL_EINVAL, "--N/--d/--Br/--Bc: must be >= 1");
-    if (elem_bytes != 2 && elem_bytes != 4) return fl_fail(FL_EINVAL, "--dtype: 2- or 4-byte elements only");
+        return fl_fail(FL_EINVAL, "{N}/{d}/{Br}/{Bc}: must be >= 1");
+    if (elem_bytes != 2 && elem_bytes != 4) return fl_fail(FL_EINVAL, "{dtype}: 2- or 4-byte elements only");
     if (mc->sms < 1 || mc->threads < 1 || mc->ctas_per_sm < 0)
-        return fl_fail(FL_EINVAL, "--sms/--ctas-per-sm: must be >= 1 (ctas-per-sm: 0 = from occupancy)");
+        return fl_fail(FL_EINVAL, "{sms}/{ctas_per_sm}: must be >= 1 (ctas-per-sm: 0 = from occupancy)");
     memset(s, 0, sizeof *s);
     s->algo = algo;
     s->bwd = bwd;
@@ -138,7 +138,7 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
                4 * (Br * (d + 1) + Bc * (d + 1) + Bc * d + Br * (Bc + 1) + Br * d + 3 * Br), 0);
         break;
     default:
-        return fl_fail(FL_EINVAL, "--algo: the L2 model describes the kernels of standard, flash1 and flash2 only");
+        return fl_fail(FL_EINVAL, "{algo}: the L2 model describes the kernels of standard, flash1 and flash2 only");
     }
     for (int k = 0; k < s->nkernels; k++) FL_TRY(occupancy(mc, &s->k[k]));
     for (int k = 0; k < s->nkernels; k++) /* the wavefronts are cooperative: at most what is resident */

@@ -45,9 +45,9 @@ static int64_t buckets_for(int64_t cap)
 static fl_status check_shape(int64_t capacity, int64_t sector)
 {
     if (sector < 1 || (sector & (sector - 1)))
-        return fl_fail(FL_EINVAL, "--sector: must be a power of two >= 1 bytes (got %lld)", (long long)sector);
+        return fl_fail(FL_EINVAL, "{sector}: must be a power of two >= 1 bytes (got %lld)", (long long)sector);
     if (capacity < sector || capacity / sector > (INT64_C(1) << 30))
-        return fl_fail(FL_EINVAL, "--l2-mb: the capacity must hold at least one sector and at most 2^30 sectors");
+        return fl_fail(FL_EINVAL, "{l2_mb}: the capacity must hold at least one sector and at most 2^30 sectors");
     return FL_OK;
 }
 

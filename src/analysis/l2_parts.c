@@ -15,7 +15,7 @@ struct fl_l2p {
 static fl_status check_parts(int parts)
 {
     if (parts != 1 && parts != 2)
-        return fl_fail(FL_EINVAL, "--l2-partitions: 1 (one LRU) or 2 (the H100's and H200's two halves), got %d", parts);
+        return fl_fail(FL_EINVAL, "{l2_partitions}: 1 (one LRU) or 2 (the H100's and H200's two halves), got %d", parts);
     return FL_OK;
 }
 

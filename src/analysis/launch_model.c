@@ -45,7 +45,7 @@ fl_status fl_launch_family_parse(const char *s, fl_launch_family *out)
             *out = (fl_launch_family)f;
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "--launch: unknown family '%s' (choose fwd-q, fwd-qkv, bwd-kv, bwd-twopass, bwd-memeff, "
+    return fl_fail(FL_EINVAL, "{launch}: unknown family '%s' (choose fwd-q, fwd-qkv, bwd-kv, bwd-twopass, bwd-memeff, "
                               "pre, convert or combine)", s ? s : "");
 }
 
@@ -261,30 +261,30 @@ static int item_accesses(const ctx *c, int64_t item, list *l)
 static fl_status check(const fl_launch *L)
 {
     if (L->batch < 1 || L->heads < 1 || L->N < 1 || L->d < 1)
-        return fl_fail(FL_EINVAL, "--batch/--heads/--N/--d: must be >= 1");
+        return fl_fail(FL_EINVAL, "{batch}/{heads}/{N}/{d}: must be >= 1");
     if (L->Br < 1 || L->Bc < 1 || L->Br > L->N || L->Bc > L->N)
-        return fl_fail(FL_EINVAL, "--Br/--Bc: tile rows must be >= 1 and at most N");
-    if (L->elem_bytes != 2 && L->elem_bytes != 4) return fl_fail(FL_EINVAL, "--dtype: 2- or 4-byte elements only");
-    if (L->sms < 1 || L->ctas_per_sm < 1) return fl_fail(FL_EINVAL, "--sms/--ctas-per-sm: must be >= 1");
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: tile rows must be >= 1 and at most N");
+    if (L->elem_bytes != 2 && L->elem_bytes != 4) return fl_fail(FL_EINVAL, "{dtype}: 2- or 4-byte elements only");
+    if (L->sms < 1 || L->ctas_per_sm < 1) return fl_fail(FL_EINVAL, "{sms}/{ctas_per_sm}: must be >= 1");
     if (L->l2_parts != 1 && L->l2_parts != 2)
-        return fl_fail(FL_EINVAL, "--l2-partitions: 1 (one LRU) or 2 (the H100's and H200's two halves)");
-    if (L->persistent < 0) return fl_fail(FL_EINVAL, "--persistent: must be >= 0 (0: a CTA per work item)");
-    if (L->cluster < 1 || L->splits < 1) return fl_fail(FL_EINVAL, "--cluster/--splits: must be >= 1");
+        return fl_fail(FL_EINVAL, "{l2_partitions}: 1 (one LRU) or 2 (the H100's and H200's two halves)");
+    if (L->persistent < 0) return fl_fail(FL_EINVAL, "{persistent}: must be >= 0 (0: a CTA per work item)");
+    if (L->cluster < 1 || L->splits < 1) return fl_fail(FL_EINVAL, "{cluster}/{splits}: must be >= 1");
     if (L->cluster > 1 && (L->family > FL_LF_FWD_QKV || L->causal))
-        return fl_fail(FL_EINVAL, "--cluster: multicast of K and V is modelled for the forward families without a mask");
+        return fl_fail(FL_EINVAL, "{cluster}: multicast of K and V is modelled for the forward families without a mask");
     if (L->splits > 1 && L->family != FL_LF_FWD_Q && L->family != FL_LF_COMBINE)
-        return fl_fail(FL_EINVAL, "--splits: split-KV applies to fwd-q and combine only");
-    if (L->splits > fl_cdiv(L->N, L->Bc)) return fl_fail(FL_EINVAL, "--splits: at most one split per key tile");
+        return fl_fail(FL_EINVAL, "{splits}: split-KV applies to fwd-q and combine only");
+    if (L->splits > fl_cdiv(L->N, L->Bc)) return fl_fail(FL_EINVAL, "{splits}: at most one split per key tile");
     if (L->static_rr && (L->persistent < 1 || L->timing))
-        return fl_fail(FL_EINVAL, "--static: a static round robin needs --persistent P >= 1 (and no --cta-timing)");
+        return fl_fail(FL_EINVAL, "{static}: a static round robin needs {persistent} P >= 1 (and no {cta_timing})");
     if (L->pairs && (L->family != FL_LF_FWD_Q || !L->causal || L->splits > 1 || L->cluster > 1))
-        return fl_fail(FL_EINVAL, "--pairs: applies to fwd-q with --causal, without --splits or --cluster");
+        return fl_fail(FL_EINVAL, "{pairs}: applies to fwd-q with {causal}, without {splits} or {cluster}");
     if (L->longest_first && (L->family > FL_LF_FWD_QKV || !L->causal))
-        return fl_fail(FL_EINVAL, "--longest-first: applies to the forward families with --causal (tiles of one length otherwise)");
+        return fl_fail(FL_EINVAL, "{longest_first}: applies to the forward families with {causal} (tiles of one length otherwise)");
     if (L->family == FL_LF_BWD_TWOPASS) {
         if (L->Br2 < 1 || L->Bc2 < 1 || L->Bc % L->Br || L->Br2 % L->Bc2 || L->Bc != L->Br2 || L->N % L->Bc ||
             L->Br % 2 || L->Bc2 % 2)
-            return fl_fail(FL_EINVAL, "--Br/--Bc/--Br2/--Bc2: bwd-twopass needs Bc a multiple of Br, Br2 = Bc a multiple "
+            return fl_fail(FL_EINVAL, "{Br}/{Bc}/{Br2}/{Bc2}: bwd-twopass needs Bc a multiple of Br, Br2 = Bc a multiple "
                                       "of Bc2, N a multiple of Bc, Br and Bc2 even (the tutorial's asserts)");
     }
     return FL_OK;
@@ -527,12 +527,12 @@ fl_status fl_launch_predict(const fl_launch *L, int64_t l2_bytes, int64_t sector
     ctx c;
     setup(&c, L);
     if (L->timing && L->timing_n != c.items)
-        return fl_fail(FL_EINVAL, "--cta-timing: %lld rows for a launch of %lld work items (one row per item)",
+        return fl_fail(FL_EINVAL, "{cta_timing}: %lld rows for a launch of %lld work items (one row per item)",
                        (long long)L->timing_n, (long long)c.items);
     for (int64_t i = 0; L->timing && i < c.items; i++)
         if (L->timing[i].sm < 0 || L->timing[i].sm >= L->sms || L->timing[i].start < 0 ||
             L->timing[i].end < L->timing[i].start)
-            return fl_fail(FL_EINVAL, "--cta-timing: item %lld: its SM must be in [0, --sms = %lld) and 0 <= start <= end",
+            return fl_fail(FL_EINVAL, "{cta_timing}: item %lld: its SM must be in [0, {sms} = %lld) and 0 <= start <= end",
                            (long long)i, (long long)L->sms);
     int64_t heads_tiles = 0;
     if (L->family == FL_LF_BWD_MEMEFF &&

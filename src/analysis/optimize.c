@@ -110,8 +110,8 @@ static void blocks_of(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, 
 static fl_status over_work(const ctx *c)
 {
     return fl_fail(FL_EINVAL,
-                   "--max-work: the search walks more than %lld block terms of closed forms at N = %lld, "
-                   "d = %lld, M = %lld; raise --max-work (it runs about 10^8 per second) or shrink the problem",
+                   "{max_work}: the search walks more than %lld block terms of closed forms at N = %lld, "
+                   "d = %lld, M = %lld; raise {max_work} (it runs about 10^8 per second) or shrink the problem",
                    (long long)c->max_work, (long long)c->p->N, (long long)c->p->d, (long long)c->p->M);
 }
 
@@ -287,7 +287,7 @@ static fl_status simulate(const ctx *c, const cand *k, fl_opt_choice *o)
         const int64_t want = bwd ? k->bwd : k->fwd;
         const fl_blocks *rb = bwd ? &r.b_bwd : &r.b;
         if (r.total != want || r.closed.total != want || rb->Bd != Bd)
-            return fl_fail(FL_EBOUNDS, "optimize: %s --pass %s --Br %lld --Bc %lld counted %lld (Bd %lld), the search's "
+            return fl_fail(FL_EBOUNDS, "optimize: %s {pass} %s {Br} %lld {Bc} %lld counted %lld (Bd %lld), the search's "
                                        "closed form says %lld (Bd %lld)",
                            fl_algo_name(k->algo), bwd ? "bwd" : "fwd", (long long)Br, (long long)Bc,
                            (long long)r.total, (long long)rb->Bd, (long long)want, (long long)Bd);
@@ -308,10 +308,10 @@ static int choice_better(const fl_opt_choice *a, const fl_opt_choice *b)
 fl_status fl_optimize_check(const fl_problem *p)
 {
     if (fl_problem_asks_kv_cache(p))
-        return fl_fail(FL_EINVAL, "--page-size/--pool-pages/--page-seed/--block-table/--splits/--pad: a KV cache is "
+        return fl_fail(FL_EINVAL, "{page_size}/{pool_pages}/{page_seed}/{block_table}/{splits}/{pad}: a KV cache is "
                                   "the decode schedule's problem; optimize searches the attention schedules");
     if (fl_problem_asks_block_mask(p))
-        return fl_fail(FL_EINVAL, "--density/--mask-seed: a block mask is the blocksparse schedule's problem; "
+        return fl_fail(FL_EINVAL, "{density}/{mask_seed}: a block mask is the blocksparse schedule's problem; "
                                   "optimize searches the attention schedules");
     return FL_OK;
 }
@@ -382,8 +382,8 @@ static int family_of(const fl_problem *p, int64_t ratio, fl_algo *algos)
 
 fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *out)
 {
-    if (top < 1) return fl_fail(FL_EINVAL, "--top: must be >= 1 (got %d)", top);
-    if (max_work < 1) return fl_fail(FL_EINVAL, "--max-work: must be >= 1 (got %lld)", (long long)max_work);
+    if (top < 1) return fl_fail(FL_EINVAL, "{top}: must be >= 1 (got %d)", top);
+    if (max_work < 1) return fl_fail(FL_EINVAL, "{max_work}: must be >= 1 (got %lld)", (long long)max_work);
     FL_TRY(fl_optimize_check(p));
     fl_problem base = *p;
     base.algo = fl_algo_with_role(FL_SCHED_DEFAULT), base.Br = base.Bc = 0;
@@ -444,14 +444,14 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
     out->pruned = c.pruned;
     out->work = c.work;
     if (!s && !c.ntop)
-        s = fl_fail(FL_ECAPACITY, "--M: no schedule of the family fits in M = %lld elements at d = %lld",
+        s = fl_fail(FL_ECAPACITY, "{M}: no schedule of the family fits in M = %lld elements at d = %lld",
                     (long long)base.M, (long long)base.d);
     for (int i = 0; i < c.ntop && !s; i++) {
         fl_opt_choice o;
         if (base.max_events > 0 && c.top[i].events > base.max_events) {
             if (i == 0)
-                s = fl_fail(FL_EINVAL, "--max-events: the least count, %s at M = %lld, makes %lld tile events, more "
-                                       "than the limit %lld; raise --max-events",
+                s = fl_fail(FL_EINVAL, "{max_events}: the least count, %s at M = %lld, makes %lld tile events, more "
+                                       "than the limit %lld; raise {max_events}",
                             fl_algo_name(c.top[i].algo), (long long)base.M, (long long)c.top[i].events,
                             (long long)base.max_events);
             continue;

@@ -33,7 +33,7 @@ fl_status fl_sram_preset_find(const char *name, const fl_sram_preset **out)
             *out = &presets[i];
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "--sram: unknown preset '%s' (choose a100, h100, h200 or b200)",
+    return fl_fail(FL_EINVAL, "{sram}: unknown preset '%s' (choose a100, h100, h200 or b200)",
                    name ? name : "");
 }
 
@@ -44,7 +44,7 @@ fl_status fl_dtype_parse(const char *name, int *bytes)
             *bytes = dtypes[i].bytes;
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "--dtype: unknown element type '%s' (choose fp16, bf16 or fp32)",
+    return fl_fail(FL_EINVAL, "{dtype}: unknown element type '%s' (choose fp16, bf16 or fp32)",
                    name ? name : "");
 }
 

@@ -51,18 +51,18 @@ static int in_grid(const fl_sweep_spec *s, int64_t N, int64_t d, int64_t M)
 
 fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
 {
-    if (s->nalgos < 1) return fl_fail(FL_EINVAL, "--algo: the sweep needs at least one schedule");
-    if (s->nN < 1) return fl_fail(FL_EINVAL, "--N: the sweep needs at least one value");
-    if (s->nd < 1) return fl_fail(FL_EINVAL, "--d: the sweep needs at least one value");
-    if (s->nM < 1) return fl_fail(FL_EINVAL, "--M: the sweep needs at least one value");
+    if (s->nalgos < 1) return fl_fail(FL_EINVAL, "{algo}: the sweep needs at least one schedule");
+    if (s->nN < 1) return fl_fail(FL_EINVAL, "{N}: the sweep needs at least one value");
+    if (s->nd < 1) return fl_fail(FL_EINVAL, "{d}: the sweep needs at least one value");
+    if (s->nM < 1) return fl_fail(FL_EINVAL, "{M}: the sweep needs at least one value");
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
-    if (nBr < 1 || nBc < 1) return fl_fail(FL_EINVAL, "--Br/--Bc: the sweep needs at least one value");
+    if (nBr < 1 || nBc < 1) return fl_fail(FL_EINVAL, "{Br}/{Bc}: the sweep needs at least one value");
     int64_t n = 0, grid = s->nalgos;
     const int64_t dims[] = {s->nN, s->nd, s->nM, nBr, nBc};
     for (int i = 0; i < 5; i++)
         if (!fl_mul_ok(grid, dims[i], &grid) || grid > FL_SWEEP_MAX_CONFIGS) /* before any loop */
             return fl_fail(FL_EINVAL,
-                           "--algo/--N/--d/--M/--Br/--Bc: the grid of %d x %d x %d x %d x %d x %d values "
+                           "{algo}/{N}/{d}/{M}/{Br}/{Bc}: the grid of %d x %d x %d x %d x %d x %d values "
                            "has more than %lld configurations; split the sweep",
                            s->nalgos, s->nN, s->nd, s->nM, nBr, nBc, (long long)FL_SWEEP_MAX_CONFIGS);
     for (int i = 0; i < s->nN; i++)
@@ -169,7 +169,7 @@ static int run_one(const fl_problem *p, void *vctx)
         if (sink && sink->row) sink->row(&r, sink->ctx);
     } else if (skippable(e)) {
         c->st.skipped++;
-        if (sink && sink->skip) sink->skip(p, fl_last_error(), sink->ctx);
+        if (sink && sink->skip) sink->skip(p, fl_last_error_raw(), sink->ctx);
     } else {
         c->e = e;
         return 1;
@@ -190,8 +190,8 @@ fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs)
     if (events == INT64_MAX) snprintf(n, sizeof n, "more than %lld", (long long)INT64_MAX);
     else snprintf(n, sizeof n, "%lld", (long long)events);
     return fl_fail(FL_EINVAL,
-                   "--max-total-events: the %lld configurations of the sweep make %s tile events in all, "
-                   "more than the limit %lld; raise --max-total-events or split the sweep",
+                   "{max_total_events}: the %lld configurations of the sweep make %s tile events in all, "
+                   "more than the limit %lld; raise {max_total_events} or split the sweep",
                    (long long)*configs, n, (long long)s->max_total_events);
 }
 

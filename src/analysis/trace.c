@@ -11,7 +11,7 @@ fl_status fl_trace_format_parse(const char *s, fl_trace_format *out)
 {
     if (strcmp(s, "csv") == 0) *out = FL_TRACE_CSV;
     else if (strcmp(s, "jsonl") == 0 || strcmp(s, "json") == 0) *out = FL_TRACE_JSONL;
-    else return fl_fail(FL_EINVAL, "--format: unknown trace format '%s' (choose csv or jsonl)", s);
+    else return fl_fail(FL_EINVAL, "{format}: unknown trace format '%s' (choose csv or jsonl)", s);
     return FL_OK;
 }
 

@@ -235,7 +235,7 @@ static int create_tmp(const char *target, char *tmp, size_t cap)
 fl_status fl_output_open(const char *path, const char *opt, fl_output **out)
 {
     *out = NULL;
-    if (!opt) opt = "--output";
+    if (!opt) opt = "{output}";
     if (!path || !*path) return fl_fail(FL_EINVAL, "%s: needs a file name", opt);
     fl_output *o = calloc(1, sizeof *o);
     if (!o) return fl_fail(FL_ENOMEM, "%s: out of memory", opt);
@@ -430,7 +430,7 @@ void fl_outdir_abort(fl_outdir *d)
 fl_status fl_outdir_open(const char *dir, const char *opt, const char *const *names, int n, fl_outdir **out)
 {
     *out = NULL;
-    if (!opt) opt = "--out";
+    if (!opt) opt = "{out}";
     if (!dir || !*dir) return fl_fail(FL_EINVAL, "%s: needs a directory name", opt);
     if (n < 0 || (n && !names)) return fl_fail(FL_EINVAL, "%s: no list of file names", opt);
     for (int i = 0; i < n; i++)

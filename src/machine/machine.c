@@ -23,7 +23,7 @@ struct fl_machine {
 fl_machine *fl_machine_alloc(int64_t M, fl_mode mode, const char *schedule)
 {
     if (M <= 0) {
-        fl_fail(FL_EINVAL, "--M: SRAM capacity must be a positive number of elements (got %lld)",
+        fl_fail(FL_EINVAL, "{M}: SRAM capacity must be a positive number of elements (got %lld)",
                 (long long)M);
         return NULL;
     }

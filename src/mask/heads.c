@@ -3,12 +3,12 @@
 
 fl_status fl_heads_check(int64_t Hq, int64_t Hkv)
 {
-    if (Hq < 1) return fl_fail(FL_EINVAL, "--heads: the number of query heads must be >= 1 (got %lld)", (long long)Hq);
+    if (Hq < 1) return fl_fail(FL_EINVAL, "{heads}: the number of query heads must be >= 1 (got %lld)", (long long)Hq);
     if (Hkv < 1)
-        return fl_fail(FL_EINVAL, "--kv-heads: the number of key/value heads must be >= 1 (got %lld)", (long long)Hkv);
+        return fl_fail(FL_EINVAL, "{kv_heads}: the number of key/value heads must be >= 1 (got %lld)", (long long)Hkv);
     if (Hq % Hkv)
         return fl_fail(FL_EINVAL,
-                       "--kv-heads: %lld key/value heads must divide the %lld query heads "
+                       "{kv_heads}: %lld key/value heads must divide the %lld query heads "
                        "(query head h uses K/V head h / (Hq/Hkv))",
                        (long long)Hkv, (long long)Hq);
     return FL_OK;

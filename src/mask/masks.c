@@ -17,7 +17,7 @@ fl_status fl_causal_parse(const char *s, fl_causal *out)
             *out = (fl_causal)c;
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "--causal: unknown corner '%s' (choose none, top-left or bottom-right)",
+    return fl_fail(FL_EINVAL, "{causal}: unknown corner '%s' (choose none, top-left or bottom-right)",
                    s ? s : "");
 }
 
@@ -31,14 +31,14 @@ static void upper(fl_mask *mk, int64_t v)
 fl_status fl_mask_init(fl_mask *mk, int64_t Nq, int64_t Nk, fl_causal causal, int64_t left,
                        int64_t right)
 {
-    if (Nq < 1) return fl_fail(FL_EINVAL, "--N: query length must be >= 1 (got %lld)", (long long)Nq);
-    if (Nk < 1) return fl_fail(FL_EINVAL, "--Nk: key length must be >= 1 (got %lld)", (long long)Nk);
-    if (!fl_causal_name(causal)) return fl_fail(FL_EINVAL, "--causal: unknown corner");
+    if (Nq < 1) return fl_fail(FL_EINVAL, "{N}: query length must be >= 1 (got %lld)", (long long)Nq);
+    if (Nk < 1) return fl_fail(FL_EINVAL, "{Nk}: key length must be >= 1 (got %lld)", (long long)Nk);
+    if (!fl_causal_name(causal)) return fl_fail(FL_EINVAL, "{causal}: unknown corner");
     if (left < -1 || right < -1)
-        return fl_fail(FL_EINVAL, "--window: each side must be >= 0, or -1 for unbounded (got %lld,%lld)",
+        return fl_fail(FL_EINVAL, "{window}: each side must be >= 0, or -1 for unbounded (got %lld,%lld)",
                        (long long)left, (long long)right);
     if (Nq > FL_MASK_SIZE_MAX || Nk > FL_MASK_SIZE_MAX) /* so that Nq + Nk and every offset fit */
-        return fl_fail(FL_EINVAL, "--N/--Nk: %lld x %lld is more than the largest size %lld", (long long)Nq,
+        return fl_fail(FL_EINVAL, "{N}/{Nk}: %lld x %lld is more than the largest size %lld", (long long)Nq,
                        (long long)Nk, (long long)FL_MASK_SIZE_MAX);
     /* offsets are bounded by the matrix anyway; clamp so that i + a never overflows */
     const int64_t lim = Nq + Nk;

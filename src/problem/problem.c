@@ -48,61 +48,61 @@ int fl_problem_asks_block_mask(const fl_problem *p)
 
 fl_status fl_problem_check_fields(const fl_problem *p)
 {
-    if (p->N < 1) return fl_fail(FL_EINVAL, "--N: sequence length must be an integer >= 1");
-    if (p->d < 1) return fl_fail(FL_EINVAL, "--d: head dimension must be an integer >= 1");
-    if (p->M < 1) return fl_fail(FL_EINVAL, "--M: SRAM capacity must be an integer >= 1 element");
-    if (p->Br < 0) return fl_fail(FL_EINVAL, "--Br: block size must be an integer >= 1");
-    if (p->Bc < 0) return fl_fail(FL_EINVAL, "--Bc: block size must be an integer >= 1");
+    if (p->N < 1) return fl_fail(FL_EINVAL, "{N}: sequence length must be an integer >= 1");
+    if (p->d < 1) return fl_fail(FL_EINVAL, "{d}: head dimension must be an integer >= 1");
+    if (p->M < 1) return fl_fail(FL_EINVAL, "{M}: SRAM capacity must be an integer >= 1 element");
+    if (p->Br < 0) return fl_fail(FL_EINVAL, "{Br}: block size must be an integer >= 1");
+    if (p->Bc < 0) return fl_fail(FL_EINVAL, "{Bc}: block size must be an integer >= 1");
     if (p->elem_bytes != 2 && p->elem_bytes != 4 && p->elem_bytes != 8)
-        return fl_fail(FL_EINVAL, "--dtype: element size must be 2, 4 or 8 bytes");
-    if (p->max_events < 0) return fl_fail(FL_EINVAL, "--max-events: must be >= 0 (0 = no limit)");
-    if (p->max_macs < 0) return fl_fail(FL_EINVAL, "--max-macs: must be >= 0 (0 = no limit)");
+        return fl_fail(FL_EINVAL, "{dtype}: element size must be 2, 4 or 8 bytes");
+    if (p->max_events < 0) return fl_fail(FL_EINVAL, "{max_events}: must be >= 0 (0 = no limit)");
+    if (p->max_macs < 0) return fl_fail(FL_EINVAL, "{max_macs}: must be >= 0 (0 = no limit)");
     const struct { const char *opt; int64_t v; } sizes[] = {
-        {"--N", p->N}, {"--Nk", p->Nk}, {"--d", p->d}, {"--M", p->M}, {"--Br", p->Br}, {"--Bc", p->Bc},
-        {"--batch", p->batch}, {"--heads", p->heads}, {"--kv-heads", p->kv_heads},
-        {"--window", p->window_left}, {"--window", p->window_right}};
+        {"{N}", p->N}, {"{Nk}", p->Nk}, {"{d}", p->d}, {"{M}", p->M}, {"{Br}", p->Br}, {"{Bc}", p->Bc},
+        {"{batch}", p->batch}, {"{heads}", p->heads}, {"{kv_heads}", p->kv_heads},
+        {"{window}", p->window_left}, {"{window}", p->window_right}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) /* sums of two sizes fit in 64 bits */
         if (sizes[i].v > FL_SIZE_MAX)
             return fl_fail(FL_EINVAL, "%s: %lld is more than the largest size %lld", sizes[i].opt,
                            (long long)sizes[i].v, (long long)FL_SIZE_MAX);
     /* Variants: docs/model.md K1 (masks), H1 (heads), V1 (varlen). */
-    if (p->Nk < 0) return fl_fail(FL_EINVAL, "--Nk: key length must be an integer >= 1 (0 = N)");
-    if (!fl_causal_name(p->causal)) return fl_fail(FL_EINVAL, "--causal: unknown corner (choose none, top-left or bottom-right)");
+    if (p->Nk < 0) return fl_fail(FL_EINVAL, "{Nk}: key length must be an integer >= 1 (0 = N)");
+    if (!fl_causal_name(p->causal)) return fl_fail(FL_EINVAL, "{causal}: unknown corner (choose none, top-left or bottom-right)");
     if (p->window_left < -1 || p->window_right < -1)
-        return fl_fail(FL_EINVAL, "--window: each side must be >= 0, or -1 for unbounded");
-    if (p->batch < 1) return fl_fail(FL_EINVAL, "--batch: must be an integer >= 1");
+        return fl_fail(FL_EINVAL, "{window}: each side must be >= 0, or -1 for unbounded");
+    if (p->batch < 1) return fl_fail(FL_EINVAL, "{batch}: must be an integer >= 1");
     FL_TRY(fl_heads_check(p->heads, p->kv_heads ? p->kv_heads : p->heads));
     if (p->pass != FL_PASS_FWD && p->pass != FL_PASS_BWD && p->pass != FL_PASS_FWD_BWD)
-        return fl_fail(FL_EINVAL, "--pass: choose fwd, bwd or fwd+bwd");
+        return fl_fail(FL_EINVAL, "{pass}: choose fwd, bwd or fwd+bwd");
     if (p->cu_seqlens_k && !p->cu_seqlens_q)
-        return fl_fail(FL_EINVAL, "--cu-seqlens-k: needs --cu-seqlens-q too (varlen describes both)");
+        return fl_fail(FL_EINVAL, "{cu_seqlens_k}: needs {cu_seqlens_q} too (varlen describes both)");
     if ((p->cu_seqlens_q != NULL) != (p->cu_seqlens_q_len != 0) || (p->cu_seqlens_k != NULL) != (p->cu_seqlens_k_len != 0))
-        return fl_fail(FL_EINVAL, "--cu-seqlens-q/--cu-seqlens-k: an array needs its number of entries, and "
+        return fl_fail(FL_EINVAL, "{cu_seqlens_q}/{cu_seqlens_k}: an array needs its number of entries, and "
                                   "a number of entries its array");
     if (p->cu_seqlens_q) {
         const int64_t Nk = p->Nk ? p->Nk : p->N;
         const int64_t *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k ? p->cu_seqlens_k : p->cu_seqlens_q;
-        FL_TRY(fl_cu_seqlens_check("--cu-seqlens-q", cq, p->cu_seqlens_q_len, p->batch, p->N));
-        FL_TRY(fl_cu_seqlens_check(p->cu_seqlens_k ? "--cu-seqlens-k" : "--cu-seqlens-q (as keys)", ck,
+        FL_TRY(fl_cu_seqlens_check("{cu_seqlens_q}", cq, p->cu_seqlens_q_len, p->batch, p->N));
+        FL_TRY(fl_cu_seqlens_check(p->cu_seqlens_k ? "{cu_seqlens_k}" : "{cu_seqlens_q} (as keys)", ck,
                                    p->cu_seqlens_k ? p->cu_seqlens_k_len : p->cu_seqlens_q_len, p->batch, Nk));
         for (int64_t b = 0; b < p->batch; b++)
             if ((cq[b + 1] == cq[b]) != (ck[b + 1] == ck[b]))
                 return fl_fail(FL_EINVAL,
-                               "--cu-seqlens-q/--cu-seqlens-k: sequence %lld has %lld queries and %lld keys; "
+                               "{cu_seqlens_q}/{cu_seqlens_k}: sequence %lld has %lld queries and %lld keys; "
                                "a sequence is empty on both sides or on neither",
                                (long long)b, (long long)(cq[b + 1] - cq[b]), (long long)(ck[b + 1] - ck[b]));
     }
     /* the fields of the schedules with a problem of their own (docs/model.md §Decode,
      * §Block-sparse); which schedule may set them is fl_problem_check's (schedule.h) */
-    if (p->page_size < 0) return fl_fail(FL_EINVAL, "--page-size: must be an integer >= 1 (0 = contiguous cache)");
+    if (p->page_size < 0) return fl_fail(FL_EINVAL, "{page_size}: must be an integer >= 1 (0 = contiguous cache)");
     if (p->page_size > (INT64_C(1) << 32))
-        return fl_fail(FL_EINVAL, "--page-size: at most 2^32 rows per page (got %lld)", (long long)p->page_size);
-    if (p->pool_pages < 0) return fl_fail(FL_EINVAL, "--pool-pages: must be an integer >= 1 (0 = twice the pages used)");
-    if (p->splits < 1) return fl_fail(FL_EINVAL, "--splits: the number of KV splits must be an integer >= 1");
+        return fl_fail(FL_EINVAL, "{page_size}: at most 2^32 rows per page (got %lld)", (long long)p->page_size);
+    if (p->pool_pages < 0) return fl_fail(FL_EINVAL, "{pool_pages}: must be an integer >= 1 (0 = twice the pages used)");
+    if (p->splits < 1) return fl_fail(FL_EINVAL, "{splits}: the number of KV splits must be an integer >= 1");
     if (p->block_table_len < 0 || (p->block_table_len > 0) != (p->block_table != NULL))
-        return fl_fail(FL_EINVAL, "--block-table: a table needs its entries and their number");
+        return fl_fail(FL_EINVAL, "{block_table}: a table needs its entries and their number");
     if (!(p->density > 0.0 && p->density <= 1.0))
-        return fl_fail(FL_EINVAL, "--density: the fraction s of kept blocks must lie in (0, 1]");
+        return fl_fail(FL_EINVAL, "{density}: the fraction s of kept blocks must lie in (0, 1]");
     return FL_OK;
 }
 

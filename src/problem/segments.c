@@ -33,12 +33,12 @@ fl_status fl_segments_build(const fl_problem *p, int64_t G, fl_segments *out)
             if (out->cq[b + 1] > out->cq[b]) out->seq[nseq++] = b; /* empty on both sides: skipped */
         out->nseq = nseq;
     } else if (!fl_mul_ok(B, p->N, &out->Tq) || !fl_mul_ok(B, Nk, &out->Tk)) {
-        return fl_fail(FL_EOVERFLOW, "--batch/--N: the packed token count overflows");
+        return fl_fail(FL_EOVERFLOW, "{batch}/{N}: the packed token count overflows");
     }
     if (!fl_mul_ok(out->Hq, out->Tq, &out->q_rows) || !fl_mul_ok(out->Hkv, out->Tk, &out->k_rows) ||
         !fl_mul_ok(nseq, out->Hq / out->G, &out->nseg)) {
         fl_segments_free(out);
-        return fl_fail(FL_EOVERFLOW, "--batch/--heads: the packed tensors are too large");
+        return fl_fail(FL_EOVERFLOW, "{batch}/{heads}: the packed tensors are too large");
     }
     return FL_OK;
 }

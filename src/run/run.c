@@ -32,7 +32,7 @@ static fl_status check_compute_size(const fl_problem *p, const fl_schedule *s, c
         ok = fl_mul_ok(sg->q_rows, nk, &sq) && fl_mul_ok(sq, bwd ? 4 : 2, &sq) && fl_add_ok(total, sq, &total);
     if (!ok || total > FL_COMPUTE_MAX_VALUES)
         return fl_fail(FL_EINVAL,
-                       "--N/--d: a compute run of %s at N = %lld, d = %lld (%lld query rows over "
+                       "{N}/{d}: a compute run of %s at N = %lld, d = %lld (%lld query rows over "
                        "all heads) would hold more than %lld values in HBM; use count (no "
                        "arithmetic) for sizes this large",
                        s->name, (long long)p->N, (long long)p->d,
@@ -76,8 +76,8 @@ fl_status fl_compute_check(const fl_problem *p)
     if (macs == INT64_MAX) snprintf(n, sizeof n, "more than %lld", (long long)INT64_MAX);
     else snprintf(n, sizeof n, "%lld", (long long)macs);
     return fl_fail(FL_EINVAL,
-                   "--max-macs: a compute run of %s at N = %lld, d = %lld makes up to %s multiply-adds "
-                   "(schedule and reference), more than the limit %lld; raise --max-macs, or use count "
+                   "{max_macs}: a compute run of %s at N = %lld, d = %lld makes up to %s multiply-adds "
+                   "(schedule and reference), more than the limit %lld; raise {max_macs}, or use count "
                    "(no arithmetic)",
                    fl_algo_name(p->algo), (long long)p->N, (long long)p->d, n, (long long)p->max_macs);
 }
@@ -284,7 +284,7 @@ static fl_status collect(fl_machine *m, const fl_problem *p, int64_t snap[][2], 
         if (!fl_add_ok(r->t[t].reads, r->t[t].writes, &tb) || !fl_mul_ok(tb, T->elem_bytes, &tb) ||
             !fl_add_ok(r->bytes, tb, &r->bytes))
             return fl_fail(FL_EOVERFLOW,
-                           "--N/--d: the bytes %s moves at N = %lld, d = %lld would overflow 64-bit "
+                           "{N}/{d}: the bytes %s moves at N = %lld, d = %lld would overflow 64-bit "
                            "arithmetic", fl_algo_name(p->algo), (long long)p->N, (long long)p->d);
     }
     r->total = r->reads + r->writes;
@@ -296,8 +296,8 @@ static fl_status collect(fl_machine *m, const fl_problem *p, int64_t snap[][2], 
 static fl_status refuse_events(const fl_problem *p, const char *what, int64_t events)
 {
     return fl_fail(FL_EINVAL,
-                   "--max-events: %s at N = %lld, d = %lld, M = %lld makes %s%lld tile events, "
-                   "more than the limit %lld; raise --max-events or M",
+                   "{max_events}: %s at N = %lld, d = %lld, M = %lld makes %s%lld tile events, "
+                   "more than the limit %lld; raise {max_events} or M",
                    fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M, what,
                    (long long)events, (long long)p->max_events);
 }

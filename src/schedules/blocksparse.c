@@ -109,7 +109,7 @@ static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_count
     add(&c, mul(&c, N, d), mul(&c, 2, mul(&c, mul(&c, N, d), Tr)));
     if (c.ovf) return FL_EOVERFLOW;
     if (!fl_mul_ok(Tr, Tc, &blocks) || blocks > (INT64_C(1) << 32))
-        return fl_fail(FL_EINVAL, "--N/--M: blocksparse evaluates its mask block by block; %lld x %lld "
+        return fl_fail(FL_EINVAL, "{N}/{M}: blocksparse evaluates its mask block by block; %lld x %lld "
                                   "blocks is more than 2^32 (raise M or lower N)", (long long)Tr, (long long)Tc);
     for (int64_t i = 0; i < Tr; i++)
         for (int64_t j = 0; j < Tc; j++)

@@ -56,8 +56,8 @@ static fl_status check_padding(const fl_decode_geom *g, const fl_buf *K, const f
             return fl_fail(FL_EINVAL,
                            "decode: %s row %lld of physical page %lld (logical page %lld, key "
                            "position %lld >= Nk = %lld: padding of the last page) is not finite; "
-                           "its score is masked, but probability 0 times a non-finite value is NaN "
-                           "-- keep the loaded padding rows finite (--pad)",
+                           "its score is masked, but probability 0 times a non-finite value is NaN: "
+                           "keep the loaded padding rows finite ({pad})",
                            which, (long long)(pos % g->P), (long long)table[lp], (long long)lp,
                            (long long)pos, (long long)g->Nk);
         }
@@ -241,37 +241,37 @@ static fl_status check(const fl_problem *p)
     int64_t rows;
     FL_TRY(fl_mask_init(&mk, p->N, nk_of(p), p->causal, p->window_left, p->window_right));
     if (!p->page_size && !fl_mul_ok(nk_of(p), p->d, &rows))
-        return fl_fail(FL_EINVAL, "--Nk/--d: a contiguous cache of %lld keys of d = %lld elements does not fit "
+        return fl_fail(FL_EINVAL, "{Nk}/{d}: a contiguous cache of %lld keys of d = %lld elements does not fit "
                                   "64-bit counts", (long long)nk_of(p), (long long)p->d);
     if (p->page_size && (!fl_mul_ok(pool_of(p), p->page_size, &rows) || !fl_mul_ok(rows, p->d, &rows)))
-        return fl_fail(FL_EINVAL, "--pool-pages: a pool of %lld pages of %lld rows of d = %lld elements does not "
+        return fl_fail(FL_EINVAL, "{pool_pages}: a pool of %lld pages of %lld rows of d = %lld elements does not "
                                   "fit 64-bit counts", (long long)pool_of(p), (long long)p->page_size, (long long)p->d);
     if (!p->page_size) {
         if (p->pool_pages || p->page_seed || p->block_table_len)
-            return fl_fail(FL_EINVAL, "--pool-pages/--page-seed/--block-table: need --page-size "
+            return fl_fail(FL_EINVAL, "{pool_pages}/{page_seed}/{block_table}: need {page_size} "
                                       "(a paged cache)");
         if (p->pad_value != 0.0)
-            return fl_fail(FL_EINVAL, "--pad: only a paged cache has padding rows (set --page-size)");
+            return fl_fail(FL_EINVAL, "{pad}: only a paged cache has padding rows (set {page_size})");
         return FL_OK;
     }
     const int64_t used = pages_used(p), pool = pool_of(p);
     if (pool < used)
-        return fl_fail(FL_EINVAL, "--pool-pages: the pool must hold the %lld pages the sequence "
+        return fl_fail(FL_EINVAL, "{pool_pages}: the pool must hold the %lld pages the sequence "
                                   "uses (ceil(Nk / page-size)), got %lld",
                        (long long)used, (long long)pool);
     if (p->block_table_len) {
         if (p->block_table_len != used)
-            return fl_fail(FL_EINVAL, "--block-table: needs ceil(Nk / page-size) = %lld entries, "
+            return fl_fail(FL_EINVAL, "{block_table}: needs ceil(Nk / page-size) = %lld entries, "
                                       "got %lld", (long long)used, (long long)p->block_table_len);
         for (int64_t k = 0; k < used; k++) {
             if (p->block_table[k] < 0 || p->block_table[k] >= pool)
-                return fl_fail(FL_EINVAL, "--block-table: entry %lld = %lld points outside the "
+                return fl_fail(FL_EINVAL, "{block_table}: entry %lld = %lld points outside the "
                                           "cache pool of %lld pages (valid: 0..%lld)",
                                (long long)k, (long long)p->block_table[k], (long long)pool,
                                (long long)pool - 1);
             for (int64_t q = 0; q < k; q++)
                 if (p->block_table[q] == p->block_table[k])
-                    return fl_fail(FL_EINVAL, "--block-table: entries %lld and %lld both name "
+                    return fl_fail(FL_EINVAL, "{block_table}: entries %lld and %lld both name "
                                               "physical page %lld (a sequence's pages are distinct)",
                                    (long long)q, (long long)k, (long long)p->block_table[k]);
         }
@@ -302,7 +302,7 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     const int64_t Nq = p->N, Nk = nk_of(p), P = p->page_size;
     const int64_t need = fd(p, 1, 1);
     if (need < 0 || need > p->M)
-        return fl_fail(FL_ECAPACITY, "--M: decode needs at least %lld elements of SRAM for its "
+        return fl_fail(FL_ECAPACITY, "{M}: decode needs at least %lld elements of SRAM for its "
                                      "smallest tiles (Br = Bc = 1, d = %lld, eq. FD); M = %lld is too small",
                        (long long)need, (long long)p->d, (long long)p->M);
     /* (BD) Br: flash2's square rule capped at Nq (all queries in one block when they fit),
@@ -328,18 +328,18 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     b->overridden = p->Br || p->Bc;
     b->footprint = Bc >= 1 ? fd(p, Br, Bc) : -1;
     if (P && Bc >= 1 && P % Bc)
-        return fl_fail(FL_EINVAL, "--Bc: with --page-size %lld the key block must divide the page "
+        return fl_fail(FL_EINVAL, "{Bc}: with {page_size} %lld the key block must divide the page "
                                   "size (a tile never straddles a page), got %lld",
                        (long long)P, (long long)Bc);
     if (Bc < 1) { /* no key block fits beside the query block (fd = -1: beyond 64 bits) */
         const int64_t need1 = fd(p, Br, 1);
-        return fl_fail(FL_EINVAL, "--Br: decode's query block Br = %lld needs %s%lld elements of SRAM even "
+        return fl_fail(FL_EINVAL, "{Br}: decode's query block Br = %lld needs %s%lld elements of SRAM even "
                                   "with Bc = 1 (docs/model.md eq. FD), more than M = %lld",
                        (long long)Br, need1 < 0 ? "more than " : "", (long long)(need1 < 0 ? INT64_MAX : need1),
                        (long long)p->M);
     }
     if (b->footprint < 0 || b->footprint > p->M)
-        return fl_fail(FL_EINVAL, "--Br/--Bc: decode blocks Br = %lld, Bc = %lld need %lld elements "
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: decode blocks Br = %lld, Bc = %lld need %lld elements "
                                   "of SRAM (docs/model.md eq. FD), more than M = %lld",
                        (long long)Br, (long long)Bc, (long long)b->footprint, (long long)p->M);
     return FL_OK;
@@ -438,7 +438,7 @@ static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_count
     int64_t rd = 0, wr = 0, ev = 0;
     int64_t work;
     if (!fl_mul_ok(g.Tr, g.S, &work) || work > (INT64_C(1) << 32))
-        return fl_fail(FL_EINVAL, "--N/--splits: decode's closed form sums over %lld query blocks x %lld "
+        return fl_fail(FL_EINVAL, "{N}/{splits}: decode's closed form sums over %lld query blocks x %lld "
                                   "splits, more than 2^32 terms (raise M or lower N)", (long long)g.Tr, (long long)g.S);
     for (int64_t r0 = 0; r0 < g.Nq && !c.ovf; r0 += g.Br) {
         const int64_t br = fl_min64(g.Br, g.Nq - r0);

@@ -28,7 +28,7 @@ const char *fl_algo_choices(void)
 fl_status fl_algo_parse(const char *name, fl_algo *out)
 {
     if (fl_schedule_find(name, out)) return FL_OK;
-    return fl_fail(FL_EINVAL, "--algo: unknown schedule '%s' (choose %s)", fl_shown(name ? name : ""),
+    return fl_fail(FL_EINVAL, "{algo}: unknown schedule '%s' (choose %s)", fl_shown(name ? name : ""),
                    fl_algo_choices());
 }
 
@@ -59,19 +59,19 @@ static fl_status check_accepts(const fl_schedule *s, const fl_problem *p)
 {
     char who[256];
     if (!(s->accepts & FL_ACCEPT_KV_CACHE) && fl_problem_asks_kv_cache(p))
-        return fl_fail(FL_EINVAL, "--page-size/--pool-pages/--page-seed/--block-table/--splits/--pad: "
-                                  "only the %s schedule reads a KV cache (got --algo %s)",
+        return fl_fail(FL_EINVAL, "{page_size}/{pool_pages}/{page_seed}/{block_table}/{splits}/{pad}: "
+                                  "only the %s schedule reads a KV cache (got {algo} %s)",
                        accepting(FL_ACCEPT_KV_CACHE, who, sizeof who), s->name);
     if (!(s->accepts & FL_ACCEPT_BLOCK_MASK) && fl_problem_asks_block_mask(p))
-        return fl_fail(FL_EINVAL, "--density/--mask-seed: only the %s schedule has a "
-                                  "block mask (got --algo %s)",
+        return fl_fail(FL_EINVAL, "{density}/{mask_seed}: only the %s schedule has a "
+                                  "block mask (got {algo} %s)",
                        accepting(FL_ACCEPT_BLOCK_MASK, who, sizeof who), s->name);
     if (!(s->accepts & FL_ACCEPT_HEADS) && (p->batch != 1 || p->heads != 1 || (p->kv_heads != 0 && p->kv_heads != 1)))
-        return fl_fail(FL_EINVAL, "--batch/--heads/--kv-heads: %s runs one head", s->name);
+        return fl_fail(FL_EINVAL, "{batch}/{heads}/{kv_heads}: %s runs one head", s->name);
     if (!(s->accepts & FL_ACCEPT_BWD) && p->pass != FL_PASS_FWD)
-        return fl_fail(FL_EINVAL, "--pass: %s is forward only", s->name);
+        return fl_fail(FL_EINVAL, "{pass}: %s is forward only", s->name);
     if (!(s->accepts & FL_ACCEPT_VARLEN) && (p->cu_seqlens_q || p->cu_seqlens_k))
-        return fl_fail(FL_EINVAL, "--cu-seqlens-q/--cu-seqlens-k: %s runs one sequence", s->name);
+        return fl_fail(FL_EINVAL, "{cu_seqlens_q}/{cu_seqlens_k}: %s runs one sequence", s->name);
     return FL_OK;
 }
 
@@ -80,16 +80,16 @@ static fl_status check_accepts(const fl_schedule *s, const fl_problem *p)
 static fl_status check_accepts_late(const fl_schedule *s, const fl_problem *p)
 {
     if (!(s->accepts & FL_ACCEPT_MASK) && (p->causal != FL_CAUSAL_NONE || p->window_left != -1 || p->window_right != -1))
-        return fl_fail(FL_EINVAL, "--causal/--window: %s takes no causal or window mask", s->name);
+        return fl_fail(FL_EINVAL, "{causal}/{window}: %s takes no causal or window mask", s->name);
     if (!(s->accepts & FL_ACCEPT_NK) && p->Nk && p->Nk != p->N)
-        return fl_fail(FL_EINVAL, "--Nk: %s attends N queries to N keys (Nk = N)", s->name);
+        return fl_fail(FL_EINVAL, "{Nk}: %s attends N queries to N keys (Nk = N)", s->name);
     return FL_OK;
 }
 
 fl_status fl_problem_check(const fl_problem *p)
 {
     const fl_schedule *s = sched(p->algo);
-    if (!s) return fl_fail(FL_EINVAL, "--algo: unknown schedule");
+    if (!s) return fl_fail(FL_EINVAL, "{algo}: unknown schedule");
     FL_TRY(fl_problem_check_fields(p));
     FL_TRY(check_accepts(s, p));
     if (s->check) FL_TRY(s->check(p));
@@ -137,7 +137,7 @@ fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *out
     fl_counts r;
     if (!fl_add_ok(f.reads, g.reads, &r.reads) || !fl_add_ok(f.writes, g.writes, &r.writes) ||
         !fl_add_ok(r.reads, r.writes, &t) || !fl_add_ok(f.events, g.events, &r.events))
-        return fl_fail(FL_EOVERFLOW, "--N/--d: counts would overflow 64-bit arithmetic");
+        return fl_fail(FL_EOVERFLOW, "{N}/{d}: counts would overflow 64-bit arithmetic");
     r.total = t;
     r.sram_peak = fl_max64(f.sram_peak, g.sram_peak);
     *out = r;

@@ -117,7 +117,7 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     /* (BM) chunks Br x Bc: the largest square B <= N with FM(B, B) <= M, unless given */
     const int64_t need = fm(p, 1, 1);
     if (need < 0 || need > p->M)
-        return fl_fail(FL_ECAPACITY, "--M: memeff needs at least %lld elements of SRAM for its "
+        return fl_fail(FL_ECAPACITY, "{M}: memeff needs at least %lld elements of SRAM for its "
                                      "smallest chunks (Br = Bc = 1, d = %lld, eq. FM); M = %lld is too small",
                        (long long)need, (long long)p->d, (long long)p->M);
     const int64_t lo = fl_largest_fp(p->N, p->M, fm, p, 0, 2); /* >= 1: FM(1, 1) <= M above */
@@ -127,7 +127,7 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     b->overridden = p->Br || p->Bc;
     b->footprint = fm(p, b->Br, b->Bc);
     if (b->footprint < 0 || b->footprint > p->M)
-        return fl_fail(FL_EINVAL, "--Br/--Bc: memeff chunks Br = %lld, Bc = %lld need %lld "
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: memeff chunks Br = %lld, Bc = %lld need %lld "
                                   "elements of SRAM (docs/model.md eq. FM), more than M = %lld",
                        (long long)b->Br, (long long)b->Bc, (long long)b->footprint, (long long)p->M);
     return FL_OK;

@@ -64,7 +64,7 @@ fl_status fl_rule_finish(const fl_rule *r, fl_blocks *b, const char *label, int6
     if (b->Br < 1 || b->Bc < 1 || b->Bd < 1) {
         int64_t need = fl_footprint_pass(p->algo, r->bwd, r->G, p->d, 1, 1, need_bd);
         return fl_fail(FL_ECAPACITY,
-                       "--M: %s%s needs %s%s elements of SRAM for its smallest tiles "
+                       "{M}: %s%s needs %s%s elements of SRAM for its smallest tiles "
                        "(Br = Bc = 1, d = %lld); M = %lld is too small",
                        fl_algo_name(p->algo), r->bwd ? " backward" : "", need < 0 ? "" : "at least ",
                        fl_need_text(need, nb, sizeof nb), (long long)p->d, (long long)p->M);
@@ -77,7 +77,7 @@ fl_status fl_rule_finish(const fl_rule *r, fl_blocks *b, const char *label, int6
         if (b->Bd < 1 || !fl_rule_fits(r, b->Br, b->Bc, b->Bd)) {
             int64_t need = fl_footprint_pass(p->algo, r->bwd, r->G, p->d, b->Br, b->Bc, need_bd);
             return fl_fail(FL_EINVAL,
-                           "--Br/--Bc: %s%s blocks Br = %lld, Bc = %lld need %s elements of SRAM "
+                           "{Br}/{Bc}: %s%s blocks Br = %lld, Bc = %lld need %s elements of SRAM "
                            "(docs/model.md eq. %s), more than M = %lld",
                            fl_algo_name(p->algo), r->bwd ? " backward" : "", (long long)b->Br,
                            (long long)b->Bc, fl_need_text(need, nb, sizeof nb), label, (long long)p->M);
@@ -118,7 +118,7 @@ fl_status fl_closed_tiled(const fl_problem *p, int bwd, const fl_blocks *b, fl_p
 
 fl_status fl_closed_overflow(const fl_problem *p)
 {
-    return fl_fail(FL_EOVERFLOW, "--N/--d: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",
+    return fl_fail(FL_EOVERFLOW, "{N}/{d}: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",
                    (long long)p->N, (long long)p->d);
 }
 
@@ -149,7 +149,7 @@ fl_status fl_closed_sum(const fl_problem *p, int bwd, const fl_blocks *b, fl_seg
         add(&c, mul(&c, 8, mul(&c, mul(&c, rows, p->d), add(&c, T, 2))), mul(&c, 8, mul(&c, sg.q_rows, sg.max_nk)));
         if (c.ovf) {
             fl_segments_free(&sg);
-            return fl_fail(FL_EOVERFLOW, "--N/--d/--batch/--heads: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",
+            return fl_fail(FL_EOVERFLOW, "{N}/{d}/{batch}/{heads}: counts for N = %lld, d = %lld would overflow 64-bit arithmetic",
                            (long long)p->N, (long long)p->d);
         }
     }
@@ -173,7 +173,7 @@ fl_status fl_closed_sum(const fl_problem *p, int bwd, const fl_blocks *b, fl_seg
     fl_segments_free(&sg);
     r.total = add(&c, r.reads, r.writes);
     if (c.ovf)
-        return fl_fail(FL_EOVERFLOW, "--N/--d/--batch/--heads: counts would overflow 64-bit arithmetic");
+        return fl_fail(FL_EOVERFLOW, "{N}/{d}/{batch}/{heads}: counts would overflow 64-bit arithmetic");
     *out = r;
     return FL_OK;
 }
@@ -226,7 +226,7 @@ fl_status fl_closed_finish_own(const fl_problem *p, fl_status s, ck *c, fl_count
     if (s && s != FL_EOVERFLOW) return s;
     r->total = add(c, r->reads, r->writes);
     if (s || c->ovf)
-        return fl_fail(FL_EOVERFLOW, "--N/--Nk/--d: counts for N = %lld, Nk = %lld, d = %lld would "
+        return fl_fail(FL_EOVERFLOW, "{N}/{Nk}/{d}: counts for N = %lld, Nk = %lld, d = %lld would "
                                      "overflow 64-bit arithmetic", (long long)p->N,
                        (long long)(p->Nk ? p->Nk : p->N), (long long)p->d);
     *out = *r;
@@ -236,7 +236,7 @@ fl_status fl_closed_finish_own(const fl_problem *p, fl_status s, ck *c, fl_count
 fl_status fl_compute_size_refuse(const fl_problem *p, double values)
 {
     if (values > (double)FL_COMPUTE_MAX_VALUES) /* in double: compared with a limit far below 2^53 */
-        return fl_fail(FL_EINVAL, "--N/--Nk/--d: a compute run of %s would hold more than %lld "
+        return fl_fail(FL_EINVAL, "{N}/{Nk}/{d}: a compute run of %s would hold more than %lld "
                                   "values in HBM; use count (no arithmetic) for sizes this large",
                        fl_algo_name(p->algo), (long long)FL_COMPUTE_MAX_VALUES);
     return FL_OK;

@@ -143,7 +143,7 @@ static int64_t chunk(const fl_problem *p, int64_t Br, int64_t Bc)
 fl_status fl_smallcache_check(const fl_problem *p)
 {
     if (p->pass != FL_PASS_FWD)
-        return fl_fail(FL_EINVAL, "--pass: smallcache is forward only (its O is not normalised until the "
+        return fl_fail(FL_EINVAL, "{pass}: smallcache is forward only (its O is not normalised until the "
                                   "last key block, and it saves no logsumexp for a backward)");
     return FL_OK;
 }
@@ -152,7 +152,7 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
 {
     int64_t nq, nk;
     FL_TRY(fl_smallcache_check(p));
-    if (bwd) return fl_fail(FL_EINVAL, "--pass: smallcache is forward only");
+    if (bwd) return fl_fail(FL_EINVAL, "{pass}: smallcache is forward only");
     fl_problem_lengths(p, &nq, &nk);
     memset(b, 0, sizeof *b);
     /* (Bsc) the tiles take about two thirds of M, A = floor(2M/3), and the two chunk buffers and
@@ -180,7 +180,7 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
     }
     if (!Br)
         return fl_fail(FL_ECAPACITY,
-                       "--M: smallcache needs at least 6 elements of SRAM for its smallest tiles "
+                       "{M}: smallcache needs at least 6 elements of SRAM for its smallest tiles "
                        "(Br = Bc = Bd = 1, docs/model.md eq. Fsc); M = %lld is too small", (long long)p->M);
     b->Br = Br, b->Bc = Bc;
     if (p->Br || p->Bc) {
@@ -192,10 +192,10 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
     if (b->Bd < 1) {
         const int64_t need = fl_smallcache_footprint(0, 1, p->d, b->Br, b->Bc, 1);
         if (need < 0)
-            return fl_fail(FL_EINVAL, "--Br/--Bc: smallcache blocks Br = %lld, Bc = %lld need more than %lld elements "
+            return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache blocks Br = %lld, Bc = %lld need more than %lld elements "
                                       "of SRAM (docs/model.md eq. Fsc), more than M = %lld",
                            (long long)b->Br, (long long)b->Bc, (long long)INT64_MAX, (long long)p->M);
-        return fl_fail(FL_EINVAL, "--Br/--Bc: smallcache blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
                                   "with Bd = 1 (docs/model.md eq. Fsc), more than M = %lld",
                        (long long)b->Br, (long long)b->Bc, (long long)need, (long long)p->M);
     }
@@ -235,7 +235,7 @@ static void segment_counts(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d
 
 fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
-    if (bwd) return fl_fail(FL_EINVAL, "--pass: smallcache is forward only");
+    if (bwd) return fl_fail(FL_EINVAL, "{pass}: smallcache is forward only");
     fl_segments sg;
     FL_TRY(fl_segments_build(p, fl_problem_group(p), &sg));
     ck c = {0};
@@ -257,7 +257,7 @@ fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_block
     r.total = add(&c, r.reads, r.writes);
     r.sram_peak = b->footprint;
     if (c.ovf)
-        return fl_fail(FL_EOVERFLOW, "--N/--d/--batch/--heads: counts of smallcache at N = %lld, d = %lld would "
+        return fl_fail(FL_EOVERFLOW, "{N}/{d}/{batch}/{heads}: counts of smallcache at N = %lld, d = %lld would "
                                      "overflow 64-bit arithmetic", (long long)p->N, (long long)p->d);
     *out = r;
     return FL_OK;

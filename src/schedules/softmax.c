@@ -101,7 +101,7 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     (void)bwd;
     const int64_t N = p->N, Nk = p->Nk ? p->Nk : p->N;
     if (p->M < 3)
-        return fl_fail(FL_ECAPACITY, "--M: softmax needs at least 3 elements of SRAM (one score, "
+        return fl_fail(FL_ECAPACITY, "{M}: softmax needs at least 3 elements of SRAM (one score, "
                                      "m and l, eq. FX); M = %lld is too small", (long long)p->M);
     /* (BX) Bc: the whole row when it fits (M - 2), then as many rows as fit */
     int64_t Bc = p->Bc ? p->Bc : p->Br ? fl_min64(Nk, p->M / p->Br - 2) : fl_min64(Nk, p->M - 2);
@@ -112,7 +112,7 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     b->overridden = p->Br || p->Bc;
     b->footprint = (Br >= 1 && Bc >= 1) ? fx(Br, Bc) : -1;
     if (b->footprint < 0 || b->footprint > p->M)
-        return fl_fail(FL_EINVAL, "--Br/--Bc: softmax tiles Br = %lld, Bc = %lld need Br*Bc + 2*Br "
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: softmax tiles Br = %lld, Bc = %lld need Br*Bc + 2*Br "
                                   "elements of SRAM (docs/model.md eq. FX), more than M = %lld",
                        (long long)Br, (long long)Bc, (long long)p->M);
     return FL_OK;

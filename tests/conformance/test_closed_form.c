@@ -123,5 +123,5 @@ Test(closed_form, too_many_events_is_refused_with_the_option_named)
     p.M = 4096;
     fl_result r;
     cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--max-events"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{max_events}"), "%s", fl_last_error_raw());
 }

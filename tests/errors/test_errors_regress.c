@@ -72,12 +72,12 @@ Test(errors_regress, regress_block_rules_at_int64_max)
     p.algo = FL_ALGO_FLASH1; /* the paper's M + 4d - 1 overflowed */
     p.d = FL_SIZE_MAX;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY);
-    cr_expect(strstr(fl_last_error(), "--M: flash1 needs more than 9223372036854775807") != NULL, "%s",
+    cr_expect(strstr(fl_last_error_raw(), "{M}: flash1 needs more than 9223372036854775807") != NULL, "%s",
               fl_last_error());
     /* beyond FL_SIZE_MAX the problem itself is refused (fuzz_problem finding below) */
     p.M = INT64_MAX;
     cr_expect_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
-    cr_expect_str_eq(fl_last_error(), "--M: 9223372036854775807 is more than the largest size 2305843009213693951");
+    cr_expect_str_eq(fl_last_error_raw(), "{M}: 9223372036854775807 is more than the largest size 2305843009213693951");
 }
 
 /* fuzz_cli finding 4: flash1's paper block ceil(M/4d) computed M + 4d - 1, which overflowed
@@ -167,11 +167,11 @@ Test(errors_regress, regress_sizes_above_FL_SIZE_MAX_refused)
     fl_result r;
     p.N = INT64_C(5836665117077491974);
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-    cr_expect_str_eq(fl_last_error(), "--N: 5836665117077491974 is more than the largest size 2305843009213693951");
+    cr_expect_str_eq(fl_last_error_raw(), "{N}: 5836665117077491974 is more than the largest size 2305843009213693951");
     p = fl_problem_default();
     p.heads = p.kv_heads = INT64_MAX;
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-    cr_expect_str_eq(fl_last_error(), "--heads: 9223372036854775807 is more than the largest size 2305843009213693951");
+    cr_expect_str_eq(fl_last_error_raw(), "{heads}: 9223372036854775807 is more than the largest size 2305843009213693951");
     p = fl_problem_default();
     p.window_right = FL_SIZE_MAX + 1;
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);

@@ -67,7 +67,7 @@ Test(cta_timing, refuses_every_broken_rule)
                      "case %zu", i);
         cr_assert_null(t, "case %zu", i);
         cr_assert_eq(n, 0);
-        cr_assert(strstr(fl_last_error(), bad[i].says) && strstr(fl_last_error(), "--cta-timing t.csv"),
+        cr_assert(strstr(fl_last_error_raw(), bad[i].says) && strstr(fl_last_error_raw(), "--cta-timing t.csv"),
                   "case %zu: %s", i, fl_last_error());
     }
     char longline[400];
@@ -142,7 +142,7 @@ Test(cta_timing, launch_input_rules)
     fl_launch_pred p;
     L.timing = t, L.timing_n = 3;
     cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--cta-timing: 3 rows for a launch of 2 work items"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{cta_timing}: 3 rows for a launch of 2 work items"), "%s", fl_last_error_raw());
     L.timing_n = 2, t[1].sm = 132;
     cr_assert_eq(fl_launch_predict(&L, 1 << 20, 32, &p), FL_EINVAL);
     cr_assert(strstr(fl_last_error(), "item 1"), "%s", fl_last_error());

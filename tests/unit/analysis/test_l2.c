@@ -97,7 +97,7 @@ Test(l2, refuses_bad_parameters)
     cr_assert_null(c);
     cr_assert_eq(fl_l2_alloc(16, 32, &c), FL_EINVAL); /* less than one sector */
     cr_assert_eq(fl_l2_alloc(1024, 0, &c), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--sector") != NULL);
+    cr_assert(strstr(fl_last_error_raw(), "{sector}") != NULL);
 }
 
 /* A dropped sector is gone without a writeback, its slot is reused, and the rest keep their order */

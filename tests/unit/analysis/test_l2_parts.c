@@ -163,9 +163,9 @@ Test(l2_parts, input_rules_name_the_option)
     fl_l2p *p;
     cr_assert_eq(fl_l2p_alloc(1 << 20, 32, 3, &p), FL_EINVAL);
     cr_assert(p == NULL);
-    cr_assert(strstr(fl_last_error(), "--l2-partitions"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{l2_partitions}"), "%s", fl_last_error_raw());
     cr_assert_eq(fl_l2p_alloc(1 << 20, 24, 2, &p), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--sector"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{sector}"), "%s", fl_last_error_raw());
     int64_t b1, b2;
     cr_assert_eq(fl_l2p_memory(1 << 20, 32, 1, &b1), FL_OK);
     cr_assert_eq(fl_l2p_memory(1 << 20, 32, 2, &b2), FL_OK);

@@ -92,10 +92,10 @@ Test(sweep, configurations_that_cannot_run_are_skipped_with_their_reason)
     cr_assert_eq(st.configs, 4);
     cr_assert_eq(st.rows, 1);
     cr_assert_eq(st.skipped, 3);
-    cr_assert(l.skip[0] && strstr(l.reason[0], "--M") && strstr(l.reason[0], "too small"), "%s", l.reason[0]);
-    cr_assert(l.skip[1] && strstr(l.reason[1], "--M"), "%s", l.reason[1]);
+    cr_assert(l.skip[0] && strstr(l.reason[0], "{M}") && strstr(l.reason[0], "too small"), "%s", l.reason[0]);
+    cr_assert(l.skip[1] && strstr(l.reason[1], "{M}"), "%s", l.reason[1]);
     cr_assert(!l.skip[2]);
-    cr_assert(l.skip[3] && strstr(l.reason[3], "--Br/--Bc"), "%s", l.reason[3]);
+    cr_assert(l.skip[3] && strstr(l.reason[3], "{Br}/{Bc}"), "%s", l.reason[3]);
 }
 
 Test(sweep, M_upto_Nd_keeps_the_papers_regime_only)
@@ -113,7 +113,7 @@ Test(sweep, empty_lists_are_refused)
     fl_sweep_spec s = fl_sweep_spec_init();
     int64_t n;
     cr_assert_eq(fl_sweep_size(&s, &n), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--N"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{N}"), "%s", fl_last_error_raw());
 }
 
 Test(sweep_cli, csv_has_the_count_header_and_skipped_lines_in_place)
@@ -213,9 +213,9 @@ Test(presets, numbers_and_overrides)
     cr_assert_eq(fl_presets_resolve("h200", "fp16", 4321, &M, &eb), FL_OK);
     cr_assert(M == 4321 && eb == 2, "--M wins over a preset");
     cr_assert_eq(fl_presets_resolve("v100", NULL, 0, &M, &eb), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--sram"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{sram}"), "%s", fl_last_error_raw());
     cr_assert_eq(fl_presets_resolve(NULL, "fp8", 0, &M, &eb), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--dtype"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{dtype}"), "%s", fl_last_error_raw());
     int n;
     const fl_sram_preset *p = fl_sram_presets(&n);
     cr_assert_eq(n, 4);

@@ -175,5 +175,5 @@ Test(trace, format_names)
     cr_assert_eq(fl_trace_format_parse("jsonl", &f), FL_OK);
     cr_assert_eq(f, FL_TRACE_JSONL);
     cr_assert_eq(fl_trace_format_parse("xml", &f), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--format"));
+    cr_assert(strstr(fl_last_error_raw(), "{format}"));
 }

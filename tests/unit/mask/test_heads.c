@@ -17,7 +17,7 @@ Test(heads, kv_map_consecutive_groups)
     }
     cr_assert_eq(fl_heads_check(6, 2), FL_OK);
     cr_assert_eq(fl_heads_check(5, 2), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--kv-heads") && strstr(fl_last_error(), "divide"));
+    cr_assert(strstr(fl_last_error_raw(), "{kv_heads}") && strstr(fl_last_error_raw(), "divide"));
     cr_assert_eq(fl_heads_check(0, 1), FL_EINVAL);
     cr_assert_eq(fl_heads_check(4, 0), FL_EINVAL);
     cr_assert_eq(fl_heads_check(2, 4), FL_EINVAL);

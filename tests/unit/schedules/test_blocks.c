@@ -82,7 +82,7 @@ static void expect_smallest_tile(fl_algo a, int64_t need)
     fl_blocks b;
     fl_problem p = prob(a, 100, 64, need - 1);
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY, "%s", fl_algo_name(a));
-    cr_assert(strstr(fl_last_error(), "--M"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{M}"), "%s", fl_last_error_raw());
     p.M = need;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_OK, "%s: %s", fl_algo_name(a), fl_last_error());
 }
@@ -101,7 +101,7 @@ Test(blocks, overrides_that_do_not_fit_name_Br_Bc_and_the_footprint)
     p.Bc = 128;
     fl_blocks b;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--Br/--Bc"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{Br}/{Bc}"), "%s", fl_last_error_raw());
     cr_assert(strstr(fl_last_error(), "49408"), "%s", fl_last_error()); /* 2*128*64*2 + 128^2 + 256 */
     p.Br = 32;
     p.Bc = 48;
@@ -114,11 +114,11 @@ Test(blocks, problem_check_names_the_option)
     fl_problem p = prob(FL_ALGO_FLASH1, 0, 64, 1000);
     fl_blocks b;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--N"));
+    cr_assert(strstr(fl_last_error_raw(), "{N}"));
     p = prob(FL_ALGO_FLASH1, 10, -3, 1000);
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--d"));
+    cr_assert(strstr(fl_last_error_raw(), "{d}"));
     fl_algo a;
     cr_assert_eq(fl_algo_parse("Flash_X", &a), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--algo"));
+    cr_assert(strstr(fl_last_error_raw(), "{algo}"));
 }

@@ -95,7 +95,7 @@ Test(blocksparse, bad_density_is_refused)
     for (size_t k = 0; k < 4; k++) {
         fl_problem p = bs_problem(64, 8, 2000, bad[k], 1);
         cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-        cr_expect(strstr(fl_last_error(), "--density") != NULL, "%s", fl_last_error());
+        cr_expect(strstr(fl_last_error_raw(), "{density}") != NULL, "%s", fl_last_error_raw());
     }
     fl_problem p = bs_problem(64, 8, 2000, 1.0, 1);
     p.algo = FL_ALGO_FLASH2;

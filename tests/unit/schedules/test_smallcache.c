@@ -79,7 +79,7 @@ Test(smallcache, heads_batches_varlen_and_overrides)
         fl_blocks b;
         if (fl_blocks_choose(&p, &b) != FL_OK) {
             cr_assert(p.Br, "the rule always fits: %s", fl_last_error());
-            cr_assert(strstr(fl_last_error(), "--Br/--Bc"), "%s", fl_last_error());
+            cr_assert(strstr(fl_last_error_raw(), "{Br}/{Bc}"), "%s", fl_last_error_raw());
             continue;
         }
         char what[96];
@@ -168,18 +168,18 @@ Test(smallcache, rules_and_refusals)
     fl_problem p = prob(100, 16, 5);
     fl_blocks b;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY);
-    cr_assert(strstr(fl_last_error(), "--M: smallcache needs at least 6"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{M}: smallcache needs at least 6"), "%s", fl_last_error_raw());
     p.M = 6;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_OK);
     cr_assert(b.Br == 1 && b.Bc == 1 && b.Bd == 1);
     p.M = 1000, p.Br = 40, p.Bc = 40;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--Br/--Bc: smallcache blocks Br = 40, Bc = 40 need 1800"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{Br}/{Bc}: smallcache blocks Br = 40, Bc = 40 need 1800"), "%s", fl_last_error_raw());
     p = prob(100, 16, 1000);
     p.pass = FL_PASS_FWD_BWD;
     fl_result r;
     cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-    cr_assert(strstr(fl_last_error(), "--pass: smallcache is forward only"), "%s", fl_last_error());
+    cr_assert(strstr(fl_last_error_raw(), "{pass}: smallcache is forward only"), "%s", fl_last_error_raw());
     /* blocks never exceed the sequence */
     p = prob(7, 16, 1 << 20);
     p.Nk = 5;

@@ -59,14 +59,14 @@ Test(softmax_alone, bad_input_is_refused_with_the_rule)
     fl_result r;
     fl_problem p = softmax_problem(FL_ALGO_SOFTMAX_SAFE, 4, 4, 2);
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_ECAPACITY);
-    cr_expect(strstr(fl_last_error(), "--M") != NULL, "%s", fl_last_error());
+    cr_expect(strstr(fl_last_error_raw(), "{M}") != NULL, "%s", fl_last_error_raw());
     p = softmax_problem(FL_ALGO_SOFTMAX_SAFE, 4, 4, 100);
     p.causal = FL_CAUSAL_TOP_LEFT;
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-    cr_expect(strstr(fl_last_error(), "--causal") != NULL, "%s", fl_last_error());
+    cr_expect(strstr(fl_last_error_raw(), "{causal}") != NULL, "%s", fl_last_error_raw());
     p = softmax_problem(FL_ALGO_SOFTMAX_SAFE, 4, 4, 100);
     p.Br = 4;
     p.Bc = 40;
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-    cr_expect(strstr(fl_last_error(), "--Br/--Bc") != NULL, "%s", fl_last_error());
+    cr_expect(strstr(fl_last_error_raw(), "{Br}/{Bc}") != NULL, "%s", fl_last_error_raw());
 }
