@@ -85,6 +85,19 @@ fl_status fl_outdir_commit(fl_outdir *d);
 /* Removes the staging directory and what is in it.  Frees d.  NULL is a no-op. */
 void fl_outdir_abort(fl_outdir *d);
 
+/* Checks a file another program (gnuplot) wrote at path inside a staging directory, before
+ * fl_outdir_commit moves it in.  A program that runs out of space or into a file-size limit may
+ * still exit with status 0, its file empty or cut short; so the file must be a regular file of
+ * at least one byte whose last bytes, trailing whitespace (space, tab, CR, LF) aside, are the
+ * tail_len bytes of tail (the end every complete file of its format has: "%%EOF" for a PDF, the
+ * IEND chunk for a PNG; tail NULL checks the size only).  FL_OK, or FL_EIO with one line,
+ * "<opt>: <name> came out empty (0 bytes; <K> KiB free where it is written); nothing written" or
+ * "... came out incomplete (<n> bytes, not ending as a complete file does; ...)", name being
+ * what the user knows the file by (NULL: path).  The caller then aborts the staging directory,
+ * so the old file stays. */
+fl_status fl_output_check_written(const char *opt, const char *path, const char *name, const void *tail,
+                                  size_t tail_len);
+
 /* Checks, flushes, fsyncs and closes a stream the caller opened inside a staging directory:
  * FL_EIO ("<opt>: writing <path> failed (<reason>)") if a write failed at any time.  f is closed
  * either way. */

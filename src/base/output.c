@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,6 +356,48 @@ fl_status fl_output_close_staged(FILE *f, const char *opt, const char *path)
     const int e = close_checked(f);
     if (e) return fl_fail(FL_EIO, "%s: writing %s failed (%s); nothing written", opt, fl_shown(path), strerror(e));
     return FL_OK;
+}
+
+/* Free space, in KiB, of the file system that holds path (-1 when it cannot be read). */
+static long long free_kib(const char *path)
+{
+    struct statvfs v;
+    if (statvfs(path, &v) != 0) return -1;
+    return (long long)((unsigned long long)v.f_bavail * v.f_frsize / 1024);
+}
+
+fl_status fl_output_check_written(const char *opt, const char *path, const char *name, const void *tail,
+                                  size_t tail_len)
+{
+    if (!opt) opt = "output";
+    if (!name) name = path;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int e = fd < 0 ? errno : EINVAL;
+        if (fd >= 0) close(fd);
+        return fl_fail(FL_EIO, "%s: %s was not written (%s); nothing written", opt, fl_shown(name), strerror(e));
+    }
+    /* the file's last bytes, trailing whitespace aside: enough of them for the tail */
+    char buf[512];
+    int complete = st.st_size > 0;
+    if (complete && tail && tail_len) {
+        const size_t want = tail_len + 128 < sizeof buf ? tail_len + 128 : sizeof buf;
+        const off_t from = st.st_size > (off_t)want ? st.st_size - (off_t)want : 0;
+        const ssize_t got = pread(fd, buf, (size_t)(st.st_size - from), from);
+        size_t n = got > 0 ? (size_t)got : 0;
+        while (n && strchr(" \t\r\n", buf[n - 1]) && buf[n - 1]) n--;
+        complete = n >= tail_len && memcmp(buf + n - tail_len, tail, tail_len) == 0;
+    }
+    close(fd);
+    if (complete) return FL_OK;
+    const long long kib = free_kib(path);
+    char space[64] = "";
+    if (kib >= 0) snprintf(space, sizeof space, "; %lld KiB free where it is written", kib);
+    if (st.st_size == 0)
+        return fl_fail(FL_EIO, "%s: %s came out empty (0 bytes%s); nothing written", opt, fl_shown(name), space);
+    return fl_fail(FL_EIO, "%s: %s came out incomplete (%lld bytes, not ending as a complete file does%s); "
+                           "nothing written", opt, fl_shown(name), (long long)st.st_size, space);
 }
 
 /* ---- directories ----------------------------------------------------------------------- */

@@ -28,7 +28,7 @@ CLI = LIB = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TIME = 3.0       # seconds a refusal may take
 DEFAULT_MEM_MB = 256     # peak resident memory of a refusal
-KILL_AFTER = 20.0        # a case still running after this is killed (and fails)
+KILL_AFTER = 20.0        # the time limit of the reference runs some checks make
 
 
 class Case:
@@ -198,7 +198,7 @@ def run_case(case):
         before = snapshot(work)
         start = time.monotonic()
         p, outf = launch(case.argv, work, case, os.path.join(tmp, "stdout.txt"))
-        rc, rss, out, err = wait_rusage(p, start + min(KILL_AFTER, case.time_limit + 2), case.sig, start)
+        rc, rss, out, err = wait_rusage(p, start + kill_after(case), case.sig, start)
         wall = time.monotonic() - start
         if outf not in (None, subprocess.PIPE):
             outf.close()
@@ -208,6 +208,12 @@ def run_case(case):
         if case.check:
             problems += case.check(work, res)
         return problems
+
+
+def kill_after(case):
+    """Seconds after which a case still running is killed: its time limit and 2 s more (so that
+    a run just over its limit is reported as slow, with its stderr)."""
+    return case.time_limit + 2
 
 
 def short(b, n=160):
@@ -221,7 +227,7 @@ def expect(case, res):
     if case.rc == "any":
         pass
     elif res.rc < 0:
-        pr.append(f"killed by signal {-res.rc}" + (" (timeout)" if res.wall >= KILL_AFTER else ""))
+        pr.append(f"killed by signal {-res.rc}" + (" (timeout)" if res.wall >= kill_after(case) else ""))
     elif case.rc == "nonzero":
         if res.rc == 0:
             pr.append("exit 0, expected a failure")
@@ -230,7 +236,7 @@ def expect(case, res):
     err = res.err
     if case.lines is not None:
         text = err.decode(errors="replace")
-        if res.wall >= min(KILL_AFTER, case.time_limit + 2):
+        if res.wall >= kill_after(case):
             pass   # killed: the time line says it
         elif not text.endswith("\n") or (case.lines == 1 and text.count("\n") != 1):
             pr.append(f"stderr is not one line: {short(err)!r}")
@@ -1019,6 +1025,142 @@ def plot_again_identical(work, res):
 
 
 # ----------------------------------------------------------------------------------------------
+# Figures on a full disk: gnuplot exits 0 when its file cannot be written whole, so flashlab
+# checks each figure (fl_output_check_written) before it moves any in.  Over a folder of good
+# figures, a run that cannot write them all leaves every old figure as it was.
+
+FIGURES = [f"fig_{n}.{e}" for n in ("a_traffic_vs_M", "b_traffic_vs_N", "c_traffic_vs_Bc", "d_ratio_vs_M",
+                                      "g_bounds_vs_M") for e in ("png", "pdf", "svg")]
+# a successful plot writes about 700 KiB of figures (measured: 744 KiB with data/ on ext4), so a
+# file system with this much free cannot take them
+NEARLY_FULL_KIB = 300
+
+
+def good_figures(root):
+    """A folder of 'good figures' (distinct bytes each, 40 KiB) and data files, as a user has them."""
+    os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    for i, name in enumerate(FIGURES):
+        with open(os.path.join(root, name), "wb") as fh:
+            fh.write(hashlib.sha256(name.encode()).digest() * (40960 // 32))
+    with open(os.path.join(root, "data", "report_sweep.csv"), "wb") as fh:
+        fh.write(PRECIOUS)
+
+
+def free_kib(path):
+    v = os.statvfs(path)
+    return v.f_bavail * v.f_frsize // 1024
+
+
+def mount_small_fs(where, kib):
+    """A tmpfs of kib KiB at where; False when this process may not mount one."""
+    os.makedirs(where, exist_ok=True)
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "flhostile", where],
+                           capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def fill_to(fs, kib_left):
+    """Fills fs with one file until kib_left KiB are free (to a page)."""
+    need = free_kib(fs) - kib_left
+    if need > 0:
+        with open(os.path.join(fs, "filler"), "wb") as fh:
+            fh.write(b"\0" * (need * 1024))
+
+
+def gnuplot_shim(work, blocks, trap):
+    """FLASHLAB_GNUPLOT for a gnuplot whose writes stop past `blocks` 512-byte blocks (ulimit -f);
+    with trap, SIGXFSZ is ignored, so its writes fail and it exits 0 with its files cut short
+    (what a full disk does to it); without, the limit's signal ends it."""
+    import shutil
+    real = shutil.which("gnuplot") or "gnuplot"
+    p = os.path.join(work, "gnuplot-shim")
+    with open(p, "w") as fh:
+        fh.write("#!/bin/sh\n" + (f"ulimit -f {blocks}\n" if blocks is not None else "")
+                 + ("trap '' XFSZ\n" if trap else "") + f'exec "{real}" "$@"\n')
+    os.chmod(p, 0o755)
+    return p
+
+
+def figures_kept(case, work, target, argv, env, mention):
+    """Runs argv writing figures into target over good figures: it must fail (status 1, one last
+    line naming the figure or the write) and leave target byte for byte as it was."""
+    before = snapshot(target)
+    c = Case(case.group, case.name, argv, rc=1, mention=mention, lines=case.lines, env=env,
+             time_limit=case.time_limit, mem_mb=case.mem_mb, stdout_empty=True)
+    start = time.monotonic()
+    p, _ = launch(argv, work, c, None)
+    rc, rss, out, err = wait_rusage(p, start + kill_after(c))
+    res = Result(rc, out, err, time.monotonic() - start, rss)
+    pr = expect(c, res)
+    after = snapshot(target)
+    if after != before:
+        pr += [f"{target}: {rel} " + ("removed" if rel not in after else "left behind" if rel not in before
+                                       else f"changed {before[rel][:3]} -> {after[rel][:3]}")
+               for rel in sorted(set(before) | set(after)) if before.get(rel) != after.get(rel)][:4]
+    # planted fault: the comparison above must see one figure emptied (else it checks nothing)
+    victim = os.path.join(target, FIGURES[-1])
+    if os.path.isfile(victim):
+        with open(victim, "r+b") as fh:
+            fh.truncate(0)
+        if snapshot(target) == before:
+            pr.append("planted fault missed: an emptied figure was not seen as changed")
+    return pr
+
+
+def full_disk_runner(cmd, left_kib):
+    """cmd --out over good figures on a tmpfs with left_kib KiB free (a gnuplot that cannot write
+    past 16 KiB where no tmpfs can be mounted)."""
+    def run(case, work):
+        fs = os.path.join(work, "fs")
+        target = os.path.join(fs, "figs")
+        mounted = mount_small_fs(fs, 2048)
+        try:
+            good_figures(target)
+            env = {}
+            if mounted:
+                fill_to(fs, left_kib)
+                free = free_kib(fs)
+                if free > max(left_kib, 4) + 8:   # the case would pass vacuously on a roomy disk
+                    return [f"the file system has {free} KiB free, not {left_kib}: cannot fill it"]
+            else:
+                env["FLASHLAB_GNUPLOT"] = gnuplot_shim(work, 32, trap=True)
+            argv = [cmd, "--out", target] if cmd == "plot" else ["report", "--out", target]
+            return figures_kept(case, work, target, argv, env,
+                                ["--out", "figures"] if mounted else ["from gnuplot came out"])
+        finally:
+            if mounted:
+                subprocess.run(["umount", "-l", fs], capture_output=True, timeout=30)
+    return run
+
+
+def shim_runner(cmd, trap, mention):
+    """cmd --out over good figures with gnuplot's writes cut at 16 KiB (the shim)."""
+    def run(case, work):
+        target = os.path.join(work, "figs")
+        good_figures(target)
+        env = {"FLASHLAB_GNUPLOT": gnuplot_shim(work, 32, trap)}
+        return figures_kept(case, work, target, [cmd, "--out", target], env, mention)
+    return run
+
+
+def full_disk_cases():
+    slow = dict(time_limit=400, mem_mb=1024)
+    return [
+        Case("full disk", f"report --out over good figures, {NEARLY_FULL_KIB} KiB free", [], lines=1,
+             runner=full_disk_runner("report", NEARLY_FULL_KIB), **slow),
+        Case("full disk", "plot --out over good figures, a full file system", [], lines="last",
+             runner=full_disk_runner("plot", 0), **slow),
+        Case("full disk", "plot --out, gnuplot's writes fail past 16 KiB (exit 0, files cut short)", [],
+             lines="last", runner=shim_runner("plot", True, ["from gnuplot came out incomplete"]), **slow),
+        Case("full disk", "plot --out, gnuplot killed by its file-size limit", [], lines="last",
+             runner=shim_runner("plot", False, ["the file-size limit"]), **slow),
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
 # The Python binding's cases (binding.py) as one group
 
 def binding_cases():
@@ -1035,7 +1177,7 @@ def binding_cases():
 
 def all_cases(slow):
     return (output_cases() + interrupted_cases() + stdout_cases(slow) + limit_cases() + value_cases()
-            + flag_cases() + misc_cases(slow))
+            + flag_cases() + misc_cases(slow) + full_disk_cases())
 
 
 def main(argv):

@@ -155,6 +155,44 @@ Test(output_module, targets_that_are_not_regular_files_are_refused)
     cr_expect_str_eq(names, "sub/ ");
 }
 
+/* A file another program wrote is accepted only whole: not empty, ending as its format ends
+ * (trailing whitespace aside); an empty file, one cut short by a byte, a missing one and a
+ * directory in its place are each refused with their own line, naming the file. */
+Test(output_module, a_file_written_by_another_program_must_be_whole)
+{
+    char dir[64], path[128];
+    fresh_dir(dir);
+    snprintf(path, sizeof path, "%s/f.pdf", dir);
+    put(path, "%PDF-1.5\nbody\n%%EOF\n\n");
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", "%%EOF", 5), FL_OK, "%s", fl_last_error());
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, NULL, 0), FL_OK, "the size alone");
+    /* planted faults: each must be caught */
+    put(path, "%PDF-1.5\nbody\n%%EO");
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", "%%EOF", 5), FL_EIO, "a file cut short passed");
+    cr_expect(strstr(fl_last_error(), "--out: f.pdf came out incomplete (18 bytes, not ending as a complete file does"),
+              "%s", fl_last_error());
+    put(path, "");
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", "%%EOF", 5), FL_EIO, "an empty file passed");
+    cr_expect(strstr(fl_last_error(), "--out: f.pdf came out empty (0 bytes; "), "%s", fl_last_error());
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", NULL, 0), FL_EIO, "an empty file passed the size check");
+    put(path, "%%EOF"); /* a tail longer than the file */
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, "x%%EOF", 6), FL_EIO);
+    static const char png_end[] = "\0\0\0\0IEND\xae\x42\x60\x82";
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    fwrite("\x89PNG....", 1, 8, f);
+    fwrite(png_end, 1, 12, f);
+    fclose(f);
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, png_end, 12), FL_OK, "%s", fl_last_error());
+    cr_expect_eq(truncate(path, 19), 0);
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, png_end, 12), FL_EIO, "a PNG without its last byte passed");
+    unlink(path);
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", NULL, 0), FL_EIO, "a missing file passed");
+    cr_expect(strstr(fl_last_error(), "f.pdf was not written (No such file or directory)"), "%s", fl_last_error());
+    cr_assert_eq(mkdir(path, 0755), 0);
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", NULL, 0), FL_EIO, "a directory passed");
+}
+
 Test(output_module, at_most_a_fixed_number_pending)
 {
     char dir[64], path[128];
