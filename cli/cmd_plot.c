@@ -53,12 +53,9 @@ static int run_gnuplot(const char *const *args, int n, char *why, size_t cap)
     if (pid == 0) {
         dup2(fileno(log), 1);
         dup2(fileno(log), 2);
-        signal(SIGXFSZ, SIG_DFL); /* a file-size limit ends gnuplot, which is then reported */
-        static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-        for (int i = 0; i < 4; i++) { /* not flashlab's cleanup in the child before the exec */
-            struct sigaction sa;
-            if (sigaction(caught[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN) signal(caught[i], SIG_DFL);
-        }
+        /* a file-size limit ends gnuplot, which is then reported; flashlab's cleanup handlers
+         * do nothing in this child (output.h) and the exec resets them */
+        signal(SIGXFSZ, SIG_DFL);
         setenv("TZ", "UTC0", 1);
         execvp(argv[0], (char *const *)argv);
         _exit(127);

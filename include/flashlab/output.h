@@ -22,12 +22,19 @@
  * directory holds either every new file or none.  fl_outdir_abort removes the staging directory.
  *
  * Interruption.  Every temporary file and staging directory is registered while it exists;
- * fl_output_catch_signals (the CLI calls it first thing) installs handlers for SIGINT, SIGTERM,
- * SIGHUP and SIGPIPE that remove what is registered (async-signal-safe: unlink, and a walk of
- * the staging directory with getdents) and then die of the signal by its default action.  A
- * library user that handles signals itself (Python) calls fl_output_abort / fl_outdir_abort
- * instead.  Commits block these signals while they rename, so an interruption never leaves half
- * a directory.  At most FL_OUTPUT_MAX_PENDING outputs are open at once.
+ * fl_output_catch_signals (the CLI calls it first thing) installs, for every signal whose
+ * default action ends the process and that can be caught (SIGHUP, SIGINT, SIGQUIT, SIGUSR1,
+ * SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGVTALRM, SIGPROF, SIGSTKFLT, SIGIO, SIGPWR, the
+ * real-time signals, and the faults SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS),
+ * a handler that removes what is registered (async-signal-safe: unlink, and a walk of the
+ * staging directory with getdents) and then dies of the signal by its default action.  A signal
+ * that is ignored, or has a handler of its own (AddressSanitizer's SIGSEGV), when it is called
+ * is left so.  SIGXFSZ is not caught: the CLI ignores it, so that a write past the file-size
+ * limit fails and is reported.  A child forked before it execs runs the handler without
+ * removing anything.  A library user that handles signals itself (Python) calls
+ * fl_output_abort / fl_outdir_abort instead.  Commits block the asynchronous signals while they
+ * rename, so an interruption never leaves half a directory.  At most FL_OUTPUT_MAX_PENDING
+ * outputs are open at once.
  *
  * Errors: FL_EINVAL (naming opt) for a target that cannot be used, found before anything is
  * written; FL_EIO ("<opt>: writing <path> failed (<reason>); ...") for a write, flush, fsync,

@@ -96,22 +96,68 @@ static void rm_tree_at(int dirfd, const char *name, int depth)
 
 static void rm_tree(const char *path) { rm_tree_at(AT_FDCWD, path, 0); }
 
-static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-#define NCAUGHT ((int)(sizeof caught / sizeof caught[0]))
+/* Every signal whose default action ends the process and that a handler may catch: the
+ * asynchronous ones (sent by a user, a shell, a batch system's time limit) and the faults
+ * (a bug; the cleanup then runs before the crash is reported).  Real-time signals, which also
+ * end the process by default, are added at install time (SIGRTMIN is not a constant).
+ * SIGXFSZ is not here: the CLI ignores it, so that a write past `ulimit -f` fails and is
+ * reported instead of killing flashlab half-way.  SIGKILL and SIGSTOP cannot be caught. */
+static const int caught_async[] = {
+    SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGVTALRM, SIGPROF,
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+#ifdef SIGIO
+    SIGIO,
+#endif
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+};
+static const int caught_faults[] = {SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS};
+#define NASYNC ((int)(sizeof caught_async / sizeof caught_async[0]))
+#define NFAULTS ((int)(sizeof caught_faults / sizeof caught_faults[0]))
+
+static volatile sig_atomic_t owner_pid; /* the process that installed the handlers */
 
 static void on_signal(int sig)
 {
     const int e = errno;
-    for (int i = 0; i < FL_OUTPUT_MAX_PENDING; i++) {
-        if (registry[i].state != SLOT_ARMED) continue;
-        if (registry[i].dir) rm_tree(registry[i].path);
-        else unlink(registry[i].path);
-        registry[i].state = SLOT_FREE;
+    /* a child forked before it exec'd (gnuplot) inherits the handlers, not the temporaries */
+    if (owner_pid == (sig_atomic_t)getpid()) {
+        for (int i = 0; i < FL_OUTPUT_MAX_PENDING; i++) {
+            if (registry[i].state != SLOT_ARMED) continue;
+            if (registry[i].dir) rm_tree(registry[i].path);
+            else unlink(registry[i].path);
+            registry[i].state = SLOT_FREE;
+        }
     }
     errno = e;
     /* SA_RESETHAND restored the default action; the signal is blocked while this runs and is
-     * delivered again when it returns */
+     * delivered again when it returns (a fault, when it returns to the faulting instruction) */
     raise(sig);
+}
+
+/* The asynchronous signals caught, real-time ones included, as a set. */
+static void async_set(sigset_t *s)
+{
+    sigemptyset(s);
+    for (int i = 0; i < NASYNC; i++) sigaddset(s, caught_async[i]);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) sigaddset(s, sig);
+}
+
+/* Installs on_signal for sig when its action is the default: a signal ignored by whoever
+ * started us stays ignored (nohup), and one with a handler of its own (AddressSanitizer's
+ * SIGSEGV, a profiler's SIGPROF) keeps it. */
+static fl_status catch_one(int sig, const struct sigaction *sa)
+{
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) != 0)
+        return fl_fail(FL_EINVAL, "output: cannot read the action of signal %d", sig);
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return FL_OK;
+    if (sigaction(sig, sa, NULL) != 0)
+        return fl_fail(FL_EINVAL, "output: cannot install the cleanup for signal %d", sig);
+    return FL_OK;
 }
 
 fl_status fl_output_catch_signals(void)
@@ -120,25 +166,20 @@ fl_status fl_output_catch_signals(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < NCAUGHT; i++) sigaddset(&sa.sa_mask, caught[i]);
-    for (int i = 0; i < NCAUGHT; i++) {
-        struct sigaction old;
-        if (sigaction(caught[i], NULL, &old) != 0)
-            return fl_fail(FL_EINVAL, "output: cannot read the action of signal %d", caught[i]);
-        if (old.sa_handler == SIG_IGN) continue; /* ignored by whoever started us: keep it so (nohup) */
-        if (sigaction(caught[i], &sa, NULL) != 0)
-            return fl_fail(FL_EINVAL, "output: cannot install the cleanup for signal %d", caught[i]);
-    }
+    async_set(&sa.sa_mask); /* one cleanup at a time */
+    owner_pid = (sig_atomic_t)getpid();
+    for (int i = 0; i < NASYNC; i++) FL_TRY(catch_one(caught_async[i], &sa));
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) FL_TRY(catch_one(sig, &sa));
+    for (int i = 0; i < NFAULTS; i++) FL_TRY(catch_one(caught_faults[i], &sa));
     return FL_OK;
 }
 
-/* Blocks the caught signals (a commit must not be cut in half); restores with unblock. */
+/* Blocks the asynchronous signals caught (a commit must not be cut in half); restores with
+ * unblock.  Faults are not blocked: a fault while blocked ends the process at once. */
 static void block(sigset_t *old)
 {
     sigset_t s;
-    sigemptyset(&s);
-    for (int i = 0; i < NCAUGHT; i++) sigaddset(&s, caught[i]);
+    async_set(&s);
     sigprocmask(SIG_BLOCK, &s, old);
 }
 

@@ -49,13 +49,14 @@ class Case:
     vmem_mb   RLIMIT_AS in MiB
     time      wall seconds allowed; mem_mb peak resident MiB allowed
     sig       (delay seconds, signal) sent to the CLI mid-run
+    core      RLIMIT_CORE in bytes (None: inherited)
     stdout_empty  stdout must be empty (a refusal prints nothing else)
     """
 
     def __init__(self, group, name, argv, rc=2, mention=None, lines=1, setup=None, creates=(),
                  changes=(), check=None, stdout="pipe", fsize=None, umask=0o022, vmem_mb=None,
                  time_limit=DEFAULT_TIME, mem_mb=DEFAULT_MEM_MB, sig=None, stdout_empty=None,
-                 env=None, stdin=None, slow=False, runner=None):
+                 env=None, stdin=None, slow=False, runner=None, core=None):
         self.group, self.name, self.argv = group, name, list(argv)
         self.rc, self.mention, self.lines = rc, mention, lines
         self.setup, self.creates, self.changes, self.check = setup, set(creates), set(changes), check
@@ -63,6 +64,7 @@ class Case:
         self.time_limit, self.mem_mb, self.sig = time_limit, mem_mb, sig
         self.stdout_empty = (rc == 2) if stdout_empty is None else stdout_empty
         self.env, self.stdin, self.slow, self.runner = env or {}, stdin, slow, runner
+        self.core = core
 
     @property
     def id(self):
@@ -132,6 +134,8 @@ def launch(argv, work, case, stdout_path):
         os.umask(case.umask)
         if case.fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))
+        if case.core is not None:   # no core file in the case's directory (SIGQUIT, SIGSEGV ...)
+            resource.setrlimit(resource.RLIMIT_CORE, (case.core, case.core))
         if case.vmem_mb is not None:
             lim = case.vmem_mb << 20
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
@@ -461,7 +465,66 @@ def interrupted_cases():
                                time_limit=2.5, mem_mb=1024, check=interrupted_ok(pre)))
         cs.append(Case("concurrent", f"four {cmd} runs writing one {opt}", argv, rc=0, lines=None,
                        stdout_empty=False, runner=concurrent_runner(*CONCURRENT[cmd], opt)))
+    # every other signal that ends a process by default and can be caught, sent once the
+    # temporary exists (so the case cannot pass by finishing first): the run dies of it, and
+    # leaves neither its temporary nor a changed target
+    for sig in FATAL_SIGNALS:
+        for pre in (False, True):
+            cs.append(Case("interrupted", f"sweep --output {sig_name(sig)} once its temporary exists"
+                           + (" over an existing file" if pre else ""), LONG_SWEEP + ["--output", "out.txt"],
+                           rc="any", lines=None, setup=mk_file("out.txt") if pre else None, time_limit=10,
+                           mem_mb=1024, runner=signal_runner(sig, pre)))
     return cs
+
+
+def sig_name(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"SIGRTMIN+{sig - signal.SIGRTMIN}"
+
+
+# SIGINT, SIGTERM and SIGHUP are above, for three commands; SIGXFSZ is ignored by design (a write
+# past the limit fails and is reported): sent, it must change nothing and the run completes.
+FATAL_SIGNALS = [signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGPIPE, signal.SIGALRM, signal.SIGXCPU,
+                 signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR, signal.SIGSTKFLT, signal.SIGSYS,
+                 signal.SIGTRAP, signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL,
+                 signal.SIGRTMIN, signal.SIGRTMAX, signal.SIGXFSZ]
+
+
+def signal_runner(sig, pre):
+    def run(case, work):
+        before = snapshot(work)
+        start = time.monotonic()
+        p, _ = launch(case.argv, work, Case(case.group, case.name, case.argv, stdout="pipe", core=0), None)
+        # the temporary must exist before the signal is sent, else the case proves nothing
+        tmp = []
+        while not tmp and p.poll() is None and time.monotonic() - start < case.time_limit:
+            tmp = [n for n in os.listdir(work) if ".flashlab-tmp-" in n]
+            time.sleep(0.01)
+        if not tmp:
+            p.kill()
+            p.communicate()
+            return ["no temporary appeared before the run ended: the signal would prove nothing"]
+        os.kill(p.pid, sig)
+        pr, want = [], sig
+        if sig == signal.SIGXFSZ:   # ignored: still running a moment later; then SIGTERM ends it
+            time.sleep(0.3)
+            if p.poll() is not None:
+                pr.append(f"SIGXFSZ (ignored by design) ended the run: status {p.returncode}")
+            else:
+                os.kill(p.pid, signal.SIGTERM)
+            want = signal.SIGTERM
+        rc, rss, out, err = wait_rusage(p, start + kill_after(case))
+        if rc != -want and not pr:
+            pr.append(f"status {rc}, expected death by {sig_name(want)} ({-want})")
+        after = snapshot(work)
+        for rel in sorted(set(before) | set(after)):
+            if before.get(rel) != after.get(rel):
+                pr.append(f"{rel} " + ("left behind" if rel not in before else "removed" if rel not in after
+                                       else "changed"))
+        return pr
+    return run
 
 
 def interrupted_ok(pre):
