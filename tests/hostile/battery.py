@@ -792,7 +792,8 @@ INT_BAD = ["", "nan", "inf", "1e999", "0x10", " 5", "5 ", "5junk", "5.5", "1,2",
            "\u0665", "--", "-"]
 SIZE_BAD = INT_BAD + ["0", "-0", "-1", "-9223372036854775808"]
 SEED_BAD = [v for v in INT_BAD if v != "9223372036854775808"] + ["-1"]   # seeds are unsigned 64-bit
-LIMIT_BAD = INT_BAD[:4] + [" 5", "5 ", "5junk", "1e10junk", "-1", "-1e10", "1e30", "0x10", ""]
+LIMIT_BAD = INT_BAD[:4] + [" 5", "5 ", "5junk", "1e10junk", "-1", "-1e10", "1e30", "0x10", "",
+                            "1.5e0", "1e-3", "1e", "e9", "1.e9", ".5e1", "9.3e18", "1e10 "]
 REAL_BAD = ["", "nan", "inf", "-inf", "1e999", "5junk", " 0.5", "0.5 ", "0x1p-1", "--", "1,2"]
 CHOICE_BAD = ["", "nope", "FLASH2", "flash2 ", " flash2", "flash2,", ",", "flash2,,flash1", "flash2\n", "--", "-"]
 LIST_BAD = ["", ",", "64,", ",64", "64,,128", "64:1024", "64:1024:x1", "64:1024:x0", "64:1024:+0",
@@ -898,6 +899,123 @@ def value_cases():
                 cs.append(Case("repeated option", f"{cmd} {opt} bad, then good", argv0 + [opt, bads[0] if bads[0] else
                                "5junk", opt, good], 2, mention=[opt]))
     return cs
+
+
+def eform_defaults():
+    """(command, option, default) for every option whose default the command's --help prints in
+    scientific form ("[1e10]"), read from the help itself, so a new option is covered too."""
+    import re
+    found = []
+    for cmd, base in BASES.items():
+        argv = base[:3] if cmd == "l2 --launch" else base[:1]
+        text = subprocess.run([CLI] + argv + ["--help"], capture_output=True, timeout=KILL_AFTER).stdout.decode()
+        opt = None
+        for line in text.splitlines():
+            m = re.match(r"\s{2}(--[a-zA-Z][\w-]*)", line)
+            if m:
+                opt = m.group(1)
+            d = re.search(r"\[(\d+(?:\.\d+)?e\d+)\]\s*$", line)
+            if d and opt:
+                found.append((cmd, opt, d.group(1)))
+    return found
+
+
+def eform_cases(slow):
+    """Numbers in the forms the help prints: each such option takes its default as printed, and
+    an exact whole number in that form means its digits (2.5e1 behaves as 25, byte for byte),
+    while a fraction (2.55e1) is refused naming the option."""
+    found = eform_defaults()
+    # the help must yield the options it documents so (else the cases below would be none)
+    assert len(found) >= 9, f"only {len(found)} options print a default in scientific form: {found}"
+    cs = []
+    for cmd, opt, default in found:
+        base = BASES[cmd]
+        if cmd != "report" or slow:   # report's default run takes half a minute
+            cs.append(Case("number form", f"{cmd} {opt} {default} (its default as the help prints it)",
+                           base + [opt, default], 0, lines=None, stdout_empty=False,
+                           time_limit=120 if cmd == "report" else 10))
+        cs.append(Case("number form", f"{cmd} {opt} 2.55e1 (a fraction)", base + [opt, "2.55e1"], 2, mention=[opt]))
+        cs.append(Case("number form", f"{cmd} {opt} 2.5e1 is 25", [], runner=same_as_digits(base, opt, "2.5e1", "25")))
+    return cs
+
+
+def format_cases():
+    """--format takes exactly the values its help lists: each one works, and json, where listed,
+    prints one JSON document (jsonl: one document a line); json where it is not listed, and
+    names next to the listed ones, are refused."""
+    import re
+    cs, seen = [], 0
+    for cmd, base in BASES.items():
+        argv = base[:3] if cmd == "l2 --launch" else base[:1]
+        text = subprocess.run([CLI] + argv + ["--help"], capture_output=True, timeout=KILL_AFTER).stdout.decode()
+        m = re.search(r"--format F\s+([a-z, ]+?)\s+\[", text)
+        if not m:
+            continue
+        listed = [v for v in re.split(r",\s*|\s+or\s+", m.group(1).strip()) if v]
+        seen += 1
+        for v in listed:
+            cs.append(Case("format", f"{cmd} --format {v} (listed)", base + ["--format", v], 0, lines=None,
+                           stdout_empty=False, check=parses_as(v)))
+        for v in ("json", "jsonl", "JSON", "tsv", "csv,json"):
+            if v not in listed:
+                cs.append(Case("format", f"{cmd} --format {v} (not listed)", base + ["--format", v], 2,
+                               mention=["--format"]))
+    assert seen >= 7, f"only {seen} commands list their --format values in the help"
+    return cs
+
+
+def parses_as(fmt):
+    import json
+
+    def f(work, res):
+        try:
+            if fmt == "json":
+                json.loads(res.out)
+            elif fmt == "jsonl":
+                for line in res.out.decode().splitlines():
+                    json.loads(line)
+        except ValueError as e:
+            return [f"--format {fmt} printed no valid {fmt}: {e}"]
+        return []
+    return f
+
+
+def truncated_csv_runner(case, work):
+    """bound --input over a sweep CSV cut at every byte of its last row: each cut is refused
+    naming the line; the whole file (the planted check) is read."""
+    p = os.path.join(work, "s.csv")
+    r = subprocess.run([CLI, "sweep", "--algo", "flash1,flash2", "--N", "256,512", "--d", "16", "--M", "4096,8192",
+                        "--output", p], capture_output=True, timeout=KILL_AFTER)
+    if r.returncode != 0:
+        return [f"the sweep failed: {short(r.stderr)}"]
+    data = open(p, "rb").read()
+    ok = subprocess.run([CLI, "bound", "--input", p], capture_output=True, timeout=KILL_AFTER)
+    if ok.returncode != 0:
+        return [f"the whole file is refused: {short(ok.stderr)}"]
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    lineno = data[:last].count(b"\n") + 1
+    pr = []
+    for cut in range(last + 1, len(data)):   # a row cut anywhere after its first byte
+        with open(p, "wb") as fh:
+            fh.write(data[:cut])
+        r = subprocess.run([CLI, "bound", "--input", p], capture_output=True, timeout=KILL_AFTER)
+        if r.returncode != 2 or f"s.csv:{lineno}".encode() not in r.stderr or r.stdout:
+            pr.append(f"cut at byte {cut} of {len(data)} ({short(data[last:cut])!r}): status {r.returncode}, "
+                      f"{short(r.stderr, 100)!r}")
+    return pr[:3] + ([f"... {len(pr) - 3} more"] if len(pr) > 3 else [])
+
+
+def same_as_digits(base, opt, eform, digits):
+    def run(case, work):
+        a = subprocess.run([CLI] + base + [opt, eform], cwd=work, capture_output=True, timeout=KILL_AFTER)
+        b = subprocess.run([CLI] + base + [opt, digits], cwd=work, capture_output=True, timeout=KILL_AFTER)
+        pr = []
+        same = lambda x: x.replace(eform.encode(), digits.encode())   # provenance lines quote the value
+        if (a.returncode, same(a.stdout), same(a.stderr)) != (b.returncode, b.stdout, b.stderr):
+            pr.append(f"{eform} and {digits} differ: status {a.returncode} vs {b.returncode}, "
+                      f"stderr {short(a.stderr, 80)!r} vs {short(b.stderr, 80)!r}")
+        return pr
+    return run
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1240,7 +1358,9 @@ def binding_cases():
 
 def all_cases(slow):
     return (output_cases() + interrupted_cases() + stdout_cases(slow) + limit_cases() + value_cases()
-            + flag_cases() + misc_cases(slow) + full_disk_cases())
+            + flag_cases() + misc_cases(slow) + full_disk_cases() + eform_cases(slow) + format_cases()
+            + [Case("truncated input", "bound --input a sweep CSV cut at every byte of its last row", [],
+                    runner=truncated_csv_runner, time_limit=60)])
 
 
 def main(argv):
