@@ -5,7 +5,9 @@
  * `--output /dev/null` is an error, never a new /dev/null); a symbolic link is written through to
  * the regular file it resolves to (the link stays a link; a dangling link is refused).  It then
  * creates a temporary file with a unique name beside the target ("<target>.flashlab-tmp-..."),
- * with O_EXCL and O_NOFOLLOW, mode 0666 less the umask, or the replaced file's mode.  Write to
+ * with O_EXCL and O_NOFOLLOW, mode 0666 less the umask, or the replaced file's owner, group and
+ * mode (as far as the process may: a change of owner needs root, EPERM leaves the file the
+ * writer's).  Write to
  * fl_output_file() (or with fl_output_write); fl_output_commit checks every write, flushes,
  * fsyncs, closes and renames the temporary onto the target, so the target is complete or
  * untouched, never half-written; fl_output_abort removes the temporary.  Either frees the handle.
@@ -17,7 +19,8 @@
  * FIFO in its place is refused), and it creates a staging directory (a unique ".flashlab-tmp-..."
  * inside dir, or beside it when dir does not exist yet) where the caller writes the files
  * (fl_outdir_path).  fl_outdir_commit moves them in: a new dir is renamed into place whole;
- * into an existing dir each file replaces its target by rename (keeping the target's mode), and
+ * into an existing dir each file replaces its target by rename (keeping the target's owner and
+ * mode, as a file does), and
  * a failure part way puts back every file already replaced (from hard-linked copies), so the
  * directory holds either every new file or none.  fl_outdir_abort removes the staging directory.
  *

@@ -212,10 +212,10 @@ static const char *kind_of(mode_t m)
 
 /* The file a write to `path` lands in: path itself, or, when path is a symbolic link, the
  * file it resolves to (written through: the link stays a link).  Refuses every target that
- * exists and is not a regular file, and a link that points nowhere.  *exists, *mode: the
- * target's existence and permission bits. */
+ * exists and is not a regular file, and a link that points nowhere.  *exists, *was: the
+ * target's existence and its stat (owner, group, permission bits). */
 static fl_status resolve_target(const char *opt, const char *path, char *out, size_t cap, int *exists,
-                                mode_t *mode)
+                                struct stat *was)
 {
     struct stat st;
     *exists = 0;
@@ -243,8 +243,26 @@ static fl_status resolve_target(const char *opt, const char *path, char *out, si
         return fl_fail(FL_EINVAL, "%s: '%s' is %s; flashlab writes regular files only", opt, fl_shown(path),
                        kind_of(st.st_mode));
     *exists = 1;
-    *mode = st.st_mode & 07777;
+    *was = st;
     return FL_OK;
+}
+
+/* Gives the new file fd the owner, group and permission bits of the file it replaces (was),
+ * as far as this process may: another owner needs privilege (root), another group membership
+ * of it; a change the process may not make (EPERM) is skipped, and the new file is then the
+ * writer's, as any file it creates.  The mode comes last: a change of owner clears the
+ * set-user-ID and set-group-ID bits.  Returns 0, or -1 with errno. */
+static int keep_owner_mode(int fd, const struct stat *was)
+{
+    struct stat now;
+    if (fstat(fd, &now) != 0) return -1;
+    if (now.st_uid != was->st_uid || now.st_gid != was->st_gid) {
+        if (fchown(fd, was->st_uid, was->st_gid) != 0) {
+            if (errno != EPERM) return -1;
+            if (now.st_gid != was->st_gid && fchown(fd, (uid_t)-1, was->st_gid) != 0 && errno != EPERM) return -1;
+        }
+    }
+    return fchmod(fd, was->st_mode & 07777);
 }
 
 /* A name no one else uses: "<base>.flashlab-tmp-<pid>-<8 hex digits>". */
@@ -285,8 +303,8 @@ fl_status fl_output_open(const char *path, const char *opt, fl_output **out)
     snprintf(o->opt, sizeof o->opt, "%s", opt);
     snprintf(o->shown, sizeof o->shown, "%s", path);
     int exists;
-    mode_t mode = 0;
-    fl_status s = resolve_target(opt, path, o->path, sizeof o->path, &exists, &mode);
+    struct stat was;
+    fl_status s = resolve_target(opt, path, o->path, sizeof o->path, &exists, &was);
     if (s) {
         free(o);
         return s;
@@ -313,8 +331,9 @@ fl_status fl_output_open(const char *path, const char *opt, fl_output **out)
         return fl_fail(FL_EINVAL, "%s: more than %d outputs open at once, or a path too long", opt,
                        FL_OUTPUT_MAX_PENDING);
     }
-    if (exists && fchmod(fd, mode) != 0) { /* a replaced file keeps its permissions */
-        s = fl_fail(FL_EIO, "%s: cannot set the mode of the new %s (%s)", opt, fl_shown(path), strerror(errno));
+    if (exists && keep_owner_mode(fd, &was) != 0) { /* a replaced file keeps its owner and permissions */
+        s = fl_fail(FL_EIO, "%s: cannot give the new %s the owner and mode of the old (%s)", opt, fl_shown(path),
+                    strerror(errno));
         close(fd);
         fl_output_abort(o);
         return s;
@@ -476,8 +495,8 @@ static int subdir_of(const char *name, char *sub, size_t cap)
 }
 
 /* Checks that dir/name can be replaced: absent or a regular file; its subdirectory absent or
- * a real directory.  *exists and *mode describe the target. */
-static fl_status target_ok(const fl_outdir *d, const char *name, int *exists, mode_t *mode, fl_status code)
+ * a real directory.  *exists and *was describe the target. */
+static fl_status target_ok(const fl_outdir *d, const char *name, int *exists, struct stat *was, fl_status code)
 {
     char p[2 * PATH_CAP], sub[256];
     struct stat st;
@@ -497,7 +516,7 @@ static fl_status target_ok(const fl_outdir *d, const char *name, int *exists, mo
         return fl_fail(code, "%s: '%s' is %s; flashlab writes regular files only", d->opt, fl_shown(p),
                        kind_of(st.st_mode));
     *exists = 1;
-    *mode = st.st_mode & 07777;
+    *was = st;
     return FL_OK;
 }
 
@@ -546,8 +565,8 @@ fl_status fl_outdir_open(const char *dir, const char *opt, const char *const *na
         }
         for (int i = 0; i < n; i++) {
             int exists;
-            mode_t mode;
-            if ((s = target_ok(d, d->names[i], &exists, &mode, FL_EINVAL))) goto fail;
+            struct stat was;
+            if ((s = target_ok(d, d->names[i], &exists, &was, FL_EINVAL))) goto fail;
         }
     } else if (errno == ENOENT && lstat(dir, &st) == 0) { /* a link to nothing: never replaced */
         s = fl_fail(FL_EINVAL, "%s: '%s' is a symbolic link to nothing; flashlab writes a directory only "
@@ -633,12 +652,15 @@ static fl_status commit_files(fl_outdir *d)
         goto out;
     }
     for (int i = 0; i < n && !s; i++) { /* the targets may have changed since the open */
-        mode_t mode = 0;
-        if ((s = target_ok(d, d->names[i], &exists[i], &mode, FL_EIO))) break;
+        struct stat was;
+        if ((s = target_ok(d, d->names[i], &exists[i], &was, FL_EIO))) break;
+        if (!exists[i]) continue;
         snprintf(a, sizeof a, "%s/%s", d->staging, d->names[i]);
-        if (exists[i] && chmod(a, mode) != 0)
-            s = fl_fail(FL_EIO, "%s: cannot set the mode of %s (%s); nothing written", d->opt, fl_shown(a),
-                        strerror(errno));
+        const int fd = open(a, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || keep_owner_mode(fd, &was) != 0)
+            s = fl_fail(FL_EIO, "%s: cannot give %s/%s the owner and mode of the old (%s); nothing written", d->opt,
+                        fl_shown(d->dir), d->names[i], strerror(errno));
+        if (fd >= 0) close(fd);
     }
     for (int i = 0; i < n && !s; i++) {
         if (!subdir_of(d->names[i], sub, sizeof sub)) continue;

@@ -386,6 +386,12 @@ def output_cases():
         cs.append(Case("output replace", f"{cmd} {opt} over an existing file", argv + [opt, "out.txt"], 0,
                        lines=None, setup=mk_file("out.txt"), changes={"out.txt"},
                        check=same_as_stdout(argv, "out.txt")))
+        # a file of another user (as root): replaced with its owner, group and mode kept; as a
+        # user who may not give it away, replaced all the same, then the writer's
+        cs.append(Case("output owner", f"{cmd} {opt} over another user's file (as root)", argv + [opt, "out.txt"],
+                       0, lines=None, runner=owner_runner(argv, opt, as_user=None)))
+        cs.append(Case("output owner", f"{cmd} {opt} over a third user's file, as an unprivileged user",
+                       argv + [opt, "out.txt"], 0, lines=None, runner=owner_runner(argv, opt, as_user=OTHER_UID)))
         # a file that cannot grow: nothing is left, the target is untouched
         cs.append(Case("output write error", f"{cmd} {opt} with RLIMIT_FSIZE 16 bytes", argv + [opt, "out.txt"],
                        "nonzero", mention=None, fsize=16, stdout_empty=False))
@@ -402,6 +408,53 @@ def output_cases():
         cs.append(Case("output path", f"plot --scripts {name}", ["plot", "--out", "p", "--scripts", path], 2,
                        mention=["--scripts"], setup=setup))
     return cs
+
+
+OWNER_UID, OWNER_GID, OTHER_UID = 12345, 23456, 12346
+
+
+def owner_runner(argv, opt, as_user):
+    """Runs argv + [opt, out.txt] over a file owned by OWNER_UID:OWNER_GID with mode 0604 in a
+    folder anyone may write (the sticky bit off).  As root (as_user None) the new file must keep
+    that owner, group and mode; run as as_user, who may not give a file away, it must still be
+    replaced whole (then owned by as_user, mode kept).  Its content must be the command's stdout.
+    Not root: the files of another user cannot be made, and the case checks nothing (says so
+    in its name's group count only)."""
+    def run(case, work):
+        if os.geteuid() != 0:
+            return []
+        p = os.path.join(work, "out.txt")
+        with open(p, "wb") as fh:
+            fh.write(PRECIOUS)
+        os.chown(p, OWNER_UID, OWNER_GID)
+        os.chmod(p, 0o604)
+        os.chmod(work, 0o777)
+        os.chmod(os.path.dirname(work), 0o755)
+
+        def pre():
+            if as_user is not None:
+                os.setgid(as_user)
+                os.setuid(as_user)
+        r = subprocess.run([CLI] + argv + [opt, "out.txt"], cwd=work, capture_output=True, timeout=KILL_AFTER,
+                           preexec_fn=pre)
+        if r.returncode != 0:
+            return [f"status {r.returncode}: {short(r.stderr)}"]
+        st = os.lstat(p)
+        want = (OWNER_UID, OWNER_GID) if as_user is None else (as_user, as_user)
+        pr = []
+        if (st.st_uid, st.st_gid) != want:
+            pr.append(f"owner {st.st_uid}:{st.st_gid}, expected {want[0]}:{want[1]}")
+        if stat.S_IMODE(st.st_mode) != 0o604:
+            pr.append(f"mode {stat.S_IMODE(st.st_mode):o}, expected 604")
+        ref = subprocess.run([CLI] + argv, cwd=work, capture_output=True, timeout=KILL_AFTER)
+        with open(p, "rb") as fh:
+            if strip_command(fh.read()) != strip_command(ref.stdout):
+                pr.append("out.txt is not the command's output")
+        left = sorted(set(os.listdir(work)) - {"out.txt"})
+        if left:
+            pr.append(f"left behind: {left}")
+        return pr
+    return run
 
 
 def mode_is(rel, mode):
