@@ -9,7 +9,10 @@ binding's cases, which this script runs as one more case group).  Every case is 
 arguments, the environment, a setup in its own temporary directory, and what must hold after:
 the exit status, stderr exactly one line naming the input (and no control characters but its
 final newline), every file the setup made untouched and no new file but those expected (no temp
-leftovers), a ceiling on wall time and on peak memory (ru_maxrss).  Prints one line per failing
+leftovers), a ceiling on CPU time (user + system: work done before a refusal shows there, and a
+busy machine does not inflate it) and on peak memory (ru_maxrss).  Wall time only catches hangs:
+a case still running after kill_after() is killed and fails.  Every time is multiplied by the
+time scale (tests/support/time_scale.py: FLASHLAB_TIME_SCALE, else the load per CPU).  Prints one line per failing
 case and a summary; exits 1 when a case fails.  --slow adds the cases that run the full
 `report` or `plot` (minutes of CPU).
 """
@@ -26,9 +29,12 @@ import time
 
 CLI = LIB = None
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TIME = 3.0       # seconds a refusal may take
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+from time_scale import time_scale  # noqa: E402
+DEFAULT_TIME = 3.0       # CPU seconds a refusal may take (times the time scale)
 DEFAULT_MEM_MB = 256     # peak resident memory of a refusal
-KILL_AFTER = 20.0        # the time limit of the reference runs some checks make
+KILL_AFTER = 20.0        # wall seconds of the reference runs some checks make (times the scale)
+SCALE = 1.0              # tests/support/time_scale.py's factor, set by main
 
 
 class Case:
@@ -47,7 +53,7 @@ class Case:
     fsize     RLIMIT_FSIZE in bytes (SIGXFSZ left at its default)
     umask     the process umask
     vmem_mb   RLIMIT_AS in MiB
-    time      wall seconds allowed; mem_mb peak resident MiB allowed
+    time      CPU seconds allowed (x the time scale); mem_mb peak resident MiB allowed
     sig       (delay seconds, signal) sent to the CLI mid-run
     core      RLIMIT_CORE in bytes (None: inherited)
     stdout_empty  stdout must be empty (a refusal prints nothing else)
@@ -75,8 +81,9 @@ class Case:
 # Running a case
 
 class Result:
-    def __init__(self, rc, out, err, wall, maxrss_kb):
+    def __init__(self, rc, out, err, wall, maxrss_kb, cpu=0.0):
         self.rc, self.out, self.err, self.wall, self.maxrss_kb = rc, out, err, wall, maxrss_kb
+        self.cpu = cpu   # user + system seconds of the run
 
 
 def snapshot(root):
@@ -158,7 +165,8 @@ def launch(argv, work, case, stdout_path):
 
 
 def wait_rusage(p, deadline, sig=None, start=None):
-    """Waits for p (killing it at deadline); returns (status, maxrss_kb, stdout, stderr).
+    """Waits for p (killing it at deadline); returns (status, maxrss_kb, stdout, stderr, cpu
+    seconds).
     Reads the pipes in threads so that a chatty child cannot block."""
     import threading
     bufs = {}
@@ -187,7 +195,7 @@ def wait_rusage(p, deadline, sig=None, start=None):
     p.returncode = os.waitstatus_to_exitcode(status)
     for t in ts:
         t.join()
-    return p.returncode, ru.ru_maxrss, bufs["out"], bufs["err"]
+    return p.returncode, ru.ru_maxrss, bufs["out"], bufs["err"], ru.ru_utime + ru.ru_stime
 
 
 def run_case(case):
@@ -202,11 +210,11 @@ def run_case(case):
         before = snapshot(work)
         start = time.monotonic()
         p, outf = launch(case.argv, work, case, os.path.join(tmp, "stdout.txt"))
-        rc, rss, out, err = wait_rusage(p, start + kill_after(case), case.sig, start)
+        rc, rss, out, err, cpu = wait_rusage(p, start + kill_after(case), case.sig, start)
         wall = time.monotonic() - start
         if outf not in (None, subprocess.PIPE):
             outf.close()
-        res = Result(rc, out, err, wall, rss)
+        res = Result(rc, out, err, wall, rss, cpu)
         problems = expect(case, res)
         problems += files_after(case, work, before)
         if case.check:
@@ -215,9 +223,10 @@ def run_case(case):
 
 
 def kill_after(case):
-    """Seconds after which a case still running is killed: its time limit and 2 s more (so that
-    a run just over its limit is reported as slow, with its stderr)."""
-    return case.time_limit + 2
+    """Wall seconds after which a case still running is killed (a hang): four times its CPU
+    limit and at least 30 s more, times the time scale; a run over its CPU limit but not hung
+    is reported as slow, with its stderr."""
+    return SCALE * max(4 * case.time_limit, case.time_limit + 30)
 
 
 def short(b, n=160):
@@ -251,8 +260,8 @@ def expect(case, res):
             pr.append(f"stderr does not name {' or '.join(case.mention)}: {short(line)!r}")
     if case.stdout_empty and res.out:
         pr.append(f"stdout not empty: {short(res.out, 80)!r}")
-    if res.wall > case.time_limit:
-        pr.append(f"took {res.wall:.1f} s (limit {case.time_limit} s)")
+    if res.cpu > case.time_limit * SCALE:
+        pr.append(f"used {res.cpu:.1f} s of CPU (limit {case.time_limit} s x time scale {SCALE:.3g})")
     if res.maxrss_kb > case.mem_mb * 1024:
         pr.append(f"peak memory {res.maxrss_kb // 1024} MiB (limit {case.mem_mb} MiB)")
     return pr
@@ -552,7 +561,7 @@ def signal_runner(sig, pre):
         p, _ = launch(case.argv, work, Case(case.group, case.name, case.argv, stdout="pipe", core=0), None)
         # the temporary must exist before the signal is sent, else the case proves nothing
         tmp = []
-        while not tmp and p.poll() is None and time.monotonic() - start < case.time_limit:
+        while not tmp and p.poll() is None and time.monotonic() - start < case.time_limit * SCALE:
             tmp = [n for n in os.listdir(work) if ".flashlab-tmp-" in n]
             time.sleep(0.01)
         if not tmp:
@@ -568,7 +577,7 @@ def signal_runner(sig, pre):
             else:
                 os.kill(p.pid, signal.SIGTERM)
             want = signal.SIGTERM
-        rc, rss, out, err = wait_rusage(p, start + kill_after(case))
+        rc, rss, out, err, _ = wait_rusage(p, start + kill_after(case))
         if rc != -want and not pr:
             pr.append(f"status {rc}, expected death by {sig_name(want)} ({-want})")
         after = snapshot(work)
@@ -1326,8 +1335,8 @@ def figures_kept(case, work, target, argv, env, mention):
              time_limit=case.time_limit, mem_mb=case.mem_mb, stdout_empty=True)
     start = time.monotonic()
     p, _ = launch(argv, work, c, None)
-    rc, rss, out, err = wait_rusage(p, start + kill_after(c))
-    res = Result(rc, out, err, time.monotonic() - start, rss)
+    rc, rss, out, err, cpu = wait_rusage(p, start + kill_after(c))
+    res = Result(rc, out, err, time.monotonic() - start, rss, cpu)
     pr = expect(c, res)
     after = snapshot(target)
     if after != before:
@@ -1380,6 +1389,23 @@ def shim_runner(cmd, trap, mention):
     return run
 
 
+def cpu_limit_self_check(case, work):
+    """Planted fault for the CPU-time ceiling that replaced the wall-clock one: a run of about a
+    second of CPU under a ceiling of 0.2 s (after the time scale) must be reported, so a refusal
+    that works before it refuses cannot pass on a busy machine."""
+    argv = ["count", "--algo", "flash2", "--N", "262144", "--d", "64", "--M", "8192"]
+    c = Case(case.group, case.name, argv, rc=0, lines=None, stdout_empty=False, time_limit=0.2 / SCALE)
+    start = time.monotonic()
+    p, _ = launch(argv, work, c, None)
+    rc, rss, out, err, cpu = wait_rusage(p, start + 600 * SCALE)
+    pr = expect(c, Result(rc, out, err, time.monotonic() - start, rss, cpu))
+    if cpu < 0.4:
+        return [f"the run used {cpu:.2f} s of CPU, too little to test the ceiling"]
+    if not any("of CPU" in x for x in pr):
+        return [f"{cpu:.2f} s of CPU under a ceiling of 0.2 s was not reported: {pr}"]
+    return []
+
+
 def full_disk_cases():
     slow = dict(time_limit=400, mem_mb=1024)
     return [
@@ -1400,7 +1426,7 @@ def full_disk_cases():
 def binding_cases():
     def runner(case, work):
         r = subprocess.run([sys.executable, os.path.join(HERE, "binding.py"), CLI, LIB, "--jobs", "1"],
-                           capture_output=True, timeout=170)
+                           capture_output=True, timeout=300 * SCALE)
         if r.returncode != 0:
             return [l for l in r.stdout.decode(errors="replace").splitlines() if l] or [short(r.stderr)]
         return []
@@ -1413,11 +1439,13 @@ def all_cases(slow):
     return (output_cases() + interrupted_cases() + stdout_cases(slow) + limit_cases() + value_cases()
             + flag_cases() + misc_cases(slow) + full_disk_cases() + eform_cases(slow) + format_cases()
             + [Case("truncated input", "bound --input a sweep CSV cut at every byte of its last row", [],
-                    runner=truncated_csv_runner, time_limit=60)])
+                    runner=truncated_csv_runner, time_limit=60),
+               Case("time", "a second of CPU under a ceiling of 0.2 s is reported (planted)", [],
+                    runner=cpu_limit_self_check, time_limit=60)])
 
 
 def main(argv):
-    global CLI, LIB
+    global CLI, LIB, SCALE, KILL_AFTER
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cli")
@@ -1430,6 +1458,12 @@ def main(argv):
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
     CLI, LIB = os.path.abspath(a.cli), os.path.abspath(a.lib)
+    try:
+        SCALE = time_scale()
+    except ValueError as e:
+        print(f"battery: {e}")
+        return 2
+    KILL_AFTER *= SCALE
     cases = all_cases(a.slow)
     if not a.no_binding:
         cases = binding_cases() + cases
@@ -1462,7 +1496,7 @@ def main(argv):
         n, k = groups.get(c.group, (0, 0))
         groups[c.group] = (n + 1, k + (c.id not in failed))
     print(f"{len(cases)} cases, {len(cases) - len(failed)} pass "
-          f"({time.monotonic() - t0:.0f} s); by group: "
+          f"({time.monotonic() - t0:.0f} s, time scale {SCALE:.3g}); by group: "
           + ", ".join(f"{g} {k}/{n}" for g, (n, k) in groups.items()))
     return 1 if failed else 0
 

@@ -22,9 +22,13 @@ allocator_may_return_null=1 (a huge allocation is an out-of-memory status, as wi
 without leak detection (CPython keeps much of its memory until exit by design).  Prints one line per failing
 case and a summary; exits 1 when a case fails.
 """
+import math
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from time_scale import time_scale  # noqa: E402
 
 PRELUDE = """
 import math
@@ -402,7 +406,7 @@ start = int(sys.argv[2])
 for k in range(start, len(cases)):
     name, code, expect = cases[k]
     print(f"START {k}", flush=True)
-    signal.alarm(20)
+    signal.alarm(__ALARM__)
     g = {}
     try:
         exec(__PRELUDE__, g)
@@ -456,13 +460,20 @@ def main(argv):
         env["LD_PRELOAD"] = a.sanitizer_runtime
         env["ASAN_OPTIONS"] = "detect_leaks=0:allocator_may_return_null=1:abort_on_error=1"
         env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
-    code = CHILD.replace("__CASES__", repr(cs)).replace("__PRELUDE__", repr(PRELUDE))
+    try:
+        scale = time_scale()
+    except ValueError as e:
+        print(f"binding: {e}")
+        return 2
+    # a case still running after 20 s (times the time scale) is a hang: the alarm ends the child
+    code = (CHILD.replace("__CASES__", repr(cs)).replace("__PRELUDE__", repr(PRELUDE))
+            .replace("__ALARM__", str(math.ceil(20 * scale))))
     t0 = time.monotonic()
     results = {}
     start = 0
     while start < len(cs):
         p = subprocess.run([sys.executable, "-c", code, nbdir, str(start)], env=env, capture_output=True,
-                           timeout=600)
+                           timeout=600 * scale)
         current = None
         for line in p.stdout.decode(errors="replace").splitlines():
             if line.startswith("START "):
