@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,55 @@ fl_status fl_parse_i64(const char *opt, const char *s, int64_t min, int64_t max,
     errno = 0;
     long long v = strtoll(s, NULL, 10);
     if (errno == ERANGE || v < min || v > max)
+        return fl_fail(FL_EINVAL, "%s: %s is out of range (must be between %lld and %lld)", opt, fl_shown(s),
+                       (long long)min, (long long)max);
+    *out = v;
+    return FL_OK;
+}
+
+fl_status fl_parse_limit(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    const char *e = s ? strpbrk(s, "eE") : NULL;
+    if (!e) return fl_parse_i64(opt, s, min, max, out);
+    /* D[.F]eX, exactly: the integer DF times 10^(X - digits of F), never through a double */
+    const char *c = s;
+    const int neg = *c == '-';
+    if (*c == '-' || *c == '+') c++;
+    unsigned long long m = 0; /* the digits of D and F */
+    int int_digits = 0, frac = 0, dot = 0, over = 0, bad = 0, exp = 0, exp_digits = 0;
+    for (; c < e && !bad; c++) {
+        if (*c == '.' && !dot) {
+            dot = 1;
+            continue;
+        }
+        if (!isdigit((unsigned char)*c)) {
+            bad = 1;
+            break;
+        }
+        if (dot) frac++;
+        else int_digits++;
+        if (m > (ULLONG_MAX - 9) / 10) over = 1;
+        else m = m * 10 + (unsigned)(*c - '0');
+    }
+    for (c = e + 1; *c && !bad; c++) {
+        if (!isdigit((unsigned char)*c)) {
+            bad = 1;
+        } else {
+            exp_digits++;
+            if (exp < 100000) exp = exp * 10 + (*c - '0'); /* past that it overflows anyway */
+        }
+    }
+    if (bad || !int_digits || (dot && !frac) || !exp_digits)
+        return fl_fail(FL_EINVAL, "%s: '%s' is not an integer (digits, or a whole number in the form 1e10 or "
+                                  "2.5e9)", opt, fl_shown(s));
+    while (frac > 0 && !over && m % 10 == 0) m /= 10, frac--; /* 2.50e1 is 25: a whole number */
+    if (frac > exp && m != 0 && !over) return fl_fail(FL_EINVAL, "%s: '%s' is not a whole number", opt, fl_shown(s));
+    for (int k = frac; k < exp && m && !over; k++) {
+        if (m > ULLONG_MAX / 10) over = 1;
+        else m *= 10;
+    }
+    const int64_t v = neg ? -(int64_t)m : (int64_t)m;
+    if (over || m > (unsigned long long)INT64_MAX || v < min || v > max)
         return fl_fail(FL_EINVAL, "%s: %s is out of range (must be between %lld and %lld)", opt, fl_shown(s),
                        (long long)min, (long long)max);
     *out = v;

@@ -13,6 +13,13 @@
  * exponent, no overflow.  opt is the option's name for the message ("--N"). */
 fl_status fl_parse_i64(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* A limit (--max-events, --max-work ...) in [min, max]: a decimal integer as fl_parse_i64 reads
+ * it, or a whole number in the scientific form the help prints its default in: D[.F]eX ("1e10",
+ * "2.5e9", "1E9"), computed exactly in integers.  Refused, naming opt: a fraction ("1.5e0", "1e-3"
+ * is not a form), anything around the number ("1e10junk", " 1e9"), an empty exponent or
+ * mantissa ("1e", "e9", "1.e9"), and a value outside [min, max] ("1e30"). */
+fl_status fl_parse_limit(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out);
+
 /* A comma-separated list of at most cap integers, each in [min, max] ("0,3,7"): *n receives the
  * count.  Empty items, spaces and non-integers are refused naming opt. */
 fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out,

@@ -56,7 +56,7 @@ int fl_cmd_bound(int argc, char **argv)
         else if (strcmp(name, "--d") == 0) fl_list_free(&d), e = fl_list_parse(name, v, 1, big, &d);
         else if (strcmp(name, "--M") == 0) fl_list_free(&M), e = fl_list_parse(name, v, 1, big, &M);
         else if (strcmp(name, "--max-total-events") == 0)
-            e = fl_parse_i64(name, v, 0, INT64_MAX, &s.max_total_events), ds.max_total_events = s.max_total_events;
+            e = fl_parse_limit(name, v, 0, INT64_MAX, &s.max_total_events), ds.max_total_events = s.max_total_events;
         else e = fl_fail(FL_EINVAL, "%s: unknown option for bound (see flashlab bound --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;

@@ -56,7 +56,7 @@ static int parse(int argc, char **argv, opts *o, fl_mode mode, const char *cmd, 
         }
         FL_TRY(fl_args_value(&a, name, iv, &v));
         if (mode == FL_COMPUTE && strcmp(name, "--max-macs") == 0)
-            FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->po.p.max_macs));
+            FL_TRY(fl_parse_limit(name, v, 0, INT64_MAX, &o->po.p.max_macs));
         else if (strcmp(name, "--algo") == 0) {
             FL_TRY(fl_list_parse_algos(v, o->algos, &o->nalgos));
             o->all = strcmp(v, "all") == 0;

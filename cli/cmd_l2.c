@@ -135,7 +135,7 @@ int fl_cmd_l2(int argc, char **argv)
         else if (strcmp(name, "--sms") == 0) e = fl_parse_i64(name, v, 1, 4096, &mc.sms);
         else if (strcmp(name, "--ctas-per-sm") == 0) e = fl_parse_i64(name, v, 0, 64, &mc.ctas_per_sm);
         else if (strcmp(name, "--output") == 0) output = v;
-        else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_work);
+        else if (strcmp(name, "--max-work") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &max_work);
         else if (strcmp(name, "--max-memory") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 40, &max_mb);
         else if (strcmp(name, "--format") == 0) {
             if (strcmp(v, "csv") == 0) csv = 1;

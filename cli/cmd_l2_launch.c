@@ -115,7 +115,7 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(name, "--longest-first") == 0) L.longest_first = 1;
         else if (strcmp(name, "--pairs") == 0) L.pairs = L.longest_first = 1;
         else if ((e = fl_args_value(&ar, name, iv, &v))) break;
-        else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_work);
+        else if (strcmp(name, "--max-work") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &max_work);
         else if (strcmp(name, "--max-memory") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 40, &max_mb);
         else if (strcmp(name, "--launch") == 0) e = fl_launch_family_parse(v, &L.family), family = v;
         else if (strcmp(name, "--batch") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.batch);

@@ -26,7 +26,7 @@ static const char *usage =
     "  --top K         how many of the best candidates are executed (each checked\n"
     "                  against its closed form)                                   [1]\n"
     "  --max-work W    refuse a search that would walk more than W block terms of\n"
-    "                  closed forms (about 10^8 a second)                         [10^9]\n"
+    "                  closed forms (about 1e8 a second)                           [1e9]\n"
     "  --format F      table or csv                                             [table]\n"
     "  --output FILE   write to FILE (atomically)\n"
     "%s"
@@ -109,7 +109,7 @@ int fl_cmd_optimize(int argc, char **argv)
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--M") == 0) fl_list_free(&Ms), e = fl_list_parse(name, v, 1, INT64_MAX / 4, &Ms);
         else if (strcmp(name, "--top") == 0) e = fl_parse_i64(name, v, 1, 1000000, &top);
-        else if (strcmp(name, "--max-work") == 0) e = fl_parse_i64(name, v, 1, INT64_MAX / 4, &max_work);
+        else if (strcmp(name, "--max-work") == 0) e = fl_parse_limit(name, v, 1, INT64_MAX / 4, &max_work);
         else if (strcmp(name, "--output") == 0) output = v;
         else if (strcmp(name, "--format") == 0) {
             if (strcmp(v, "csv") == 0) csv = 1;

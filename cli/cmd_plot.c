@@ -53,12 +53,9 @@ static int run_gnuplot(const char *const *args, int n, char *why, size_t cap)
     if (pid == 0) {
         dup2(fileno(log), 1);
         dup2(fileno(log), 2);
-        signal(SIGXFSZ, SIG_DFL); /* a file-size limit ends gnuplot, which is then reported */
-        static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-        for (int i = 0; i < 4; i++) { /* not flashlab's cleanup in the child before the exec */
-            struct sigaction sa;
-            if (sigaction(caught[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN) signal(caught[i], SIG_DFL);
-        }
+        /* a file-size limit ends gnuplot, which is then reported; flashlab's cleanup handlers
+         * do nothing in this child (output.h) and the exec resets them */
+        signal(SIGXFSZ, SIG_DFL);
         setenv("TZ", "UTC0", 1);
         execvp(argv[0], (char *const *)argv);
         _exit(127);
@@ -110,6 +107,14 @@ static fl_status safe_path(const char *what, const char *p)
 }
 
 static const char *fmts[] = {"png", "pdf", "svg"};
+
+/* How each format's complete file ends (fl_output_check_written): the PNG's IEND chunk (its
+ * length 0, type, CRC), the PDF's end-of-file marker, the SVG's closing tag.  gnuplot exits 0
+ * when the disk fills under it, leaving a file empty or cut short; these catch it. */
+static const struct {
+    const char *bytes;
+    size_t len;
+} tails[] = {{"\0\0\0\0IEND\xae\x42\x60\x82", 12}, {"%%EOF", 5}, {"</svg>", 6}};
 
 typedef struct {
     const char *name;   /* file stem: fig_a_traffic_vs_M */
@@ -225,12 +230,13 @@ static fl_status gnuplot(const char *scripts, const char *dir, const figure *fg,
     if (run_gnuplot(args, 3, why, sizeof why) != 0)
         return fl_fail(FL_EIO, "figures: gnuplot failed on %s (%s: %s); no figures written", fl_shown(script),
                        fmt, why);
-    if (strcmp(fmt, "pdf") == 0) {
-        char out[8400];
-        snprintf(out, sizeof out, "%s/%s.pdf", dir, fg->name);
-        return fix_pdf_date(out);
-    }
-    return FL_OK;
+    /* exit status 0 is not enough: the file must be there whole (a full disk) */
+    char out[8400], name[128];
+    const int k = strcmp(fmt, "png") == 0 ? 0 : strcmp(fmt, "pdf") == 0 ? 1 : 2;
+    snprintf(out, sizeof out, "%s/%s.%s", dir, fg->name, fmt);
+    snprintf(name, sizeof name, "%s.%s from gnuplot", fg->name, fmt);
+    FL_TRY(fl_output_check_written("--out", out, name, tails[k].bytes, tails[k].len));
+    return k == 1 ? fix_pdf_date(out) : FL_OK;
 }
 
 fl_status fl_figures_prepare(const char *scripts, const char **resolved)

@@ -162,7 +162,7 @@ int fl_cmd_report(int argc, char **argv)
         else if (strcmp(name, "--d") == 0) e = fl_parse_i64(name, v, 1, 1 << 12, &o.d);
         else if (strcmp(name, "--batch") == 0) e = fl_parse_i64(name, v, 1, 1 << 20, &o.batch);
         else if (strcmp(name, "--heads") == 0) e = fl_parse_i64(name, v, 1, 1 << 12, &o.heads);
-        else if (strcmp(name, "--max-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &o.max_events);
+        else if (strcmp(name, "--max-events") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &o.max_events);
         else e = fl_fail(FL_EINVAL, "%s: unknown option for report (see flashlab report --help)", name);
     }
     if (!e && k < 0) e = FL_EINVAL;

@@ -182,7 +182,7 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--Bc") == 0) fl_list_free(&Bc), e = fl_list_parse(name, v, 1, big, &Bc);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
-        else if (strcmp(name, "--max-total-events") == 0) e = fl_parse_i64(name, v, 0, INT64_MAX, &max_total);
+        else if (strcmp(name, "--max-total-events") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &max_total);
         else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
             e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
         else if (!fl_popts_take(&po, name, v, &e)) /* the problem's other fields */

@@ -91,7 +91,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (strcmp(name, "--out") == 0) {
             if (!*v) return fl_fail(FL_EINVAL, "--out: needs a file name");
             o->out = v;
-        } else if (strcmp(name, "--max-macs") == 0) FL_TRY(fl_parse_i64(name, v, 0, INT64_MAX, &o->po.p.max_macs));
+        } else if (strcmp(name, "--max-macs") == 0) FL_TRY(fl_parse_limit(name, v, 0, INT64_MAX, &o->po.p.max_macs));
         else if (fl_popts_take(&o->po, name, v, &s)) FL_TRY(s);
         else return fl_fail(FL_EINVAL, "%s: unknown option for trace (see flashlab trace --help)", name);
     }

@@ -116,7 +116,7 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
         *s = fl_parse_i64_list(name, v, 0, big, o->cuq, FL_CLI_MAX_BATCH + 1, &o->ncuq);
     else if (strcmp(name, "--cu-seqlens-k") == 0)
         *s = fl_parse_i64_list(name, v, 0, big, o->cuk, FL_CLI_MAX_BATCH + 1, &o->ncuk);
-    else if (strcmp(name, "--max-events") == 0) *s = fl_parse_i64(name, v, 0, INT64_MAX, &p->max_events);
+    else if (strcmp(name, "--max-events") == 0) *s = fl_parse_limit(name, v, 0, INT64_MAX, &p->max_events);
     /* decode, blocksparse (docs/model.md §Decode, §Block-sparse) */
     else if (strcmp(name, "--splits") == 0) *s = fl_parse_i64(name, v, 1, big, &p->splits), p->given |= FL_GIVEN_KV_CACHE;
     else if (strcmp(name, "--page-size") == 0) *s = fl_parse_i64(name, v, 1, big, &p->page_size), p->given |= FL_GIVEN_KV_CACHE;

@@ -10,9 +10,17 @@ one-line message where the library produced it, else a line naming the argument 
 integers are range-checked here before they reach ctypes (int64, uint64, C int; a bool is not
 an integer), names (algo, causal, pass, mode) are checked against the choices, array lengths are
 checked against the sizes they go with, a closed Machine (and its tensors and buffers) refuses
-every call, a buffer or tensor of another machine is refused, and an exception raised by a
-trace callback stops the caller's run at the next event and is re-raised to the caller (the
-run's result is discarded).  No input reaches C that the C side could read out of bounds.
+every call, a buffer or tensor of another machine (or one made by hand) is refused, text with
+no UTF-8 form (a lone surrogate) is refused, and an exception raised by a trace callback stops
+the caller's run at the next event and is re-raised to the caller (the run's result is
+discarded).  No input reaches C that the C side could read out of bounds.  Objects that own C
+memory or point into it (Machine, Tensor, Buffer) refuse copy, deepcopy and pickle (a copy would
+free it twice); an OsmState is copied deeply.  Their sizes and names are fixed at creation
+(setting dv, id, name or mode is refused).  A Machine's calls hold its lock (calls from several
+threads take turns; a close from another thread waits for the running call), and close() or
+set_trace() from its own trace callback is refused.  A FLASHLAB_LIB that is not libflashlab is
+a FlashlabError at import.  tests/hostile/binding.py checks each of these, also under the
+sanitizer build (its --sanitizer-runtime).
 
 Where the library is found: $FLASHLAB_LIB; else libflashlab.so beside this file (the
 student-only layout); else, in the repository, build*/src/, build*/sim/ or build*/.  The CLI:
@@ -45,6 +53,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import threading
 from collections import namedtuple
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -65,6 +74,44 @@ class FlashlabError(RuntimeError):
 
 def _fail(message, status=1):
     raise FlashlabError(status, message)
+
+
+def _utf8(what, v):
+    """v as UTF-8 bytes for C; a string that has none (a lone surrogate) is refused."""
+    try:
+        return v.encode()
+    except UnicodeEncodeError:
+        _fail(f"{what} {v!r}: not valid text (a lone surrogate has no UTF-8 form)")
+
+
+class _Fixed:
+    """Public attributes fixed at creation: setting or deleting one is refused (an OsmState's dv,
+    a tensor's id, a machine's mode).  Sizes that C reads must not change under it."""
+
+    def __setattr__(self, k, v):
+        if not k.startswith("_"):
+            _fail(f"{type(self).__name__}.{k} is fixed at creation; make a new {type(self).__name__}")
+        object.__setattr__(self, k, v)
+
+    def __delattr__(self, k):
+        if not k.startswith("_"):
+            _fail(f"{type(self).__name__}.{k} is fixed at creation")
+        object.__delattr__(self, k)
+
+
+class _OwnsC(_Fixed):
+    """Objects that own C memory or point into it (Machine, Tensor, Buffer): a copy would share
+    it, so that closing one copy frees what the other still uses (or both free it at exit).
+    copy.copy, copy.deepcopy and pickle are refused."""
+
+    def __copy__(self):
+        _fail(f"a {type(self).__name__} owns C memory and cannot be copied; create a new one")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce_ex__(self, protocol):
+        _fail(f"a {type(self).__name__} owns C memory and cannot be pickled; save its counts or values instead")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -125,7 +172,11 @@ def data_dir():
 
 
 LIB_PATH = lib_path()
-_lib = C.CDLL(str(LIB_PATH))
+try:
+    _lib = C.CDLL(str(LIB_PATH))
+except OSError as e:
+    _fail(f"{LIB_PATH}: cannot be loaded as libflashlab ({e}); set FLASHLAB_LIB to the built "
+          f"libflashlab.so")
 
 # ----------------------------------------------------------------------------------------------
 # Mirrors of the C structures (status.h, machine.h, problem.h, run.h, masks.h)
@@ -290,7 +341,10 @@ def _declare(prototypes):
         m = _PROTO.match(line.strip())
         ret, name, args = _c_type(m.group(1), named=False), m.group(2), m.group(3)
         params = [] if args.strip() == "void" else [_c_type(a) for a in args.split(",")]
-        f = getattr(_lib, name)
+        try:
+            f = getattr(_lib, name)
+        except AttributeError:
+            _fail(f"{LIB_PATH} is not libflashlab, or not this version of it: it has no {name}")
         f.restype = _CTYPE[ret]
         f.argtypes = [_CTYPE[p] for p in params]
         fns[name] = f
@@ -377,7 +431,7 @@ def _algo(v):
 
 
 def _name(what, v):
-    if not isinstance(v, str) or not v or len(v.encode()) >= NAME_LEN or "\0" in v or not v.isprintable():
+    if not isinstance(v, str) or not v or len(_utf8(f"{what} name", v)) >= NAME_LEN or "\0" in v or not v.isprintable():
         _fail(f"{what} name {v!r}: must be a printable string of 1 to {NAME_LEN - 1} bytes")
     return v
 
@@ -436,14 +490,14 @@ _GIVEN = dict({k: GIVEN_KV_CACHE for k in ("page_size", "pool_pages", "page_seed
 VARIANTS = ("causal", "pass_") + _INT64_FIELDS + _UINT64_FIELDS + _REAL_FIELDS + _ARRAY_FIELDS
 
 
-def problem(algo=DEFAULT, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
+def problem(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
     """An fl_problem from fl_problem_default() with the given fields, each checked for type and
     range.  Variants (VARIANTS: Nk, causal='none'|'top-left'|'bottom-right', window_left,
     window_right, batch, heads, kv_heads, pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q /
     cu_seqlens_k / block_table as lists, ...) are passed through; None leaves a field at its
     default.  The library checks the values' meaning and refuses what it does not implement."""
     p = _fn["fl_problem_default"]()
-    p.algo = _algo(algo)
+    p.algo = _algo(DEFAULT if algo is None else algo)
     p.N, p.d, p.M = _int("N", N), _int("d", d), _int("M", M)
     p.Br, p.Bc = _int("Br", Br), _int("Bc", Bc)
     p.seed = _u64("seed", seed)
@@ -567,7 +621,7 @@ def _c_run(p, mode, relay):
     return r
 
 
-def run(algo=DEFAULT, N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
+def run(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=None, **kw):
     """Runs one schedule through fl_run.  mode: 'count' (no arithmetic) or 'compute' (real
     values, checked against the reference: .rel_err).  trace: a callable receiving a TraceEvent
     per tile event; if it raises, the C run stops at that event and the exception is re-raised
@@ -577,7 +631,7 @@ def run(algo=DEFAULT, N=1024, d=64, M=98304, Br=0, Bc=0, mode="count", trace=Non
     return RunResult(_c_run(p, m, _Relay(trace) if trace is not None else None))
 
 
-def blocks(algo=DEFAULT, N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
+def blocks(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, **kw):
     """The blocks fl_blocks_choose picks (rule B0/B1/B2), with the paper's flash1 sizes."""
     p = problem(algo, N, d, M, Br, Bc, **kw)
     b = Blocks()
@@ -611,78 +665,100 @@ def footprint(algo, d, Br, Bc, Bd=None, bwd=False, G=1):
 # ----------------------------------------------------------------------------------------------
 # Your own schedule on the C machine
 
-class Tensor:
+class Tensor(_OwnsC):
     """An HBM tensor of a Machine.  Its counters are the machine's.  read()/write() reach its
     values without counting: they are for setting up inputs and checking outputs of a compute
     machine, and are refused while the machine is sealed (a schedule reaches HBM only through
-    load and store)."""
+    load and store).  Made by Machine.tensor(); one made by hand is refused by the machine."""
 
     def __init__(self, machine, tid, name):
-        self._m, self.id, self.name = machine, tid, name
+        self._m, self._id, self._name = machine, tid, name
 
-    @property
-    def _s(self):
-        h = self._m._handle()
-        return _fn["fl_tensor_get"](h, self.id).contents
-
-    rows = property(lambda self: self._s.rows)
-    cols = property(lambda self: self._s.cols)
-    reads = property(lambda self: self._s.reads)
-    writes = property(lambda self: self._s.writes)
+    id = property(lambda self: self._id)
+    name = property(lambda self: self._name)
     machine = property(lambda self: self._m)
 
-    def _values(self, why):
+    def _field(self, f):
+        with self._m._use() as h:
+            return getattr(self._struct(h), f)
+
+    def _struct(self, h):
+        """The C tensor (call with the machine in use)."""
+        if not isinstance(self._id, int) or not 0 <= self._id < MAX_TENSORS:
+            _fail(f"tensor {self._name}: id {self._id!r} is not a tensor of this machine")
+        p = _fn["fl_tensor_get"](h, self._id)
+        if not p:
+            _fail(f"tensor {self._name}: id {self._id} is not a tensor of this machine")
+        return p.contents
+
+    rows = property(lambda self: self._field("rows"))
+    cols = property(lambda self: self._field("cols"))
+    reads = property(lambda self: self._field("reads"))
+    writes = property(lambda self: self._field("writes"))
+
+    def _values(self, h, why):
         self._m._peek_allowed(why)
-        s = self._s
+        s = self._struct(h)
         if not s.data:
-            _fail(f"tensor {self.name}: values exist only on a compute machine (mode='compute')")
+            _fail(f"tensor {self._name}: values exist only on a compute machine (mode='compute')")
         n = s.rows * s.cols
         return C.cast(s.data, _P(C.c_double * n)).contents, s.rows, s.cols
 
     def read(self):
         """All values as a list of rows (uncounted; compute machine; not while sealed)."""
-        arr, rows, cols = self._values("read")
-        flat = arr[:]
+        with self._m._use() as h:
+            arr, rows, cols = self._values(h, "read")
+            flat = arr[:]
         return [flat[r * cols:(r + 1) * cols] for r in range(rows)]
 
     def write(self, rows):
         """Sets all values from a list of rows (uncounted; compute machine; not while sealed)."""
-        arr, nr, nc = self._values("write")
-        flat, r, c = _matrix(f"tensor {self.name}", rows, nc)
-        if r != nr:
-            _fail(f"tensor {self.name}: {r} rows given, it has {nr}")
-        arr[:] = flat
+        with self._m._use() as h:
+            arr, nr, nc = self._values(h, "write")
+            flat, r, c = _matrix(f"tensor {self._name}", rows, nc)
+            if r != nr:
+                _fail(f"tensor {self._name}: {r} rows given, it has {nr}")
+            arr[:] = flat
 
     def __repr__(self):
         if self._m._h is None:
-            return f"<tensor {self.name} of a closed machine>"
-        return f"<tensor {self.name} {self.rows}x{self.cols}: reads={self.reads} writes={self.writes}>"
+            return f"<tensor {self._name} of a closed machine>"
+        return f"<tensor {self._name} {self.rows}x{self.cols}: reads={self.reads} writes={self.writes}>"
 
 
-class Buffer:
+class Buffer(_OwnsC):
     """An SRAM buffer of a Machine.  On a compute machine its values can be read and written
     (b.read(nr, nc), b.write(rows), b[r, c], b[r, c] = v, b.fill(v)): that is on-chip work,
     which the machine does not count (rule R3).  A tile of nr x nc sits in its top-left corner.
-    Invalid after m.free(b) or m.close()."""
+    Invalid after m.free(b) or m.close().  Made by Machine.alloc(); one made by hand is refused
+    by the machine."""
 
     def __init__(self, machine, ptr, name):
-        self._m, self._p, self.name, self._live = machine, ptr, name, True
+        self._m, self._p, self._name, self._live = machine, ptr, name, True
+
+    name = property(lambda self: self._name)
+    machine = property(lambda self: self._m)
+    live = property(lambda self: self._live and self._m._h is not None)
 
     def _c(self):
-        self._m._handle()
+        """The C buffer (call with the machine in use)."""
         if not self._live:
-            _fail(f"SRAM buffer {self.name} was freed: allocate a new one")
+            _fail(f"SRAM buffer {self._name} was freed: allocate a new one")
+        if self not in self._m._live_bufs:
+            _fail(f"SRAM buffer {self._name} is not a buffer of this machine (made by Machine.alloc)")
         return self._p
 
-    rows = property(lambda self: self._c().contents.rows)
-    cols = property(lambda self: self._c().contents.cols)
-    live = property(lambda self: self._live and self._m._h is not None)
-    machine = property(lambda self: self._m)
+    def _field(self, f):
+        with self._m._use():
+            return getattr(self._c().contents, f)
+
+    rows = property(lambda self: self._field("rows"))
+    cols = property(lambda self: self._field("cols"))
 
     def _array(self):
         b = self._c().contents
         if not b.x:
-            _fail(f"SRAM buffer {self.name}: values exist only on a compute machine (mode='compute')")
+            _fail(f"SRAM buffer {self._name}: values exist only on a compute machine (mode='compute')")
         return C.cast(b.x, _P(C.c_double * (b.rows * b.cols))).contents, b.rows, b.cols
 
     def _tile(self, nr, nc):
@@ -693,69 +769,109 @@ class Buffer:
 
     def read(self, nr=None, nc=None):
         """The top-left nr x nc values (default: the whole buffer) as a list of rows."""
-        arr, nr, nc, cols = self._tile(nr, nc)
-        return [arr[r * cols:r * cols + nc] for r in range(nr)]
+        with self._m._use():
+            arr, nr, nc, cols = self._tile(nr, nc)
+            return [arr[r * cols:r * cols + nc] for r in range(nr)]
 
     def write(self, rows):
         """Writes a list of rows into the top-left corner."""
-        arr, nr, nc, cols = self._tile(None, None)
-        flat, r, c = _matrix(f"buffer {self.name}", rows)
-        if r > nr or c > nc:
-            _fail(f"buffer {self.name}: a {r}x{c} tile does not fit in {nr}x{nc}")
-        for i in range(r):
-            arr[i * cols:i * cols + c] = flat[i * c:(i + 1) * c]
+        with self._m._use():
+            arr, nr, nc, cols = self._tile(None, None)
+            flat, r, c = _matrix(f"buffer {self._name}", rows)
+            if r > nr or c > nc:
+                _fail(f"buffer {self._name}: a {r}x{c} tile does not fit in {nr}x{nc}")
+            for i in range(r):
+                arr[i * cols:i * cols + c] = flat[i * c:(i + 1) * c]
 
     def fill(self, v, nr=None, nc=None):
         """Sets the top-left nr x nc values (default: all) to v."""
         v = _real("value", v)
-        arr, nr, nc, cols = self._tile(nr, nc)
-        for i in range(nr):
-            arr[i * cols:i * cols + nc] = [v] * nc
+        with self._m._use():
+            arr, nr, nc, cols = self._tile(nr, nc)
+            for i in range(nr):
+                arr[i * cols:i * cols + nc] = [v] * nc
 
     def _index(self, key):
         if not (isinstance(key, tuple) and len(key) == 2):
-            _fail(f"buffer {self.name}: index with [row, col]")
+            _fail(f"buffer {self._name}: index with [row, col]")
         arr, rows, cols = self._array()
         r, c = _int("row", key[0], 0, rows - 1), _int("col", key[1], 0, cols - 1)
         return arr, r * cols + c
 
     def __getitem__(self, key):
-        arr, i = self._index(key)
-        return arr[i]
+        with self._m._use():
+            arr, i = self._index(key)
+            return arr[i]
 
     def __setitem__(self, key, v):
         v = _real("value", v)
-        arr, i = self._index(key)
-        arr[i] = v
+        with self._m._use():
+            arr, i = self._index(key)
+            arr[i] = v
 
     def __repr__(self):
         if not self.live:
-            return f"<SRAM buffer {self.name}, freed>"
-        return f"<SRAM buffer {self.name} {self.rows}x{self.cols}>"
+            return f"<SRAM buffer {self._name}, freed>"
+        return f"<SRAM buffer {self._name} {self.rows}x{self.cols}>"
 
 
-class Machine:
+class _InUse:
+    """Machine._use(): holds the machine's lock for one call and counts it as running."""
+    __slots__ = ("m",)
+
+    def __init__(self, m):
+        self.m = m
+
+    def __enter__(self):
+        m = self.m
+        m._lock.acquire()
+        if m._h is None:
+            m._lock.release()
+            m._handle()   # raises: closed
+        m._busy += 1
+        return m._h
+
+    def __exit__(self, *exc):
+        m = self.m
+        m._busy -= 1
+        m._lock.release()
+
+
+class Machine(_OwnsC):
     """The two-level machine of machine.h, driven call by call from Python.  Every method is
     one C call after its arguments are checked: the machine checks capacity (FlashlabError
     'capacity exceeded' naming every live buffer) and bounds, and counts every element moved.
     mode: 'count' or 'compute' (buffers and tensors hold real values).  Use as a context
-    manager or call close(); a closed machine, and its tensors and buffers, refuse every call."""
+    manager or call close(); a closed machine, and its tensors and buffers, refuse every call.
+
+    Threads: every call holds the machine's lock, so calls from several threads run one after
+    another (a close() from another thread waits for the call running).  A trace callback may
+    call the machine again (load, store, alloc, free), but not close() it or set_trace(): those
+    are refused while a call on the machine runs.  A machine cannot be copied or pickled."""
 
     def __init__(self, M, mode="count", name="my schedule"):
+        self._h = None
+        self._lock = threading.RLock()
+        self._busy = 0
+        self._in_use = _InUse(self)
         M = _int("M", M)
         m = MODES[_choice("mode", mode, tuple(MODES))]
         if not isinstance(name, str) or "\0" in name:
             _fail(f"name = {name!r}: must be a string")
-        self._h = None
-        self._name = name.encode()  # must outlive the machine
+        self._name = _utf8("name", name)  # must outlive the machine
         self._h = _fn["fl_machine_alloc"](M, m, self._name)
         if not self._h:
             raise FlashlabError(1, _last_error())
-        self.mode = mode
+        self._mode = mode
         self._relay = None
         self._sealed = 0
         self._bufs = []
-        self.tensors = {}
+        self._live_bufs = set()   # the live Buffer objects (hashed by identity)
+        self._tensors = {}
+
+    mode = property(lambda self: self._mode)
+    tensors = property(lambda self: dict(self._tensors),
+                       doc="{name: Tensor}: a copy (Machine.tensor() adds one)")
 
     def __enter__(self):
         return self
@@ -765,25 +881,48 @@ class Machine:
 
     def _handle(self):
         if self._h is None:
-            _fail(f"machine {self._name.decode()!r} is closed")
+            _fail(f"machine {self._name.decode(errors='replace')!r} is closed")
         return self._h
 
+    def _use(self):
+        """`with m._use() as h`: the machine's handle for one call, under its lock, counted as
+        running (one object per machine: it keeps no state of its own, so nesting is fine)."""
+        return self._in_use
+
+    def _not_running(self, what):
+        if self._busy:
+            _fail(f"machine {self._name.decode(errors='replace')!r}: {what} is refused while a call on it runs "
+                  f"(from its trace callback): do it after the call returns")
+
     def close(self):
-        """Frees the machine; its tensors and buffers become invalid.  Closing twice is fine."""
-        h, self._h = getattr(self, "_h", None), None
-        if h:
+        """Frees the machine; its tensors and buffers become invalid.  Closing twice is fine;
+        closing from the machine's own trace callback is refused."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if self._h is None:
+                return
+            self._not_running("close()")
+            h, self._h = self._h, None
             for b in self._bufs:
                 b._live = False
+            self._live_bufs.clear()
             _fn["fl_machine_free"](h)
 
     def __del__(self):
-        self.close()
+        try:
+            self.close()
+        except Exception:   # at interpreter exit the module may be half gone
+            pass
 
     def _own(self, obj, kind, cls):
         if not isinstance(obj, cls):
             _fail(f"expected a {kind} of this machine, got {type(obj).__name__}")
         if obj._m is not self:
             _fail(f"{kind} {obj.name} belongs to another machine")
+        if cls is Tensor and self._tensors.get(obj.name) is not obj:
+            _fail(f"tensor {obj.name} is not a tensor of this machine (made by Machine.tensor)")
 
     def _peek_allowed(self, why):
         self._handle()
@@ -808,47 +947,51 @@ class Machine:
 
     def tensor(self, name, rows, cols, elem_bytes=2):
         """Adds an HBM tensor (fl_tensor_add) of rows x cols elements; elem_bytes 1, 2, 4 or 8."""
-        h = self._handle()
-        _name("tensor", name)
-        if name in self.tensors:
-            _fail(f"tensor {name}: this machine already has a tensor of that name")
-        rows, cols = _int("rows", rows), _int("cols", cols)
-        if (isinstance(elem_bytes, bool) or not isinstance(elem_bytes, numbers.Integral)
-                or elem_bytes not in (1, 2, 4, 8)):
-            _fail(f"elem_bytes = {elem_bytes!r}: must be 1, 2, 4 or 8")
-        tid = C.c_int()
-        _ok(_fn["fl_tensor_add"](h, name.encode(), rows, cols, elem_bytes, C.byref(tid)))
-        self.tensors[name] = Tensor(self, tid.value, name)
-        return self.tensors[name]
+        with self._use() as h:
+            _name("tensor", name)
+            if name in self._tensors:
+                _fail(f"tensor {name}: this machine already has a tensor of that name")
+            rows, cols = _int("rows", rows), _int("cols", cols)
+            if (isinstance(elem_bytes, bool) or not isinstance(elem_bytes, numbers.Integral)
+                    or elem_bytes not in (1, 2, 4, 8)):
+                _fail(f"elem_bytes = {elem_bytes!r}: must be 1, 2, 4 or 8")
+            tid = C.c_int()
+            _ok(_fn["fl_tensor_add"](h, name.encode(), rows, cols, elem_bytes, C.byref(tid)))
+            self._tensors[name] = Tensor(self, tid.value, name)
+            return self._tensors[name]
 
     def alloc(self, name, rows, cols):
         """Allocates an SRAM buffer (fl_sram_alloc); FlashlabError when it does not fit in M."""
-        h = self._handle()
-        _name("buffer", name)
-        rows, cols = _int("rows", rows), _int("cols", cols)
-        out = _P(BufStruct)()
-        self._after(_fn["fl_sram_alloc"](h, name.encode(), rows, cols, C.byref(out)))
-        self._bufs = [b for b in self._bufs if b._live]
-        b = Buffer(self, out, name)
-        self._bufs.append(b)
-        return b
+        with self._use() as h:
+            _name("buffer", name)
+            rows, cols = _int("rows", rows), _int("cols", cols)
+            out = _P(BufStruct)()
+            status = _fn["fl_sram_alloc"](h, name.encode(), rows, cols, C.byref(out))
+            if status == 0 or out:   # allocated (a raising trace callback stops after the allocation)
+                self._bufs = [b for b in self._bufs if b._live]
+                b = Buffer(self, out, name)
+                self._bufs.append(b)
+                self._live_bufs.add(b)
+            self._after(status)
+            return b
 
     def free(self, buf):
         """Releases a buffer's SRAM (fl_sram_free).  Freeing a freed buffer is refused."""
-        h = self._handle()
-        self._own(buf, "SRAM buffer", Buffer)
-        buf._c()
-        buf._live = False
-        _fn["fl_sram_free"](h, buf._p)
-        self._after(0)
+        with self._use() as h:
+            self._own(buf, "SRAM buffer", Buffer)
+            p = buf._c()
+            buf._live = False
+            self._live_bufs.discard(buf)
+            _fn["fl_sram_free"](h, p)
+            self._after(0)
 
     def _move(self, fn, buf, tensor, r0, c0, nr, nc):
-        h = self._handle()
-        self._own(buf, "SRAM buffer", Buffer)
-        self._own(tensor, "tensor", Tensor)
-        p = buf._c()
-        args = [_int(k, v) for k, v in (("r0", r0), ("c0", c0), ("nr", nr), ("nc", nc))]
-        self._after(_fn[fn](h, p, tensor.id, *args))
+        with self._use() as h:
+            self._own(buf, "SRAM buffer", Buffer)
+            self._own(tensor, "tensor", Tensor)
+            p = buf._c()
+            args = [_int(k, v) for k, v in (("r0", r0), ("c0", c0), ("nr", nr), ("nc", nc))]
+            self._after(_fn[fn](h, p, tensor.id, *args))
 
     def load(self, buf, tensor, r0, c0, nr, nc):
         """HBM -> SRAM: the nr x nc tile at (r0, c0) of tensor into buf (rule R1)."""
@@ -860,39 +1003,49 @@ class Machine:
 
     def set_trace(self, fn):
         """fn(TraceEvent) for every later event (None removes it).  If fn raises, the call that
-        emitted the event (load, store, alloc, free) re-raises it."""
-        h = self._handle()
-        self._relay = _Relay(fn) if fn is not None else None
-        _fn["fl_machine_set_trace"](h, self._relay.c if self._relay else TRACE_FN(), None)
+        emitted the event (load, store, alloc, free) re-raises it.  Refused from a trace
+        callback (the running callback would be freed under the call)."""
+        with self._use() as h:
+            if self._busy > 1:
+                self._not_running("set_trace()")
+            relay = _Relay(fn) if fn is not None else None
+            _fn["fl_machine_set_trace"](h, relay.c if relay else TRACE_FN(), None)
+            self._relay = relay
 
-    reads = property(lambda self: _fn["fl_machine_reads"](self._handle()))
-    writes = property(lambda self: _fn["fl_machine_writes"](self._handle()))
-    sram_used = property(lambda self: _fn["fl_machine_sram_used"](self._handle()))
-    sram_peak = property(lambda self: _fn["fl_machine_sram_peak"](self._handle()))
-    events = property(lambda self: _fn["fl_machine_events"](self._handle()))
-    capacity = property(lambda self: _fn["fl_machine_capacity"](self._handle()))
+    def _query(self, fn):
+        with self._use() as h:
+            return _fn[fn](h)
+
+    reads = property(lambda self: self._query("fl_machine_reads"))
+    writes = property(lambda self: self._query("fl_machine_writes"))
+    sram_used = property(lambda self: self._query("fl_machine_sram_used"))
+    sram_peak = property(lambda self: self._query("fl_machine_sram_peak"))
+    events = property(lambda self: self._query("fl_machine_events"))
+    capacity = property(lambda self: self._query("fl_machine_capacity"))
 
     @property
     def buffers(self):
         """The live SRAM buffers, in allocation order."""
-        self._handle()
-        return [b for b in self._bufs if b._live]
+        with self._use():
+            return [b for b in self._bufs if b._live]
 
     def counts(self):
         """{tensor name: (reads, writes)} as the machine counted them."""
-        self._handle()
-        return {n: (t.reads, t.writes) for n, t in self.tensors.items()}
+        with self._use():
+            return {n: (t.reads, t.writes) for n, t in self._tensors.items()}
 
 
 # ----------------------------------------------------------------------------------------------
 # Online softmax (ops.h) and the reference (reference/attention_ref.h)
 
-class OsmState:
+class OsmState(_Fixed):
     """The running state (m, l, u) of one row's online softmax; starts empty (m = -inf,
-    l = 0, u = 0), or from given values (OsmState(dv, m=..., l=..., u=[...]))."""
+    l = 0, u = 0), or from given values (OsmState(dv, m=..., l=..., u=[...])).  dv is fixed at
+    creation (the C steps read dv numbers of u); copy.copy, copy.deepcopy and pickle make an
+    independent state of the same values."""
 
     def __init__(self, dv, m=None, l=None, u=None):
-        self.dv = _int("dv", dv, 1, 1 << 20)
+        dv = _int("dv", dv, 1, 1 << 20)
         m = float("-inf") if m is None else _real("m", m)
         l = 0.0 if l is None else _real("l", l)
         if math.isnan(m) or m == math.inf:
@@ -901,23 +1054,45 @@ class OsmState:
             _fail(f"l = {l}: the running sum of e^(s - m) is finite and >= 0")
         self._m = C.c_double(m)
         self._l = C.c_double(l)
-        self._u = (C.c_double * self.dv)()
+        self._u = (C.c_double * dv)()
         if u is not None:
             u = _reals("u", u)
-            if len(u) != self.dv:
-                _fail(f"u: {len(u)} values, the state has dv = {self.dv}")
+            if len(u) != dv:
+                _fail(f"u: {len(u)} values, the state has dv = {dv}")
             if not all(math.isfinite(x) for x in u):
                 _fail("u: the running numerator's values are finite")
             self._u[:] = u
         if m == -math.inf and (l != 0 or any(self._u)):
             _fail(f"m = -inf is the empty state: its l and u are 0 (got l = {l})")
 
+    dv = property(lambda self: len(self._u))
     m = property(lambda self: self._m.value)
     l = property(lambda self: self._l.value)
     u = property(lambda self: list(self._u))
 
+    def __copy__(self):
+        return _osm_restore(self.m, self.l, self.u)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        return (_osm_restore, (self.m, self.l, self.u))
+
     def __repr__(self):
         return f"OsmState(m={self.m:.6f}, l={self.l:.6f}, u={[round(x, 6) for x in self.u]})"
+
+
+def _osm_restore(m, l, u):
+    """An OsmState holding exactly (m, l, u), as a step left it (NaN included): copies and
+    pickles.  dv is len(u), so the sizes C reads always agree."""
+    u = _reals("u", u)
+    if not 1 <= len(u) <= 1 << 20:
+        _fail(f"u: {len(u)} values; a state has 1 to {1 << 20}")
+    s = OsmState(len(u))
+    s._m.value, s._l.value = _real("m", m), _real("l", l)
+    s._u[:] = u
+    return s
 
 
 def _c_osm_step(state, s, v):
@@ -949,8 +1124,9 @@ def osm_finish(state):
     """fl_osm_finish: u / l (zeros for an empty row)."""
     if not isinstance(state, OsmState):
         _fail(f"state: must be an OsmState, got {type(state).__name__}")
-    out = (C.c_double * state.dv)()
-    _fn["fl_osm_finish"](state.l, state._u, state.dv, out)
+    dv = len(state._u)
+    out = (C.c_double * dv)()
+    _fn["fl_osm_finish"](state.l, state._u, dv, out)
     return list(out)
 
 
@@ -1081,7 +1257,7 @@ def cu_seqlens_check(cu, batch, total, opt="cu_seqlens"):
 
 def _c_cu_seqlens_check(opt, cu, batch, total):
     arr = (C.c_int64 * max(1, len(cu)))(*cu)
-    _ok(_fn["fl_cu_seqlens_check"](opt.encode(), arr, len(cu), batch, total))
+    _ok(_fn["fl_cu_seqlens_check"](_utf8("opt", opt), arr, len(cu), batch, total))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1135,6 +1311,8 @@ def trace(algo="classic", N=64, d=8, M=384, **opts):
                 _fail(f"compute = {v!r}: must be True or False")
             args += ["--compute"] if v else []
         elif k == "window":
+            if not isinstance(v, (tuple, list)) or len(v) != 2:
+                _fail(f"window = {v!r}: must be a pair (left, right)")
             args += ["--window", f"{_int('window left', v[0])},{_int('window right', v[1])}"]
         elif k == "causal":
             args += ["--causal", _choice("causal", v, tuple(CAUSAL))]

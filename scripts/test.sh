@@ -27,7 +27,8 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 if [ "${FLASHLAB_SANITIZE:-0}" = 1 ]; then
   echo "== the same suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
-  # The notebooks load libflashlab.so into Python, which cannot host an ASan runtime: they run
-  # in the normal build only.
+  # The notebooks (Jupyter kernels) run in the normal build only; the binding's hostile cases
+  # run here too (hostile_binding preloads the ASan runtime into the Python that loads the
+  # sanitizer build of libflashlab).
   ASAN_OPTIONS=detect_leaks=1 run_suite build-sanitize 'gpu|notebooks' -DFLASHLAB_SANITIZE=ON -DFLASHLAB_CUDA=OFF
 fi

@@ -5,7 +5,9 @@
  * `--output /dev/null` is an error, never a new /dev/null); a symbolic link is written through to
  * the regular file it resolves to (the link stays a link; a dangling link is refused).  It then
  * creates a temporary file with a unique name beside the target ("<target>.flashlab-tmp-..."),
- * with O_EXCL and O_NOFOLLOW, mode 0666 less the umask, or the replaced file's mode.  Write to
+ * with O_EXCL and O_NOFOLLOW, mode 0666 less the umask, or the replaced file's owner, group and
+ * mode (as far as the process may: a change of owner needs root, EPERM leaves the file the
+ * writer's).  Write to
  * fl_output_file() (or with fl_output_write); fl_output_commit checks every write, flushes,
  * fsyncs, closes and renames the temporary onto the target, so the target is complete or
  * untouched, never half-written; fl_output_abort removes the temporary.  Either frees the handle.
@@ -17,17 +19,25 @@
  * FIFO in its place is refused), and it creates a staging directory (a unique ".flashlab-tmp-..."
  * inside dir, or beside it when dir does not exist yet) where the caller writes the files
  * (fl_outdir_path).  fl_outdir_commit moves them in: a new dir is renamed into place whole;
- * into an existing dir each file replaces its target by rename (keeping the target's mode), and
+ * into an existing dir each file replaces its target by rename (keeping the target's owner and
+ * mode, as a file does), and
  * a failure part way puts back every file already replaced (from hard-linked copies), so the
  * directory holds either every new file or none.  fl_outdir_abort removes the staging directory.
  *
  * Interruption.  Every temporary file and staging directory is registered while it exists;
- * fl_output_catch_signals (the CLI calls it first thing) installs handlers for SIGINT, SIGTERM,
- * SIGHUP and SIGPIPE that remove what is registered (async-signal-safe: unlink, and a walk of
- * the staging directory with getdents) and then die of the signal by its default action.  A
- * library user that handles signals itself (Python) calls fl_output_abort / fl_outdir_abort
- * instead.  Commits block these signals while they rename, so an interruption never leaves half
- * a directory.  At most FL_OUTPUT_MAX_PENDING outputs are open at once.
+ * fl_output_catch_signals (the CLI calls it first thing) installs, for every signal whose
+ * default action ends the process and that can be caught (SIGHUP, SIGINT, SIGQUIT, SIGUSR1,
+ * SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGVTALRM, SIGPROF, SIGSTKFLT, SIGIO, SIGPWR, the
+ * real-time signals, and the faults SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS),
+ * a handler that removes what is registered (async-signal-safe: unlink, and a walk of the
+ * staging directory with getdents) and then dies of the signal by its default action.  A signal
+ * that is ignored, or has a handler of its own (AddressSanitizer's SIGSEGV), when it is called
+ * is left so.  SIGXFSZ is not caught: the CLI ignores it, so that a write past the file-size
+ * limit fails and is reported.  A child forked before it execs runs the handler without
+ * removing anything.  A library user that handles signals itself (Python) calls
+ * fl_output_abort / fl_outdir_abort instead.  Commits block the asynchronous signals while they
+ * rename, so an interruption never leaves half a directory.  At most FL_OUTPUT_MAX_PENDING
+ * outputs are open at once.
  *
  * Errors: FL_EINVAL (naming opt) for a target that cannot be used, found before anything is
  * written; FL_EIO ("<opt>: writing <path> failed (<reason>); ...") for a write, flush, fsync,
@@ -84,6 +94,19 @@ fl_status fl_outdir_commit(fl_outdir *d);
 
 /* Removes the staging directory and what is in it.  Frees d.  NULL is a no-op. */
 void fl_outdir_abort(fl_outdir *d);
+
+/* Checks a file another program (gnuplot) wrote at path inside a staging directory, before
+ * fl_outdir_commit moves it in.  A program that runs out of space or into a file-size limit may
+ * still exit with status 0, its file empty or cut short; so the file must be a regular file of
+ * at least one byte whose last bytes, trailing whitespace (space, tab, CR, LF) aside, are the
+ * tail_len bytes of tail (the end every complete file of its format has: "%%EOF" for a PDF, the
+ * IEND chunk for a PNG; tail NULL checks the size only).  FL_OK, or FL_EIO with one line,
+ * "<opt>: <name> came out empty (0 bytes; <K> KiB free where it is written); nothing written" or
+ * "... came out incomplete (<n> bytes, not ending as a complete file does; ...)", name being
+ * what the user knows the file by (NULL: path).  The caller then aborts the staging directory,
+ * so the old file stays. */
+fl_status fl_output_check_written(const char *opt, const char *path, const char *name, const void *tail,
+                                  size_t tail_len);
 
 /* Checks, flushes, fsyncs and closes a stream the caller opened inside a staging directory:
  * FL_EIO ("<opt>: writing <path> failed (<reason>)") if a write failed at any time.  f is closed

@@ -37,7 +37,8 @@ extern "C" {
 
 typedef enum { FL_TRACE_CSV = 0, FL_TRACE_JSONL = 1 } fl_trace_format;
 
-/* Parses "csv" or "jsonl" (also "json"); FL_EINVAL naming --format otherwise. */
+/* Parses "csv" or "jsonl"; FL_EINVAL naming --format otherwise ("json" too: JSON lines are not
+ * one JSON document, so that name would promise what is not written). */
 fl_status fl_trace_format_parse(const char *s, fl_trace_format *out);
 
 typedef struct {

@@ -30,5 +30,10 @@ int fl_csv_read_line(FILE *in, const char *name, long ln, char *line, size_t cap
         *err = fl_fail(FL_EIO, "%s: read error (%s)", name, strerror(errno));
         return -1;
     }
-    return c == EOF && n == 0 ? 0 : 1;
+    if (c == EOF && n > 0) { /* every line flashlab and its scripts write ends with a newline */
+        *err = fl_fail(FL_EINVAL, "%s:%ld: the last line has no newline at its end: the file is cut short "
+                                  "(a row cut in the middle reads as a wrong number)", name, ln);
+        return -1;
+    }
+    return c == EOF ? 0 : 1;
 }

@@ -9,7 +9,9 @@
 
 /* Reads one line of `in` into line (cap bytes, the newline dropped): 1 for a line, 0 at the end,
  * -1 with *err set (and fl_last_error) for a NUL byte ("NAME:LN: a NUL byte: binary data, not a
- * CSV" and `hint`), a line of cap - 1 characters or more ("line longer than cap - 2"), more than
+ * CSV" and `hint`), a last line without its newline ("NAME:LN: the last line has no newline at
+ * its end: the file is cut short ...": a file truncated in the middle of a row, whose cut number
+ * would read as a smaller one), a line of cap - 1 characters or more ("line longer than cap - 2"), more than
  * max_bytes in all ("more than ... bytes; not KIND") (FL_EINVAL) or a read error (FL_EIO).
  * *bytes counts what was read. */
 int fl_csv_read_line(FILE *in, const char *name, long ln, char *line, size_t cap, int64_t *bytes, int64_t max_bytes,

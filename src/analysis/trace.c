@@ -10,7 +10,7 @@ static const char *const kind_names[] = {"load", "store", "alloc", "free"};
 fl_status fl_trace_format_parse(const char *s, fl_trace_format *out)
 {
     if (strcmp(s, "csv") == 0) *out = FL_TRACE_CSV;
-    else if (strcmp(s, "jsonl") == 0 || strcmp(s, "json") == 0) *out = FL_TRACE_JSONL;
+    else if (strcmp(s, "jsonl") == 0) *out = FL_TRACE_JSONL; /* not "json": the lines are no one document */
     else return fl_fail(FL_EINVAL, "{format}: unknown trace format '%s' (choose csv or jsonl)", s);
     return FL_OK;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,22 +96,68 @@ static void rm_tree_at(int dirfd, const char *name, int depth)
 
 static void rm_tree(const char *path) { rm_tree_at(AT_FDCWD, path, 0); }
 
-static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-#define NCAUGHT ((int)(sizeof caught / sizeof caught[0]))
+/* Every signal whose default action ends the process and that a handler may catch: the
+ * asynchronous ones (sent by a user, a shell, a batch system's time limit) and the faults
+ * (a bug; the cleanup then runs before the crash is reported).  Real-time signals, which also
+ * end the process by default, are added at install time (SIGRTMIN is not a constant).
+ * SIGXFSZ is not here: the CLI ignores it, so that a write past `ulimit -f` fails and is
+ * reported instead of killing flashlab half-way.  SIGKILL and SIGSTOP cannot be caught. */
+static const int caught_async[] = {
+    SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGVTALRM, SIGPROF,
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+#ifdef SIGIO
+    SIGIO,
+#endif
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+};
+static const int caught_faults[] = {SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS};
+#define NASYNC ((int)(sizeof caught_async / sizeof caught_async[0]))
+#define NFAULTS ((int)(sizeof caught_faults / sizeof caught_faults[0]))
+
+static volatile sig_atomic_t owner_pid; /* the process that installed the handlers */
 
 static void on_signal(int sig)
 {
     const int e = errno;
-    for (int i = 0; i < FL_OUTPUT_MAX_PENDING; i++) {
-        if (registry[i].state != SLOT_ARMED) continue;
-        if (registry[i].dir) rm_tree(registry[i].path);
-        else unlink(registry[i].path);
-        registry[i].state = SLOT_FREE;
+    /* a child forked before it exec'd (gnuplot) inherits the handlers, not the temporaries */
+    if (owner_pid == (sig_atomic_t)getpid()) {
+        for (int i = 0; i < FL_OUTPUT_MAX_PENDING; i++) {
+            if (registry[i].state != SLOT_ARMED) continue;
+            if (registry[i].dir) rm_tree(registry[i].path);
+            else unlink(registry[i].path);
+            registry[i].state = SLOT_FREE;
+        }
     }
     errno = e;
     /* SA_RESETHAND restored the default action; the signal is blocked while this runs and is
-     * delivered again when it returns */
+     * delivered again when it returns (a fault, when it returns to the faulting instruction) */
     raise(sig);
+}
+
+/* The asynchronous signals caught, real-time ones included, as a set. */
+static void async_set(sigset_t *s)
+{
+    sigemptyset(s);
+    for (int i = 0; i < NASYNC; i++) sigaddset(s, caught_async[i]);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) sigaddset(s, sig);
+}
+
+/* Installs on_signal for sig when its action is the default: a signal ignored by whoever
+ * started us stays ignored (nohup), and one with a handler of its own (AddressSanitizer's
+ * SIGSEGV, a profiler's SIGPROF) keeps it. */
+static fl_status catch_one(int sig, const struct sigaction *sa)
+{
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) != 0)
+        return fl_fail(FL_EINVAL, "output: cannot read the action of signal %d", sig);
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return FL_OK;
+    if (sigaction(sig, sa, NULL) != 0)
+        return fl_fail(FL_EINVAL, "output: cannot install the cleanup for signal %d", sig);
+    return FL_OK;
 }
 
 fl_status fl_output_catch_signals(void)
@@ -119,25 +166,20 @@ fl_status fl_output_catch_signals(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < NCAUGHT; i++) sigaddset(&sa.sa_mask, caught[i]);
-    for (int i = 0; i < NCAUGHT; i++) {
-        struct sigaction old;
-        if (sigaction(caught[i], NULL, &old) != 0)
-            return fl_fail(FL_EINVAL, "output: cannot read the action of signal %d", caught[i]);
-        if (old.sa_handler == SIG_IGN) continue; /* ignored by whoever started us: keep it so (nohup) */
-        if (sigaction(caught[i], &sa, NULL) != 0)
-            return fl_fail(FL_EINVAL, "output: cannot install the cleanup for signal %d", caught[i]);
-    }
+    async_set(&sa.sa_mask); /* one cleanup at a time */
+    owner_pid = (sig_atomic_t)getpid();
+    for (int i = 0; i < NASYNC; i++) FL_TRY(catch_one(caught_async[i], &sa));
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) FL_TRY(catch_one(sig, &sa));
+    for (int i = 0; i < NFAULTS; i++) FL_TRY(catch_one(caught_faults[i], &sa));
     return FL_OK;
 }
 
-/* Blocks the caught signals (a commit must not be cut in half); restores with unblock. */
+/* Blocks the asynchronous signals caught (a commit must not be cut in half); restores with
+ * unblock.  Faults are not blocked: a fault while blocked ends the process at once. */
 static void block(sigset_t *old)
 {
     sigset_t s;
-    sigemptyset(&s);
-    for (int i = 0; i < NCAUGHT; i++) sigaddset(&s, caught[i]);
+    async_set(&s);
     sigprocmask(SIG_BLOCK, &s, old);
 }
 
@@ -170,10 +212,10 @@ static const char *kind_of(mode_t m)
 
 /* The file a write to `path` lands in: path itself, or, when path is a symbolic link, the
  * file it resolves to (written through: the link stays a link).  Refuses every target that
- * exists and is not a regular file, and a link that points nowhere.  *exists, *mode: the
- * target's existence and permission bits. */
+ * exists and is not a regular file, and a link that points nowhere.  *exists, *was: the
+ * target's existence and its stat (owner, group, permission bits). */
 static fl_status resolve_target(const char *opt, const char *path, char *out, size_t cap, int *exists,
-                                mode_t *mode)
+                                struct stat *was)
 {
     struct stat st;
     *exists = 0;
@@ -201,8 +243,26 @@ static fl_status resolve_target(const char *opt, const char *path, char *out, si
         return fl_fail(FL_EINVAL, "%s: '%s' is %s; flashlab writes regular files only", opt, fl_shown(path),
                        kind_of(st.st_mode));
     *exists = 1;
-    *mode = st.st_mode & 07777;
+    *was = st;
     return FL_OK;
+}
+
+/* Gives the new file fd the owner, group and permission bits of the file it replaces (was),
+ * as far as this process may: another owner needs privilege (root), another group membership
+ * of it; a change the process may not make (EPERM) is skipped, and the new file is then the
+ * writer's, as any file it creates.  The mode comes last: a change of owner clears the
+ * set-user-ID and set-group-ID bits.  Returns 0, or -1 with errno. */
+static int keep_owner_mode(int fd, const struct stat *was)
+{
+    struct stat now;
+    if (fstat(fd, &now) != 0) return -1;
+    if (now.st_uid != was->st_uid || now.st_gid != was->st_gid) {
+        if (fchown(fd, was->st_uid, was->st_gid) != 0) {
+            if (errno != EPERM) return -1;
+            if (now.st_gid != was->st_gid && fchown(fd, (uid_t)-1, was->st_gid) != 0 && errno != EPERM) return -1;
+        }
+    }
+    return fchmod(fd, was->st_mode & 07777);
 }
 
 /* A name no one else uses: "<base>.flashlab-tmp-<pid>-<8 hex digits>". */
@@ -243,8 +303,8 @@ fl_status fl_output_open(const char *path, const char *opt, fl_output **out)
     snprintf(o->opt, sizeof o->opt, "%s", opt);
     snprintf(o->shown, sizeof o->shown, "%s", path);
     int exists;
-    mode_t mode = 0;
-    fl_status s = resolve_target(opt, path, o->path, sizeof o->path, &exists, &mode);
+    struct stat was;
+    fl_status s = resolve_target(opt, path, o->path, sizeof o->path, &exists, &was);
     if (s) {
         free(o);
         return s;
@@ -271,8 +331,9 @@ fl_status fl_output_open(const char *path, const char *opt, fl_output **out)
         return fl_fail(FL_EINVAL, "%s: more than %d outputs open at once, or a path too long", opt,
                        FL_OUTPUT_MAX_PENDING);
     }
-    if (exists && fchmod(fd, mode) != 0) { /* a replaced file keeps its permissions */
-        s = fl_fail(FL_EIO, "%s: cannot set the mode of the new %s (%s)", opt, fl_shown(path), strerror(errno));
+    if (exists && keep_owner_mode(fd, &was) != 0) { /* a replaced file keeps its owner and permissions */
+        s = fl_fail(FL_EIO, "%s: cannot give the new %s the owner and mode of the old (%s)", opt, fl_shown(path),
+                    strerror(errno));
         close(fd);
         fl_output_abort(o);
         return s;
@@ -357,6 +418,48 @@ fl_status fl_output_close_staged(FILE *f, const char *opt, const char *path)
     return FL_OK;
 }
 
+/* Free space, in KiB, of the file system that holds path (-1 when it cannot be read). */
+static long long free_kib(const char *path)
+{
+    struct statvfs v;
+    if (statvfs(path, &v) != 0) return -1;
+    return (long long)((unsigned long long)v.f_bavail * v.f_frsize / 1024);
+}
+
+fl_status fl_output_check_written(const char *opt, const char *path, const char *name, const void *tail,
+                                  size_t tail_len)
+{
+    if (!opt) opt = "output";
+    if (!name) name = path;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int e = fd < 0 ? errno : EINVAL;
+        if (fd >= 0) close(fd);
+        return fl_fail(FL_EIO, "%s: %s was not written (%s); nothing written", opt, fl_shown(name), strerror(e));
+    }
+    /* the file's last bytes, trailing whitespace aside: enough of them for the tail */
+    char buf[512];
+    int complete = st.st_size > 0;
+    if (complete && tail && tail_len) {
+        const size_t want = tail_len + 128 < sizeof buf ? tail_len + 128 : sizeof buf;
+        const off_t from = st.st_size > (off_t)want ? st.st_size - (off_t)want : 0;
+        const ssize_t got = pread(fd, buf, (size_t)(st.st_size - from), from);
+        size_t n = got > 0 ? (size_t)got : 0;
+        while (n && strchr(" \t\r\n", buf[n - 1]) && buf[n - 1]) n--;
+        complete = n >= tail_len && memcmp(buf + n - tail_len, tail, tail_len) == 0;
+    }
+    close(fd);
+    if (complete) return FL_OK;
+    const long long kib = free_kib(path);
+    char space[64] = "";
+    if (kib >= 0) snprintf(space, sizeof space, "; %lld KiB free where it is written", kib);
+    if (st.st_size == 0)
+        return fl_fail(FL_EIO, "%s: %s came out empty (0 bytes%s); nothing written", opt, fl_shown(name), space);
+    return fl_fail(FL_EIO, "%s: %s came out incomplete (%lld bytes, not ending as a complete file does%s); "
+                           "nothing written", opt, fl_shown(name), (long long)st.st_size, space);
+}
+
 /* ---- directories ----------------------------------------------------------------------- */
 
 struct fl_outdir {
@@ -392,8 +495,8 @@ static int subdir_of(const char *name, char *sub, size_t cap)
 }
 
 /* Checks that dir/name can be replaced: absent or a regular file; its subdirectory absent or
- * a real directory.  *exists and *mode describe the target. */
-static fl_status target_ok(const fl_outdir *d, const char *name, int *exists, mode_t *mode, fl_status code)
+ * a real directory.  *exists and *was describe the target. */
+static fl_status target_ok(const fl_outdir *d, const char *name, int *exists, struct stat *was, fl_status code)
 {
     char p[2 * PATH_CAP], sub[256];
     struct stat st;
@@ -413,7 +516,7 @@ static fl_status target_ok(const fl_outdir *d, const char *name, int *exists, mo
         return fl_fail(code, "%s: '%s' is %s; flashlab writes regular files only", d->opt, fl_shown(p),
                        kind_of(st.st_mode));
     *exists = 1;
-    *mode = st.st_mode & 07777;
+    *was = st;
     return FL_OK;
 }
 
@@ -462,8 +565,8 @@ fl_status fl_outdir_open(const char *dir, const char *opt, const char *const *na
         }
         for (int i = 0; i < n; i++) {
             int exists;
-            mode_t mode;
-            if ((s = target_ok(d, d->names[i], &exists, &mode, FL_EINVAL))) goto fail;
+            struct stat was;
+            if ((s = target_ok(d, d->names[i], &exists, &was, FL_EINVAL))) goto fail;
         }
     } else if (errno == ENOENT && lstat(dir, &st) == 0) { /* a link to nothing: never replaced */
         s = fl_fail(FL_EINVAL, "%s: '%s' is a symbolic link to nothing; flashlab writes a directory only "
@@ -549,12 +652,15 @@ static fl_status commit_files(fl_outdir *d)
         goto out;
     }
     for (int i = 0; i < n && !s; i++) { /* the targets may have changed since the open */
-        mode_t mode = 0;
-        if ((s = target_ok(d, d->names[i], &exists[i], &mode, FL_EIO))) break;
+        struct stat was;
+        if ((s = target_ok(d, d->names[i], &exists[i], &was, FL_EIO))) break;
+        if (!exists[i]) continue;
         snprintf(a, sizeof a, "%s/%s", d->staging, d->names[i]);
-        if (exists[i] && chmod(a, mode) != 0)
-            s = fl_fail(FL_EIO, "%s: cannot set the mode of %s (%s); nothing written", d->opt, fl_shown(a),
-                        strerror(errno));
+        const int fd = open(a, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || keep_owner_mode(fd, &was) != 0)
+            s = fl_fail(FL_EIO, "%s: cannot give %s/%s the owner and mode of the old (%s); nothing written", d->opt,
+                        fl_shown(d->dir), d->names[i], strerror(errno));
+        if (fd >= 0) close(fd);
     }
     for (int i = 0; i < n && !s; i++) {
         if (!subdir_of(d->names[i], sub, sizeof sub)) continue;

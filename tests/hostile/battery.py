@@ -9,7 +9,10 @@ binding's cases, which this script runs as one more case group).  Every case is 
 arguments, the environment, a setup in its own temporary directory, and what must hold after:
 the exit status, stderr exactly one line naming the input (and no control characters but its
 final newline), every file the setup made untouched and no new file but those expected (no temp
-leftovers), a ceiling on wall time and on peak memory (ru_maxrss).  Prints one line per failing
+leftovers), a ceiling on CPU time (user + system: work done before a refusal shows there, and a
+busy machine does not inflate it) and on peak memory (ru_maxrss).  Wall time only catches hangs:
+a case still running after kill_after() is killed and fails.  Every time is multiplied by the
+time scale (tests/support/time_scale.py: FLASHLAB_TIME_SCALE, else the load per CPU).  Prints one line per failing
 case and a summary; exits 1 when a case fails.  --slow adds the cases that run the full
 `report` or `plot` (minutes of CPU).
 """
@@ -26,9 +29,12 @@ import time
 
 CLI = LIB = None
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TIME = 3.0       # seconds a refusal may take
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+from time_scale import time_scale  # noqa: E402
+DEFAULT_TIME = 3.0       # CPU seconds a refusal may take (times the time scale)
 DEFAULT_MEM_MB = 256     # peak resident memory of a refusal
-KILL_AFTER = 20.0        # a case still running after this is killed (and fails)
+KILL_AFTER = 20.0        # wall seconds of the reference runs some checks make (times the scale)
+SCALE = 1.0              # tests/support/time_scale.py's factor, set by main
 
 
 class Case:
@@ -47,15 +53,16 @@ class Case:
     fsize     RLIMIT_FSIZE in bytes (SIGXFSZ left at its default)
     umask     the process umask
     vmem_mb   RLIMIT_AS in MiB
-    time      wall seconds allowed; mem_mb peak resident MiB allowed
+    time      CPU seconds allowed (x the time scale); mem_mb peak resident MiB allowed
     sig       (delay seconds, signal) sent to the CLI mid-run
+    core      RLIMIT_CORE in bytes (None: inherited)
     stdout_empty  stdout must be empty (a refusal prints nothing else)
     """
 
     def __init__(self, group, name, argv, rc=2, mention=None, lines=1, setup=None, creates=(),
                  changes=(), check=None, stdout="pipe", fsize=None, umask=0o022, vmem_mb=None,
                  time_limit=DEFAULT_TIME, mem_mb=DEFAULT_MEM_MB, sig=None, stdout_empty=None,
-                 env=None, stdin=None, slow=False, runner=None):
+                 env=None, stdin=None, slow=False, runner=None, core=None):
         self.group, self.name, self.argv = group, name, list(argv)
         self.rc, self.mention, self.lines = rc, mention, lines
         self.setup, self.creates, self.changes, self.check = setup, set(creates), set(changes), check
@@ -63,6 +70,7 @@ class Case:
         self.time_limit, self.mem_mb, self.sig = time_limit, mem_mb, sig
         self.stdout_empty = (rc == 2) if stdout_empty is None else stdout_empty
         self.env, self.stdin, self.slow, self.runner = env or {}, stdin, slow, runner
+        self.core = core
 
     @property
     def id(self):
@@ -73,8 +81,9 @@ class Case:
 # Running a case
 
 class Result:
-    def __init__(self, rc, out, err, wall, maxrss_kb):
+    def __init__(self, rc, out, err, wall, maxrss_kb, cpu=0.0):
         self.rc, self.out, self.err, self.wall, self.maxrss_kb = rc, out, err, wall, maxrss_kb
+        self.cpu = cpu   # user + system seconds of the run
 
 
 def snapshot(root):
@@ -132,6 +141,8 @@ def launch(argv, work, case, stdout_path):
         os.umask(case.umask)
         if case.fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))
+        if case.core is not None:   # no core file in the case's directory (SIGQUIT, SIGSEGV ...)
+            resource.setrlimit(resource.RLIMIT_CORE, (case.core, case.core))
         if case.vmem_mb is not None:
             lim = case.vmem_mb << 20
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
@@ -154,7 +165,8 @@ def launch(argv, work, case, stdout_path):
 
 
 def wait_rusage(p, deadline, sig=None, start=None):
-    """Waits for p (killing it at deadline); returns (status, maxrss_kb, stdout, stderr).
+    """Waits for p (killing it at deadline); returns (status, maxrss_kb, stdout, stderr, cpu
+    seconds).
     Reads the pipes in threads so that a chatty child cannot block."""
     import threading
     bufs = {}
@@ -183,7 +195,7 @@ def wait_rusage(p, deadline, sig=None, start=None):
     p.returncode = os.waitstatus_to_exitcode(status)
     for t in ts:
         t.join()
-    return p.returncode, ru.ru_maxrss, bufs["out"], bufs["err"]
+    return p.returncode, ru.ru_maxrss, bufs["out"], bufs["err"], ru.ru_utime + ru.ru_stime
 
 
 def run_case(case):
@@ -198,16 +210,23 @@ def run_case(case):
         before = snapshot(work)
         start = time.monotonic()
         p, outf = launch(case.argv, work, case, os.path.join(tmp, "stdout.txt"))
-        rc, rss, out, err = wait_rusage(p, start + min(KILL_AFTER, case.time_limit + 2), case.sig, start)
+        rc, rss, out, err, cpu = wait_rusage(p, start + kill_after(case), case.sig, start)
         wall = time.monotonic() - start
         if outf not in (None, subprocess.PIPE):
             outf.close()
-        res = Result(rc, out, err, wall, rss)
+        res = Result(rc, out, err, wall, rss, cpu)
         problems = expect(case, res)
         problems += files_after(case, work, before)
         if case.check:
             problems += case.check(work, res)
         return problems
+
+
+def kill_after(case):
+    """Wall seconds after which a case still running is killed (a hang): four times its CPU
+    limit and at least 30 s more, times the time scale; a run over its CPU limit but not hung
+    is reported as slow, with its stderr."""
+    return SCALE * max(4 * case.time_limit, case.time_limit + 30)
 
 
 def short(b, n=160):
@@ -221,7 +240,7 @@ def expect(case, res):
     if case.rc == "any":
         pass
     elif res.rc < 0:
-        pr.append(f"killed by signal {-res.rc}" + (" (timeout)" if res.wall >= KILL_AFTER else ""))
+        pr.append(f"killed by signal {-res.rc}" + (" (timeout)" if res.wall >= kill_after(case) else ""))
     elif case.rc == "nonzero":
         if res.rc == 0:
             pr.append("exit 0, expected a failure")
@@ -230,7 +249,7 @@ def expect(case, res):
     err = res.err
     if case.lines is not None:
         text = err.decode(errors="replace")
-        if res.wall >= min(KILL_AFTER, case.time_limit + 2):
+        if res.wall >= kill_after(case):
             pass   # killed: the time line says it
         elif not text.endswith("\n") or (case.lines == 1 and text.count("\n") != 1):
             pr.append(f"stderr is not one line: {short(err)!r}")
@@ -241,8 +260,8 @@ def expect(case, res):
             pr.append(f"stderr does not name {' or '.join(case.mention)}: {short(line)!r}")
     if case.stdout_empty and res.out:
         pr.append(f"stdout not empty: {short(res.out, 80)!r}")
-    if res.wall > case.time_limit:
-        pr.append(f"took {res.wall:.1f} s (limit {case.time_limit} s)")
+    if res.cpu > case.time_limit * SCALE:
+        pr.append(f"used {res.cpu:.1f} s of CPU (limit {case.time_limit} s x time scale {SCALE:.3g})")
     if res.maxrss_kb > case.mem_mb * 1024:
         pr.append(f"peak memory {res.maxrss_kb // 1024} MiB (limit {case.mem_mb} MiB)")
     return pr
@@ -376,6 +395,12 @@ def output_cases():
         cs.append(Case("output replace", f"{cmd} {opt} over an existing file", argv + [opt, "out.txt"], 0,
                        lines=None, setup=mk_file("out.txt"), changes={"out.txt"},
                        check=same_as_stdout(argv, "out.txt")))
+        # a file of another user (as root): replaced with its owner, group and mode kept; as a
+        # user who may not give it away, replaced all the same, then the writer's
+        cs.append(Case("output owner", f"{cmd} {opt} over another user's file (as root)", argv + [opt, "out.txt"],
+                       0, lines=None, runner=owner_runner(argv, opt, as_user=None)))
+        cs.append(Case("output owner", f"{cmd} {opt} over a third user's file, as an unprivileged user",
+                       argv + [opt, "out.txt"], 0, lines=None, runner=owner_runner(argv, opt, as_user=OTHER_UID)))
         # a file that cannot grow: nothing is left, the target is untouched
         cs.append(Case("output write error", f"{cmd} {opt} with RLIMIT_FSIZE 16 bytes", argv + [opt, "out.txt"],
                        "nonzero", mention=None, fsize=16, stdout_empty=False))
@@ -392,6 +417,53 @@ def output_cases():
         cs.append(Case("output path", f"plot --scripts {name}", ["plot", "--out", "p", "--scripts", path], 2,
                        mention=["--scripts"], setup=setup))
     return cs
+
+
+OWNER_UID, OWNER_GID, OTHER_UID = 12345, 23456, 12346
+
+
+def owner_runner(argv, opt, as_user):
+    """Runs argv + [opt, out.txt] over a file owned by OWNER_UID:OWNER_GID with mode 0604 in a
+    folder anyone may write (the sticky bit off).  As root (as_user None) the new file must keep
+    that owner, group and mode; run as as_user, who may not give a file away, it must still be
+    replaced whole (then owned by as_user, mode kept).  Its content must be the command's stdout.
+    Not root: the files of another user cannot be made, and the case checks nothing (says so
+    in its name's group count only)."""
+    def run(case, work):
+        if os.geteuid() != 0:
+            return []
+        p = os.path.join(work, "out.txt")
+        with open(p, "wb") as fh:
+            fh.write(PRECIOUS)
+        os.chown(p, OWNER_UID, OWNER_GID)
+        os.chmod(p, 0o604)
+        os.chmod(work, 0o777)
+        os.chmod(os.path.dirname(work), 0o755)
+
+        def pre():
+            if as_user is not None:
+                os.setgid(as_user)
+                os.setuid(as_user)
+        r = subprocess.run([CLI] + argv + [opt, "out.txt"], cwd=work, capture_output=True, timeout=KILL_AFTER,
+                           preexec_fn=pre)
+        if r.returncode != 0:
+            return [f"status {r.returncode}: {short(r.stderr)}"]
+        st = os.lstat(p)
+        want = (OWNER_UID, OWNER_GID) if as_user is None else (as_user, as_user)
+        pr = []
+        if (st.st_uid, st.st_gid) != want:
+            pr.append(f"owner {st.st_uid}:{st.st_gid}, expected {want[0]}:{want[1]}")
+        if stat.S_IMODE(st.st_mode) != 0o604:
+            pr.append(f"mode {stat.S_IMODE(st.st_mode):o}, expected 604")
+        ref = subprocess.run([CLI] + argv, cwd=work, capture_output=True, timeout=KILL_AFTER)
+        with open(p, "rb") as fh:
+            if strip_command(fh.read()) != strip_command(ref.stdout):
+                pr.append("out.txt is not the command's output")
+        left = sorted(set(os.listdir(work)) - {"out.txt"})
+        if left:
+            pr.append(f"left behind: {left}")
+        return pr
+    return run
 
 
 def mode_is(rel, mode):
@@ -455,7 +527,66 @@ def interrupted_cases():
                                time_limit=2.5, mem_mb=1024, check=interrupted_ok(pre)))
         cs.append(Case("concurrent", f"four {cmd} runs writing one {opt}", argv, rc=0, lines=None,
                        stdout_empty=False, runner=concurrent_runner(*CONCURRENT[cmd], opt)))
+    # every other signal that ends a process by default and can be caught, sent once the
+    # temporary exists (so the case cannot pass by finishing first): the run dies of it, and
+    # leaves neither its temporary nor a changed target
+    for sig in FATAL_SIGNALS:
+        for pre in (False, True):
+            cs.append(Case("interrupted", f"sweep --output {sig_name(sig)} once its temporary exists"
+                           + (" over an existing file" if pre else ""), LONG_SWEEP + ["--output", "out.txt"],
+                           rc="any", lines=None, setup=mk_file("out.txt") if pre else None, time_limit=10,
+                           mem_mb=1024, runner=signal_runner(sig, pre)))
     return cs
+
+
+def sig_name(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"SIGRTMIN+{sig - signal.SIGRTMIN}"
+
+
+# SIGINT, SIGTERM and SIGHUP are above, for three commands; SIGXFSZ is ignored by design (a write
+# past the limit fails and is reported): sent, it must change nothing and the run completes.
+FATAL_SIGNALS = [signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGPIPE, signal.SIGALRM, signal.SIGXCPU,
+                 signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR, signal.SIGSTKFLT, signal.SIGSYS,
+                 signal.SIGTRAP, signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL,
+                 signal.SIGRTMIN, signal.SIGRTMAX, signal.SIGXFSZ]
+
+
+def signal_runner(sig, pre):
+    def run(case, work):
+        before = snapshot(work)
+        start = time.monotonic()
+        p, _ = launch(case.argv, work, Case(case.group, case.name, case.argv, stdout="pipe", core=0), None)
+        # the temporary must exist before the signal is sent, else the case proves nothing
+        tmp = []
+        while not tmp and p.poll() is None and time.monotonic() - start < case.time_limit * SCALE:
+            tmp = [n for n in os.listdir(work) if ".flashlab-tmp-" in n]
+            time.sleep(0.01)
+        if not tmp:
+            p.kill()
+            p.communicate()
+            return ["no temporary appeared before the run ended: the signal would prove nothing"]
+        os.kill(p.pid, sig)
+        pr, want = [], sig
+        if sig == signal.SIGXFSZ:   # ignored: still running a moment later; then SIGTERM ends it
+            time.sleep(0.3)
+            if p.poll() is not None:
+                pr.append(f"SIGXFSZ (ignored by design) ended the run: status {p.returncode}")
+            else:
+                os.kill(p.pid, signal.SIGTERM)
+            want = signal.SIGTERM
+        rc, rss, out, err, _ = wait_rusage(p, start + kill_after(case))
+        if rc != -want and not pr:
+            pr.append(f"status {rc}, expected death by {sig_name(want)} ({-want})")
+        after = snapshot(work)
+        for rel in sorted(set(before) | set(after)):
+            if before.get(rel) != after.get(rel):
+                pr.append(f"{rel} " + ("left behind" if rel not in before else "removed" if rel not in after
+                                       else "changed"))
+        return pr
+    return run
 
 
 def interrupted_ok(pre):
@@ -723,7 +854,8 @@ INT_BAD = ["", "nan", "inf", "1e999", "0x10", " 5", "5 ", "5junk", "5.5", "1,2",
            "\u0665", "--", "-"]
 SIZE_BAD = INT_BAD + ["0", "-0", "-1", "-9223372036854775808"]
 SEED_BAD = [v for v in INT_BAD if v != "9223372036854775808"] + ["-1"]   # seeds are unsigned 64-bit
-LIMIT_BAD = INT_BAD[:4] + [" 5", "5 ", "5junk", "1e10junk", "-1", "-1e10", "1e30", "0x10", ""]
+LIMIT_BAD = INT_BAD[:4] + [" 5", "5 ", "5junk", "1e10junk", "-1", "-1e10", "1e30", "0x10", "",
+                            "1.5e0", "1e-3", "1e", "e9", "1.e9", ".5e1", "9.3e18", "1e10 "]
 REAL_BAD = ["", "nan", "inf", "-inf", "1e999", "5junk", " 0.5", "0.5 ", "0x1p-1", "--", "1,2"]
 CHOICE_BAD = ["", "nope", "FLASH2", "flash2 ", " flash2", "flash2,", ",", "flash2,,flash1", "flash2\n", "--", "-"]
 LIST_BAD = ["", ",", "64,", ",64", "64,,128", "64:1024", "64:1024:x1", "64:1024:x0", "64:1024:+0",
@@ -829,6 +961,123 @@ def value_cases():
                 cs.append(Case("repeated option", f"{cmd} {opt} bad, then good", argv0 + [opt, bads[0] if bads[0] else
                                "5junk", opt, good], 2, mention=[opt]))
     return cs
+
+
+def eform_defaults():
+    """(command, option, default) for every option whose default the command's --help prints in
+    scientific form ("[1e10]"), read from the help itself, so a new option is covered too."""
+    import re
+    found = []
+    for cmd, base in BASES.items():
+        argv = base[:3] if cmd == "l2 --launch" else base[:1]
+        text = subprocess.run([CLI] + argv + ["--help"], capture_output=True, timeout=KILL_AFTER).stdout.decode()
+        opt = None
+        for line in text.splitlines():
+            m = re.match(r"\s{2}(--[a-zA-Z][\w-]*)", line)
+            if m:
+                opt = m.group(1)
+            d = re.search(r"\[(\d+(?:\.\d+)?e\d+)\]\s*$", line)
+            if d and opt:
+                found.append((cmd, opt, d.group(1)))
+    return found
+
+
+def eform_cases(slow):
+    """Numbers in the forms the help prints: each such option takes its default as printed, and
+    an exact whole number in that form means its digits (2.5e1 behaves as 25, byte for byte),
+    while a fraction (2.55e1) is refused naming the option."""
+    found = eform_defaults()
+    # the help must yield the options it documents so (else the cases below would be none)
+    assert len(found) >= 9, f"only {len(found)} options print a default in scientific form: {found}"
+    cs = []
+    for cmd, opt, default in found:
+        base = BASES[cmd]
+        if cmd != "report" or slow:   # report's default run takes half a minute
+            cs.append(Case("number form", f"{cmd} {opt} {default} (its default as the help prints it)",
+                           base + [opt, default], 0, lines=None, stdout_empty=False,
+                           time_limit=120 if cmd == "report" else 10))
+        cs.append(Case("number form", f"{cmd} {opt} 2.55e1 (a fraction)", base + [opt, "2.55e1"], 2, mention=[opt]))
+        cs.append(Case("number form", f"{cmd} {opt} 2.5e1 is 25", [], runner=same_as_digits(base, opt, "2.5e1", "25")))
+    return cs
+
+
+def format_cases():
+    """--format takes exactly the values its help lists: each one works, and json, where listed,
+    prints one JSON document (jsonl: one document a line); json where it is not listed, and
+    names next to the listed ones, are refused."""
+    import re
+    cs, seen = [], 0
+    for cmd, base in BASES.items():
+        argv = base[:3] if cmd == "l2 --launch" else base[:1]
+        text = subprocess.run([CLI] + argv + ["--help"], capture_output=True, timeout=KILL_AFTER).stdout.decode()
+        m = re.search(r"--format F\s+([a-z, ]+?)\s+\[", text)
+        if not m:
+            continue
+        listed = [v for v in re.split(r",\s*|\s+or\s+", m.group(1).strip()) if v]
+        seen += 1
+        for v in listed:
+            cs.append(Case("format", f"{cmd} --format {v} (listed)", base + ["--format", v], 0, lines=None,
+                           stdout_empty=False, check=parses_as(v)))
+        for v in ("json", "jsonl", "JSON", "tsv", "csv,json"):
+            if v not in listed:
+                cs.append(Case("format", f"{cmd} --format {v} (not listed)", base + ["--format", v], 2,
+                               mention=["--format"]))
+    assert seen >= 7, f"only {seen} commands list their --format values in the help"
+    return cs
+
+
+def parses_as(fmt):
+    import json
+
+    def f(work, res):
+        try:
+            if fmt == "json":
+                json.loads(res.out)
+            elif fmt == "jsonl":
+                for line in res.out.decode().splitlines():
+                    json.loads(line)
+        except ValueError as e:
+            return [f"--format {fmt} printed no valid {fmt}: {e}"]
+        return []
+    return f
+
+
+def truncated_csv_runner(case, work):
+    """bound --input over a sweep CSV cut at every byte of its last row: each cut is refused
+    naming the line; the whole file (the planted check) is read."""
+    p = os.path.join(work, "s.csv")
+    r = subprocess.run([CLI, "sweep", "--algo", "flash1,flash2", "--N", "256,512", "--d", "16", "--M", "4096,8192",
+                        "--output", p], capture_output=True, timeout=KILL_AFTER)
+    if r.returncode != 0:
+        return [f"the sweep failed: {short(r.stderr)}"]
+    data = open(p, "rb").read()
+    ok = subprocess.run([CLI, "bound", "--input", p], capture_output=True, timeout=KILL_AFTER)
+    if ok.returncode != 0:
+        return [f"the whole file is refused: {short(ok.stderr)}"]
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    lineno = data[:last].count(b"\n") + 1
+    pr = []
+    for cut in range(last + 1, len(data)):   # a row cut anywhere after its first byte
+        with open(p, "wb") as fh:
+            fh.write(data[:cut])
+        r = subprocess.run([CLI, "bound", "--input", p], capture_output=True, timeout=KILL_AFTER)
+        if r.returncode != 2 or f"s.csv:{lineno}".encode() not in r.stderr or r.stdout:
+            pr.append(f"cut at byte {cut} of {len(data)} ({short(data[last:cut])!r}): status {r.returncode}, "
+                      f"{short(r.stderr, 100)!r}")
+    return pr[:3] + ([f"... {len(pr) - 3} more"] if len(pr) > 3 else [])
+
+
+def same_as_digits(base, opt, eform, digits):
+    def run(case, work):
+        a = subprocess.run([CLI] + base + [opt, eform], cwd=work, capture_output=True, timeout=KILL_AFTER)
+        b = subprocess.run([CLI] + base + [opt, digits], cwd=work, capture_output=True, timeout=KILL_AFTER)
+        pr = []
+        same = lambda x: x.replace(eform.encode(), digits.encode())   # provenance lines quote the value
+        if (a.returncode, same(a.stdout), same(a.stderr)) != (b.returncode, b.stdout, b.stderr):
+            pr.append(f"{eform} and {digits} differ: status {a.returncode} vs {b.returncode}, "
+                      f"stderr {short(a.stderr, 80)!r} vs {short(b.stderr, 80)!r}")
+        return pr
+    return run
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1019,12 +1268,165 @@ def plot_again_identical(work, res):
 
 
 # ----------------------------------------------------------------------------------------------
+# Figures on a full disk: gnuplot exits 0 when its file cannot be written whole, so flashlab
+# checks each figure (fl_output_check_written) before it moves any in.  Over a folder of good
+# figures, a run that cannot write them all leaves every old figure as it was.
+
+FIGURES = [f"fig_{n}.{e}" for n in ("a_traffic_vs_M", "b_traffic_vs_N", "c_traffic_vs_Bc", "d_ratio_vs_M",
+                                      "g_bounds_vs_M") for e in ("png", "pdf", "svg")]
+# a successful plot writes about 700 KiB of figures (measured: 744 KiB with data/ on ext4), so a
+# file system with this much free cannot take them
+NEARLY_FULL_KIB = 300
+
+
+def good_figures(root):
+    """A folder of 'good figures' (distinct bytes each, 40 KiB) and data files, as a user has them."""
+    os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    for i, name in enumerate(FIGURES):
+        with open(os.path.join(root, name), "wb") as fh:
+            fh.write(hashlib.sha256(name.encode()).digest() * (40960 // 32))
+    with open(os.path.join(root, "data", "report_sweep.csv"), "wb") as fh:
+        fh.write(PRECIOUS)
+
+
+def free_kib(path):
+    v = os.statvfs(path)
+    return v.f_bavail * v.f_frsize // 1024
+
+
+def mount_small_fs(where, kib):
+    """A tmpfs of kib KiB at where; False when this process may not mount one."""
+    os.makedirs(where, exist_ok=True)
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "flhostile", where],
+                           capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def fill_to(fs, kib_left):
+    """Fills fs with one file until kib_left KiB are free (to a page)."""
+    need = free_kib(fs) - kib_left
+    if need > 0:
+        with open(os.path.join(fs, "filler"), "wb") as fh:
+            fh.write(b"\0" * (need * 1024))
+
+
+def gnuplot_shim(work, blocks, trap):
+    """FLASHLAB_GNUPLOT for a gnuplot whose writes stop past `blocks` 512-byte blocks (ulimit -f);
+    with trap, SIGXFSZ is ignored, so its writes fail and it exits 0 with its files cut short
+    (what a full disk does to it); without, the limit's signal ends it."""
+    import shutil
+    real = shutil.which("gnuplot") or "gnuplot"
+    p = os.path.join(work, "gnuplot-shim")
+    with open(p, "w") as fh:
+        fh.write("#!/bin/sh\n" + (f"ulimit -f {blocks}\n" if blocks is not None else "")
+                 + ("trap '' XFSZ\n" if trap else "") + f'exec "{real}" "$@"\n')
+    os.chmod(p, 0o755)
+    return p
+
+
+def figures_kept(case, work, target, argv, env, mention):
+    """Runs argv writing figures into target over good figures: it must fail (status 1, one last
+    line naming the figure or the write) and leave target byte for byte as it was."""
+    before = snapshot(target)
+    c = Case(case.group, case.name, argv, rc=1, mention=mention, lines=case.lines, env=env,
+             time_limit=case.time_limit, mem_mb=case.mem_mb, stdout_empty=True)
+    start = time.monotonic()
+    p, _ = launch(argv, work, c, None)
+    rc, rss, out, err, cpu = wait_rusage(p, start + kill_after(c))
+    res = Result(rc, out, err, time.monotonic() - start, rss, cpu)
+    pr = expect(c, res)
+    after = snapshot(target)
+    if after != before:
+        pr += [f"{target}: {rel} " + ("removed" if rel not in after else "left behind" if rel not in before
+                                       else f"changed {before[rel][:3]} -> {after[rel][:3]}")
+               for rel in sorted(set(before) | set(after)) if before.get(rel) != after.get(rel)][:4]
+    # planted fault: the comparison above must see one figure emptied (else it checks nothing)
+    victim = os.path.join(target, FIGURES[-1])
+    if os.path.isfile(victim):
+        with open(victim, "r+b") as fh:
+            fh.truncate(0)
+        if snapshot(target) == before:
+            pr.append("planted fault missed: an emptied figure was not seen as changed")
+    return pr
+
+
+def full_disk_runner(cmd, left_kib):
+    """cmd --out over good figures on a tmpfs with left_kib KiB free (a gnuplot that cannot write
+    past 16 KiB where no tmpfs can be mounted)."""
+    def run(case, work):
+        fs = os.path.join(work, "fs")
+        target = os.path.join(fs, "figs")
+        mounted = mount_small_fs(fs, 2048)
+        try:
+            good_figures(target)
+            env = {}
+            if mounted:
+                fill_to(fs, left_kib)
+                free = free_kib(fs)
+                if free > max(left_kib, 4) + 8:   # the case would pass vacuously on a roomy disk
+                    return [f"the file system has {free} KiB free, not {left_kib}: cannot fill it"]
+            else:
+                env["FLASHLAB_GNUPLOT"] = gnuplot_shim(work, 32, trap=True)
+            argv = [cmd, "--out", target] if cmd == "plot" else ["report", "--out", target]
+            return figures_kept(case, work, target, argv, env,
+                                ["--out", "figures"] if mounted else ["from gnuplot came out"])
+        finally:
+            if mounted:
+                subprocess.run(["umount", "-l", fs], capture_output=True, timeout=30)
+    return run
+
+
+def shim_runner(cmd, trap, mention):
+    """cmd --out over good figures with gnuplot's writes cut at 16 KiB (the shim)."""
+    def run(case, work):
+        target = os.path.join(work, "figs")
+        good_figures(target)
+        env = {"FLASHLAB_GNUPLOT": gnuplot_shim(work, 32, trap)}
+        return figures_kept(case, work, target, [cmd, "--out", target], env, mention)
+    return run
+
+
+def cpu_limit_self_check(case, work):
+    """Planted fault for the CPU-time ceiling that replaced the wall-clock one: a run of about a
+    second of CPU under a ceiling of 0.2 s (after the time scale) must be reported, so a refusal
+    that works before it refuses cannot pass on a busy machine."""
+    argv = ["count", "--algo", "flash2", "--N", "262144", "--d", "64", "--M", "8192"]
+    c = Case(case.group, case.name, argv, rc=0, lines=None, stdout_empty=False, time_limit=0.2 / SCALE)
+    start = time.monotonic()
+    p, _ = launch(argv, work, c, None)
+    rc, rss, out, err, cpu = wait_rusage(p, start + 600 * SCALE)
+    pr = expect(c, Result(rc, out, err, time.monotonic() - start, rss, cpu))
+    if cpu < 0.4:
+        return [f"the run used {cpu:.2f} s of CPU, too little to test the ceiling"]
+    if not any("of CPU" in x for x in pr):
+        return [f"{cpu:.2f} s of CPU under a ceiling of 0.2 s was not reported: {pr}"]
+    return []
+
+
+def full_disk_cases():
+    slow = dict(time_limit=400, mem_mb=1024)
+    return [
+        Case("full disk", f"report --out over good figures, {NEARLY_FULL_KIB} KiB free", [], lines=1,
+             runner=full_disk_runner("report", NEARLY_FULL_KIB), **slow),
+        Case("full disk", "plot --out over good figures, a full file system", [], lines="last",
+             runner=full_disk_runner("plot", 0), **slow),
+        Case("full disk", "plot --out, gnuplot's writes fail past 16 KiB (exit 0, files cut short)", [],
+             lines="last", runner=shim_runner("plot", True, ["from gnuplot came out incomplete"]), **slow),
+        Case("full disk", "plot --out, gnuplot killed by its file-size limit", [], lines="last",
+             runner=shim_runner("plot", False, ["the file-size limit"]), **slow),
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
 # The Python binding's cases (binding.py) as one group
 
 def binding_cases():
     def runner(case, work):
         r = subprocess.run([sys.executable, os.path.join(HERE, "binding.py"), CLI, LIB, "--jobs", "1"],
-                           capture_output=True, timeout=170)
+                           capture_output=True, timeout=300 * SCALE)
         if r.returncode != 0:
             return [l for l in r.stdout.decode(errors="replace").splitlines() if l] or [short(r.stderr)]
         return []
@@ -1035,11 +1437,15 @@ def binding_cases():
 
 def all_cases(slow):
     return (output_cases() + interrupted_cases() + stdout_cases(slow) + limit_cases() + value_cases()
-            + flag_cases() + misc_cases(slow))
+            + flag_cases() + misc_cases(slow) + full_disk_cases() + eform_cases(slow) + format_cases()
+            + [Case("truncated input", "bound --input a sweep CSV cut at every byte of its last row", [],
+                    runner=truncated_csv_runner, time_limit=60),
+               Case("time", "a second of CPU under a ceiling of 0.2 s is reported (planted)", [],
+                    runner=cpu_limit_self_check, time_limit=60)])
 
 
 def main(argv):
-    global CLI, LIB
+    global CLI, LIB, SCALE, KILL_AFTER
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cli")
@@ -1052,6 +1458,12 @@ def main(argv):
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
     CLI, LIB = os.path.abspath(a.cli), os.path.abspath(a.lib)
+    try:
+        SCALE = time_scale()
+    except ValueError as e:
+        print(f"battery: {e}")
+        return 2
+    KILL_AFTER *= SCALE
     cases = all_cases(a.slow)
     if not a.no_binding:
         cases = binding_cases() + cases
@@ -1084,7 +1496,7 @@ def main(argv):
         n, k = groups.get(c.group, (0, 0))
         groups[c.group] = (n + 1, k + (c.id not in failed))
     print(f"{len(cases)} cases, {len(cases) - len(failed)} pass "
-          f"({time.monotonic() - t0:.0f} s); by group: "
+          f"({time.monotonic() - t0:.0f} s, time scale {SCALE:.3g}); by group: "
           + ", ".join(f"{g} {k}/{n}" for g, (n, k) in groups.items()))
     return 1 if failed else 0
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile cases for the Python binding (notebooks/flashlab.py over libflashlab.so).
 
-usage: binding.py CLI LIB [--only SUBSTR] [--list]
+usage: binding.py CLI LIB [--only SUBSTR] [--list] [--sanitizer-runtime LIBASAN]
 
 Each case is a snippet run in a child interpreter (RLIMIT_AS 4 GiB, a time limit) with
 `fl` the binding.  Expectations:
@@ -10,13 +10,25 @@ Each case is a snippet run in a child interpreter (RLIMIT_AS 4 GiB, a time limit
            ctypes.ArgumentError, OverflowError, IndexError, a crash or no exception all fail.
   raises:X the snippet raises the exception named X (a trace callback's own exception).
   ok       the snippet runs without an exception (its asserts check the answer).
-One child runs the cases in turn and reports each; a child that dies (segfault, abort) is
-blamed on the case it was running and a new child carries on.  Prints one line per failing
+One child runs the cases in turn and reports each; a child that dies (segfault, abort, a
+sanitizer's report) is blamed on the case it was running and a new child carries on.
+
+Under the sanitizer build (LIB built with -fsanitize=address,undefined), --sanitizer-runtime
+names the AddressSanitizer runtime (gcc -print-file-name=libasan.so), which the children load
+first (LD_PRELOAD): an ASan library cannot be loaded into a plain Python otherwise, because the
+runtime must come before every other library.  There the children run without their RLIMIT_AS
+(ASan reserves terabytes of address space for its shadow memory at start), with
+allocator_may_return_null=1 (a huge allocation is an out-of-memory status, as without ASan) and
+without leak detection (CPython keeps much of its memory until exit by design).  Prints one line per failing
 case and a summary; exits 1 when a case fails.
 """
+import math
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from time_scale import time_scale  # noqa: E402
 
 PRELUDE = """
 import math
@@ -57,8 +69,9 @@ def cases():
                 add(f"{fn}({field}={what})", f"fl.{fn}(algo='flash2', N=64, d=8, M=4096, {field}={v})")
     for v in ("'Count'", "''", "'compute '", "None", "1", "'count,compute'"):
         add(f"run(mode={v})", f"fl.run(algo='flash2', N=64, d=8, M=4096, mode={v})")
-    for v in ("'nope'", "None", "''", "99", "-1", "True", "'flash2 '", "b'flash2'"):
+    for v in ("'nope'", "''", "99", "-1", "True", "'flash2 '", "b'flash2'", "'\\ud800'"):
         add(f"run(algo={v})", f"fl.run(algo={v}, N=64, d=8, M=4096)")
+    add("run(algo=None) is the default schedule", "assert fl.run(algo=None, N=64, d=8, M=4096).algo == fl.DEFAULT", "ok")
     for v in ("'up'", "''", "True", "1"):
         add(f"run(causal={v})", f"fl.run(algo='flash2', N=64, d=8, M=4096, causal={v})")
     for v in ("'forward'", "''", "0"):
@@ -215,6 +228,90 @@ def cases():
         "m.set_trace(f); m.load(b, t, 0, 0, 8, 8)\nassert m.reads == 64 * k[0], (m.reads, k)", "ok")
     add("machine trace not callable", "m, t, b = setup(); m.set_trace('print')")
     add("machine trace wrong arity", "m, t, b = setup(); m.set_trace(lambda: None); m.load(b, t, 0, 0, 8, 8)", "raises:TypeError")
+    # objects that own C memory: no copy, no pickle (a copy would free it twice); an OsmState
+    # is copied deeply (it owns no C memory but its own arrays)
+    owners = {"machine": "m", "tensor": "t", "buffer": "b"}
+    for what, var in owners.items():
+        for how in ("copy.copy({v})", "copy.deepcopy({v})", "pickle.dumps({v})", "copy.deepcopy([{v}])",
+                    "pickle.dumps({{'x': {v}}})"):
+            code = how.format(v=var)
+            add(f"{what}: {code}", f"import copy, pickle\nm, t, b = setup()\n{code}")
+    add("machine copy refused, then both closed", "import copy\nm, t, b = setup()\ntry:\n    copy.copy(m)\n"
+        "except fl.FlashlabError:\n    pass\nm.close(); m.close(); del m\nimport gc; gc.collect()", "ok")
+    add("OsmState copy is deep", "import copy\ns = fl.OsmState(2); fl.osm_step(s, [1.0], [[1.0, 2.0]])\n"
+        "c = copy.copy(s); fl.osm_step(c, [3.0], [[5.0, 6.0]])\nassert s.u == [1.0, 2.0] and c.u != s.u, (s.u, c.u)\n"
+        "assert fl.osm_finish(copy.deepcopy(s)) == fl.osm_finish(s)", "ok")
+    add("OsmState pickle round trip", "import pickle\ns = fl.OsmState(3); fl.osm_step(s, [0.5, 2.0], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])\n"
+        "r = pickle.loads(pickle.dumps(s))\nassert (r.m, r.l, r.u, r.dv) == (s.m, s.l, s.u, 3)\n"
+        "assert fl.osm_finish(r) == fl.osm_finish(s)", "ok")
+    add("OsmState restored from a pickle with no u", "fl._osm_restore(0.0, 1.0, [])")
+    add("OsmState restored from a pickle with u of strings", "fl._osm_restore(0.0, 1.0, ['a'])")
+    # sizes and names fixed at creation
+    for code in ("s = fl.OsmState(4); s.dv = 1000", "s = fl.OsmState(4); del s.dv", "s = fl.OsmState(4); s.dv = 1",
+                 "m, t, b = setup(); t.id = 99", "m, t, b = setup(); t.name = 'K'", "m, t, b = setup(); b.name = 'x'",
+                 "m, t, b = setup(); m.mode = 'compute'",
+                 "m, t, b = setup(); m.tensors = {}", "m, t, b = setup(); b.rows = 1000"):
+        add(f"fixed: {code.split('; ', 1)[-1]}", code)
+    add("OsmState dv fixed: finish reads its own size", "s = fl.OsmState(4)\ntry:\n    s.dv = 100000\n"
+        "except fl.FlashlabError:\n    pass\nassert len(fl.osm_finish(s)) == 4 and s.dv == 4", "ok")
+    add("machine.tensors is a copy", "m, t, b = setup(); d = m.tensors; d['Q'] = None; d['K'] = t\n"
+        "assert m.tensors == {'Q': t}, m.tensors; m.load(b, t, 0, 0, 8, 8)", "ok")
+    # hand-built tensors and buffers: refused, never a NULL or foreign pointer reaching C
+    for code in ("fl.Tensor(m, 99, 'Q').rows", "fl.Tensor(m, -1, 'Q').read()", "fl.Tensor(m, 'x', 'Q').reads",
+                 "fl.Tensor(m, 99, 'Q').write([[0.0]])", "m.load(b, fl.Tensor(m, 99, 'Q'), 0, 0, 8, 8)",
+                 "m.load(b, fl.Tensor(m, 0, 'Q'), 0, 0, 8, 8)", "m.store(b, fl.Tensor(m, 1, 'K'), 0, 0, 8, 8)",
+                 "m.load(fl.Buffer(m, b._p, 'q'), t, 0, 0, 8, 8)", "fl.Buffer(m, b._p, 'q').read()",
+                 "m.free(fl.Buffer(m, b._p, 'q'))", "repr(fl.Tensor(m, 99, 'Q'))"):
+        add(f"hand-built: {code}", f"m, t, b = setup()\n{code}")
+    # re-entrant calls from a trace callback: close and set_trace refused, the machine intact
+    add("machine trace closing the machine, then the machine again",
+        "m, t, b = setup()\ndef f(e):\n    m.close()\nm.set_trace(f)\ntry:\n    m.load(b, t, 0, 0, 8, 8)\n"
+        "except fl.FlashlabError as e:\n    assert 'refused while a call' in str(e), e\n"
+        "assert m.reads == 64 and b.read()[0] == t.read()[0]; m.close()", "ok")   # stopped, not freed
+    add("machine trace setting the trace", "m, t, b = setup()\ndef f(e):\n    m.set_trace(None)\n"
+        "m.set_trace(f); m.load(b, t, 0, 0, 8, 8)")
+    add("machine trace closing through with", "m, t, b = setup()\ndef f(e):\n    m.__exit__(None, None, None)\n"
+        "m.set_trace(f); m.alloc('k', 8, 8)")
+    add("run trace closing a machine in use", "m, t, b = setup()\ndef f(e):\n    m.close()\n"
+        "m.set_trace(lambda e: fl.run(algo='flash2', N=64, d=8, M=4096, trace=f)); m.load(b, t, 0, 0, 8, 8)")
+    # several threads: calls take turns; a close from another thread waits for the running call
+    add("threads: close while another thread loads",
+        "import threading, time\nm, t, b = setup()\nstarted = threading.Event()\n"
+        "def slow(e):\n    started.set(); time.sleep(0.02)\nm.set_trace(slow)\nerrs = []\n"
+        "def loader():\n    try:\n        for _ in range(50):\n            m.load(b, t, 0, 0, 8, 8); b.read()\n"
+        "    except fl.FlashlabError as e:\n        errs.append(e)\n"
+        "th = threading.Thread(target=loader); th.start()\nassert started.wait(10)\nm.close(); th.join(20)\n"
+        "assert not th.is_alive() and errs and 'closed' in str(errs[0]), errs", "ok")
+    add("threads: loads from four threads all counted",
+        "import threading\nm, t, b = setup()\n"
+        "def loader():\n    for _ in range(200):\n        m.load(b, t, 0, 0, 8, 8); t.reads; b[0, 0]\n"
+        "ths = [threading.Thread(target=loader) for _ in range(4)]\n[x.start() for x in ths]; [x.join() for x in ths]\n"
+        "assert m.reads == 4 * 200 * 64, m.reads", "ok")
+    add("threads: read a buffer while another thread frees and allocates",
+        "import threading\nm = mach()\nt = m.tensor('Q', 64, 8)\nstop = []\nerrs = []\n"
+        "def churn():\n    for _ in range(300):\n        x = m.alloc('x', 8, 8); m.load(x, t, 0, 0, 8, 8); m.free(x)\n    stop.append(1)\n"
+        "def reader():\n    while not stop:\n        for x in m.buffers:\n            try:\n                x.read()\n"
+        "            except fl.FlashlabError as e:\n                assert 'freed' in str(e), e\n"
+        "th = [threading.Thread(target=churn), threading.Thread(target=reader)]\n[x.start() for x in th]; [x.join() for x in th]", "ok")
+    # text that has no UTF-8 form (a lone surrogate)
+    for code in ("fl.Machine(4096, name='\\ud800')", "m = mach(); m.tensor('\\ud800', 8, 8)",
+                 "m = mach(); m.alloc('\\udfff', 8, 8)", "fl.cu_seqlens_check([0, 64], 1, 64, opt='\\ud800')",
+                 "fl.cli('count', '--algo', '\\ud800')", "fl.trace(algo='\\ud800')", "fl.run(algo='fl\\ud800', N=64)",
+                 "fl.mask(4, 4, '\\ud800')"):
+        add(f"lone surrogate: {code}", code)
+    # trace's window is a pair
+    for v in ("5", "(1,)", "None", "(1, 2, 3)", "'ab'", "{1: 2}"):
+        add(f"trace(window={v})", f"fl.trace(window={v})")
+    add("trace(window=(1, 1)) works", "assert fl.trace(window=(1, 1))", "ok")
+    # a library that is not libflashlab: FlashlabError at import, naming it
+    for what, path in (("a text file", "'/etc/hostname'"), ("/dev/null", "'/dev/null'"), ("a directory", "'/'"),
+                       ("libc (no fl_ functions)", "ctypes.util.find_library('c')"), ("missing", "'/nonexistent.so'")):
+        add(f"FLASHLAB_LIB = {what}",
+            "import ctypes.util, os, subprocess, sys\n"
+            f"r = subprocess.run([sys.executable, '-c', 'import flashlab'], capture_output=True, text=True, "
+            f"cwd=os.path.dirname(fl.__file__), env=dict(os.environ, FLASHLAB_LIB={path}))\n"
+            "last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''\n"
+            "assert r.returncode == 1 and last.startswith('flashlab.FlashlabError: '), r.stderr[-400:]", "ok")
     # online softmax and the reference
     for v, what in BAD_INTS:
         add(f"OsmState(dv={what})", f"fl.OsmState({v})")
@@ -300,7 +397,8 @@ def cases():
 
 CHILD = r"""
 import os, sys, resource, signal, traceback
-resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+if not os.environ.get("LD_PRELOAD"):   # ASan's shadow memory needs terabytes of address space
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 sys.path.insert(0, sys.argv[1])
 import flashlab as fl
 cases = __CASES__
@@ -308,7 +406,7 @@ start = int(sys.argv[2])
 for k in range(start, len(cases)):
     name, code, expect = cases[k]
     print(f"START {k}", flush=True)
-    signal.alarm(20)
+    signal.alarm(__ALARM__)
     g = {}
     try:
         exec(__PRELUDE__, g)
@@ -339,6 +437,7 @@ def main(argv):
     ap.add_argument("--only")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--sanitizer-runtime", help="the ASan runtime to preload (LIB is a sanitizer build)")
     a = ap.parse_args(argv)
     cs = cases()
     names = [c[0] for c in cs]
@@ -354,13 +453,27 @@ def main(argv):
     nbdir = os.path.join(os.path.dirname(os.path.dirname(here)), "notebooks")
     env = dict(os.environ, FLASHLAB_LIB=os.path.abspath(a.lib), FLASHLAB_CLI=os.path.abspath(a.cli),
                OMP_NUM_THREADS="1")
-    code = CHILD.replace("__CASES__", repr(cs)).replace("__PRELUDE__", repr(PRELUDE))
+    if a.sanitizer_runtime:
+        if not os.path.isfile(a.sanitizer_runtime):
+            print(f"binding: --sanitizer-runtime {a.sanitizer_runtime}: no such file")
+            return 1
+        env["LD_PRELOAD"] = a.sanitizer_runtime
+        env["ASAN_OPTIONS"] = "detect_leaks=0:allocator_may_return_null=1:abort_on_error=1"
+        env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    try:
+        scale = time_scale()
+    except ValueError as e:
+        print(f"binding: {e}")
+        return 2
+    # a case still running after 20 s (times the time scale) is a hang: the alarm ends the child
+    code = (CHILD.replace("__CASES__", repr(cs)).replace("__PRELUDE__", repr(PRELUDE))
+            .replace("__ALARM__", str(math.ceil(20 * scale))))
     t0 = time.monotonic()
     results = {}
     start = 0
     while start < len(cs):
         p = subprocess.run([sys.executable, "-c", code, nbdir, str(start)], env=env, capture_output=True,
-                           timeout=600)
+                           timeout=600 * scale)
         current = None
         for line in p.stdout.decode(errors="replace").splitlines():
             if line.startswith("START "):

@@ -37,6 +37,7 @@ static child_result run_child(void (*body)(double), double arg)
     if (pid == 0) {
         dup2(pe[1], 2);
         close(pe[0]);
+        if (!getenv("FL_KEEP_SCALE")) setenv("FLASHLAB_TIME_SCALE", "1", 1); /* the limits below, unscaled */
         body(arg);
         _exit(0);
     }
@@ -122,4 +123,59 @@ Test(time_limit, criterion_fails_a_run_whose_test_passes_its_limit)
     cr_expect(strstr(r.err, "test time limit of 1 s exceeded") != NULL, "stderr: %s", r.err);
     cr_expect(strstr(r.err, "Crashing: 1") != NULL, "stderr: %s", r.err);
     cr_expect(r.seconds < 20.0, "the run took %.2f s", r.seconds);
+}
+
+/* A loaded machine's factor: FLASHLAB_TIME_SCALE=3 makes a limit of 1 s one of 3 s, and the line
+ * says so; a test of 2 s then passes (the planted fault: at scale 1 the same test is ended). */
+static void scaled_limit(double scale)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%g", scale);
+    setenv("FLASHLAB_TIME_SCALE", v, 1);
+    fl_time_limit(1.0);
+    sleep_for(scale > 2 ? 30.0 : 2.0);
+}
+
+static void scaled_within(double scale)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%g", scale);
+    setenv("FLASHLAB_TIME_SCALE", v, 1);
+    fl_time_limit(1.0);
+    sleep_for(1.5);
+}
+
+Test(time_limit, the_time_scale_multiplies_every_limit)
+{
+    child_result r = run_child(scaled_limit, 3.0);
+    cr_expect_eq(r.status, 128 + SIGALRM, "status %d, stderr: %s", r.status, r.err);
+    cr_expect_str_eq(r.err, "test time limit of 3 s exceeded (1 s x time scale 3; tests/support/time_limit.h)\n");
+    cr_expect(r.seconds >= 2.9, "ended after %.2f s, before the scaled limit", r.seconds);
+    r = run_child(scaled_within, 3.0);
+    cr_expect_eq(r.status, 0, "a test of 1.5 s under 1 s x 3: status %d, stderr: %s", r.status, r.err);
+    r = run_child(scaled_within, 1.0); /* planted: the same test unscaled must be ended */
+    cr_expect_eq(r.status, 128 + SIGALRM, "a test of 1.5 s under 1 s x 1: status %d", r.status);
+}
+
+static void bad_scale(double unused)
+{
+    (void)unused;
+    setenv("FLASHLAB_TIME_SCALE", "fast", 1);
+    fl_time_limit(1.0);
+}
+
+static void unset_scale(double unused)
+{
+    (void)unused;
+    unsetenv("FLASHLAB_TIME_SCALE");
+    _exit(fl_time_scale() >= 1.0 ? 0 : 3);
+}
+
+Test(time_limit, a_bad_time_scale_is_an_error_and_none_follows_the_load)
+{
+    child_result r = run_child(bad_scale, 0.0);
+    cr_expect_eq(r.status, 2, "status %d", r.status);
+    cr_expect_str_eq(r.err, "FLASHLAB_TIME_SCALE='fast': must be a number in (0, 1000] (tests/support/time_limit.h)\n");
+    r = run_child(unset_scale, 0.0);
+    cr_expect_eq(r.status, 0, "the load's factor is below 1: status %d", r.status);
 }

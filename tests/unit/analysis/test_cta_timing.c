@@ -59,6 +59,7 @@ Test(cta_timing, refuses_every_broken_rule)
         {"item,sm,start_ns,end_ns\n0,0,0,1\n0,1,0,1\n", "twice", 0},
         {"item,sm,start_ns,end_ns\n0,0,0,1\n2,1,0,1\n", "out of range", 0},
         {"item,sm,start_ns,end_ns\n0,0,\0,1\n", "NUL", 32},
+        {"item,sm,start_ns,end_ns\n0,0,0,100\n1,0,100,20", "no newline at its end", 0}, /* cut mid-row */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         fl_cta_time *t = (fl_cta_time *)1;

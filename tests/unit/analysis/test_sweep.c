@@ -300,6 +300,11 @@ Test(sweep_csv, malformed_input_is_refused_naming_the_line)
     cr_assert(strstr(fl_last_error(), "forward"), "%s", fl_last_error());
     snprintf(buf, sizeof buf, "%s# skipped: ...\n\nflash1,64,16,4096,16,16,1,2,3,4,3,6,7,16,fwd\n", hdr);
     cr_assert_eq(read_text(buf), FL_OK, "%s", fl_last_error());
+    /* a file cut in the middle of its last row: its columns all parse (16 for 1638), so only
+     * the missing newline tells */
+    snprintf(buf, sizeof buf, "%sflash1,64,16,4096,16,16,1,2,3,4,3,6,7,16", hdr);
+    cr_assert_eq(read_text(buf), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "x.csv:2: the last line has no newline at its end"), "%s", fl_last_error());
 }
 
 Test(sweep_csv, bound_fits_a_sweep_file)

@@ -176,4 +176,7 @@ Test(trace, format_names)
     cr_assert_eq(f, FL_TRACE_JSONL);
     cr_assert_eq(fl_trace_format_parse("xml", &f), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{format}"));
+    /* JSON lines are not one JSON document: "json" is not a name for them */
+    cr_assert_eq(fl_trace_format_parse("json", &f), FL_EINVAL);
+    cr_assert_str_eq(fl_last_error(), "format: unknown trace format 'json' (choose csv or jsonl)");
 }

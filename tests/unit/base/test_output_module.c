@@ -155,6 +155,44 @@ Test(output_module, targets_that_are_not_regular_files_are_refused)
     cr_expect_str_eq(names, "sub/ ");
 }
 
+/* A file another program wrote is accepted only whole: not empty, ending as its format ends
+ * (trailing whitespace aside); an empty file, one cut short by a byte, a missing one and a
+ * directory in its place are each refused with their own line, naming the file. */
+Test(output_module, a_file_written_by_another_program_must_be_whole)
+{
+    char dir[64], path[128];
+    fresh_dir(dir);
+    snprintf(path, sizeof path, "%s/f.pdf", dir);
+    put(path, "%PDF-1.5\nbody\n%%EOF\n\n");
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", "%%EOF", 5), FL_OK, "%s", fl_last_error());
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, NULL, 0), FL_OK, "the size alone");
+    /* planted faults: each must be caught */
+    put(path, "%PDF-1.5\nbody\n%%EO");
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", "%%EOF", 5), FL_EIO, "a file cut short passed");
+    cr_expect(strstr(fl_last_error(), "--out: f.pdf came out incomplete (18 bytes, not ending as a complete file does"),
+              "%s", fl_last_error());
+    put(path, "");
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", "%%EOF", 5), FL_EIO, "an empty file passed");
+    cr_expect(strstr(fl_last_error(), "--out: f.pdf came out empty (0 bytes; "), "%s", fl_last_error());
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", NULL, 0), FL_EIO, "an empty file passed the size check");
+    put(path, "%%EOF"); /* a tail longer than the file */
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, "x%%EOF", 6), FL_EIO);
+    static const char png_end[] = "\0\0\0\0IEND\xae\x42\x60\x82";
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    fwrite("\x89PNG....", 1, 8, f);
+    fwrite(png_end, 1, 12, f);
+    fclose(f);
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, png_end, 12), FL_OK, "%s", fl_last_error());
+    cr_expect_eq(truncate(path, 19), 0);
+    cr_expect_eq(fl_output_check_written("--out", path, NULL, png_end, 12), FL_EIO, "a PNG without its last byte passed");
+    unlink(path);
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", NULL, 0), FL_EIO, "a missing file passed");
+    cr_expect(strstr(fl_last_error(), "f.pdf was not written (No such file or directory)"), "%s", fl_last_error());
+    cr_assert_eq(mkdir(path, 0755), 0);
+    cr_expect_eq(fl_output_check_written("--out", path, "f.pdf", NULL, 0), FL_EIO, "a directory passed");
+}
+
 Test(output_module, at_most_a_fixed_number_pending)
 {
     char dir[64], path[128];
@@ -202,6 +240,57 @@ Test(output_module, a_new_directory_appears_whole)
     cr_expect_str_eq(names, "figs/ figs/a.png figs/b.pdf figs/data/ figs/data/a.csv ");
     cr_assert_eq(stat(out, &st), 0);
     cr_expect_eq(st.st_mode & 0777, 0750, "mode %o: the umask decides", st.st_mode & 0777);
+}
+
+/* Files of another user, replaced by root: each keeps its owner, group and mode (a file and a
+ * directory of files); replaced by a user who may not give a file away: replaced all the same,
+ * the writer's then, mode kept. */
+Test(output_module, a_replaced_file_keeps_its_owner_and_mode)
+{
+    if (geteuid() != 0) cr_skip_test("needs root: the files of another user cannot be made");
+    char dir[64], file[128], fig[128];
+    fresh_dir(dir);
+    snprintf(file, sizeof file, "%s/out.csv", dir);
+    snprintf(fig, sizeof fig, "%s/a.png", dir);
+    put(file, "old\n");
+    put(fig, "old\n");
+    cr_assert_eq(chown(file, 12345, 23456), 0);
+    cr_assert_eq(chown(fig, 12345, 23456), 0);
+    cr_assert_eq(chmod(file, 02640), 0); /* set-group-ID too: a chown clears it, so the mode comes after */
+    cr_assert_eq(chmod(fig, 0604), 0);
+    fl_output *o;
+    cr_assert_eq(fl_output_open(file, "--output", &o), FL_OK, "%s", fl_last_error());
+    fputs("new\n", fl_output_file(o));
+    cr_assert_eq(fl_output_commit(o), FL_OK, "%s", fl_last_error());
+    fl_outdir *d;
+    cr_assert_eq(fl_outdir_open(dir, "--out", figs, 3, &d), FL_OK, "%s", fl_last_error());
+    stage(d, "new\n");
+    cr_assert_eq(fl_outdir_commit(d), FL_OK, "%s", fl_last_error());
+    struct stat st;
+    cr_assert_eq(stat(file, &st), 0);
+    cr_expect_str_eq(slurp(file), "new\n");
+    cr_expect(st.st_uid == 12345 && st.st_gid == 23456 && (st.st_mode & 07777) == 02640, "file: %u:%u %o",
+              (unsigned)st.st_uid, (unsigned)st.st_gid, st.st_mode & 07777);
+    cr_assert_eq(stat(fig, &st), 0);
+    cr_expect_str_eq(slurp(fig), "new\n");
+    cr_expect(st.st_uid == 12345 && st.st_gid == 23456 && (st.st_mode & 07777) == 0604, "figure: %u:%u %o",
+              (unsigned)st.st_uid, (unsigned)st.st_gid, st.st_mode & 07777);
+    /* an unprivileged writer in a folder it may write: EPERM on the chown is not a failure */
+    cr_assert_eq(chmod(dir, 0777), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgid(12346) || setuid(12346)) _exit(10);
+        fl_output *u;
+        if (fl_output_open(file, "--output", &u)) _exit(11);
+        fputs("theirs\n", fl_output_file(u));
+        _exit(fl_output_commit(u) == FL_OK ? 0 : 12);
+    }
+    int wst;
+    waitpid(pid, &wst, 0);
+    cr_expect(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "unprivileged child: %d", wst);
+    cr_assert_eq(stat(file, &st), 0);
+    cr_expect_str_eq(slurp(file), "theirs\n");
+    cr_expect(st.st_uid == 12346 && (st.st_mode & 0777) == 0640, "%u %o", (unsigned)st.st_uid, st.st_mode & 07777);
 }
 
 Test(output_module, an_existing_directory_keeps_its_other_files)
