@@ -5,6 +5,9 @@
 #include <math.h>
 #include <string.h>
 
+#include <flashlab/blocksparse_mask.h>
+#include <flashlab/decode.h>
+
 fl_status fl_format_parse(const char *s, fl_format *out)
 {
     if (strcmp(s, "table") == 0) *out = FL_FMT_TABLE;
@@ -81,7 +84,8 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                 p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
                 p->cu_seqlens_q != NULL, r->fwd_total, r->bwd_total);
         if (e->with_errors) fprintf(out, ",%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err);
-        fprintf(out, ",%" PRId64 ",%" PRId64 ",%.10g\n", p->splits, p->page_size, p->density);
+        fprintf(out, ",%" PRId64 ",%" PRId64 ",%.10g\n", fl_kv_cache_of(p)->splits, fl_kv_cache_of(p)->page_size,
+                fl_block_sparsity_or_default(p->block_mask)->density);
         break;
     case FL_FMT_JSON:
         fprintf(out, "%s\n  {\"algo\": \"%s\", \"N\": %" PRId64 ", \"d\": %" PRId64 ", \"M\": %" PRId64
@@ -104,7 +108,8 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
             fprintf(out, ", \"bwd_blocks\": {\"Br\": %" PRId64 ", \"Bc\": %" PRId64 ", \"Bd\": %" PRId64 "}",
                     r->b_bwd.Br, r->b_bwd.Bc, r->b_bwd.Bd);
         fprintf(out, ", \"splits\": %" PRId64 ", \"page_size\": %" PRId64 ", \"density\": %.10g",
-                p->splits, p->page_size, p->density); /* decode, blocksparse */
+                fl_kv_cache_of(p)->splits, fl_kv_cache_of(p)->page_size,
+                fl_block_sparsity_or_default(p->block_mask)->density); /* decode, blocksparse */
         fputs(",\n   \"tensors\": {", out);
         for (int t = 0; t < r->ntensors; t++)
             fprintf(out, "%s\"%s\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64

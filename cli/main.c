@@ -22,6 +22,7 @@ static const struct {
     {"optimize", fl_cmd_optimize, "search loop order, GQA grouping and blocks for the fewest HBM accesses"},
     {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
     {"l2", fl_cmd_l2, "predict DRAM bytes of a kernel schedule through an L2 (three levels)"},
+    {"schedules", fl_cmd_schedules, "list the registered schedules: all, optimize's family, roles"},
 };
 
 /* The CLI's spelling of a quantity the library names: its flag, "--" and the name with '-' for

@@ -43,6 +43,8 @@ void fl_popts_init(fl_popts *o)
 {
     memset(o, 0, sizeof *o);
     o->p = fl_problem_default();
+    o->kv = fl_kv_cache_default();
+    o->bm = fl_block_sparsity_default();
 }
 
 /* A decimal double (nan and inf allowed): strtod over the whole string, which must start with a
@@ -118,18 +120,20 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
         *s = fl_parse_i64_list(name, v, 0, big, o->cuk, FL_CLI_MAX_BATCH + 1, &o->ncuk);
     else if (strcmp(name, "--max-events") == 0) *s = fl_parse_limit(name, v, 0, INT64_MAX, &p->max_events);
     /* decode, blocksparse (docs/model.md §Decode, §Block-sparse) */
-    else if (strcmp(name, "--splits") == 0) *s = fl_parse_i64(name, v, 1, big, &p->splits), p->given |= FL_GIVEN_KV_CACHE;
-    else if (strcmp(name, "--page-size") == 0) *s = fl_parse_i64(name, v, 1, big, &p->page_size), p->given |= FL_GIVEN_KV_CACHE;
-    else if (strcmp(name, "--pool-pages") == 0) *s = fl_parse_i64(name, v, 1, big, &p->pool_pages), p->given |= FL_GIVEN_KV_CACHE;
-    else if (strcmp(name, "--page-seed") == 0) *s = fl_parse_u64(name, v, &p->page_seed), p->given |= FL_GIVEN_KV_CACHE;
+    /* a cache option, even at its default value, asks for a cache (decode's), a mask option for a
+     * block mask (blocksparse's): p points at the extension then */
+    else if (strcmp(name, "--splits") == 0) *s = fl_parse_i64(name, v, 1, big, &o->kv.splits), p->kv_cache = &o->kv;
+    else if (strcmp(name, "--page-size") == 0) *s = fl_parse_i64(name, v, 1, big, &o->kv.page_size), p->kv_cache = &o->kv;
+    else if (strcmp(name, "--pool-pages") == 0) *s = fl_parse_i64(name, v, 1, big, &o->kv.pool_pages), p->kv_cache = &o->kv;
+    else if (strcmp(name, "--page-seed") == 0) *s = fl_parse_u64(name, v, &o->kv.page_seed), p->kv_cache = &o->kv;
     else if (strcmp(name, "--block-table") == 0) {
-        *s = fl_parse_i64_list(name, v, -big, big, o->table, FL_CLI_MAX_BATCH, &p->block_table_len);
-        p->block_table = o->table;
-        p->given |= FL_GIVEN_KV_CACHE;
+        *s = fl_parse_i64_list(name, v, -big, big, o->table, FL_CLI_MAX_BATCH, &o->kv.block_table_len);
+        o->kv.block_table = o->table;
+        p->kv_cache = &o->kv;
     }
-    else if (strcmp(name, "--pad") == 0) *s = parse_double(name, v, &p->pad_value), p->given |= FL_GIVEN_KV_CACHE;
-    else if (strcmp(name, "--density") == 0) *s = parse_double(name, v, &p->density), p->given |= FL_GIVEN_BLOCK_MASK;
-    else if (strcmp(name, "--mask-seed") == 0) *s = fl_parse_u64(name, v, &p->mask_seed), p->given |= FL_GIVEN_BLOCK_MASK;
+    else if (strcmp(name, "--pad") == 0) *s = parse_double(name, v, &o->kv.pad_value), p->kv_cache = &o->kv;
+    else if (strcmp(name, "--density") == 0) *s = parse_double(name, v, &o->bm.density), p->block_mask = &o->bm;
+    else if (strcmp(name, "--mask-seed") == 0) *s = fl_parse_u64(name, v, &o->bm.mask_seed), p->block_mask = &o->bm;
     else return 0;
     return 1;
 }

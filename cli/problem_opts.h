@@ -8,6 +8,8 @@
 #ifndef FL_CLI_PROBLEM_OPTS_H
 #define FL_CLI_PROBLEM_OPTS_H
 
+#include <flashlab/blocksparse_mask.h>
+#include <flashlab/decode.h>
 #include <flashlab/schedule.h>
 
 #define FL_CLI_MAX_BATCH 4096
@@ -19,6 +21,8 @@ typedef struct {
     int set_N, set_batch;
     int64_t cuq[FL_CLI_MAX_BATCH + 1], cuk[FL_CLI_MAX_BATCH + 1], ncuq, ncuk;
     int64_t table[FL_CLI_MAX_BATCH]; /* --block-table */
+    fl_kv_cache kv;           /* decode's cache options; p.kv_cache points here once one is given */
+    fl_block_sparsity bm;     /* blocksparse's; p.block_mask likewise */
 } fl_popts;
 
 /* The help lines of these options, for a command's usage text. */

@@ -52,6 +52,8 @@
 #include <flashlab/ops.h>
 #include <flashlab/schedule.h>
 #include <flashlab/run.h>
+#include <flashlab/blocksparse_mask.h>
+#include <flashlab/decode.h>
 
 #ifndef FZ_CONTRACT_ONLY
 #define FZ_CONTRACT_ONLY 1
@@ -100,6 +102,8 @@ static void fuzz_run(fz_bytes *b)
 {
     static int64_t cuq[17], cuk[17], table[64];
     fl_problem p = fl_problem_default();
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    fl_block_sparsity p_bm = fl_block_sparsity_default();
     p.algo = (fl_algo)(int8_t)fz_take(b, 1);
     if (fz_take(b, 1) & 1) p.algo = (fl_algo)(p.algo & 7); /* mostly a real schedule */
     p.N = pick_i64(b), p.d = pick_i64(b), p.M = pick_i64(b);
@@ -126,21 +130,23 @@ static void fuzz_run(fz_bytes *b)
             p.cu_seqlens_k_len = p.batch + 1;
         }
     }
-    if (v & 256) p.page_size = pick_i64(b), p.pool_pages = fz_take(b, 1) & 1 ? pick_i64(b) : 0;
-    if (v & 512) p.page_seed = fz_take(b, 8);
+    if (v & 256) p_kv.page_size = pick_i64(b), p_kv.pool_pages = fz_take(b, 1) & 1 ? pick_i64(b) : 0;
+    if (v & 512) p_kv.page_seed = fz_take(b, 8);
     if (v & 1024) {
-        p.block_table_len = (int64_t)(fz_take(b, 1) % 65);
-        for (int64_t i = 0; i < p.block_table_len; i++) table[i] = fz_take(b, 1) & 1 ? pick_i64(b) : i;
-        p.block_table = table;
+        p_kv.block_table_len = (int64_t)(fz_take(b, 1) % 65);
+        for (int64_t i = 0; i < p_kv.block_table_len; i++) table[i] = fz_take(b, 1) & 1 ? pick_i64(b) : i;
+        p_kv.block_table = table;
     }
-    if (v & 2048) p.splits = pick_i64(b);
-    if (v & 4096) p.pad_value = pick_double(b);
-    if (v & 8192) p.density = pick_double(b), p.mask_seed = fz_take(b, 8);
+    if (v & 2048) p_kv.splits = pick_i64(b);
+    if (v & 4096) p_kv.pad_value = pick_double(b);
+    if (v & 8192) p_bm.density = pick_double(b), p_bm.mask_seed = fz_take(b, 8);
+    if (v & (256 | 512 | 1024 | 2048 | 4096)) p.kv_cache = &p_kv; /* a cache field given: a cache */
+    if (v & 8192) p.block_mask = &p_bm;
 #if FZ_CONTRACT_ONLY /* finding A5: a K cache (Nk or pool x page rows of d) that does not fit 64 bits is
                       * blamed on "tensor K" */
-    if (p.page_size > 0 && p.pool_pages > 0) {
-        const __int128 rows = (__int128)p.pool_pages * p.page_size; /* < 2^126 */
-        if (rows > INT64_MAX / 4 || rows * (p.d > 0 ? p.d : 1) > INT64_MAX / 4) p.pool_pages = 0;
+    if (p_kv.page_size > 0 && p_kv.pool_pages > 0) {
+        const __int128 rows = (__int128)p_kv.pool_pages * p_kv.page_size; /* < 2^126 */
+        if (rows > INT64_MAX / 4 || rows * (p.d > 0 ? p.d : 1) > INT64_MAX / 4) p_kv.pool_pages = 0;
     }
     if (p.algo == FL_ALGO_DECODE && (__int128)(p.Nk > 0 ? p.Nk : p.N) * (p.d > 0 ? p.d : 1) > INT64_MAX / 8) return;
 #endif
@@ -164,11 +170,11 @@ static void fuzz_run(fz_bytes *b)
              * checked (its lower bound counts the row blocks only) */
             const int64_t Nk = p.Nk ? p.Nk : p.N;
             if (p.algo == FL_ALGO_DECODE &&
-                (__int128)fl_cdiv(p.N, bl.Br) * (p.splits < Nk ? p.splits : Nk) > (INT64_C(1) << 22))
+                (__int128)fl_cdiv(p.N, bl.Br) * (p_kv.splits < Nk ? p_kv.splits : Nk) > (INT64_C(1) << 22))
                 return;
             /* finding A6: decode allocates its block table (8 bytes a page) whatever its size; a
              * window keeps the events few while the pages are 10^15 */
-            if (p.algo == FL_ALGO_DECODE && p.page_size > 0 && fl_cdiv(Nk, p.page_size) > (INT64_C(1) << 20)) return;
+            if (p.algo == FL_ALGO_DECODE && p_kv.page_size > 0 && fl_cdiv(Nk, p_kv.page_size) > (INT64_C(1) << 20)) return;
             /* finding B2: the bytes of these schedules are summed without an overflow check */
             if (fl_cdiv(p.N, bl.Br) <= p.max_events && /* fl_run's own bound first, as it does */
                 fl_closed_form(&p, &bl, &cf) == FL_OK && cf.events <= p.max_events && (__int128)cf.total * 8 > INT64_MAX)
@@ -177,7 +183,7 @@ static void fuzz_run(fz_bytes *b)
     }
 #endif
     const int compute = (fz_take(b, 1) & 1) && small(p.N) && small(p.d) && small(p.Nk) && small(p.batch) &&
-                        small(p.heads) && small(p.page_size) && small(p.pool_pages) && p.M <= 1 << 20;
+                        small(p.heads) && small(p_kv.page_size) && small(p_kv.pool_pages) && p.M <= 1 << 20;
     if (getenv("FUZZ_API_VERBOSE")) /* to turn a finding into a command line */
         fprintf(stderr,
                 "fl_run: algo %d N %lld d %lld M %lld Br %lld Bc %lld eb %d max_events %lld Nk %lld causal %d "
@@ -186,15 +192,15 @@ static void fuzz_run(fz_bytes *b)
                 (int)p.algo, (long long)p.N, (long long)p.d, (long long)p.M, (long long)p.Br, (long long)p.Bc,
                 p.elem_bytes, (long long)p.max_events, (long long)p.Nk, (int)p.causal, (long long)p.window_left,
                 (long long)p.window_right, (long long)p.batch, (long long)p.heads, (long long)p.kv_heads, (int)p.pass,
-                p.cu_seqlens_q != NULL, p.cu_seqlens_k != NULL, (long long)p.page_size, (long long)p.pool_pages,
-                (unsigned long long)p.page_seed, (long long)p.block_table_len, (long long)p.splits, p.pad_value,
-                p.density, compute);
+                p.cu_seqlens_q != NULL, p.cu_seqlens_k != NULL, (long long)p_kv.page_size, (long long)p_kv.pool_pages,
+                (unsigned long long)p_kv.page_seed, (long long)p_kv.block_table_len, (long long)p_kv.splits, p_kv.pad_value,
+                p_bm.density, compute);
     fl_result r;
     const fl_status s = fl_run(&p, compute ? FL_COMPUTE : FL_COUNT, NULL, NULL, &r);
     if (s) {
-        if (compute && !isfinite(p.pad_value) && s == FL_EINVAL && strncmp(fl_last_error(), "--", 2)) {
+        if (compute && !isfinite(p_kv.pad_value) && s == FL_EINVAL && fl_last_error_raw()[0] != '{') {
             /* the poisoned padding, reported by design (docs/errors.md) */
-            FZ_CHECK(strstr(fl_last_error(), "(--pad)") && !strchr(fl_last_error(), '\n'), "%s", fl_last_error());
+            FZ_CHECK(strstr(fl_last_error_raw(), "({pad})") && !strchr(fl_last_error(), '\n'), "%s", fl_last_error());
             return;
         }
         fz_check_message(s);
@@ -210,7 +216,7 @@ static void fuzz_run(fz_bytes *b)
     int64_t bytes = 0;
     for (int i = 0; i < r.ntensors; i++) bytes += (r.t[i].reads + r.t[i].writes) * r.t[i].elem_bytes;
     FZ_CHECK(bytes == r.bytes, "bytes %lld != per-tensor sum %lld", (long long)r.bytes, (long long)bytes);
-    if (compute && isfinite(p.pad_value))
+    if (compute && isfinite(p_kv.pad_value))
         FZ_CHECK(r.rel_err <= 1e-10, "%s: rel_err %g against the reference", fl_algo_name(p.algo), r.rel_err);
 }
 

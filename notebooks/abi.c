@@ -9,6 +9,8 @@
 #include "machine.h"
 #include "problem.h"
 #include "run.h"
+#include "blocksparse_mask.h"
+#include "decode.h"
 #include "masks.h"
 #include "schedule.h"
 
@@ -21,18 +23,18 @@ static int first;
 int main(void)
 {
     fputs("{", stdout);
+    /* the structures whose fields are one list (fields.h): from the list itself */
+#define FIELD_OF_PROBLEM(kind, type, name, dflt, what) FIELD(fl_problem, name);
+#define FIELD_OF_KV_CACHE(kind, type, name, dflt, what) FIELD(fl_kv_cache, name);
+#define FIELD_OF_BLOCK_SPARSITY(kind, type, name, dflt, what) FIELD(fl_block_sparsity, name);
     BEGIN(fl_problem);
-    FIELD(fl_problem, algo); FIELD(fl_problem, N); FIELD(fl_problem, d); FIELD(fl_problem, M);
-    FIELD(fl_problem, Br); FIELD(fl_problem, Bc); FIELD(fl_problem, seed);
-    FIELD(fl_problem, elem_bytes); FIELD(fl_problem, max_events); FIELD(fl_problem, Nk);
-    FIELD(fl_problem, causal); FIELD(fl_problem, window_left); FIELD(fl_problem, window_right);
-    FIELD(fl_problem, batch); FIELD(fl_problem, heads); FIELD(fl_problem, kv_heads);
-    FIELD(fl_problem, pass); FIELD(fl_problem, cu_seqlens_q); FIELD(fl_problem, cu_seqlens_k);
-    FIELD(fl_problem, page_size); FIELD(fl_problem, pool_pages); FIELD(fl_problem, page_seed);
-    FIELD(fl_problem, block_table); FIELD(fl_problem, block_table_len); FIELD(fl_problem, splits);
-    FIELD(fl_problem, pad_value); FIELD(fl_problem, density); FIELD(fl_problem, mask_seed);
-    FIELD(fl_problem, cu_seqlens_q_len); FIELD(fl_problem, cu_seqlens_k_len);
-    FIELD(fl_problem, max_macs); FIELD(fl_problem, given);
+    FL_PROBLEM_FIELDS(FIELD_OF_PROBLEM)
+    END();
+    BEGIN(fl_kv_cache);
+    FL_KV_CACHE_FIELDS(FIELD_OF_KV_CACHE)
+    END();
+    BEGIN(fl_block_sparsity);
+    FL_BLOCK_SPARSITY_FIELDS(FIELD_OF_BLOCK_SPARSITY)
     END();
     BEGIN(fl_blocks);
     FIELD(fl_blocks, Br); FIELD(fl_blocks, Bc); FIELD(fl_blocks, Bd); FIELD(fl_blocks, footprint);
@@ -77,8 +79,7 @@ int main(void)
     FIELD(fl_mask, b);
     END();
     /* the constants the binding restates: a pseudo-structure of their values */
-    printf(", \"constants\": {\"FL_GIVEN_KV_CACHE\": %u, \"FL_GIVEN_BLOCK_MASK\": %u, \"FL_ALGO_MAX\": %u, \"FL_SCHED_STACKS_GROUP\": %u}",
-           (unsigned)FL_GIVEN_KV_CACHE, (unsigned)FL_GIVEN_BLOCK_MASK, (unsigned)FL_ALGO_MAX,
+    printf(", \"constants\": {\"FL_ALGO_MAX\": %u, \"FL_SCHED_STACKS_GROUP\": %u}", (unsigned)FL_ALGO_MAX,
            (unsigned)FL_SCHED_STACKS_GROUP);
     puts("}");
     return 0;

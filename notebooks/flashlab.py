@@ -194,19 +194,39 @@ UINT64_MAX = 2 ** 64 - 1
 CINT_MIN, CINT_MAX = -2 ** 31, 2 ** 31 - 1
 
 
-class Problem(C.Structure):
-    _fields_ = [("algo", C.c_int), ("N", C.c_int64), ("d", C.c_int64), ("M", C.c_int64),
-                ("Br", C.c_int64), ("Bc", C.c_int64), ("seed", C.c_uint64),
-                ("elem_bytes", C.c_int), ("max_events", C.c_int64),
-                ("Nk", C.c_int64), ("causal", C.c_int), ("window_left", C.c_int64),
-                ("window_right", C.c_int64), ("batch", C.c_int64), ("heads", C.c_int64),
-                ("kv_heads", C.c_int64), ("pass_", C.c_int),
-                ("cu_seqlens_q", C.POINTER(C.c_int64)), ("cu_seqlens_k", C.POINTER(C.c_int64)),
-                ("page_size", C.c_int64), ("pool_pages", C.c_int64), ("page_seed", C.c_uint64),
-                ("block_table", C.POINTER(C.c_int64)), ("block_table_len", C.c_int64),
-                ("splits", C.c_int64), ("pad_value", C.c_double), ("density", C.c_double),
-                ("mask_seed", C.c_uint64), ("cu_seqlens_q_len", C.c_int64),
-                ("cu_seqlens_k_len", C.c_int64), ("max_macs", C.c_int64), ("given", C.c_uint)]
+class _Field(C.Structure):   # fl_field (fields.h): one field of a structure, as data
+    _fields_ = [("name", C.c_char_p), ("offset", C.c_size_t), ("size", C.c_size_t), ("kind", C.c_int)]
+
+
+# fields.h's kinds (FL_FK_*), as ctypes: int, the schedule, int64, uint64, double, an int64 array,
+# a pointer to an extension structure
+_KIND_CTYPE = (C.c_int, C.c_int, C.c_int64, C.c_uint64, C.c_double, C.POINTER(C.c_int64), C.c_void_p)
+_KIND_NAME = ("int", "algo", "int64", "uint64", "double", "array", "ext")
+
+
+def _structure(cname, table_fn):
+    """The ctypes structure of a C structure the library describes as data (fields.h): its fields
+    in order, each of its kind's ctype, 'pass' as pass_ (a Python keyword); every offset and size
+    checked against the library's, so this binding never restates a field by hand."""
+    fn = getattr(_lib, table_fn)
+    fn.restype, fn.argtypes = C.POINTER(_Field), [C.POINTER(C.c_int)]
+    n = C.c_int()
+    t = fn(C.byref(n))
+    fields = [(t[i].name.decode(), t[i].kind, t[i].offset, t[i].size) for i in range(n.value)]
+    st = type(cname, (C.Structure,), {"_fields_": [(f + "_" if f == "pass" else f, _KIND_CTYPE[k])
+                                                   for f, k, _, _ in fields]})
+    for f, k, off, size in fields:
+        got = getattr(st, f + "_" if f == "pass" else f)
+        if got.offset != off or got.size != size:
+            _fail(f"{LIB_PATH}: {cname}.{f} is at {off} ({size} bytes) in the library, at {got.offset} "
+                  f"({got.size}) here: the binding does not match this libflashlab")
+    st.kinds = {f: _KIND_NAME[k] for f, k, _, _ in fields}
+    return st
+
+
+Problem = _structure("Problem", "fl_problem_fields")              # problem.h FL_PROBLEM_FIELDS
+KvCache = _structure("KvCache", "fl_kv_cache_fields")             # decode.h FL_KV_CACHE_FIELDS
+BlockSparsity = _structure("BlockSparsity", "fl_block_sparsity_fields")   # blocksparse_mask.h
 
 
 class Blocks(C.Structure):
@@ -273,6 +293,8 @@ const char *fl_algo_name(fl_algo a);
 int fl_algos_all(const fl_problem *p, fl_algo *out);
 unsigned fl_algo_flags(fl_algo a);
 fl_problem fl_problem_default(void);
+fl_kv_cache fl_kv_cache_default(void);
+fl_block_sparsity fl_block_sparsity_default(void);
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx, fl_result *r);
 fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b);
 fl_status fl_closed_form(const fl_problem *p, const fl_blocks *b, fl_counts *c);
@@ -313,7 +335,8 @@ _CTYPE = {
     "fl_causal": C.c_int, "fl_tile_kind": C.c_int, "fl_trace_fn": TRACE_FN,
     "fl_keep_fn": C.c_void_p, "const char *": C.c_char_p, "void *": C.c_void_p,
     "const void *": C.c_void_p, "fl_machine *": C.c_void_p, "const fl_machine *": C.c_void_p,
-    "fl_problem": Problem, "const fl_problem *": _P(Problem), "fl_blocks *": _P(Blocks),
+    "fl_problem": Problem, "const fl_problem *": _P(Problem), "fl_kv_cache": KvCache,
+    "fl_block_sparsity": BlockSparsity, "fl_blocks *": _P(Blocks),
     "const fl_blocks *": _P(Blocks), "fl_counts *": _P(Counts), "fl_result *": _P(Result),
     "fl_tensor *": _P(TensorStruct), "fl_buf *": _P(BufStruct), "const fl_buf *": _P(BufStruct),
     "fl_buf **": _P(_P(BufStruct)), "int *": _P(C.c_int), "double *": _P(C.c_double),
@@ -476,26 +499,31 @@ def _int64s(name, xs):
 # ----------------------------------------------------------------------------------------------
 # Runs of the project's schedules (fl_run)
 
-_INT64_FIELDS = ("Nk", "window_left", "window_right", "batch", "heads", "kv_heads", "max_events", "max_macs",
-                 "page_size", "pool_pages", "splits")
-_UINT64_FIELDS = ("page_seed", "mask_seed")
-_REAL_FIELDS = ("pad_value", "density")
-_ARRAY_FIELDS = ("cu_seqlens_q", "cu_seqlens_k", "block_table")
-# fl_problem.given: a field of these groups given (not None), even at its default value, asks for
-# the schedule that takes it (FL_GIVEN_* in problem.h)
-GIVEN_KV_CACHE, GIVEN_BLOCK_MASK = 1, 2   # FL_GIVEN_* (checked against problem.h by check_abi)
-_GIVEN = dict({k: GIVEN_KV_CACHE for k in ("page_size", "pool_pages", "page_seed", "block_table", "splits",
-                                           "pad_value")},
-              density=GIVEN_BLOCK_MASK, mask_seed=GIVEN_BLOCK_MASK)
-VARIANTS = ("causal", "pass_") + _INT64_FIELDS + _UINT64_FIELDS + _REAL_FIELDS + _ARRAY_FIELDS
+_BASIC = ("algo", "N", "d", "M", "Br", "Bc", "seed", "elem_bytes")   # problem()'s own parameters
+_CHOICES = {"causal": CAUSAL, "pass_": PASSES}                      # the enum fields, by name
+# The variants: every other field of the problem and of its extensions (the lengths of arrays
+# are set from the lists; an extension is attached when one of its fields is given, even at its
+# default value: it asks for the schedule that reads it).  All from the library's field tables.
+_EXT = {"kv_cache": KvCache, "block_mask": BlockSparsity}
+_OWNER = {f: "" for f, k in Problem.kinds.items()
+          if f not in _BASIC and k != "ext" and not f.endswith("_len")}
+_OWNER = {("pass_" if f == "pass" else f): o for f, o in _OWNER.items()}
+for _ext, _st in _EXT.items():
+    _OWNER.update({f: _ext for f in _st.kinds if not f.endswith("_len")})
+VARIANTS = tuple(_OWNER)
+
+
+def _kind(owner, k):
+    return (_EXT[owner] if owner else Problem).kinds["pass" if k == "pass_" else k]
 
 
 def problem(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, **variants):
     """An fl_problem from fl_problem_default() with the given fields, each checked for type and
     range.  Variants (VARIANTS: Nk, causal='none'|'top-left'|'bottom-right', window_left,
     window_right, batch, heads, kv_heads, pass_='fwd'|'bwd'|'fwd+bwd', cu_seqlens_q /
-    cu_seqlens_k / block_table as lists, ...) are passed through; None leaves a field at its
-    default.  The library checks the values' meaning and refuses what it does not implement."""
+    cu_seqlens_k / block_table as lists, decode's cache and blocksparse's mask fields, ...) are
+    passed through; None leaves a field at its default.  The library checks the values' meaning
+    and refuses what it does not implement."""
     p = _fn["fl_problem_default"]()
     p.algo = _algo(DEFAULT if algo is None else algo)
     p.N, p.d, p.M = _int("N", N), _int("d", d), _int("M", M)
@@ -503,45 +531,47 @@ def problem(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, 
     p.seed = _u64("seed", seed)
     p.elem_bytes = _cint("elem_bytes", elem_bytes)
     p._arrays = {}   # the Python lists behind the problem's pointers (set by _attach_arrays)
+    p._exts = {}     # the extensions it points at
     for k, v in variants.items():
         if k not in VARIANTS:
             _fail(f"problem: no field {k!r}; the fields are {', '.join(VARIANTS)}")
         if v is None:
             continue
-        p.given |= _GIVEN.get(k, 0)
-        if k == "causal":
-            p.causal = CAUSAL[_choice("causal", v, tuple(CAUSAL))]
-        elif k == "pass_":
-            p.pass_ = PASSES[_choice("pass_", v, tuple(PASSES))]
-        elif k in _INT64_FIELDS:
-            setattr(p, k, _int(k, v))
-        elif k in _UINT64_FIELDS:
-            setattr(p, k, _u64(k, v))
-        elif k in _REAL_FIELDS:
-            setattr(p, k, _real(k, v))
+        owner = _OWNER[k]
+        if owner and owner not in p._exts:
+            p._exts[owner] = _fn["fl_kv_cache_default" if owner == "kv_cache" else "fl_block_sparsity_default"]()
+        target, kind = (p._exts[owner] if owner else p), _kind(owner, k)
+        if k in _CHOICES:
+            setattr(p, k, _CHOICES[k][_choice(k, v, tuple(_CHOICES[k]))])
+        elif kind == "int64":
+            setattr(target, k, _int(k, v))
+        elif kind == "uint64":
+            setattr(target, k, _u64(k, v))
+        elif kind == "double":
+            setattr(target, k, _real(k, v))
         else:
-            p._arrays[k] = _int64s(k, v)
+            p._arrays[k] = (owner, _int64s(k, v))
     _attach_arrays(p)
+    for owner, ext in p._exts.items():
+        setattr(p, owner, C.cast(C.pointer(ext), C.c_void_p))
     return p
 
 
 def _attach_arrays(p):
-    """Points p's array fields at C copies of its lists, after checking each length against
-    the size it goes with (cu_seqlens: batch + 1 entries; block_table: its own length is
-    passed).  The one place arrays enter fl_problem; the copies live as long as p."""
+    """Points p's array fields (and its extensions') at C copies of its lists, after checking
+    each length against the size it goes with (cu_seqlens: batch + 1 entries; block_table: its
+    own length is passed).  The one place arrays enter fl_problem; the copies live as long as p."""
     p._keep = []
-    for k, xs in p._arrays.items():
+    for k, (owner, xs) in p._arrays.items():
+        target = p._exts[owner] if owner else p
         if k in ("cu_seqlens_q", "cu_seqlens_k") and len(xs) != p.batch + 1:
             _fail(f"{k}: {len(xs)} entries, but batch = {p.batch} needs batch + 1 = {p.batch + 1}")
-        if k == "block_table":
-            if not xs:
-                _fail("block_table: must not be empty")
-            p.block_table_len = len(xs)
-        else:  # the C library checks each array against its length too
-            setattr(p, k + "_len", len(xs))
+        if k == "block_table" and not xs:
+            _fail("block_table: must not be empty")
+        setattr(target, k + "_len", len(xs))  # the C library checks each array against its length
         arr = (C.c_int64 * len(xs))(*xs)
         p._keep.append(arr)
-        setattr(p, k, C.cast(arr, _P(C.c_int64)))
+        setattr(target, k, C.cast(arr, _P(C.c_int64)))
 
 
 TraceEvent = namedtuple("TraceEvent", "kind tensor buf r0 c0 nr nc sram_used reads writes")
@@ -1351,7 +1381,8 @@ def close(a, b, rel=1e-9):
 # ----------------------------------------------------------------------------------------------
 # The structure and signature check (ctest: notebooks_abi)
 
-_STRUCTS = (("fl_problem", Problem), ("fl_blocks", Blocks), ("fl_counts", Counts),
+_STRUCTS = (("fl_problem", Problem), ("fl_kv_cache", KvCache), ("fl_block_sparsity", BlockSparsity),
+            ("fl_blocks", Blocks), ("fl_counts", Counts),
             ("fl_tensor_counts", TensorCounts), ("fl_result", Result), ("fl_event", Event),
             ("fl_tensor", TensorStruct), ("fl_buf", BufStruct), ("fl_mask", MaskStruct))
 
@@ -1363,8 +1394,7 @@ def _abi_python():
         for f, t in st._fields_:
             out[name][f.rstrip("_")] = getattr(st, f).offset
             out[name]["sizeof " + f.rstrip("_")] = C.sizeof(t)
-    out["constants"] = {"FL_GIVEN_KV_CACHE": GIVEN_KV_CACHE, "FL_GIVEN_BLOCK_MASK": GIVEN_BLOCK_MASK,
-                        "FL_ALGO_MAX": ALGO_MAX, "FL_SCHED_STACKS_GROUP": SCHED_STACKS_GROUP}
+    out["constants"] = {"FL_ALGO_MAX": ALGO_MAX, "FL_SCHED_STACKS_GROUP": SCHED_STACKS_GROUP}
     return out
 
 
@@ -1385,7 +1415,7 @@ def check_abi(abi_program):
     return bad
 
 
-PROTOTYPE_HEADERS = ("machine.h", "problem.h", "run.h", "ops.h", "attention_ref.h", "masks.h",
+PROTOTYPE_HEADERS = ("machine.h", "problem.h", "decode.h", "blocksparse_mask.h", "run.h", "ops.h", "attention_ref.h", "masks.h",
                      "heads.h", "status.h")
 
 

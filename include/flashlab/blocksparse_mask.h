@@ -12,9 +12,35 @@
 
 #include <stdint.h>
 
+#include "fields.h"
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- blocksparse's own problem: the block mask's density and seed (fl_problem.block_mask
+ * points at one) ---- X(kind, type, name, default, what), as fields.h describes. */
+#define FL_BLOCK_SPARSITY_FIELDS(X)                                                               \
+    X(FL_FK_F64, double, density, 1.0, "probability s that a block is kept, in (0, 1]")          \
+    X(FL_FK_U64, uint64_t, mask_seed, 1, "seed of the block mask")
+
+struct fl_block_sparsity {
+    FL_BLOCK_SPARSITY_FIELDS(FL_FIELD_MEMBER)
+};
+typedef struct fl_block_sparsity fl_block_sparsity;
+
+/* Every block kept, seed 1: every field at its default. */
+fl_block_sparsity fl_block_sparsity_default(void);
+
+/* The mask of a problem's extension: what bm points at, or the default when it is NULL. */
+const fl_block_sparsity *fl_block_sparsity_or_default(const fl_block_sparsity *bm);
+
+/* The fields of fl_block_sparsity in order; *n receives their number. */
+const fl_field *fl_block_sparsity_fields(int *n);
+
+/* density in (0, 1]; FL_EINVAL naming it otherwise. */
+fl_status fl_block_sparsity_check(const fl_block_sparsity *bm);
 
 typedef struct {
     int64_t Nq, Nk, Br, Bc; /* score matrix and block sizes */
@@ -26,6 +52,9 @@ typedef struct {
 /* A block mask over an Nq x Nk score matrix in blocks of Br x Bc (all >= 1), density in (0, 1]. */
 fl_bsmask fl_bsmask_make(int64_t Nq, int64_t Nk, int64_t Br, int64_t Bc, double density,
                          uint64_t seed);
+
+/* The block mask of an extension bm (NULL: the default, every block kept). */
+fl_bsmask fl_bsmask_of(int64_t Nq, int64_t Nk, int64_t Br, int64_t Bc, const fl_block_sparsity *bm);
 
 /* Nonzero when block (bi, bj) is kept (0 <= bi < Tr, 0 <= bj < Tc). */
 int fl_bsmask_block(const fl_bsmask *mk, int64_t bi, int64_t bj);

@@ -52,6 +52,8 @@ typedef struct {
     int64_t pruned;           /* block pairs skipped by the bound of lemma O4 */
     int64_t simulated;        /* candidates executed on the machine */
     int64_t work;             /* block terms the evaluated closed forms walked */
+    int nfamily;              /* the family searched (schedule.h: a search for each pass the */
+    fl_algo family[FL_ALGO_MAX]; /* problem runs), in the order searched */
 } fl_opt;
 
 /* FL_EINVAL, naming the option, when p sets a field of a problem that is not the family's: a KV

@@ -8,8 +8,10 @@
 #ifndef FL_PROBLEM_H
 #define FL_PROBLEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "fields.h"
 #include "masks.h"
 #include "status.h"
 
@@ -36,59 +38,60 @@ typedef int fl_algo;
 /* Which passes a run executes. */
 typedef enum { FL_PASS_FWD = 1, FL_PASS_BWD = 2, FL_PASS_FWD_BWD = 3 } fl_pass;
 
+/* ---- The fields of a problem: one list ----
+ *
+ * X(kind, type, name, default, what): every field of fl_problem in order.  The struct below,
+ * fl_problem_default(), the field table the Python binding builds its structure from
+ * (fl_problem_fields) and notebooks/abi.c's layout check are all made from this list, so a field
+ * is added here once (the kinds: fields.h).  Problems of schedules of their own (decode's KV
+ * cache, blocksparse's block mask) live in extensions defined in those schedules' headers
+ * (decode.h, blocksparse_mask.h): the core problem is what every attention schedule shares.
+ *
+ * The variants' defaults mean plain self-attention, one head, forward.  A schedule that does not
+ * accept a non-default value (its descriptor's `accepts`, schedule.h) has it refused by
+ * fl_problem_check with a message naming the quantity, never ignored. */
+#define FL_PROBLEM_FIELDS(X)                                                                          \
+    X(FL_FK_ALGO, fl_algo, algo, FL_ALGO_DEFAULT, "the schedule (registry position)")               \
+    X(FL_FK_I64, int64_t, N, 1024, "sequence length of the queries (and of the keys unless Nk)")   \
+    X(FL_FK_I64, int64_t, d, 64, "head dimension")                                                  \
+    X(FL_FK_I64, int64_t, M, 98304, "SRAM capacity in elements (A100: 192 KiB in fp16)")           \
+    X(FL_FK_I64, int64_t, Br, 0, "rows of a query tile; 0 = the schedule's rule")                  \
+    X(FL_FK_I64, int64_t, Bc, 0, "rows of a key tile; 0 = the schedule's rule")                    \
+    X(FL_FK_U64, uint64_t, seed, 1, "the inputs of a compute run")                                 \
+    X(FL_FK_INT, int, elem_bytes, 2, "bytes of an element of Q, K, V, O, S, P; statistics are 4")  \
+    X(FL_FK_I64, int64_t, max_events, INT64_C(10000000000), "refuse more tile events; 0 = none")   \
+    X(FL_FK_I64, int64_t, Nk, 0, "keys; 0 = N")                                                     \
+    X(FL_FK_INT, fl_causal, causal, FL_CAUSAL_NONE, "the corner a causal mask is aligned to")      \
+    X(FL_FK_I64, int64_t, window_left, -1, "FA2 window: query i sees keys [i + Nk - Nq - L,")      \
+    X(FL_FK_I64, int64_t, window_right, -1, "  i + Nk - Nq + R]; -1 = unbounded")                 \
+    X(FL_FK_I64, int64_t, batch, 1, "sequences")                                                    \
+    X(FL_FK_I64, int64_t, heads, 1, "query heads")                                                  \
+    X(FL_FK_I64, int64_t, kv_heads, 0, "key/value heads; 0 = heads (MHA), 1 = MQA, else GQA")      \
+    X(FL_FK_INT, fl_pass, pass, FL_PASS_FWD, "which passes run")                                    \
+    X(FL_FK_I64_ARRAY, const int64_t *, cu_seqlens_q, NULL, "varlen: batch + 1 query offsets")     \
+    X(FL_FK_I64, int64_t, cu_seqlens_q_len, 0, "  its entries (0 when NULL)")                     \
+    X(FL_FK_I64_ARRAY, const int64_t *, cu_seqlens_k, NULL, "varlen: key offsets; NULL = q's")     \
+    X(FL_FK_I64, int64_t, cu_seqlens_k_len, 0, "  its entries (0 when NULL)")                     \
+    X(FL_FK_I64, int64_t, max_macs, INT64_C(10000000000), "refuse compute runs of more MACs")      \
+    X(FL_FK_EXT, const struct fl_kv_cache *, kv_cache, NULL, "decode's KV cache (decode.h)")       \
+    X(FL_FK_EXT, const struct fl_block_sparsity *, block_mask, NULL, "blocksparse's mask (blocksparse_mask.h)")
+
+struct fl_kv_cache;
+struct fl_block_sparsity;
+
+/* What a run is asked to do.  Always start from fl_problem_default(): fields added later then
+ * keep their defaults.  Varlen (docs/model.md rule V1): cu_seqlens_q NULL = every sequence has N
+ * queries and Nk keys; else batch + 1 offsets into the packed tokens, N (Nk) the packed query
+ * (key) count; cu_seqlens_k NULL with cu_seqlens_q set means the same array for the keys; the
+ * arrays are the caller's, must outlive the run, and their lengths must equal batch + 1.  The
+ * extensions (kv_cache, block_mask) are the caller's too: a problem that points at one asks for
+ * the schedule that reads it, even with every field of it at its default. */
 typedef struct {
-    fl_algo algo;
-    int64_t N;          /* sequence length of the queries (and of the keys unless Nk is set) */
-    int64_t d;          /* head dimension */
-    int64_t M;          /* SRAM capacity in elements */
-    int64_t Br, Bc;     /* block sizes; 0 = the schedule's default rule */
-    uint64_t seed;      /* inputs of a compute run */
-    int elem_bytes;     /* bytes per element of Q, K, V, O, S, P (2 = fp16); statistics are 4 */
-    int64_t max_events; /* refuse runs with more tile events than this; 0 = no limit */
-    /* Variants.  The defaults below mean plain self-attention, one head, forward.  A schedule
-     * that does not accept a non-default value (its descriptor's `accepts`, schedule.h) has it
-     * refused by fl_problem_check with a message naming the option, never ignored. */
-    int64_t Nk;                  /* keys; 0 = N */
-    fl_causal causal;            /* FL_CAUSAL_NONE */
-    int64_t window_left;         /* FA2 window: query i sees keys [i + Nk - Nq - L, i + Nk - Nq + R]; */
-    int64_t window_right;        /*   -1 = unbounded (the default, both) */
-    int64_t batch;               /* 1 */
-    int64_t heads;               /* query heads, 1 */
-    int64_t kv_heads;            /* 0 = heads (MHA); 1 = MQA; else GQA, must divide heads */
-    fl_pass pass;                /* FL_PASS_FWD */
-    /* Varlen (docs/model.md rule V1): NULL = every sequence has N queries and Nk keys.  Else
-     * batch + 1 offsets into the packed tokens, and N (Nk) is the packed query (key) count;
-     * cu_seqlens_k NULL with cu_seqlens_q set means the same array for the keys.  The arrays
-     * are the caller's and must outlive the run; their entry counts are cu_seqlens_q_len and
-     * cu_seqlens_k_len (at the end of this struct), which must equal batch + 1. */
-    const int64_t *cu_seqlens_q;
-    const int64_t *cu_seqlens_k;
-    /* Fields of the schedules with a problem of their own (decode: a KV cache; blocksparse: a
-     * block mask; docs/model.md §Decode, §Block-sparse).  memeff's query and key chunk sizes are
-     * Br and Bc. */
-    int64_t page_size;           /* decode: rows per KV-cache page; 0 = contiguous cache */
-    int64_t pool_pages;          /* decode: physical pages in the pool; 0 = twice the pages used */
-    uint64_t page_seed;          /* decode: 0 = identity block table, else a random placement */
-    const int64_t *block_table;  /* decode: explicit table (caller-owned), NULL = page_seed's */
-    int64_t block_table_len;     /*   entries; must equal ceil(Nk / page_size) */
-    int64_t splits;              /* decode: split-KV splits (flash-decoding); 1 */
-    double pad_value;            /* decode, compute: rows beyond Nk in the last page; 0 */
-    double density;              /* block-sparse: probability s that a block is kept, (0, 1]; 1 */
-    uint64_t mask_seed;          /* block-sparse: seed of the block mask; 1 */
-    int64_t cu_seqlens_q_len;    /* entries of cu_seqlens_q (0 when it is NULL) */
-    int64_t cu_seqlens_k_len;    /* entries of cu_seqlens_k (0 when it is NULL) */
-    int64_t max_macs;            /* refuse compute runs of more multiply-adds than this (schedule
-                                    and reference, fl_compute_macs in run.h); 0 = no limit; 1e10 */
-    unsigned given;              /* FL_GIVEN_*: option groups the caller gave explicitly, even at
-                                    their default values (a CLI's --pad 0); 0 */
+    FL_PROBLEM_FIELDS(FL_FIELD_MEMBER)
 } fl_problem;
 
-/* Groups of fields a caller may mark as given (fl_problem.given): a schedule that does not take
- * the group refuses it as it refuses a value away from the default. */
-enum {
-    FL_GIVEN_KV_CACHE = 1u << 0,   /* page_size, pool_pages, page_seed, block_table, splits, pad_value */
-    FL_GIVEN_BLOCK_MASK = 1u << 1  /* density, mask_seed */
-};
+/* The fields of fl_problem in order (FL_PROBLEM_FIELDS, fields.h); *n receives their number. */
+const fl_field *fl_problem_fields(int *n);
 
 /* ---- Segments: the (batch, head) attention problems of a run ---- */
 
@@ -124,12 +127,10 @@ int64_t fl_problem_group_ratio(const fl_problem *p);
  * added later then keep their defaults. */
 fl_problem fl_problem_default(void);
 
-/* 1 when p asks for a KV cache (a decode field away from its default, or FL_GIVEN_KV_CACHE),
- * else 0. */
+/* 1 when p asks for a KV cache (it points at one, decode.h), else 0. */
 int fl_problem_asks_kv_cache(const fl_problem *p);
 
-/* 1 when p asks for a block mask (density or mask_seed away from its default, or
- * FL_GIVEN_BLOCK_MASK), else 0. */
+/* 1 when p asks for a block mask (it points at one, blocksparse_mask.h), else 0. */
 int fl_problem_asks_block_mask(const fl_problem *p);
 
 /* Largest value of a size field (N, Nk, d, M, Br, Bc, batch, heads, kv_heads, window sides):

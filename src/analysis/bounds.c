@@ -97,7 +97,7 @@ void fl_need_of_mask(const fl_mask *mk, fl_need *o)
 static fl_status need_of_blocks(const fl_problem *p, const fl_blocks *b, fl_need *o)
 {
     const int64_t N = p->N;
-    const fl_bsmask mk = fl_bsmask_make(N, N, b->Br, b->Bc, p->density, p->mask_seed);
+    const fl_bsmask mk = fl_bsmask_of(N, N, b->Br, b->Bc, p->block_mask);
     int64_t blocks;
     if (!fl_mul_ok(mk.Tr, mk.Tc, &blocks) || blocks > (INT64_C(1) << 31))
         return fl_fail(FL_EINVAL, "{N}/{M}: the block mask has %lld x %lld blocks; the lower bound walks "

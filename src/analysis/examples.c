@@ -7,6 +7,8 @@
 #include "attention_ref.h"
 #include <flashlab/ops.h>
 #include <flashlab/run.h>
+#include <flashlab/blocksparse_mask.h>
+#include <flashlab/decode.h>
 
 /* Prints one row's online softmax tile by tile (docs/model.md eq. (OS)): m, l, the numerator u
  * and the rescale factor after each tile; checks the result against the full softmax and the
@@ -87,6 +89,8 @@ static int ex_nan_padding(FILE *out)
              fabs(skip[1] - want[1]) < 1e-12;
 
     fl_problem p = fl_problem_default();
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    p.kv_cache = &p_kv;
     const int64_t table[] = {5, 2, 7};
     fl_result r;
     p.algo = FL_ALGO_DECODE;
@@ -94,18 +98,18 @@ static int ex_nan_padding(FILE *out)
     p.Nk = 10;
     p.d = 8;
     p.M = 2000;
-    p.page_size = 4;
-    p.pool_pages = 8;
-    p.block_table = table;
-    p.block_table_len = 3;
-    p.pad_value = NAN;
+    p_kv.page_size = 4;
+    p_kv.pool_pages = 8;
+    p_kv.block_table = table;
+    p_kv.block_table_len = 3;
+    p_kv.pad_value = NAN;
     fprintf(out, "2. The machine: flashlab run --algo decode --N 1 --Nk 10 --d 8 --M 2000 --page-size 4 \\\n"
                  "     --pool-pages 8 --block-table 5,2,7 --pad nan\n");
     const fl_status st = fl_run(&p, FL_COMPUTE, NULL, NULL, &r);
     const char *msg = fl_last_error();
     fprintf(out, "   refused: %s\n", st ? msg : "(accepted: WRONG)");
     ok &= st == FL_EINVAL && strstr(msg, "row 2 of physical page 7") && strstr(msg, "logical page 2");
-    p.pad_value = 0.0;
+    p_kv.pad_value = 0.0;
     const fl_status st0 = fl_run(&p, FL_COMPUTE, NULL, NULL, &r);
     fprintf(out, "   with --pad 0: %s, rel. error %.3e against the reference (the pool's 5 unused\n"
                  "   pages hold NaN and are never loaded: only the last page's loaded rows must be finite)\n",
@@ -136,14 +140,16 @@ static int ex_decode_traffic(FILE *out)
     for (int pg = 0; pg < 2; pg++)
         for (int k = 0; k < 3; k++) {
             fl_problem p = fl_problem_default();
+            fl_kv_cache p_kv = fl_kv_cache_default();
+            p.kv_cache = &p_kv;
             fl_result r;
             p.algo = FL_ALGO_DECODE;
             p.N = 1;
             p.Nk = Nk;
             p.d = d;
             p.causal = FL_CAUSAL_BOTTOM_RIGHT;
-            p.splits = splits[k];
-            p.page_size = pages[pg];
+            p_kv.splits = splits[k];
+            p_kv.page_size = pages[pg];
             if (fl_run(&p, FL_COUNT, NULL, NULL, &r)) {
                 fprintf(out, "  %s\n", fl_last_error());
                 return 0;
@@ -173,11 +179,13 @@ static int ex_blocksparse_density(FILE *out)
             "K/V part / dense");
     for (int k = 5; k >= 0; k--) { /* dense first */
         fl_problem p = fl_problem_default();
+        fl_block_sparsity p_bm = fl_block_sparsity_default();
+        p.block_mask = &p_bm;
         fl_result r;
         p.algo = FL_ALGO_BLOCKSPARSE;
         p.N = N;
         p.d = d;
-        p.density = ss[k];
+        p_bm.density = ss[k];
         if (fl_run(&p, FL_COUNT, NULL, NULL, &r)) {
             fprintf(out, "  %s\n", fl_last_error());
             return 0;

@@ -408,6 +408,8 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
     /* the family: the attention schedules the problem's passes allow */
     fl_algo algos[NALGO_MAX];
     const int nalgo = family_of(&base, c.ratio, algos);
+    out->nfamily = nalgo;
+    memcpy(out->family, algos, (size_t)nalgo * sizeof *algos);
     const int fwd = (base.pass & FL_PASS_FWD) != 0, bwd = (base.pass & FL_PASS_BWD) != 0;
 
     /* the chunk sizes of lemma O3: at most T + ceil(d / T) of them, T = ceil(sqrt(d)) */

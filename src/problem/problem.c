@@ -8,43 +8,22 @@
 
 fl_problem fl_problem_default(void)
 {
-    fl_problem p = {0};
-    p.algo = FL_ALGO_DEFAULT;
-    p.N = 1024;
-    p.d = 64;
-    p.M = 98304;
-    p.seed = 1;
-    p.elem_bytes = 2;
-    p.max_events = 10000000000LL;
-    p.max_macs = 10000000000LL;
-    p.Nk = 0;
-    p.causal = FL_CAUSAL_NONE;
-    p.window_left = p.window_right = -1;
-    p.batch = p.heads = 1;
-    p.kv_heads = 0;
-    p.pass = FL_PASS_FWD;
-    p.page_size = 0;
-    p.pool_pages = 0;
-    p.page_seed = 0;
-    p.block_table = NULL;
-    p.block_table_len = 0;
-    p.splits = 1;
-    p.pad_value = 0.0;
-    p.density = 1.0;
-    p.mask_seed = 1;
+    const fl_problem p = {FL_PROBLEM_FIELDS(FL_FIELD_DEFAULT)};
     return p;
 }
 
-int fl_problem_asks_kv_cache(const fl_problem *p)
+const fl_field *fl_problem_fields(int *n)
 {
-    return p->page_size || p->pool_pages || p->page_seed || p->block_table_len || p->splits != 1 ||
-           p->pad_value != 0.0 || (p->given & FL_GIVEN_KV_CACHE);
+#define FL_ENTRY(kind, type, name, dflt, what) {#name, offsetof(fl_problem, name), sizeof(type), kind},
+    static const fl_field f[] = {FL_PROBLEM_FIELDS(FL_ENTRY)};
+#undef FL_ENTRY
+    *n = (int)(sizeof f / sizeof f[0]);
+    return f;
 }
 
-int fl_problem_asks_block_mask(const fl_problem *p)
-{
-    return p->density != 1.0 || p->mask_seed != 1 || (p->given & FL_GIVEN_BLOCK_MASK);
-}
+int fl_problem_asks_kv_cache(const fl_problem *p) { return p->kv_cache != NULL; }
+
+int fl_problem_asks_block_mask(const fl_problem *p) { return p->block_mask != NULL; }
 
 fl_status fl_problem_check_fields(const fl_problem *p)
 {
@@ -92,17 +71,6 @@ fl_status fl_problem_check_fields(const fl_problem *p)
                                "a sequence is empty on both sides or on neither",
                                (long long)b, (long long)(cq[b + 1] - cq[b]), (long long)(ck[b + 1] - ck[b]));
     }
-    /* the fields of the schedules with a problem of their own (docs/model.md §Decode,
-     * §Block-sparse); which schedule may set them is fl_problem_check's (schedule.h) */
-    if (p->page_size < 0) return fl_fail(FL_EINVAL, "{page_size}: must be an integer >= 1 (0 = contiguous cache)");
-    if (p->page_size > (INT64_C(1) << 32))
-        return fl_fail(FL_EINVAL, "{page_size}: at most 2^32 rows per page (got %lld)", (long long)p->page_size);
-    if (p->pool_pages < 0) return fl_fail(FL_EINVAL, "{pool_pages}: must be an integer >= 1 (0 = twice the pages used)");
-    if (p->splits < 1) return fl_fail(FL_EINVAL, "{splits}: the number of KV splits must be an integer >= 1");
-    if (p->block_table_len < 0 || (p->block_table_len > 0) != (p->block_table != NULL))
-        return fl_fail(FL_EINVAL, "{block_table}: a table needs its entries and their number");
-    if (!(p->density > 0.0 && p->density <= 1.0))
-        return fl_fail(FL_EINVAL, "{density}: the fraction s of kept blocks must lie in (0, 1]");
     return FL_OK;
 }
 

@@ -29,7 +29,7 @@ static fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, con
 {
     const int64_t N = p->N, d = p->d, Br = b->Br, Bc = b->Bc;
     const double scale = 1.0 / sqrt((double)d);
-    const fl_bsmask mask = fl_bsmask_make(N, N, Br, Bc, p->density, p->mask_seed);
+    const fl_bsmask mask = fl_bsmask_of(N, N, Br, Bc, p->block_mask);
     int L_t;
     FL_TRY(fl_tensor_add(m, "L", N, 1, 4, &L_t));
 
@@ -102,7 +102,7 @@ static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_count
 {
     ck c = {0};
     const int64_t N = p->N, d = p->d, Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
-    const fl_bsmask mk = fl_bsmask_make(N, N, b->Br, b->Bc, p->density, p->mask_seed);
+    const fl_bsmask mk = fl_bsmask_of(N, N, b->Br, b->Bc, p->block_mask);
     int64_t kept = 0, rows = 0, blocks;
     /* the dense count (s = 1, eq. (C2)) bounds this one: refuse sizes where it overflows, and
      * masks too large to evaluate block by block */
@@ -134,13 +134,13 @@ static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, f
 
 static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
 {
-    const fl_bsmask mk = fl_bsmask_make(p->N, p->N, b->Br, b->Bc, p->density, p->mask_seed);
+    const fl_bsmask mk = fl_bsmask_of(p->N, p->N, b->Br, b->Bc, p->block_mask);
     int64_t kept = 0;
     for (int64_t i = 0; i < mk.Tr; i++)
         for (int64_t j = 0; j < mk.Tc; j++) kept += fl_bsmask_block(&mk, i, j);
     fprintf(out, "  rule BS = B2 (flash2's square blocks); mask KS: each block kept with probability s = %g\n"
-                 "    (seed %llu): %lld of %lld blocks kept (%.4f)\n", p->density,
-            (unsigned long long)p->mask_seed, (long long)kept, (long long)(mk.Tr * mk.Tc),
+                 "    (seed %llu): %lld of %lld blocks kept (%.4f)\n", mk.density,
+            (unsigned long long)mk.seed, (long long)kept, (long long)(mk.Tr * mk.Tc),
             (double)kept / (double)(mk.Tr * mk.Tc));
 }
 
@@ -165,7 +165,7 @@ static int reference_keep(const fl_problem *p, const fl_blocks *b,
                           int (**keep)(int64_t i, int64_t j, const void *ctx), void *ctx, size_t cap)
 {
     if (cap < sizeof(fl_bsmask)) return 0;
-    const fl_bsmask mk = fl_bsmask_make(p->N, p->N, b->Br, b->Bc, p->density, p->mask_seed);
+    const fl_bsmask mk = fl_bsmask_of(p->N, p->N, b->Br, b->Bc, p->block_mask);
     memcpy(ctx, &mk, sizeof mk);
     *keep = fl_bsmask_keep;
     return 1;

@@ -27,6 +27,7 @@
  * SRAM: eq. (FD).  Counts: eq. (CD).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,41 @@
 
 /* The number of keys: p->Nk, or p->N when Nk is 0. */
 static int64_t nk_of(const fl_problem *p) { return p->Nk ? p->Nk : p->N; }
+
+static const fl_kv_cache *kv(const fl_problem *p) { return fl_kv_cache_of(p); }
+
+fl_kv_cache fl_kv_cache_default(void)
+{
+    const fl_kv_cache kv = {FL_KV_CACHE_FIELDS(FL_FIELD_DEFAULT)};
+    return kv;
+}
+
+const fl_kv_cache *fl_kv_cache_of(const fl_problem *p)
+{
+    static const fl_kv_cache none = {FL_KV_CACHE_FIELDS(FL_FIELD_DEFAULT)};
+    return p->kv_cache ? p->kv_cache : &none;
+}
+
+const fl_field *fl_kv_cache_fields(int *n)
+{
+#define FL_ENTRY(kind, type, name, dflt, what) {#name, offsetof(fl_kv_cache, name), sizeof(type), kind},
+    static const fl_field f[] = {FL_KV_CACHE_FIELDS(FL_ENTRY)};
+#undef FL_ENTRY
+    *n = (int)(sizeof f / sizeof f[0]);
+    return f;
+}
+
+fl_status fl_kv_cache_check(const fl_kv_cache *c)
+{
+    if (c->page_size < 0) return fl_fail(FL_EINVAL, "{page_size}: must be an integer >= 1 (0 = contiguous cache)");
+    if (c->page_size > (INT64_C(1) << 32))
+        return fl_fail(FL_EINVAL, "{page_size}: at most 2^32 rows per page (got %lld)", (long long)c->page_size);
+    if (c->pool_pages < 0) return fl_fail(FL_EINVAL, "{pool_pages}: must be an integer >= 1 (0 = twice the pages used)");
+    if (c->splits < 1) return fl_fail(FL_EINVAL, "{splits}: the number of KV splits must be an integer >= 1");
+    if (c->block_table_len < 0 || (c->block_table_len > 0) != (c->block_table != NULL))
+        return fl_fail(FL_EINVAL, "{block_table}: a table needs its entries and their number");
+    return FL_OK;
+}
 
 
 /* Refuses a padding row (key position >= Nk) of the tile that is not finite. */
@@ -228,10 +264,10 @@ done:
 /* ---- the descriptor: rules SD, BD, FD, the closed form CD, the cache layout ---- */
 
 /* Logical pages a paged decode uses and the pool it reads from (rule SD). */
-static int64_t pages_used(const fl_problem *p) { return fl_cdiv(nk_of(p), p->page_size); }
+static int64_t pages_used(const fl_problem *p) { return fl_cdiv(nk_of(p), kv(p)->page_size); }
 static int64_t pool_of(const fl_problem *p)
 {
-    return p->pool_pages ? p->pool_pages : 2 * pages_used(p);
+    return kv(p)->pool_pages ? kv(p)->pool_pages : 2 * pages_used(p);
 }
 
 
@@ -240,17 +276,17 @@ static fl_status check(const fl_problem *p)
     fl_mask mk;
     int64_t rows;
     FL_TRY(fl_mask_init(&mk, p->N, nk_of(p), p->causal, p->window_left, p->window_right));
-    if (!p->page_size && !fl_mul_ok(nk_of(p), p->d, &rows))
+    if (!kv(p)->page_size && !fl_mul_ok(nk_of(p), p->d, &rows))
         return fl_fail(FL_EINVAL, "{Nk}/{d}: a contiguous cache of %lld keys of d = %lld elements does not fit "
                                   "64-bit counts", (long long)nk_of(p), (long long)p->d);
-    if (p->page_size && (!fl_mul_ok(pool_of(p), p->page_size, &rows) || !fl_mul_ok(rows, p->d, &rows)))
+    if (kv(p)->page_size && (!fl_mul_ok(pool_of(p), kv(p)->page_size, &rows) || !fl_mul_ok(rows, p->d, &rows)))
         return fl_fail(FL_EINVAL, "{pool_pages}: a pool of %lld pages of %lld rows of d = %lld elements does not "
-                                  "fit 64-bit counts", (long long)pool_of(p), (long long)p->page_size, (long long)p->d);
-    if (!p->page_size) {
-        if (p->pool_pages || p->page_seed || p->block_table_len)
+                                  "fit 64-bit counts", (long long)pool_of(p), (long long)kv(p)->page_size, (long long)p->d);
+    if (!kv(p)->page_size) {
+        if (kv(p)->pool_pages || kv(p)->page_seed || kv(p)->block_table_len)
             return fl_fail(FL_EINVAL, "{pool_pages}/{page_seed}/{block_table}: need {page_size} "
                                       "(a paged cache)");
-        if (p->pad_value != 0.0)
+        if (kv(p)->pad_value != 0.0)
             return fl_fail(FL_EINVAL, "{pad}: only a paged cache has padding rows (set {page_size})");
         return FL_OK;
     }
@@ -259,21 +295,21 @@ static fl_status check(const fl_problem *p)
         return fl_fail(FL_EINVAL, "{pool_pages}: the pool must hold the %lld pages the sequence "
                                   "uses (ceil(Nk / page-size)), got %lld",
                        (long long)used, (long long)pool);
-    if (p->block_table_len) {
-        if (p->block_table_len != used)
+    if (kv(p)->block_table_len) {
+        if (kv(p)->block_table_len != used)
             return fl_fail(FL_EINVAL, "{block_table}: needs ceil(Nk / page-size) = %lld entries, "
-                                      "got %lld", (long long)used, (long long)p->block_table_len);
+                                      "got %lld", (long long)used, (long long)kv(p)->block_table_len);
         for (int64_t k = 0; k < used; k++) {
-            if (p->block_table[k] < 0 || p->block_table[k] >= pool)
+            if (kv(p)->block_table[k] < 0 || kv(p)->block_table[k] >= pool)
                 return fl_fail(FL_EINVAL, "{block_table}: entry %lld = %lld points outside the "
                                           "cache pool of %lld pages (valid: 0..%lld)",
-                               (long long)k, (long long)p->block_table[k], (long long)pool,
+                               (long long)k, (long long)kv(p)->block_table[k], (long long)pool,
                                (long long)pool - 1);
             for (int64_t q = 0; q < k; q++)
-                if (p->block_table[q] == p->block_table[k])
+                if (kv(p)->block_table[q] == kv(p)->block_table[k])
                     return fl_fail(FL_EINVAL, "{block_table}: entries %lld and %lld both name "
                                               "physical page %lld (a sequence's pages are distinct)",
-                                   (long long)q, (long long)k, (long long)p->block_table[k]);
+                                   (long long)q, (long long)k, (long long)kv(p)->block_table[k]);
         }
     }
     return FL_OK;
@@ -291,15 +327,15 @@ static int64_t fd(const fl_problem *p, int64_t Br, int64_t Bc)
     ck c = {0};
     int64_t f = f2(p->d, Br, Bc);
     if (f < 0) return -1;
-    f = add(&c, f, p->page_size ? 1 : 0);
-    if (p->splits > 1) f = add(&c, f, add(&c, mul(&c, Br, p->d), mul(&c, 2, Br)));
+    f = add(&c, f, kv(p)->page_size ? 1 : 0);
+    if (kv(p)->splits > 1) f = add(&c, f, add(&c, mul(&c, Br, p->d), mul(&c, 2, Br)));
     return c.ovf ? -1 : f;
 }
 
 static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
 {
     (void)bwd;
-    const int64_t Nq = p->N, Nk = nk_of(p), P = p->page_size;
+    const int64_t Nq = p->N, Nk = nk_of(p), P = kv(p)->page_size;
     const int64_t need = fd(p, 1, 1);
     if (need < 0 || need > p->M)
         return fl_fail(FL_ECAPACITY, "{M}: decode needs at least %lld elements of SRAM for its "
@@ -356,13 +392,13 @@ void fl_decode_geometry(const fl_problem *p, const fl_blocks *b, fl_decode_geom 
     g->Bc = b->Bc;
     g->Tr = fl_cdiv(g->Nq, g->Br);
     g->Tc = fl_cdiv(g->Nk, g->Bc);
-    g->paged = p->page_size > 0;
-    g->P = p->page_size;
+    g->paged = kv(p)->page_size > 0;
+    g->P = kv(p)->page_size;
     g->pages = g->paged ? pages_used(p) : 0;
     g->pool = g->paged ? pool_of(p) : 0;
     /* splits: ceil(Nk / splits) keys each, rounded up to the unit U (a page, or a key tile) */
     const int64_t U = g->paged ? g->P : g->Bc, units = fl_cdiv(g->Nk, U);
-    const int64_t per = fl_cdiv(units, fl_min64(p->splits, units));
+    const int64_t per = fl_cdiv(units, fl_min64(kv(p)->splits, units));
     g->Ls = per * U;
     g->S = fl_cdiv(units, per);
 }
@@ -378,11 +414,11 @@ static int64_t perm_slot(const int64_t *key, int64_t cap, int64_t i)
 
 fl_status fl_decode_block_table(const fl_problem *p, const fl_decode_geom *g, int64_t *table)
 {
-    if (p->block_table) {
-        for (int64_t k = 0; k < g->pages; k++) table[k] = p->block_table[k];
+    if (kv(p)->block_table) {
+        for (int64_t k = 0; k < g->pages; k++) table[k] = kv(p)->block_table[k];
         return FL_OK;
     }
-    if (!p->page_seed) {
+    if (!kv(p)->page_seed) {
         for (int64_t k = 0; k < g->pages; k++) table[k] = k;
         return FL_OK;
     }
@@ -397,7 +433,7 @@ fl_status fl_decode_block_table(const fl_problem *p, const fl_decode_geom *g, in
         return fl_fail(FL_ENOMEM, "out of memory for a block table of %lld pages", (long long)g->pages);
     }
     for (int64_t i = 0; i < cap; i++) key[i] = -1;
-    uint64_t st = p->page_seed;
+    uint64_t st = kv(p)->page_seed;
     for (int64_t k = 0; k < g->pages; k++) {
         const int64_t r = k + (int64_t)(fl_rng_next(&st) % (uint64_t)(g->pool - k));
         const int64_t sk = perm_slot(key, cap, k), sr = perm_slot(key, cap, r);
@@ -483,7 +519,7 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
             g.paged ? " dividing the page size" : "");
     fprintf(out, "  rule SD: Nq = %lld queries over Nk = %lld keys; %lld split%s of %lld keys (asked %lld)",
             (long long)g.Nq, (long long)g.Nk, (long long)g.S, g.S == 1 ? "" : "s", (long long)g.Ls,
-            (long long)p->splits);
+            (long long)kv(p)->splits);
     if (g.paged)
         fprintf(out, "; pages of %lld: %lld used of a pool of %lld, tiles loaded whole (%lld padding rows)",
                 (long long)g.P, (long long)g.pages, (long long)g.pool, (long long)(g.Tc * g.Bc - g.Nk));
@@ -492,7 +528,7 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
 
 /* Adds decode's cache: contiguous K, V (Nk x d), or the pool (pool * P x d) with the logical
  * pages placed through the block table, unused pages NaN (never read), the padding rows of the
- * last page p->pad_value; and BT.  Kl, Vl (compute): the logical cache, for the reference. */
+ * last page kv(p)->pad_value; and BT.  Kl, Vl (compute): the logical cache, for the reference. */
 static fl_status add_kv(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo *io,
                         const double *Kl, const double *Vl)
 {
@@ -520,8 +556,8 @@ static fl_status add_kv(fl_machine *m, const fl_problem *p, const fl_blocks *b, 
     for (int64_t pos = 0; pos < g.pages * g.P; pos++) {
         const int64_t row = table[pos / g.P] * g.P + pos % g.P;
         for (int64_t c = 0; c < d; c++) {
-            K[row * d + c] = pos < g.Nk ? Kl[pos * d + c] : p->pad_value;
-            V[row * d + c] = pos < g.Nk ? Vl[pos * d + c] : p->pad_value;
+            K[row * d + c] = pos < g.Nk ? Kl[pos * d + c] : kv(p)->pad_value;
+            V[row * d + c] = pos < g.Nk ? Vl[pos * d + c] : kv(p)->pad_value;
         }
     }
     for (int64_t k = 0; k < g.pages; k++) fl_tensor_get(m, bt)->data[k] = (double)table[k];

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <flashlab/blocksparse_mask.h>
+#include <flashlab/decode.h>
 #include <flashlab/schedule.h>
 
 static const fl_schedule *sched(fl_algo a) { return fl_schedule_get(a); }
@@ -91,6 +93,8 @@ fl_status fl_problem_check(const fl_problem *p)
     const fl_schedule *s = sched(p->algo);
     if (!s) return fl_fail(FL_EINVAL, "{algo}: unknown schedule");
     FL_TRY(fl_problem_check_fields(p));
+    if (p->kv_cache) FL_TRY(fl_kv_cache_check(p->kv_cache)); /* the extensions' own rules */
+    if (p->block_mask) FL_TRY(fl_block_sparsity_check(p->block_mask));
     FL_TRY(check_accepts(s, p));
     if (s->check) FL_TRY(s->check(p));
     return check_accepts_late(s, p);

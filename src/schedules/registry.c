@@ -1,35 +1,34 @@
-/* registry.c: every schedule flashlab knows, one line each (see include/flashlab/schedule.h).
- *
- * To add a schedule: write src/schedules/<name>.c holding its loop and its descriptor
- * `const fl_schedule fl_sched_<name>`, and add X(<name>) at the end of the list below.  Its
- * fl_algo value is its position; the runner, the CLI, the optimizer and the conformance tests
- * pick it up from here.  The first entries keep the positions problem.h names
- * (tests/conformance/test_registry.c checks them). */
+/* registry.c: the registry, one array of the descriptors listed in registry.def (see
+ * include/flashlab/schedule.h).  A test build appends schedules of its own, one line X(name) each
+ * in the file FL_TEST_SCHEDULES_DEF (cmake -DFLASHLAB_TEST_SCHEDULES=DIR: DIR/schedules.def and
+ * the sources beside it; tests/extra/), without touching a file of the library. */
 #include <string.h>
 
 #include <flashlab/schedule.h>
 
-#define FL_SCHEDULES(X)   \
-    X(standard)           \
-    X(flash1)             \
-    X(flash2)             \
-    X(flash2_gqa)         \
-    X(decode)             \
-    X(blocksparse)        \
-    X(memeff)             \
-    X(softmax_safe)       \
-    X(softmax_online)     \
-    X(smallcache)
+#define X(name) extern const fl_schedule fl_sched_##name;
+#include "registry.def"
+#ifdef FL_TEST_SCHEDULES_DEF
+#include FL_TEST_SCHEDULES_DEF
+#endif
+#undef X
 
-#define FL_DECLARE(name) extern const fl_schedule fl_sched_##name;
-FL_SCHEDULES(FL_DECLARE)
-#define FL_ENTRY(name) &fl_sched_##name,
-static const fl_schedule *const registry[] = {FL_SCHEDULES(FL_ENTRY)};
+#define X(name) &fl_sched_##name,
+static const fl_schedule *const registry[] = {
+#include "registry.def"
+#ifdef FL_TEST_SCHEDULES_DEF
+#include FL_TEST_SCHEDULES_DEF
+#endif
+};
+#undef X
 
 enum { NSCHED = (int)(sizeof registry / sizeof registry[0]) };
 _Static_assert(NSCHED <= FL_ALGO_MAX, "the registry holds more than FL_ALGO_MAX schedules");
-#define FL_POSITION(name) FL_POS_##name,
-enum { FL_SCHEDULES(FL_POSITION) };
+#define X(name) FL_POS_##name,
+enum {
+#include "registry.def"
+};
+#undef X
 _Static_assert(FL_POS_flash2 == FL_ALGO_DEFAULT, "FL_ALGO_DEFAULT is the position of the schedule flagged FL_SCHED_DEFAULT");
 
 int fl_schedule_count(void) { return NSCHED; }

@@ -63,11 +63,18 @@ static int problems_for(const fl_schedule *s, fl_algo a, fl_problem *out, int ca
         out[n] = p, out[n].pass = FL_PASS_FWD_BWD, out[n].heads = 4, out[n++].kv_heads = 2;
     }
     if ((s->accepts & FL_ACCEPT_KV_CACHE) && n + 1 < cap) {
-        out[n] = p, out[n].N = 3, out[n].Nk = 90, out[n].page_size = 8, out[n].pool_pages = 20, out[n].page_seed = 5;
-        out[n++].splits = 3;
-        out[n] = p, out[n].N = 2, out[n].Nk = 61, out[n++].splits = 4;
+        static fl_kv_cache paged, split; /* outlive the problems that point at them */
+        paged = fl_kv_cache_default(), split = fl_kv_cache_default();
+        paged.page_size = 8, paged.pool_pages = 20, paged.page_seed = 5, paged.splits = 3;
+        split.splits = 4;
+        out[n] = p, out[n].N = 3, out[n].Nk = 90, out[n++].kv_cache = &paged;
+        out[n] = p, out[n].N = 2, out[n].Nk = 61, out[n++].kv_cache = &split;
     }
-    if ((s->accepts & FL_ACCEPT_BLOCK_MASK) && n < cap) out[n] = p, out[n].density = 0.5, out[n++].mask_seed = 3;
+    if ((s->accepts & FL_ACCEPT_BLOCK_MASK) && n < cap) {
+        static fl_block_sparsity half;
+        half = fl_block_sparsity_default(), half.density = 0.5, half.mask_seed = 3;
+        out[n] = p, out[n++].block_mask = &half;
+    }
     return n;
 }
 
@@ -223,13 +230,15 @@ Test(registry, a_field_the_schedule_does_not_accept_is_refused_naming_it)
         for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
             if (s->accepts & fields[f].flag) continue;
             fl_problem p = fl_problem_default();
+            fl_kv_cache p_kv = fl_kv_cache_default();
+            fl_block_sparsity p_bm = fl_block_sparsity_default();
             p.algo = (fl_algo)a, p.N = 16, p.d = 4, p.M = 10000;
             switch (fields[f].flag) {
             case FL_ACCEPT_BWD: p.pass = FL_PASS_BWD; break;
             case FL_ACCEPT_HEADS: p.heads = 2; break;
             case FL_ACCEPT_MASK: p.causal = FL_CAUSAL_TOP_LEFT; break;
-            case FL_ACCEPT_KV_CACHE: p.page_size = 4; break;
-            case FL_ACCEPT_BLOCK_MASK: p.density = 0.5; break;
+            case FL_ACCEPT_KV_CACHE: p_kv.page_size = 4, p.kv_cache = &p_kv; break;
+            case FL_ACCEPT_BLOCK_MASK: p_bm.density = 0.5, p.block_mask = &p_bm; break;
             case FL_ACCEPT_NK: p.Nk = 20; break;
             }
             cr_assert_eq(fl_problem_check(&p), FL_EINVAL, "%s accepted %s", s->name, fields[f].opt);

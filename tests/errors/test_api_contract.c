@@ -11,6 +11,8 @@
 #include <flashlab/machine.h>
 #include <flashlab/masks.h>
 #include <flashlab/run.h>
+#include <flashlab/blocksparse_mask.h>
+#include <flashlab/decode.h>
 
 /* A1: fl_load adds nr*nc to int64 counters unchecked; four loads of a 2^31 x 2^31 tile overflow
  * them (UBSan: machine.c, signed overflow).  Expected: FL_EOVERFLOW once a counter would not
@@ -90,9 +92,11 @@ Test(api_contract, decode_cache_too_large_names_the_option)
 Test(api_contract, decode_block_table_too_large_is_not_held)
 {
     fl_problem p = fl_problem_default();
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    p.kv_cache = &p_kv;
     p.algo = FL_ALGO_DECODE;
     p.N = 16, p.d = 4, p.M = 45, p.Br = 3, p.Nk = INT64_C(289641049570148352);
-    p.window_left = 4, p.window_right = 45, p.page_size = 64, p.max_events = 512;
+    p.window_left = 4, p.window_right = 45, p_kv.page_size = 64, p.max_events = 512;
     fl_result r;
     cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK, "%s", fl_last_error());
     cr_expect_eq(r.total, r.closed.total);

@@ -249,11 +249,13 @@ Test(errors_regress, regress_segment_list_capped)
 Test(errors_regress, regress_sparse_block_table_shuffle)
 {
     fl_problem p = fl_problem_default();
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    p.kv_cache = &p_kv;
     fl_decode_geom g = {0};
     int64_t table[64], perm[200];
     for (uint64_t seed = 1; seed <= 300; seed++)
         for (int64_t pages = 1; pages <= 40; pages += 13) {
-            p.page_seed = seed;
+            p_kv.page_seed = seed;
             g.pages = pages;
             g.pool = pages + (int64_t)(seed % 150);
             cr_assert_eq(fl_decode_block_table(&p, &g, table), FL_OK);

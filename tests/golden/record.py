@@ -32,8 +32,9 @@ def S(*words):
 def help_cmds():
     cmds = [[], ["--help"], ["--version"], ["help"], ["count", "-h"]]
     for c in ("count", "run", "sweep", "bound", "plot", "report", "optimize", "trace", "l2",
-              "example"):
+              "example", "schedules"):
         cmds.append([c, "--help"])
+    cmds += [["schedules"], ["schedules", "--format", "csv"]]   # the registry as a table
     return [golden.command(a) for a in cmds]
 
 

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "blocksparse_mask.h"
+#include "decode.h"
 #include "run.h"
 #include "schedule.h"
 
@@ -79,9 +81,9 @@ static inline void describe(const fl_problem *p, char *buf, size_t n)
     snprintf(buf, n, "%s N=%lld Nk=%lld d=%lld M=%lld Br=%lld Bc=%lld P=%lld S=%lld causal=%d "
                      "win=%lld,%lld s=%g",
              fl_algo_name(p->algo), (long long)p->N, (long long)p->Nk, (long long)p->d,
-             (long long)p->M, (long long)p->Br, (long long)p->Bc, (long long)p->page_size,
-             (long long)p->splits, (int)p->causal, (long long)p->window_left,
-             (long long)p->window_right, p->density);
+             (long long)p->M, (long long)p->Br, (long long)p->Bc, (long long)fl_kv_cache_of(p)->page_size,
+             (long long)fl_kv_cache_of(p)->splits, (int)p->causal, (long long)p->window_left,
+             (long long)p->window_right, fl_block_sparsity_or_default(p->block_mask)->density);
 }
 
 /* expect_exact, then (compute set) expect_values, with p described in the messages; the

@@ -127,12 +127,14 @@ Test(bounds, block_sparse_need_equals_a_scan_of_its_block_mask)
 {
     for (int k = 0; k < 12; k++) {
         fl_problem p = prob(37 + 11 * k, 8, 400 + 97 * k);
+        fl_block_sparsity p_bm = fl_block_sparsity_default();
+        p.block_mask = &p_bm;
         p.algo = FL_ALGO_BLOCKSPARSE;
-        p.density = 0.15 + 0.07 * k;
-        p.mask_seed = (uint64_t)(3 + k);
+        p_bm.density = 0.15 + 0.07 * k;
+        p_bm.mask_seed = (uint64_t)(3 + k);
         fl_blocks b;
         cr_assert_eq(fl_blocks_choose(&p, &b), FL_OK);
-        const fl_bsmask mk = fl_bsmask_make(p.N, p.N, b.Br, b.Bc, p.density, p.mask_seed);
+        const fl_bsmask mk = fl_bsmask_make(p.N, p.N, b.Br, b.Bc, p_bm.density, p_bm.mask_seed);
         int64_t r1 = 0, r2 = 0, k1 = 0, k2 = 0, O = 0;
         double s2 = 0;
         for (int64_t j = 0; j < p.N; j++) {
@@ -149,7 +151,7 @@ Test(bounds, block_sparse_need_equals_a_scan_of_its_block_mask)
         fl_lower_bound lb;
         cr_assert_eq(fl_lower_bound_of(&p, NULL, &lb), FL_EINVAL); /* its mask needs its blocks */
         cr_assert_eq(fl_lower_bound_of(&p, &b, &lb), FL_OK);
-        cr_assert_eq(lb.floor_reads, 8 * (r2 + k2 + k1), "density %g", p.density);
+        cr_assert_eq(lb.floor_reads, 8 * (r2 + k2 + k1), "density %g", p_bm.density);
         cr_assert_eq(lb.floor_writes, 8 * O);
         cr_assert_eq(lb.products, 8.0 * s2);
     }

@@ -14,6 +14,8 @@
 #include "rng.h"
 #include "run.h"
 #include "schedule.h"
+#include "blocksparse_mask.h"
+#include "decode.h"
 
 typedef struct {
     int problems, runs, optimized, below_bound_checked, tight; /* tight: within 2x of the bound */
@@ -121,21 +123,23 @@ static void attention(uint64_t *st, tally *t, int64_t *cu)
 static void decode(uint64_t *st, tally *t)
 {
     fl_problem p = fl_problem_default();
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    p.kv_cache = &p_kv;
     p.algo = FL_ALGO_DECODE;
     p.N = 1 + (int64_t)draw(st, 8);
     p.Nk = 1 + (int64_t)draw(st, 300);
     p.d = 1 + (int64_t)draw(st, 32);
     p.causal = (fl_causal)draw(st, 3);
     if (!draw(st, 4)) p.window_left = (int64_t)draw(st, 40) - 1, p.window_right = (int64_t)draw(st, 4) - 1;
-    if (draw(st, 2)) p.page_size = 1 + (int64_t)draw(st, 64);
-    p.splits = 1 + (int64_t)draw(st, 4);
+    if (draw(st, 2)) p_kv.page_size = 1 + (int64_t)draw(st, 64);
+    p_kv.splits = 1 + (int64_t)draw(st, 4);
     p.M = draw_M(st, p.Nk, p.d);
     fl_lower_bound lb;
     cr_assert_eq(fl_lower_bound_of(&p, NULL, &lb), FL_OK, "%s", fl_last_error());
     const int64_t c = run_checked(&p, FL_ALGO_DECODE, 0, 0, lb.bound, t);
     if (c < 0) return;
     fl_problem q = p;
-    q.algo = FL_ALGO_FLASH2, q.page_size = 0, q.splits = 1;
+    q.algo = FL_ALGO_FLASH2, q.kv_cache = NULL; /* the same attention without the cache */
     fl_opt o;
     cr_assert_eq(fl_optimize(&q, 1, FL_OPT_MAX_WORK, &o), FL_OK, "%s", fl_last_error());
     cr_assert_leq(o.best.total, c);
@@ -146,11 +150,13 @@ static void decode(uint64_t *st, tally *t)
 static void blocksparse(uint64_t *st, tally *t)
 {
     fl_problem p = fl_problem_default();
+    fl_block_sparsity p_bm = fl_block_sparsity_default();
+    p.block_mask = &p_bm;
     p.algo = FL_ALGO_BLOCKSPARSE;
     p.N = 1 + (int64_t)draw(st, 80);
     p.d = 1 + (int64_t)draw(st, 16);
-    p.density = 0.05 + 0.95 * (double)draw(st, 1000) / 1000.0;
-    p.mask_seed = 1 + draw(st, 1000);
+    p_bm.density = 0.05 + 0.95 * (double)draw(st, 1000) / 1000.0;
+    p_bm.mask_seed = 1 + draw(st, 1000);
     p.M = draw_M(st, p.N, p.d);
     run_checked(&p, FL_ALGO_BLOCKSPARSE, 0, 0, 0, t);
 }

@@ -12,6 +12,8 @@
 #include "optimize.h"
 #include "rng.h"
 #include "schedule.h"
+#include "blocksparse_mask.h"
+#include "decode.h"
 
 static fl_problem prob(int64_t N, int64_t d, int64_t M)
 {
@@ -371,6 +373,8 @@ Test(optimize_cli, block_options_are_refused)
 Test(optimize, limits_and_foreign_problems_are_refused)
 {
     fl_problem p = prob(100, 64, 2);
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    fl_block_sparsity p_bm = fl_block_sparsity_default();
     fl_opt o;
     cr_assert_eq(fl_optimize(&p, 4, FL_OPT_MAX_WORK, &o), FL_ECAPACITY);
     cr_assert(strstr(fl_last_error_raw(), "{M}"), "%s", fl_last_error_raw());
@@ -381,11 +385,13 @@ Test(optimize, limits_and_foreign_problems_are_refused)
     cr_assert_eq(fl_optimize(&p, 4, FL_OPT_MAX_WORK, &o), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{max_work}"), "%s", fl_last_error_raw());
     p = prob(64, 16, 4000);
-    p.splits = 2;
+    p.kv_cache = &p_kv;
+    p_kv.splits = 2;
     cr_assert_eq(fl_optimize(&p, 4, FL_OPT_MAX_WORK, &o), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{splits}"), "%s", fl_last_error_raw());
     p = prob(64, 16, 4000);
-    p.density = 0.5;
+    p.block_mask = &p_bm;
+    p_bm.density = 0.5;
     cr_assert_eq(fl_optimize(&p, 4, FL_OPT_MAX_WORK, &o), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{density}"), "%s", fl_last_error_raw());
 }

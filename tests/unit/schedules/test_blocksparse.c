@@ -9,15 +9,19 @@
 
 #include <stdlib.h>
 
+/* A block-sparse problem; its mask is the last one made (a test uses one problem at a time). */
 static fl_problem bs_problem(int64_t N, int64_t d, int64_t M, double s, uint64_t seed)
 {
+    static fl_block_sparsity bm;
     fl_problem p = fl_problem_default();
+    bm = fl_block_sparsity_default();
+    bm.density = s;
+    bm.mask_seed = seed;
+    p.block_mask = &bm;
     p.algo = FL_ALGO_BLOCKSPARSE;
     p.N = N;
     p.d = d;
     p.M = M;
-    p.density = s;
-    p.mask_seed = seed;
     return p;
 }
 
@@ -40,8 +44,7 @@ Test(blocksparse, density_one_is_flash2)
     fl_problem p = bs_problem(1000, 64, 30000, 1.0, 3);
     check_exact(&p, 0, &bs);
     p.algo = FL_ALGO_FLASH2;
-    p.density = 1.0;
-    p.mask_seed = 1;
+    p.block_mask = NULL; /* flash2's problem: no block mask */
     cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &f2), FL_OK, "%s", fl_last_error());
     cr_expect_eq(bs.reads, f2.reads);
     cr_expect_eq(bs.writes, f2.writes);
@@ -76,12 +79,14 @@ Test(blocksparse, traffic_grows_linearly_in_density)
     const int64_t N = 16384, d = 64, M = 98304;
     fl_result dense;
     fl_problem p = bs_problem(N, d, M, 1.0, 5);
+    fl_block_sparsity p_bm = *p.block_mask;
+    p.block_mask = &p_bm;
     check_exact(&p, 0, &dense);
     const int64_t fixed = N * d + N * d + N;
     const double ss[] = {0.125, 0.25, 0.5, 0.75};
     for (size_t k = 0; k < 4; k++) {
         fl_result r;
-        p.density = ss[k];
+        p_bm.density = ss[k];
         check_exact(&p, 0, &r);
         const double frac = (double)(r.total - fixed) / (double)(dense.total - fixed);
         cr_expect(fabs(frac - ss[k]) < 0.03, "s = %g: K/V traffic is %g of dense", ss[k], frac);
@@ -98,8 +103,10 @@ Test(blocksparse, bad_density_is_refused)
         cr_expect(strstr(fl_last_error_raw(), "{density}") != NULL, "%s", fl_last_error_raw());
     }
     fl_problem p = bs_problem(64, 8, 2000, 1.0, 1);
+    fl_block_sparsity p_bm = *p.block_mask;
+    p.block_mask = &p_bm;
     p.algo = FL_ALGO_FLASH2;
-    p.density = 0.5;
+    p_bm.density = 0.5;
     cr_expect_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
     cr_expect(strstr(fl_last_error(), "blocksparse") != NULL, "%s", fl_last_error());
 }

@@ -36,9 +36,11 @@ Test(decode, closed_form_and_values_over_a_grid)
                     for (size_t f = 0; f < 4; f++)
                         for (size_t g = 0; g < 3; g++) {
                             fl_problem p = decode_problem(Nqs[a], Nks[b], ds[c], c ? 1500 : 400);
-                            p.page_size = Ps[e];
-                            p.page_seed = Ps[e] ? (uint64_t)(e * 3 + b) : 0; /* identity (0), shuffled */
-                            p.splits = Ss[f];
+                            fl_kv_cache p_kv = fl_kv_cache_default();
+                            p.kv_cache = &p_kv;
+                            p_kv.page_size = Ps[e];
+                            p_kv.page_seed = Ps[e] ? (uint64_t)(e * 3 + b) : 0; /* identity (0), shuffled */
+                            p_kv.splits = Ss[f];
                             p.causal = cs[g];
                             check_exact(&p, 1, NULL);
                         }
@@ -51,10 +53,12 @@ Test(decode, windows_and_more_queries_than_keys)
         for (int64_t Nq = 1; Nq <= 40; Nq += 13)
             for (int64_t S = 1; S <= 4; S += 3) {
                 fl_problem p = decode_problem(Nq, 30, 8, 600);
+                fl_kv_cache p_kv = fl_kv_cache_default();
+                p.kv_cache = &p_kv;
                 p.window_left = win[w][0];
                 p.window_right = win[w][1];
-                p.splits = S;
-                p.page_size = (Nq % 2) ? 8 : 0;
+                p_kv.splits = S;
+                p_kv.page_size = (Nq % 2) ? 8 : 0;
                 check_exact(&p, 1, NULL);
             }
 }
@@ -68,19 +72,21 @@ Test(decode, paged_layout_gives_the_contiguous_values)
     for (size_t k = 0; k < 3; k++)
         for (int64_t S = 1; S <= 3; S++) {
             fl_problem p = decode_problem(4, Nks[k], 16, 4000);
-            p.splits = S;
-            p.page_size = 32;
+            fl_kv_cache p_kv = fl_kv_cache_default();
+            p.kv_cache = &p_kv;
+            p_kv.splits = S;
+            p_kv.page_size = 32;
             fl_result id, sh, ct;
             cr_assert_eq(fl_run(&p, FL_COMPUTE, NULL, NULL, &id), FL_OK, "%s", fl_last_error());
-            p.page_seed = 99;
-            p.pool_pages = 40;
+            p_kv.page_seed = 99;
+            p_kv.pool_pages = 40;
             cr_assert_eq(fl_run(&p, FL_COMPUTE, NULL, NULL, &sh), FL_OK, "%s", fl_last_error());
             cr_expect_eq(sh.max_abs_err, id.max_abs_err, "shuffled pages changed the values");
             cr_expect_eq(sh.rel_err, id.rel_err);
             if (S > 1) continue; /* splits of whole pages vs of tiles: different merge order */
-            p.page_size = 0;
-            p.page_seed = 0;
-            p.pool_pages = 0;
+            p_kv.page_size = 0;
+            p_kv.page_seed = 0;
+            p_kv.pool_pages = 0;
             p.Bc = id.b.Bc; /* the same key tiles */
             cr_assert_eq(fl_run(&p, FL_COMPUTE, NULL, NULL, &ct), FL_OK, "%s", fl_last_error());
             cr_expect_eq(ct.max_abs_err, id.max_abs_err, "paged %g vs contiguous %g",
@@ -94,8 +100,10 @@ Test(decode, kv_reads_dominate_one_token_decode)
     const int64_t Nk = 32768, d = 128;
     for (int64_t S = 1; S <= 16; S *= 4) {
         fl_problem p = decode_problem(1, Nk, d, 98304);
-        p.splits = S;
-        p.page_size = 256;
+        fl_kv_cache p_kv = fl_kv_cache_default();
+        p.kv_cache = &p_kv;
+        p_kv.splits = S;
+        p_kv.page_size = 256;
         fl_result r;
         check_exact(&p, 0, &r);
         int64_t kv = 0;
@@ -112,13 +120,15 @@ Test(decode, padding_of_the_last_page_must_be_finite)
     /* Nk = 50, pages of 16: the last page holds keys 48, 49 and 14 padding rows; tiles of 8
      * load rows 48..55, so padding rows 2..7 of that page are loaded (and masked) */
     fl_problem p = decode_problem(2, 50, 8, 2000);
-    p.page_size = 16;
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    p.kv_cache = &p_kv;
+    p_kv.page_size = 16;
     p.Bc = 8;
-    p.page_seed = 7;
+    p_kv.page_seed = 7;
     fl_result r;
     cr_expect_eq(fl_run(&p, FL_COMPUTE, NULL, NULL, &r), FL_OK, "%s", fl_last_error());
     cr_expect(r.rel_err <= FL_TEST_REL_TOL); /* unused pages hold NaN: never read */
-    p.pad_value = NAN;
+    p_kv.pad_value = NAN;
     cr_expect_eq(fl_run(&p, FL_COMPUTE, NULL, NULL, &r), FL_EINVAL);
     cr_expect(strstr(fl_last_error(), "row 2 of physical page") != NULL, "%s", fl_last_error());
     cr_expect(strstr(fl_last_error(), "logical page 3") != NULL, "%s", fl_last_error());
@@ -139,38 +149,43 @@ Test(decode, bad_caches_are_refused_with_the_rule)
 {
     const int64_t outside[] = {0, 1, 9}, dup[] = {0, 1, 1}, shorter[] = {0, 1};
     fl_problem p = decode_problem(1, 40, 8, 2000);
-    p.page_size = 16;
-    p.pool_pages = 8;
-    p.block_table = outside;
-    p.block_table_len = 3;
+    fl_kv_cache p_kv = fl_kv_cache_default();
+    p.kv_cache = &p_kv;
+    p_kv.page_size = 16;
+    p_kv.pool_pages = 8;
+    p_kv.block_table = outside;
+    p_kv.block_table_len = 3;
     refused(p, "--block-table"); /* 9 is outside a pool of 8 pages */
-    p.block_table = dup;
+    p_kv.block_table = dup;
     refused(p, "--block-table");
-    p.block_table = shorter;
-    p.block_table_len = 2;
+    p_kv.block_table = shorter;
+    p_kv.block_table_len = 2;
     refused(p, "--block-table");
     p = decode_problem(1, 40, 8, 2000);
-    p.page_size = -1;
+    p_kv = fl_kv_cache_default(), p.kv_cache = &p_kv;
+    p_kv.page_size = -1;
     refused(p, "--page-size");
-    p.page_size = (INT64_C(1) << 32) + 1; /* a divisor search over P stays cheap */
+    p_kv.page_size = (INT64_C(1) << 32) + 1; /* a divisor search over P stays cheap */
     refused(p, "--page-size");
-    p.page_size = 16;
-    p.pool_pages = 2;
+    p_kv.page_size = 16;
+    p_kv.pool_pages = 2;
     refused(p, "--pool-pages");
-    p.pool_pages = 0;
-    p.splits = 0;
+    p_kv.pool_pages = 0;
+    p_kv.splits = 0;
     refused(p, "--splits");
-    p.splits = 1;
+    p_kv.splits = 1;
     p.Bc = 5;
     refused(p, "--Bc"); /* 5 does not divide 16 */
     p = decode_problem(1, 40, 8, 2000);
-    p.pad_value = 1.0;
+    p_kv = fl_kv_cache_default(), p.kv_cache = &p_kv;
+    p_kv.pad_value = 1.0;
     refused(p, "--pad");
     p = decode_problem(1, 40, 8, 2000);
+    p_kv = fl_kv_cache_default(), p.kv_cache = &p_kv;
     p.algo = FL_ALGO_FLASH2;
     p.causal = FL_CAUSAL_NONE;
     p.Nk = 0;
-    p.splits = 2;
+    p_kv.splits = 2;
     refused(p, "--splits");
 }
 
@@ -220,8 +235,10 @@ Test(decode, one_step_headline_formula)
             for (size_t c = 0; c < 3; c++)
                 for (int64_t Nq = 1; Nq <= 4; Nq += 3) {
                     fl_problem p = decode_problem(Nq, Nks[a], 32, 20000);
-                    p.splits = Ss[b];
-                    p.page_size = Ps[c];
+                    fl_kv_cache p_kv = fl_kv_cache_default();
+                    p.kv_cache = &p_kv;
+                    p_kv.splits = Ss[b];
+                    p_kv.page_size = Ps[c];
                     fl_result r;
                     check_exact(&p, 0, &r);
                     const int64_t d = 32, Nk = Nks[a], Bc = r.b.Bc, P = Ps[c];
@@ -248,14 +265,16 @@ Test(decode, paged_equals_contiguous_bit_for_bit)
     for (size_t k = 0; k < 3; k++)
         for (uint64_t seed = 0; seed < 3; seed++) {
             fl_problem p = decode_problem(Nq, Nks[k], d, 4000);
-            p.page_size = 32;
-            p.page_seed = seed; /* 0: identity table */
-            p.pool_pages = 30;
+            fl_kv_cache p_kv = fl_kv_cache_default();
+            p.kv_cache = &p_kv;
+            p_kv.page_size = 32;
+            p_kv.page_seed = seed; /* 0: identity table */
+            p_kv.pool_pages = 30;
             fl_result r;
             cr_assert_eq(fl_run_values(&p, &(fl_values){.O = a}, &r), FL_OK, "%s", fl_last_error());
             cr_expect(r.rel_err <= FL_TEST_REL_TOL);
             const int64_t Bc = r.b.Bc;
-            p.page_size = p.page_seed = p.pool_pages = 0;
+            p_kv.page_size = p_kv.page_seed = p_kv.pool_pages = 0;
             p.Bc = Bc;
             cr_assert_eq(fl_run_values(&p, &(fl_values){.O = c}, &r), FL_OK, "%s", fl_last_error());
             cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "Nk %lld, page seed %llu: paged != contiguous",
@@ -263,12 +282,14 @@ Test(decode, paged_equals_contiguous_bit_for_bit)
         }
     for (int64_t S = 2; S <= 5; S += 3) { /* splits: any two placements of the pages agree */
         fl_problem p = decode_problem(Nq, 300, d, 4000);
-        p.page_size = 32;
-        p.pool_pages = 30;
-        p.splits = S;
+        fl_kv_cache p_kv = fl_kv_cache_default();
+        p.kv_cache = &p_kv;
+        p_kv.page_size = 32;
+        p_kv.pool_pages = 30;
+        p_kv.splits = S;
         fl_result r;
         cr_assert_eq(fl_run_values(&p, &(fl_values){.O = a}, &r), FL_OK, "%s", fl_last_error());
-        p.page_seed = 17;
+        p_kv.page_seed = 17;
         cr_assert_eq(fl_run_values(&p, &(fl_values){.O = c}, &r), FL_OK, "%s", fl_last_error());
         cr_expect_eq(memcmp(a, c, Nq * d * sizeof *a), 0, "S = %lld: shuffled pages changed values", (long long)S);
     }
