@@ -2,7 +2,7 @@
 """ab_fwd.py: two or more builds of the fast kernels (e.g. a kernel before and after a change),
 one forward version, timed side by side in ONE process on the same inputs, with SDPA's cuDNN
 backend beside them, call by call in turn (A, B, ..., cuDNN, then B, ..., cuDNN, A, ...: the order
-rotated every call, gpu_sdpa.time_interleaved), in --rounds rounds, so that the GPU's clock and
+rotated every call, sdpa_timing.time_interleaved), in --rounds rounds, so that the GPU's clock and
 temperature, which move with what ran just before, fall on every build alike.  The question it answers is "is B faster
 than A, shape by shape?", the ratio measured side by side (docs/performance.md's steps).
 
@@ -21,7 +21,8 @@ import statistics
 import sys
 
 import torch
-from gpu_sdpa import BATCH, DTYPES, ODD_BATCH, Lib, reference, rel_err, time_interleaved, write_rows
+from gpu_sdpa import BATCH, ODD_BATCH
+from sdpa_torch import DTYPES, Lib, reference, rel_err, time_interleaved, write_rows
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
@@ -137,7 +138,7 @@ def write_csv(a, dev, rows):
             "ratio_vs_cudnn", "rel_err", "acc_ok", "rounds"]
     write_rows(a.csv, dev, "ab_fwd.py: builds of the fast kernels side by side in one process, with SDPA cuDNN",
                [f"timing: {a.rounds} rounds; in a round every build and cuDNN take turns, a call each, the order rotated call by "
-                f"call (gpu_sdpa.time_interleaved), {a.reps} calls each between CUDA events after {a.warmup} warm-ups; "
+                f"call (sdpa_timing.time_interleaved), {a.reps} calls each between CUDA events after {a.warmup} warm-ups; "
                 f"median_ms is the median of the rounds' medians (runs 41-50 timed a build's {a.reps} calls together instead)"], cols, rows)
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from gpu_sdpa import BATCH, DTYPES, ODD_BATCH, Lib, write_rows
+from gpu_sdpa import BATCH, ODD_BATCH
+from sdpa_torch import DTYPES, Lib, write_rows
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 

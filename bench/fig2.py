@@ -20,7 +20,6 @@ For every kernel configuration, one row of:
 import argparse
 import csv
 import datetime
-import io
 import os
 import subprocess
 import sys
@@ -28,7 +27,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_sdpa import Lib, model_bytes, time_ms  # noqa: E402
+from gpu_sdpa import model_bytes  # noqa: E402
+from sdpa_torch import Lib, time_ms  # noqa: E402
 
 B, H, N, D = 64, 16, 1024, 64
 PAPER = "paper (A100, fwd+bwd): standard 66.6 GFLOPs, 40.3 GB HBM R/W, 41.7 ms; FlashAttention 75.2 GFLOPs, 4.4 GB, 7.3 ms"
@@ -101,7 +101,7 @@ def counters(gpu, k):
 def read_ncu(path, cfgs):
     """per configuration, the sums over its launches of the ncu metrics (launch order = cfgs order)"""
     rows = [r for r in csv.reader(l for l in open(path) if l.startswith('"'))]
-    head, units, data = rows[0], rows[1], rows[2:]
+    head, data = rows[0], rows[2:]  # rows[1]: the units
     col = {name: i for i, name in enumerate(head)}
     out, pos = [], 0
     for k in cfgs:

@@ -1,56 +1,93 @@
 #!/usr/bin/env python3
-"""gpu_sdpa.py: our fast kernels against PyTorch SDPA's backends, in ONE process, on the same inputs.
+"""gpu_sdpa.py: our fast kernels against PyTorch SDPA's backends and FlashAttention-4, in ONE
+process, on the same inputs.
 
-Needs a CUDA GPU, PyTorch, and libflashlab_kernels.so (kernels/CMakeLists.txt; built with the
-rest by `cmake --build build`).  Loads the library with ctypes and passes torch's device pointers
-and current stream.  For every shape (dtype x d x N x causal):
+Needs a CUDA GPU and PyTorch (bench/sdpa_torch.py, the device layer); libflashlab_kernels.so
+(kernels/CMakeLists.txt) for our kernels, loaded with ctypes and handed torch's device pointers and
+current stream; FlashAttention-4 (the flash-attn-4 and nvidia-cutlass-dsl packages: bench/
+fetch_wheels.sh) where it imports.  For every shape (dtype x d x N x causal) and pass:
 
-  1. inputs Q, K, V (and dO) drawn from N(0, 1) in (B, H, N, d), never zeros;
-  2. every implementation runs once on them; its output is compared with an fp32 reference on the
-     first heads (||out - ref|| / ||ref||, beside SDPA FA2's own error on the same heads) and
-     checked free of NaN (our outputs are poisoned with NaN first);
-  3. timing, every call between two CUDA events, median and p95 ms of --reps calls after warm-ups:
-     --timing interleaved (the default) runs the implementations of a pass in turn, one call each
+  1. inputs Q, K, V (and dO) drawn from N(0, 1) in (B, H, N, d), never zeros; our outputs poisoned
+     with NaN; every implementation called once (compilation, first-touch allocations);
+  2. timing (bench/sdpa_timing.py), CUDA events around every call, median and p95:
+     --timing interleaved (the default) calls the implementations of a pass in turn, one call each
      a round, the order rotated every round, so that each meets the GPU's clock and temperature as
-     the others do (measured: back to back, the same kernel's time moves by up to 20 % with what
-     ran before it; docs/performance.md); --timing sequential runs each implementation's calls
-     together (SDPA's backends first, then ours; the records before run 51);
-     TFLOP/s = 4 B H N^2 d / t forward, 10 B H N^2 d / t backward (2.5x: the FlashAttention
-     papers' convention), halved for causal; GB/s of the fewest bytes (Q, K, V read, O written;
-     backward: Q, K, V, O, dO read, dQ, dK, dV written) and, for ours, of the model's bytes
-     (`flashlab count`, the simulator, for the kernel's schedule and tiles);
-  4. ratios of each of ours to SDPA's FA2 and cuDNN backends measured in the same run.
+     the others do (back to back, one kernel's time moved by up to 20 % with what ran before it:
+     docs/performance.md); --timing sequential runs each implementation's calls together (the
+     records before run 51); --cold flushes the L2 (zeroes a buffer 4x its size) before every
+     call, outside the events; the calls' count from a time budget (--warmup-ms, --rep-ms, as
+     Triton's do_bench; column reps) or fixed (--reps);
+     while the GPU's SM and memory clocks, power and temperature are sampled (bench/gpu_clocks.py:
+     NVML, else nvidia-smi, else recorded as absent);
+  3. accuracy AFTER the timing, of what each implementation's last timed call wrote, on ALL B x H
+     heads (bench/sdpa_accuracy.py) against an fp32 reference: rel_err = ||x - ref|| / ||ref||
+     (the worst output) and, per output, the element-wise max error beside that of a naive
+     attention in the storage type (FlashAttention's tests' rule; bench/sdpa_rules.py);
+  4. TFLOP/s = 4 B H N^2 d / t forward, 2.5x backward, halved causal; MFU against the GPU's dense
+     peak (bench/gpu_peaks.py); GB/s of the fewest bytes and, for ours, of the model's bytes
+     (`flashlab count`); ratios of each implementation to SDPA's FA2 and cuDNN and to FA4.
 
-Shapes: --shapes recorded (the default: N = 1024, 2048, 4096, 16384, B x 16 heads of 32k-64k
-tokens), odd (N = 1000, 3000, 5000, 12000: no multiple of any tile, with B x H = 720, 176, 80, 48
-heads, none a multiple of the H200's 132 SMs), or all.
+Shapes (--shapes): recorded (N = 1024, 2048, 4096, 16384, B x 16 heads of 32k-64k tokens), odd
+(N = 1000, 3000, 5000, 12000: no multiple of any tile, B x H = 720, 176, 80, 48 heads, none a
+multiple of the H200's 132 SMs), all (both: the 64-shape record set with d = 64, 128), wide (all,
+and N = 512 and 8192); --d 64,128,256 adds d = 256 (SDPA's and FA4's kernels; ours have none).
 
-Writes a CSV with provenance (`#` lines) and prints a short table.  This is a benchmark, not a
-test: run it on the GPU machine (kernels/device_run.sh step `bench`).
+Writes a CSV with provenance (`#` lines: bench/sdpa_provenance.py) after every shape, and prints a
+short table last.  A benchmark, not a test: run it on the GPU machine (bench/device_record.sh).
 
-  python3 bench/gpu_sdpa.py --lib build/libflashlab_kernels.so --flashlab build/flashlab \
-      --csv figures/data/gpu_sdpa.csv [--quick] [--reps 30] [--backends sdpa-fa2] [--only-versions 8,10]
+  python3 bench/gpu_sdpa.py --lib build/libflashlab_kernels.so --flashlab build/flashlab \\
+      --csv out.csv [--shapes all] [--d 64,128,256] [--cold] [--only-versions 12,13] [--backends sdpa-fa2,sdpa-cudnn,fa4]
 
-Kernels of ours that do not run on this GPU (fl_fast_runs_here: versions 10 and 12 need sm_90a) are left
-out with a line saying why.
+Exit 0; 2 on bad input (one line); 77 without PyTorch or a CUDA GPU (nothing run).
 """
 import argparse
-import datetime
-import math
 import os
 import sys
+from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
-from fast_kernels import FastKernels
+import gpu_clocks
+import gpu_peaks
+import kernel_source
+import sdpa_accuracy
+import sdpa_provenance
+import sdpa_rules
+import sdpa_timing
 from model_cli import count, kernel_footprint
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-DTYPES = {"fp16": (torch.float16, 1), "bf16": (torch.bfloat16, 2)}  # name -> (torch dtype, fl_dtype)
 BATCH = {1024: 64, 2048: 16, 4096: 8, 16384: 2}  # 16 heads; B*N between 16k and 64k tokens
 ODD_BATCH = {1000: 45, 3000: 11, 5000: 5, 12000: 3}  # 16 heads; B*H not a multiple of 132 (nor of 8)
-BACKENDS = [("sdpa-fa2", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION),
-            ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION), ("sdpa-math", SDPBackend.MATH)]
+WIDE_BATCH = {512: 128, 8192: 4}  # 64k and 32k tokens
+SHAPE_SETS = {"recorded": BATCH, "odd": ODD_BATCH, "all": {**BATCH, **ODD_BATCH},
+              "wide": {**BATCH, **ODD_BATCH, **WIDE_BATCH}}
+HEADS = 16
+DTYPE_NAMES = ("fp16", "bf16")
+FL_DTYPE = {"fp16": 1, "bf16": 2}  # fast_kernels' dtype numbers
+# The backends (sdpa_torch.BACKENDS, named here so that this file needs no torch).
+BACKENDS = ("sdpa-fa2", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "fa4", "fa4-det")
+MATH_MAX_N = 4096  # SDPA's math backend: fp32 S and P of 2 x 16 x 16384^2 take minutes a call
+TITLE = "gpu_sdpa.py: our fast kernels vs PyTorch SDPA backends and FlashAttention-4, one process, same inputs"
+COLUMNS = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "p95_ms",
+           "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note",
+           "ratio_vs_cudnn", "ratio_vs_fa4", "mfu", "reps", "heads_checked", *sdpa_rules.ERR_COLUMNS,
+           *gpu_clocks.COLUMNS]
+
+
+@dataclass(frozen=True)
+class Shape:
+    dtype: str
+    d: int
+    N: int
+    causal: int
+    B: int
+    H: int
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad input in one line, exit 2."""
+
+    def error(self, message):
+        print(f"gpu_sdpa: {message}", file=sys.stderr)
+        sys.exit(2)
 
 
 def fail(msg):
@@ -58,74 +95,90 @@ def fail(msg):
     sys.exit(2)
 
 
-class Lib(FastKernels):
-    """The fast kernels (fast_kernels.py); a refusal ends the benchmark with one line, exit 2."""
-
-    def __init__(self, path):
-        try:
-            super().__init__(path)
-        except OSError as e:
-            fail(f"--lib: cannot load {path} ({e}); build it with cmake (kernels/CMakeLists.txt)")
-
-    def run(self, k, nbh, N, causal, **t):
-        try:
-            super().run(k, nbh, N, causal, torch.cuda.current_stream().cuda_stream, **t)
-        except RuntimeError as e:
-            fail(str(e))
+def int_list(s, what):
+    try:
+        return [int(x) for x in s.split(",") if x]
+    except ValueError:
+        fail(f"{what}: '{s}' must be comma-separated integers")
 
 
-def time_ms(fn, warmup, reps):
-    """median and p95 of reps timed calls (CUDA events around each), after warmup calls"""
-    for _ in range(warmup):
-        fn()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    t = sorted(a.elapsed_time(b) for a, b in ev)
-    return t[len(t) // 2], t[min(len(t) - 1, int(math.ceil(0.95 * len(t))) - 1)]
+def parse_args(argv):
+    """The command line, checked: one line and exit 2 on anything out of its rule."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = OneLineParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", default=None, help="libflashlab_kernels.so (none: no kernels of ours)")
+    ap.add_argument("--flashlab", default=None, help="the flashlab CLI, for the model's bytes")
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--src", default=root, help="the source tree whose kernel sources the provenance hashes")
+    ap.add_argument("--timing", default="interleaved", choices=sdpa_timing.ORDERS)
+    ap.add_argument("--cold", action="store_true", help="flush the L2 before every call (outside its events)")
+    ap.add_argument("--warmup-ms", type=float, default=25.0)
+    ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--min-reps", type=int, default=10)
+    ap.add_argument("--max-reps", type=int, default=1000)
+    ap.add_argument("--reps", type=int, default=0, help="fixed timed calls (0: from --rep-ms)")
+    ap.add_argument("--warmup", type=int, default=5, help="fixed warm-up calls, with --reps")
+    ap.add_argument("--quick", action="store_true", help="fp16, every other N of the set, for a first look")
+    ap.add_argument("--shapes", default="recorded", choices=tuple(SHAPE_SETS))
+    ap.add_argument("--d", default="64,128", help="head dims (64, 128, 256)")
+    ap.add_argument("--N", default="", help="the N of the set to keep (default all)")
+    ap.add_argument("--dtypes", default="fp16,bf16")
+    ap.add_argument("--causal", default="both", choices=("both", "0", "1"))
+    ap.add_argument("--no-bwd", action="store_true")
+    ap.add_argument("--no-fwd", action="store_true")
+    ap.add_argument("--skip-versions", default="", help="comma-separated versions of ours to leave out")
+    ap.add_argument("--only-versions", default="", help="comma-separated versions of ours to run (default all)")
+    ap.add_argument("--tiles", default="", help="forward tiles of ours to run, e.g. 128x64,128x128 (default all)")
+    ap.add_argument("--backends", default=",".join(BACKENDS), help=f"among {','.join(BACKENDS)}, or none")
+    ap.add_argument("--ref-mem-gib", type=float, default=24.0, help="device memory for the reference's heads at a time")
+    ap.add_argument("--clock-period-ms", type=float, default=50.0, help="clock sampling period (0: at the marks only)")
+    a = ap.parse_args(argv)
+    if not a.rep_ms > 0 or a.warmup_ms < 0 or a.min_reps < 1 or a.max_reps < a.min_reps or a.reps < 0 or a.warmup < 0:
+        fail("--rep-ms must be > 0, --warmup-ms >= 0, 1 <= --min-reps <= --max-reps, --reps and --warmup >= 0")
+    if not a.ref_mem_gib > 0 or a.clock_period_ms < 0:
+        fail("--ref-mem-gib must be > 0 and --clock-period-ms >= 0")
+    a.ds = int_list(a.d, "--d")
+    if not a.ds or any(d not in (64, 128, 256) for d in a.ds):
+        fail(f"--d: {a.d}: head dims must be among 64, 128, 256")
+    a.dtype_list = [x for x in a.dtypes.split(",") if x]
+    if not a.dtype_list or set(a.dtype_list) - set(DTYPE_NAMES):
+        fail(f"--dtypes: {a.dtypes}: must be among {', '.join(DTYPE_NAMES)}")
+    a.backend_list = [] if a.backends == "none" else [x for x in a.backends.split(",") if x]
+    if set(a.backend_list) - set(BACKENDS):
+        fail(f"--backends: {sorted(set(a.backend_list) - set(BACKENDS))} not among {', '.join(BACKENDS)} (or none)")
+    batch = SHAPE_SETS[a.shapes]
+    a.N_list = sorted(batch)
+    keep = int_list(a.N, "--N")
+    if keep:
+        if set(keep) - set(batch):
+            fail(f"--N: {sorted(set(keep) - set(batch))} not among the shapes of --shapes {a.shapes}: {sorted(batch)}")
+        a.N_list = [n for n in a.N_list if n in keep]
+    if a.quick:
+        a.N_list, a.dtype_list = a.N_list[0::2], ["fp16"]
+    if a.no_fwd and a.no_bwd:
+        fail("--no-fwd and --no-bwd: nothing left to run")
+    a.skip, a.only = set(int_list(a.skip_versions, "--skip-versions")), set(int_list(a.only_versions, "--only-versions"))
+    a.tile_list = [t for t in a.tiles.split(",") if t]
+    a.budget = sdpa_timing.Budget(a.warmup_ms, a.rep_ms, a.min_reps, a.max_reps, a.warmup if a.reps else 0, a.reps)
+    csv_dir = os.path.dirname(os.path.abspath(a.csv))
+    if not os.path.isdir(csv_dir) or os.path.isdir(a.csv):
+        fail(f"--csv: {a.csv}: must be a file in an existing folder")
+    return a
 
 
-def time_interleaved(fns, warmup, reps):
-    """[(median, p95) ms] of each of fns: warmup rounds, then reps rounds, each calling every fn
-    once between two CUDA events, round r in the order rotated by r"""
-    for _ in range(warmup):
-        for f in fns:
-            f()
-    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)] for _ in fns]
-    for r in range(reps):
-        for j in range(len(fns)):
-            i = (j + r) % len(fns)
-            ev[i][r][0].record()
-            fns[i]()
-            ev[i][r][1].record()
-    torch.cuda.synchronize()
-    out = []
-    for e in ev:
-        t = sorted(a.elapsed_time(b) for a, b in e)
-        out.append((t[len(t) // 2], t[min(len(t) - 1, int(math.ceil(0.95 * len(t))) - 1)]))
-    return out
+def shapes_of(a):
+    """The shapes to run, in order: dtype, d, N, causal."""
+    batch = SHAPE_SETS[a.shapes]
+    return [Shape(dt, d, N, c, batch[N], HEADS) for dt in a.dtype_list for d in a.ds for N in a.N_list
+            for c in ((0, 1) if a.causal == "both" else (int(a.causal),))]
 
 
-def reference(q, k, v, do, causal, nref):
-    """fp32 forward (and gradients) on the first nref heads of batch 0"""
-    qf, kf, vf = (x[0, :nref].float().detach().requires_grad_(True) for x in (q, k, v))
-    s = qf @ kf.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if causal:
-        n = q.shape[2]
-        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
-    o = s.softmax(-1) @ vf
-    o.backward(do[0, :nref].float())
-    return o.detach(), qf.grad, kf.grad, vf.grad
-
-
-def rel_err(x, ref, nref):
-    x = x[0, :nref].float()
-    if not torch.isfinite(x).all():
-        return float("nan")
-    return ((x - ref).norm() / ref.norm()).item()
+def our_kernels(a, layer, shape, pass_):
+    """Our kernels of this pass, dtype and d that run here, as --only/--skip-versions and --tiles select."""
+    return [k for k in layer.kernels
+            if k["dtype"] == FL_DTYPE[shape.dtype] and k["d"] == shape.d and bool(k["bwd"]) == (pass_ == "bwd")
+            and k["version"] not in a.skip and (not a.only or k["version"] in a.only)
+            and not (a.tile_list and not k["bwd"] and k["algo"] == "flash2" and f"{k['Br']}x{k['Bc']}" not in a.tile_list)]
 
 
 def model_bytes(flashlab, k, B, H, N, causal, pass_):
@@ -140,243 +193,147 @@ def model_bytes(flashlab, k, B, H, N, causal, pass_):
         return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--flashlab", default=None, help="the flashlab CLI, for the model's bytes")
-    ap.add_argument("--csv", required=True)
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--timing", default="interleaved", choices=("interleaved", "sequential"),
-                    help="the implementations of a pass in turn, a call each a round (default), or each one's calls together")
-    ap.add_argument("--quick", action="store_true", help="one shape per d, fp16, for a first look")
-    ap.add_argument("--shapes", default="recorded", choices=("recorded", "odd", "all"),
-                    help="recorded: N = 1024..16384; odd: N = 1000, 3000, 5000, 12000 (B*H not a multiple of 132)")
-    ap.add_argument("--nref", type=int, default=2, help="heads checked against the fp32 reference")
-    ap.add_argument("--no-bwd", action="store_true")
-    ap.add_argument("--skip-versions", default="", help="comma-separated versions of ours to leave out")
-    ap.add_argument("--only-versions", default="", help="comma-separated versions of ours to run (default all)")
-    ap.add_argument("--tiles", default="", help="forward tiles of ours to run, e.g. 128x64,128x128 (default all)")
-    ap.add_argument("--backends", default="", help="SDPA backends to run, e.g. sdpa-fa2 (default all four)")
-    ap.add_argument("--causal", default="both", choices=("both", "0", "1"),
-                    help="the shapes without (0) or with (1) the causal mask, or both")
-    a = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
-        return 77
-    lib = Lib(a.lib)
-    for k, why in lib.skipped:
-        print(f"gpu_sdpa: v{k['version']} {k['algo']} d={k['d']} {k['Br']}x{k['Bc']} left out: {why}", file=sys.stderr)
-    dev = torch.cuda.get_device_properties(0)
-    torch.manual_seed(20261130)
+def provenance(a, layer, clocks_desc, peak):
+    """The CSV's `#` lines (sdpa_provenance's module docstring)."""
+    lines = [sdpa_provenance.gpu_line(layer.gpu), sdpa_provenance.versions_line(layer.versions)]
+    lines.append(f"peak: {peak[0]:g} TFLOP/s dense fp16/bf16 ({peak[1]}); mfu = tflops / peak" if peak[0]
+                 else f"peak: unknown ({peak[1]})")
+    lines.append(clocks_desc)
+    if a.lib:
+        lines.append(f"library: {a.lib} sha256 {sdpa_provenance.file_sha256(a.lib) or 'unreadable'}")
+    commit = sdpa_provenance.commit_of(a.src)
+    tree = kernel_source.WorkingTree(a.src)
+    versions = sorted({k["version"] for k in layer.kernels if k["version"] not in a.skip and (not a.only or k["version"] in a.only)})
+    for v in versions:
+        digest, paths = kernel_source.source_hash(tree, v)
+        if digest:
+            lines.append(kernel_source.provenance_line(v, digest, paths, commit))
+    lines.append("timing: " + sdpa_timing.describe(a.timing, a.cold, a.budget))
+    lines.append("accuracy: after the timing, of each implementation's last timed call, on all B x H heads against an fp32 "
+                 "reference (bwd: dQ, dK, dV): rel_err = ||x - ref|| / ||ref|| (the worst output), maxerr_<o> = max |x - ref|, "
+                 "pterr_<o> the same of a naive attention in the storage type; acc_ok: rel_err <= 2 x SDPA FA2's + 1e-4 "
+                 "(materializing versions: or <= 2 x the type's unit roundoff) and every maxerr_<o> <= 2 x pterr_<o> + 1e-5 "
+                 "(bench/sdpa_rules.py)")
+    return sdpa_provenance.header(TITLE, commit, lines)
+
+
+def main(argv=None, layer_factory=None, open_clocks=None):
+    """Runs the benchmark; layer_factory(a) and open_clocks(index, uuid) replace the device layer
+    and the clock source (the tests' fakes).  Returns the exit status."""
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    if layer_factory is None:
+        try:
+            import torch
+        except ImportError:
+            print("gpu_sdpa: PyTorch is not installed; nothing was run", file=sys.stderr)
+            return 77
+        if not torch.cuda.is_available():
+            print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
+            return 77
+        import sdpa_torch
+        torch.manual_seed(20261130)
+        layer = sdpa_torch.TorchLayer(a.lib)
+    else:
+        layer = layer_factory(a)
+    src, why = (open_clocks or gpu_clocks.open_source)(0, layer.gpu.get("uuid"))
+    if src is not None:
+        info = src.info()
+        for key in ("uuid", "driver"):
+            if not layer.gpu.get(key) and info.get(key):
+                layer.gpu[key] = info[key]
+        desc = (f"clocks: {src.describe}, every {a.clock_period_ms:g} ms and at the start and end of every pass's timing: "
+                f"columns {', '.join(gpu_clocks.COLUMNS)} over that window")
+        sampler = gpu_clocks.Sampler(src, a.clock_period_ms / 1000.0).start()
+    else:
+        desc, sampler = f"clocks: absent ({why})", None
+    for k, why_not in layer.skipped:
+        print(f"gpu_sdpa: v{k['version']} {k['algo']} d={k['d']} {k['Br']}x{k['Bc']} left out: {why_not}", file=sys.stderr)
+    peak = gpu_peaks.peak(layer.gpu.get("name"))
+    prov = provenance(a, layer, desc, peak)
     rows = []
-    batch = {"recorded": BATCH, "odd": ODD_BATCH, "all": {**BATCH, **ODD_BATCH}}[a.shapes]
-    Ns = sorted(batch)[0::2] if a.quick else sorted(batch)  # quick: recorded 1024, 4096
-    dtypes = ["fp16"] if a.quick else ["fp16", "bf16"]
-    for dname in dtypes:
-        tdt, fdt = DTYPES[dname]
-        for d in (64, 128):
-            for N in Ns:
-                for causal in (0, 1) if a.causal == "both" else (int(a.causal),):
-                    B, H = batch[N], 16
-                    rows += bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal)
-                    write_csv(a, dev, rows, table=False)  # after every shape: a cut-off run keeps its rows
-    write_csv(a, dev, rows)
+    try:
+        for shape in shapes_of(a):
+            rows += bench_shape(a, layer, sampler, shape, peak[0])
+            sdpa_provenance.write_csv(a.csv, prov, COLUMNS, rows)  # after every shape: a cut-off run keeps its rows
+    finally:
+        if sampler:
+            sampler.stop()
+    sdpa_provenance.write_csv(a.csv, prov, COLUMNS, rows)
+    print_table(rows)
     return 0
 
 
-def bench_shape(a, lib, dname, tdt, fdt, B, H, N, d, causal):
-    nbh, flop_f = B * H, 4.0 * B * H * N * N * d * (0.5 if causal else 1.0)
-    flop_b = 2.5 * flop_f
-    el = torch.finfo(tdt).bits // 8
-    min_f = 4 * nbh * N * d * el  # Q, K, V read, O written
-    min_b = 8 * nbh * N * d * el  # Q, K, V, O, dO read; dQ, dK, dV written
-    q, k, v, do = (torch.randn(B, H, N, d, device="cuda", dtype=tdt) for _ in range(4))
-    nref = min(a.nref, H)
-    ro, rdq, rdk, rdv = reference(q, k, v, do, causal, nref)
-    out = []
-
-    def row(impl, version, pass_, kern, ms, p95, err, mbytes, note=""):
-        fl, mb = (flop_f, min_f) if pass_ == "fwd" else (flop_b, min_b)
-        out.append(dict(impl=impl, version=version, pass_=pass_, dtype=dname, B=B, H=H, N=N, d=d, causal=causal,
-                        Br=kern["Br"] if kern else "", Bc=kern["Bc"] if kern else "", median_ms=ms, p95_ms=p95,
-                        tflops=fl / ms / 1e9 if ms else None, gbps_min=mb / ms / 1e6 if ms else None,
-                        model_bytes=mbytes, gbps_model=mbytes / ms / 1e6 if (ms and mbytes) else None,
-                        rel_err=err, note=note))
-        print(f"{dname} d={d:3d} N={N:5d} B={B:2d} {'causal' if causal else 'full  '} {pass_} {impl:16s} "
-              f"{('%sx%s' % (kern['Br'], kern['Bc'])) if kern else '':8s} "
-              f"{ms if ms else float('nan'):8.3f} ms {fl / ms / 1e9 if ms else float('nan'):7.1f} TFLOP/s err {err:.2e} {note}",
-              flush=True)
-
-    def timed(entries):
-        """entries: (impl, version, pass_, kern, fn, err, mbytes) of one pass, each already run once;
-        times them (--timing) and adds their rows"""
-        if a.timing == "interleaved":
-            ts = time_interleaved([e[4] for e in entries], a.warmup, a.reps)
-        else:
-            ts = [time_ms(e[4], a.warmup, a.reps) for e in entries]
-        for (impl, version, pass_, kern, _, err, mbytes), (ms, p95) in zip(entries, ts):
-            row(impl, version, pass_, kern, ms, p95, err, mbytes)
-
-    backends = [(n, be) for n, be in BACKENDS if not (a.backends and n not in a.backends.split(","))
-                and not (n == "sdpa-math" and N > 4096)]  # math: fp32 S and P of 2 x 16 x 16384^2, minutes a call
-    skip = {int(x) for x in a.skip_versions.split(",") if x}
-    only = {int(x) for x in a.only_versions.split(",") if x}
-    kerns = [kern for kern in lib.kernels
-             if kern["dtype"] == fdt and kern["d"] == d and kern["version"] not in skip and (not only or kern["version"] in only)
-             and not (a.tiles and not kern["bwd"] and kern["algo"] == "flash2" and f"{kern['Br']}x{kern['Bc']}" not in a.tiles.split(","))]
-
-    def sdpa(be):
-        """SDPA's forward on backend be (a callable)"""
-        def f():
-            with sdpa_kernel([be]):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
-        return f
-
-    # ---- the forward pass: SDPA's backends, then ours
-    entries = []
-    for name, be in backends:
-        try:
-            f = sdpa(be)
-            o = f()
-            torch.cuda.synchronize()
-            entries.append((name, "", "fwd", None, f, rel_err(o, ro, nref), None))
-        except RuntimeError as e:  # a backend that does not take this shape or type
-            print(f"gpu_sdpa: {name} {dname} N={N} d={d}: {str(e).splitlines()[0]}", file=sys.stderr)
-    for kern in (x for x in kerns if not x["bwd"]):
-        o, L = torch.full_like(q, float("nan")), torch.empty(nbh * N, device="cuda", dtype=torch.float32)
-        S = P = None
-        if kern["algo"] == "standard":
-            S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
-            P = torch.empty_like(S)
-        f = lambda kern=kern, o=o, L=L, S=S, P=P: lib.run(kern, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, S=S, P=P)
-        f()
-        torch.cuda.synchronize()
-        err = float("nan") if torch.isnan(o).any() else rel_err(o, ro, nref)
-        mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "fwd") if a.flashlab else None
-        entries.append((f"ours-v{kern['version']}-{kern['algo']}", kern["version"], "fwd", kern, f, err, mbytes))
-    timed(entries)
-    entries = o = L = S = P = f = None
-    torch.cuda.empty_cache()
-
-    # ---- the backward pass
-    if not a.no_bwd:
-        entries = []
-        for name, be in backends:
+def bench_shape(a, layer, sampler, shape, peak_tflops):
+    """The rows of one shape: each pass's implementations called once, timed, checked on all heads."""
+    x = layer.inputs(shape)
+    rows = []
+    for pass_ in [p for p in ("fwd", "bwd") if not (p == "fwd" and a.no_fwd) and not (p == "bwd" and a.no_bwd)]:
+        backends = [b for b in a.backend_list if not (b == "sdpa-math" and shape.N > MATH_MAX_N)]
+        impls, refused = layer.impls(shape, x, pass_, backends, our_kernels(a, layer, shape, pass_))
+        ok = []
+        for impl in impls:
             try:
-                qg, kg, vg = (x.detach().requires_grad_(True) for x in (q, k, v))
-                with sdpa_kernel([be]):
-                    og = F.scaled_dot_product_attention(qg, kg, vg, is_causal=bool(causal))
-                g = torch.autograd.grad(og, (qg, kg, vg), do, retain_graph=True)
-                torch.cuda.synchronize()
-                errb = max(rel_err(g[0], rdq, nref), rel_err(g[1], rdk, nref), rel_err(g[2], rdv, nref))
-                fb = lambda og=og, t=(qg, kg, vg): torch.autograd.grad(og, t, do, retain_graph=True)
-                entries.append((name, "", "bwd", None, fb, errb, None))
-                g = None
-            except RuntimeError as e:
-                print(f"gpu_sdpa: {name} {dname} N={N} d={d} backward: {str(e).splitlines()[0]}", file=sys.stderr)
-        for kern in (x for x in kerns if x["bwd"]):
-            # the backward reads what our own forward saved: O and L (flash2: version 7), or P
-            # (standard: version 8, the first built for this d)
-            fv = 8 if kern["algo"] == "standard" else 7
-            fk = next(x for x in lib.kernels if x["version"] == fv and x["dtype"] == fdt and x["d"] == d)
-            o, L = torch.full_like(q, float("nan")), torch.empty(nbh * N, device="cuda", dtype=torch.float32)
-            S = P = dP = dS = None
-            if kern["algo"] == "standard":
-                S = torch.empty(nbh * N * N, device="cuda", dtype=tdt)
-                P, dP, dS = torch.empty_like(S), torch.empty_like(S), torch.empty_like(S)
-            lib.run(fk, nbh, N, causal, Q=q, K=k, V=v, O=o, L=L, S=S, P=P)
-            dQacc = torch.empty(nbh * N * d, device="cuda", dtype=torch.float32)
-            Dv = torch.empty(nbh * N, device="cuda", dtype=torch.float32)
-            dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
-            f = lambda kern=kern, t=(o, L, P, dQacc, Dv, dq, dk, dv, dP, dS): lib.run(
-                kern, nbh, N, causal, Q=q, K=k, V=v, O=t[0], L=t[1], P=t[2], dO=do, dQacc=t[3], Dv=t[4], dQ=t[5], dK=t[6],
-                dV=t[7], dP=t[8], dS=t[9])
-            f()
-            torch.cuda.synchronize()
-            err = max(rel_err(dq, rdq, nref), rel_err(dk, rdk, nref), rel_err(dv, rdv, nref))
-            if any(torch.isnan(x).any() for x in (dq, dk, dv)):
-                err = float("nan")
-            mbytes = model_bytes(a.flashlab, kern, B, H, N, causal, "bwd") if a.flashlab else None
-            entries.append((f"ours-v{kern['version']}-{kern['algo']}", kern["version"], "bwd", kern, f, err, mbytes))
-        timed(entries)
-        entries = f = None
-        torch.cuda.empty_cache()
-    # accuracy verdict and ratios to SDPA FA2 and cuDNN measured here (> 1: faster than them)
-    fa2 = {r["pass_"]: r for r in out if r["impl"] == "sdpa-fa2"}
-    cudnn = {r["pass_"]: r for r in out if r["impl"] == "sdpa-cudnn"}
-    for r in out:
-        ref, cu = fa2.get(r["pass_"]), cudnn.get(r["pass_"])
-        r["ratio_vs_fa2"] = (ref["median_ms"] / r["median_ms"]) if ref and r["median_ms"] else None
-        r["ratio_vs_cudnn"] = (cu["median_ms"] / r["median_ms"]) if cu and r["median_ms"] else None
-        r["acc_ok"] = acc_ok(r, ref["rel_err"] if ref else None)
-    return out
+                impl.call()
+                layer.synchronize()
+                ok.append(impl)
+            except Exception as e:  # noqa: BLE001 -- a backend that does not take this shape or type
+                refused.append((impl.name, str(e).splitlines()[0][:160] if str(e) else type(e).__name__))
+        for name, why in refused:
+            print(f"gpu_sdpa: {name} {shape.dtype} d={shape.d} N={shape.N} causal={shape.causal} {pass_}: {why}", file=sys.stderr)
+        t0 = sampler.mark() if sampler else None
+        timings = sdpa_timing.time_pass(layer, [i.call for i in ok], a.timing, a.cold, a.budget)
+        clocks = sampler.window(t0, sampler.mark()) if sampler else None
+        acc = sdpa_accuracy.check_all_heads(layer, shape, x, pass_, ok, a.ref_mem_gib * 2 ** 30)
+        prows = [row_of(a, shape, pass_, impl, t, acc[impl.name], clocks, peak_tflops) for impl, t in zip(ok, timings)]
+        derived = sdpa_rules.recompute(prows)
+        for r in prows:
+            r.update({c: derived[id(r)][c] for c in ("ratio_vs_fa2", "ratio_vs_cudnn", "ratio_vs_fa4", "acc_ok")})
+            print_row(r)
+        rows += prows
+        impls = ok = None
+    x = None
+    layer.release()
+    return rows
 
 
-UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8}
+def row_of(a, shape, pass_, impl, t, acc, clocks, peak_tflops):
+    """One CSV row (COLUMNS; the ratios and acc_ok are added over the pass's rows)."""
+    k = impl.kern
+    tf = sdpa_rules.flops(pass_, shape.B, shape.H, shape.N, shape.d, shape.causal) / t.median_ms / 1e9
+    mb = sdpa_rules.min_bytes(pass_, shape.B, shape.H, shape.N, shape.d, shape.dtype)
+    mbytes = model_bytes(a.flashlab, k, shape.B, shape.H, shape.N, shape.causal, pass_) if (k and a.flashlab) else None
+    r = dict(impl=impl.name, version=impl.version, pass_=pass_, dtype=shape.dtype, B=shape.B, H=shape.H, N=shape.N,
+             d=shape.d, causal=shape.causal, Br=k["Br"] if k else "", Bc=k["Bc"] if k else "", median_ms=t.median_ms,
+             p95_ms=t.p95_ms, tflops=tf, gbps_min=mb / t.median_ms / 1e6, model_bytes=mbytes,
+             gbps_model=mbytes / t.median_ms / 1e6 if mbytes else None, note=impl.note,
+             mfu=gpu_peaks.mfu(tf, peak_tflops), reps=t.reps, heads_checked=acc["heads"], rel_err=acc["rel_err"])
+    for c in sdpa_rules.ERR_COLUMNS:
+        r[c] = acc.get(c)
+    for c in gpu_clocks.COLUMNS:
+        r[c] = clocks.get(c) if clocks else None
+    return r
 
 
-def acc_ok(r, e_fa2):
-    """1 when r's error is at most twice SDPA FA2's (+1e-4); the materializing versions (8, 11)
-    store S, P (dP, dS) in the storage type, as the model's standard schedule: for them, at most
-    twice the unit roundoff of that type.  NaN (an unwritten output) never passes."""
-    e = r["rel_err"]
-    if e != e:
-        return 0
-    if e_fa2 is None or e <= 2 * e_fa2 + 1e-4:
-        return 1
-    return int(r["impl"].endswith("standard") and e <= 2 * UNIT_ROUNDOFF[r["dtype"]])
+def print_row(r):
+    worst = max((r[c] for c in sdpa_rules.ERR_COLUMNS if c.startswith("maxerr") and r[c] is not None), default=float("nan"))
+    tile = f"{r['Br']}x{r['Bc']}" if r["Br"] != "" else ""
+    print(f"{r['dtype']} d={r['d']:3d} N={r['N']:5d} B={r['B']:3d} {'causal' if r['causal'] else 'full  '} {r['pass_']} "
+          f"{r['impl']:16s} {tile:8s} {r['median_ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s x{r['reps']:<4d} "
+          f"err {r['rel_err']:.2e} max {worst:.2e}{'' if r['acc_ok'] else ' NOT ACCURATE'} {r['note']}", flush=True)
 
 
-def write_rows(path, dev, title, notes, cols, rows):
-    """Writes rows (dicts over cols; floats as %.6g, None empty) to path as CSV with its provenance:
-    `#` lines of title, FLASHLAB_COMMIT, the UTC date, the GPU and torch, each of notes, the command
-    line; then the header (cols, a trailing _ dropped).  Through path.tmp renamed over path, so a
-    failure leaves path as it was.  bench/ab_fwd.py writes its CSV with it too."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(f"# {title}\n")
-        f.write(f"# commit: {os.environ.get('FLASHLAB_COMMIT', 'unknown')}\n")
-        f.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}\n")
-        f.write(f"# gpu: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, CUDA {torch.version.cuda}\n")
-        for n in notes:
-            f.write(f"# {n}\n")
-        f.write("# command: " + " ".join(sys.argv) + "\n")
-        f.write(",".join(c.rstrip("_") for c in cols) + "\n")
-        for r in rows:
-            f.write(",".join("" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
-                             for c in cols) + "\n")
-    os.replace(tmp, path)
-
-
-def write_csv(a, dev, rows, table=True):
-    cols = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "Br", "Bc", "median_ms", "p95_ms",
-            "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note",
-            "ratio_vs_cudnn"]
-    write_rows(a.csv, dev, "gpu_sdpa.py: our fast kernels vs PyTorch SDPA backends, one process, same inputs",
-               [f"timing: {a.timing}: CUDA events around each call, {a.warmup} warm-ups, median and p95 of {a.reps}"
-                f"{' (a pass in rounds, a call of each implementation a round, the order rotated every round)' if a.timing == 'interleaved' else ' (each implementation in turn)'}; "
-                f"TFLOP/s fwd 4BHN^2d/t, bwd 2.5x, causal halved; gbps_min = fewest bytes / t",
-                f"accuracy: rel_err = ||x - ref|| / ||ref|| on {a.nref} heads vs fp32 (bwd: worst of dQ, dK, dV); "
-                f"acc_ok: <= 2 x SDPA FA2's rel_err + 1e-4 (materializing versions: or <= 2 x the type's unit roundoff)"],
-               cols, rows)
-    if not table:
-        return
-    # the short table: best of ours per shape against FA2 and cuDNN
-    print("\nshape                          pass  best ours (tile)        TFLOP/s   FA2 TFLOP/s  ratio  cuDNN TFLOP/s  ratio")
-    keys = sorted({(r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) for r in rows})
-    for kk in keys:
-        sel = [r for r in rows if (r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) == kk]
+def print_table(rows):
+    """The short table: the best accurate of ours per shape and pass against FA2, cuDNN and FA4."""
+    print("\nshape                          pass  best ours (tile)        TFLOP/s  FA2 ratio  cuDNN ratio  FA4 ratio")
+    for key in sorted({(r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) for r in rows}):
+        sel = [r for r in rows if (r["dtype"], r["d"], r["N"], r["causal"], r["pass_"]) == key]
         ours = [r for r in sel if r["impl"].startswith("ours") and "flash" in r["impl"] and r["acc_ok"]]
-        fa2 = [r for r in sel if r["impl"] == "sdpa-fa2"]
-        cu = [r for r in sel if r["impl"] == "sdpa-cudnn"]
-        if not ours or not fa2:
+        if not ours:
             continue
         b = max(ours, key=lambda r: r["tflops"])
-        cut = f"{cu[0]['tflops']:14.1f} {b['tflops'] / cu[0]['tflops']:6.2f}" if cu else f"{'-':>14s} {'-':>6s}"
-        print(f"{kk[0]} d={kk[1]:3d} N={kk[2]:5d} {'causal' if kk[3] else 'full  '}  {kk[4]}  "
-              f"{b['impl']:14s} {b['Br']}x{b['Bc']:<5} {b['tflops']:8.1f} {fa2[0]['tflops']:12.1f} "
-              f"{b['tflops'] / fa2[0]['tflops']:6.2f} {cut}")
+        cells = " ".join(f"{b[c]:10.2f}" if b[c] else f"{'-':>10s}" for c in ("ratio_vs_fa2", "ratio_vs_cudnn", "ratio_vs_fa4"))
+        print(f"{key[0]} d={key[1]:3d} N={key[2]:5d} {'causal' if key[3] else 'full  '}  {key[4]}  "
+              f"{b['impl']:14s} {b['Br']}x{b['Bc']:<5} {b['tflops']:8.1f} {cells}")
 
 
 if __name__ == "__main__":

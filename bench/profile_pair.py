@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from gpu_sdpa import Lib  # noqa: E402
+from sdpa_torch import Lib  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--lib", required=True)
