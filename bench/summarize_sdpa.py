@@ -9,19 +9,24 @@ and one with no forward of ours (a backward version: --only-versions 13) backwar
 
 For every shape: our best forward (any version, any tile, accurate) against SDPA FA2 measured in
 the same run; our best backward against FA2's backward; the materializing versions against SDPA's
-math backend; then a second table, our best forward and backward against SDPA cuDNN.  With two
+math backend; then a second table, our best forward and backward against SDPA cuDNN, and where the
+run has FlashAttention-4's rows, the same against FA4 (and its deterministic backward).  With two
 CSVs, the same ratios from the second run and their difference (the run-to-run spread the ratios
-must be read against).
+must be read against).  TFLOP/s and the accuracy verdict are recomputed from the raw columns
+(bench/sdpa_rules.py: median_ms, rel_err, the max-error columns), not read from the stored ones.
 """
 import csv
 import sys
 
+import sdpa_rules
 
-NEED = {"impl", "pass", "dtype", "d", "N", "causal", "Br", "Bc", "tflops", "acc_ok"}
+NEED = {"impl", "pass", "dtype", "B", "H", "d", "N", "causal", "Br", "Bc", "median_ms", "rel_err"}
 
 
 def load(path):
-    """the rows of a gpu_sdpa.py CSV; a missing file or a CSV of another kind: one line, exit 2"""
+    """the rows of a gpu_sdpa.py CSV, their tflops and acc_ok recomputed from the raw columns
+    (sdpa_rules.recompute: median_ms, rel_err and the max-error columns), not read from the stored
+    ones; a missing file or a CSV of another kind: one line, exit 2"""
     try:
         with open(path) as f:
             rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
@@ -29,6 +34,10 @@ def load(path):
         fail(f"{path}: cannot read ({e.strerror})")
     if not rows or not NEED <= set(rows[0]):
         fail(f"{path}: not a gpu_sdpa.py CSV (needs columns {', '.join(sorted(NEED))})")
+    derived = sdpa_rules.recompute(rows)
+    for r in rows:
+        d = derived[id(r)]
+        r["tflops"], r["acc_ok"] = (f"{d['tflops']!r}" if d["tflops"] else ""), str(d["acc_ok"])
     return rows
 
 
@@ -51,11 +60,12 @@ def ratios(rows, version=None):
         flash = lambda r: (r["impl"].startswith("ours") and "flash2" in r["impl"]
                            and (version is None or r["version"] == version))
         for pass_, ours_pred in (("fwd", flash), ("bwd", flash), ("cudnn-fwd", flash), ("cudnn-bwd", flash),
+                                 ("fa4-fwd", flash), ("fa4-bwd", flash), ("fa4det-bwd", flash),
                                  ("std-fwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"]),
                                  ("std-bwd", lambda r: r["impl"].startswith("ours") and "standard" in r["impl"])):
             p = pass_.split("-")[-1]
             o = best(sh, lambda r: r["pass"] == p and ours_pred(r))
-            ref_impl = {"std": "sdpa-math", "cudnn": "sdpa-cudnn"}.get(pass_.split("-")[0], "sdpa-fa2")
+            ref_impl = REF_IMPL.get(pass_.split("-")[0], "sdpa-fa2")
             ref = best(sh, lambda r: r["pass"] == p and r["impl"] == ref_impl)
             if o and ref:
                 res[pass_] = (o, float(o["tflops"]), float(ref["tflops"]), float(o["tflops"]) / float(ref["tflops"]))
@@ -63,9 +73,44 @@ def ratios(rows, version=None):
     return out
 
 
+# The baseline of a ratio key's prefix (ratios(): "cudnn-fwd" is ours over SDPA cuDNN's forward).
+REF_IMPL = {"std": "sdpa-math", "cudnn": "sdpa-cudnn", "fa4": "fa4", "fa4det": "fa4-det"}
+
+
 def other(rb, key):
     """the other run's ratio for key, or a dash where that run has none"""
     return f"{rb[key][3]:.2f}" if key in rb else "—"
+
+
+def against(a, b, label, prefix, fwd_only, bwd_only):
+    """The table of our best forward and backward against one baseline (REF_IMPL of prefix), a shape
+    a row, with the other run's ratios beside them, and its summary lines ("<prefix>-fwd: ratio min
+    ...", the spread between the two runs)."""
+    print(f"\n| dtype | d | N | causal | fwd: ours TFLOP/s | {label} | ratio | bwd: ours | {label} | ratio |" +
+          (" fwd ratio, other run | bwd ratio, other run |" if b else ""))
+    print("|---" * (12 if b else 10) + "|")
+    keys = (f"{prefix}-fwd", f"{prefix}-bwd")
+    cu = {}
+    for k, res in a.items():
+        f, bw = res.get(keys[0]), res.get(keys[1])
+        if not ((f or bwd_only) and (bw or fwd_only)):
+            continue
+        fcells = f"{f[1]:.0f} | {f[2]:.0f} | **{f[3]:.2f}**" if f else "— | — | —"
+        bcells = f"{bw[1]:.0f} | {bw[2]:.0f} | {bw[3]:.2f}" if bw else "— | — | —"
+        row = f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {fcells} | {bcells} |"
+        rb = b.get(k, {})
+        if b:
+            row += f" {other(rb, keys[0])} | {other(rb, keys[1])} |"
+        print(row)
+        for x in keys:
+            if x not in res:
+                continue
+            cu.setdefault(x, []).append(res[x][3])
+            if x in rb:
+                cu.setdefault(x + " spread", []).append(abs(res[x][3] - rb[x][3]))
+    for x, v in cu.items():
+        print(f"{x}: {'|difference| max' if 'spread' in x else 'ratio min'} {max(v) if 'spread' in x else min(v):.3f}, "
+              f"{'mean' if 'spread' in x else 'max'} {sum(v) / len(v) if 'spread' in x else max(v):.3f} over {len(v)} shapes")
 
 
 def main():
@@ -109,30 +154,12 @@ def main():
                 lo.setdefault(x, []).append(res[x][3])
     for x, v in lo.items():
         print(f"{x}: ratio min {min(v):.2f}, max {max(v):.2f} over {len(v)} shapes")
-    print("\n| dtype | d | N | causal | fwd: ours TFLOP/s | cuDNN | ratio | bwd: ours | cuDNN | ratio |" +
-          (" fwd ratio, other run | bwd ratio, other run |" if b else ""))
-    print("|---" * (12 if b else 10) + "|")
-    cu = {}
-    for k, res in a.items():
-        f, bw = res.get("cudnn-fwd"), res.get("cudnn-bwd")
-        if not ((f or bwd_only) and (bw or fwd_only)):
-            continue
-        fcells = f"{f[1]:.0f} | {f[2]:.0f} | **{f[3]:.2f}**" if f else "— | — | —"
-        bcells = f"{bw[1]:.0f} | {bw[2]:.0f} | {bw[3]:.2f}" if bw else "— | — | —"
-        row = f"| {k[0]} | {k[1]} | {k[2]} | {'yes' if k[3] else 'no'} | {fcells} | {bcells} |"
-        rb = b.get(k, {})
-        if b:
-            row += f" {other(rb, 'cudnn-fwd')} | {other(rb, 'cudnn-bwd')} |"
-        print(row)
-        for x in ("cudnn-fwd", "cudnn-bwd"):
-            if x not in res:
-                continue
-            cu.setdefault(x, []).append(res[x][3])
-            if x in rb:
-                cu.setdefault(x + " spread", []).append(abs(res[x][3] - rb[x][3]))
-    for x, v in cu.items():
-        print(f"{x}: {'|difference| max' if 'spread' in x else 'ratio min'} {max(v) if 'spread' in x else min(v):.3f}, "
-              f"{'mean' if 'spread' in x else 'max'} {sum(v) / len(v) if 'spread' in x else max(v):.3f} over {len(v)} shapes")
+    against(a, b, "cuDNN", "cudnn", fwd_only, bwd_only)
+    impls = {r["impl"] for r in rows_a}
+    if "fa4" in impls:
+        against(a, b, "FA4", "fa4", fwd_only, bwd_only)
+    if "fa4-det" in impls and not fwd_only:
+        against(a, b, "FA4 deterministic", "fa4det", False, True)
     for p in ("fwd", "bwd") if b else ():
         d = [abs(a[k][p][3] - b[k][p][3]) for k in a if k in b and p in a[k] and p in b[k]]
         if d:
