@@ -132,6 +132,9 @@ def parse_args(argv):
     ap.add_argument("--backends", default=",".join(BACKENDS), help=f"among {','.join(BACKENDS)}, or none")
     ap.add_argument("--ref-mem-gib", type=float, default=24.0, help="device memory for the reference's heads at a time")
     ap.add_argument("--clock-period-ms", type=float, default=50.0, help="clock sampling period (0: at the marks only)")
+    ap.add_argument("--batch", type=int, default=0, help="B for every shape instead of the set's (0: the set's)")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cpu: SDPA's CPU backends and the reference only, a check of the layer without a GPU")
     a = ap.parse_args(argv)
     if not a.rep_ms > 0 or a.warmup_ms < 0 or a.min_reps < 1 or a.max_reps < a.min_reps or a.reps < 0 or a.warmup < 0:
         fail("--rep-ms must be > 0, --warmup-ms >= 0, 1 <= --min-reps <= --max-reps, --reps and --warmup >= 0")
@@ -155,6 +158,8 @@ def parse_args(argv):
         a.N_list = [n for n in a.N_list if n in keep]
     if a.quick:
         a.N_list, a.dtype_list = a.N_list[0::2], ["fp16"]
+    if a.batch < 0 or (a.device == "cpu" and a.lib):
+        fail("--batch must be >= 0, and --device cpu runs no kernels of ours (no --lib)")
     if a.no_fwd and a.no_bwd:
         fail("--no-fwd and --no-bwd: nothing left to run")
     a.skip, a.only = set(int_list(a.skip_versions, "--skip-versions")), set(int_list(a.only_versions, "--only-versions"))
@@ -169,7 +174,7 @@ def parse_args(argv):
 def shapes_of(a):
     """The shapes to run, in order: dtype, d, N, causal."""
     batch = SHAPE_SETS[a.shapes]
-    return [Shape(dt, d, N, c, batch[N], HEADS) for dt in a.dtype_list for d in a.ds for N in a.N_list
+    return [Shape(dt, d, N, c, a.batch or batch[N], HEADS) for dt in a.dtype_list for d in a.ds for N in a.N_list
             for c in ((0, 1) if a.causal == "both" else (int(a.causal),))]
 
 
@@ -227,12 +232,12 @@ def main(argv=None, layer_factory=None, open_clocks=None):
         except ImportError:
             print("gpu_sdpa: PyTorch is not installed; nothing was run", file=sys.stderr)
             return 77
-        if not torch.cuda.is_available():
+        if a.device == "cuda" and not torch.cuda.is_available():
             print("gpu_sdpa: no CUDA GPU; nothing was run", file=sys.stderr)
             return 77
         import sdpa_torch
         torch.manual_seed(20261130)
-        layer = sdpa_torch.TorchLayer(a.lib)
+        layer = sdpa_torch.TorchLayer(a.lib, a.device)
     else:
         layer = layer_factory(a)
     src, why = (open_clocks or gpu_clocks.open_source)(0, layer.gpu.get("uuid"))

@@ -22,6 +22,7 @@ import importlib.metadata
 import math
 import platform
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -94,25 +95,39 @@ def heads_of(t, nbh, N, d, heads):
     return t.reshape(nbh, N, d)[heads.start:heads.stop]
 
 
-class TorchLayer:
-    """The device layer on the current CUDA device (module docstring).  lib: a path to
-    libflashlab_kernels.so, or None for no kernels of ours."""
+class CpuEvent:
+    """A timing event on the CPU, where every operation has finished when it returns."""
 
-    def __init__(self, lib=None):
+    def record(self):
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
+
+
+class TorchLayer:
+    """The device layer (module docstring) on the current CUDA device, or with device="cpu" on the
+    CPU (SDPA's CPU backends and the reference only: a check of this layer without a GPU).  lib: a
+    path to libflashlab_kernels.so, or None for no kernels of ours."""
+
+    def __init__(self, lib=None, device="cuda"):
         torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 reference in fp32, not TF32
         torch.backends.cudnn.allow_tf32 = False
-        p = torch.cuda.get_device_properties(0)
-        self.props = p
+        self.device = device
         self.lib_path = lib
         self.lib = Lib(lib) if lib else None
         self.kernels = self.lib.kernels if self.lib else []
         self.skipped = self.lib.skipped if self.lib else []
-        uuid = getattr(p, "uuid", None)
-        uuid = str(uuid) if uuid is not None else ""
-        if uuid and not uuid.startswith("GPU-"):
-            uuid = "GPU-" + uuid
-        self.gpu = dict(name=p.name, sms=p.multi_processor_count, l2_bytes=getattr(p, "L2_cache_size", 0),
-                        cc=f"{p.major}.{p.minor}", uuid=uuid, driver="")
+        if device == "cuda":
+            p = torch.cuda.get_device_properties(0)
+            uuid = getattr(p, "uuid", None)
+            uuid = str(uuid) if uuid is not None else ""
+            if uuid and not uuid.startswith("GPU-"):
+                uuid = "GPU-" + uuid
+            self.gpu = dict(name=p.name, sms=p.multi_processor_count, l2_bytes=getattr(p, "L2_cache_size", 0),
+                            cc=f"{p.major}.{p.minor}", uuid=uuid, driver="")
+        else:
+            self.gpu = dict(name=f"cpu ({platform.machine()})", sms=None, l2_bytes=0, cc="", uuid="", driver="")
         self.fa4, self.fa4_why = fa4_function()
         self.versions = dict(python=platform.python_version(), torch=torch.__version__, cuda=torch.version.cuda,
                              cudnn=str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
@@ -123,16 +138,17 @@ class TorchLayer:
 
     # ---- timing (sdpa_timing)
     def event(self):
-        return torch.cuda.Event(enable_timing=True)
+        return torch.cuda.Event(enable_timing=True) if self.device == "cuda" else CpuEvent()
 
     def synchronize(self):
-        torch.cuda.synchronize()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
 
     def flush(self):
         """Zeroes a buffer of 4x the L2 (at least 256 MiB), as Triton's do_bench does."""
         if self._cache is None:
             n = max(256 << 20, 4 * (self.gpu["l2_bytes"] or 0))
-            self._cache = torch.empty(n // 4, dtype=torch.int32, device="cuda")
+            self._cache = torch.empty(n // 4, dtype=torch.int32, device=self.device)
         self._cache.zero_()
 
     def flush_bytes(self):
@@ -141,7 +157,7 @@ class TorchLayer:
     # ---- inputs and implementations
     def inputs(self, shape):
         tdt = DTYPES[shape.dtype][0]
-        q, k, v, do = (torch.randn(shape.B, shape.H, shape.N, shape.d, device="cuda", dtype=tdt) for _ in range(4))
+        q, k, v, do = (torch.randn(shape.B, shape.H, shape.N, shape.d, device=self.device, dtype=tdt) for _ in range(4))
         return dict(q=q, k=k, v=v, do=do)
 
     def impls(self, shape, x, pass_, backends, kernels):
@@ -277,8 +293,9 @@ class TorchLayer:
         return e.abs().max().item(), e.double().pow(2).sum().item(), ref.double().pow(2).sum().item()
 
     def release(self):
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
 
 
 def _attention(q, k, v, do, causal, pass_, low):
