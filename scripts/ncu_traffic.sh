@@ -4,11 +4,12 @@
 #
 # usage: scripts/ncu_traffic.sh BIN_DIR OUT_CSV [CONFIG_FILE]
 #   BIN_DIR     holds flashlab-gpu (counters) and flashlab-gpu-timing (no counters)
-#   CONFIG_FILE lines "version algo dtype N d Br Bc pass kernel_regex launch_skip [sm_read]"
+#   CONFIG_FILE lines "version algo dtype N d Br Bc pass kernel_regex launch_skip [sm_read [causal]]"
 #               (default kernels/ncu_versions.conf); kernel_regex selects the schedule's kernels
 #               (not the forward a backward runs first, nor the harness's probes), launch_skip skips
 #               that many matching launches first (version 11's backward shares kernels with its
-#               forward); sm_read "lsu" (the default) or "all": which SM read metric the row uses
+#               forward); sm_read "lsu" (the default) or "all": which SM read metric the row uses;
+#               causal: the bottom-right causal mask (flashlab-gpu run --causal)
 #
 # For each configuration, with ncu --cache-control all --clock-control none (caches flushed before
 # each kernel; clocks as found, never set), summed over the schedule's kernels:
@@ -68,7 +69,7 @@ done
   echo "# rule: read_ratio = (sm_read_B + red_B) / (counter_read_B + 32 flag_reads); write_ratio = (l2_write_B + red_B) / (counter_write_B + 32 flag_writes); ok within 1%"
   echo "# source: versions 2, 4, 5 (wavefront, polls vary by run): the counters build under ncu, one metric a run (passes: ncu's count when it printed one), local memory 0; others: the timing build, counters from a separate run"
   echo "# command: $0 $*"
-  echo "version,algo,pass,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,flag_reads,flag_writes,sm_read_B,l2_write_B,red_B,l2_read_B,dram_read_B,dram_write_B,read_ratio,write_ratio,ok,source,passes,local_bytes,sm_read_metric"
+  echo "version,algo,pass,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,flag_reads,flag_writes,sm_read_B,l2_write_B,red_B,l2_read_B,dram_read_B,dram_write_B,read_ratio,write_ratio,ok,source,passes,local_bytes,sm_read_metric,causal"
 } >"$OUT.tmp"
 
 # sum of a metric over the kernels of an ncu raw CSV (file); empty when absent
@@ -90,11 +91,13 @@ EOF
 passes() { { grep -o '[0-9]* pass' "$1" || true; } | awk '{print $1}' | sort -n | tail -1; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
-grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre skip smsrc; do
+grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre skip smsrc extra; do
   smsrc=${smsrc:-lsu}
+  case ${extra:-} in "") causal=0 ;; causal) causal=1 ;; *) echo "ncu_traffic.sh: $CONF: the 12th field must be causal, not $extra" >&2; exit 2 ;; esac
   case $smsrc in lsu) SMRX=$SMR ;; all) SMRX=$SMRA ;; *) echo "ncu_traffic.sh: $CONF: sm_read must be lsu or all, not $smsrc" >&2; exit 2 ;; esac
   args="run --version $ver --algo $algo --dtype $dtype --N $N --d $d --Br $Br --Bc $Bc --no-check"
   [ "$pass" = bwd ] && args="$args --bwd"
+  [ "$causal" = 1 ] && args="$args --causal"
   sel=(--kernel-name "regex:$kre" --launch-skip "${skip:-0}")
   base=(--cache-control all --clock-control none --print-units base --csv --page raw)
   case $ver in
@@ -120,9 +123,9 @@ grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre
   if [ -z "$smr" ] || [ -z "$l2w" ]; then
     echo "ncu_traffic.sh: no metrics for $args:" >&2; cat "$TMP"/*.err 2>/dev/null | tail -4 >&2; continue
   fi
-  python3 - "$line" "$ver,$algo,$pass,$dtype,$N,$d,$Br,$Bc" "$smr" "$l2w" "${red:-0}" "$l2r" "$drr" "$drw" "$fr" "$fw" "$src" "$np" "$loc" "$smsrc" >>"$OUT.tmp" <<'EOF'
+  python3 - "$line" "$ver,$algo,$pass,$dtype,$N,$d,$Br,$Bc" "$smr" "$l2w" "${red:-0}" "$l2r" "$drr" "$drw" "$fr" "$fw" "$src" "$np" "$loc" "$smsrc" "$causal" >>"$OUT.tmp" <<'EOF'
 import sys
-line, key, smr, l2w, red, l2r, drr, drw, fr, fw, src, np, loc, smsrc = sys.argv[1:]
+line, key, smr, l2w, red, l2r, drr, drw, fr, fw, src, np, loc, smsrc, causal = sys.argv[1:]
 kv = dict(x.split('=') for x in line.split()[1:])
 S = lambda x: float(x) * 32 if x else None
 smr_b, l2w_b, red_b, l2r_b = S(smr), S(l2w), S(red) or 0.0, S(l2r)
@@ -133,7 +136,7 @@ ok = rr is not None and wr is not None and abs(rr - 1) <= 0.01 and abs(wr - 1) <
 f = lambda x: "" if x is None or x == "" else f"{float(x):.0f}"
 print(f"{key},{kv['M_eff']},{kv['model_read']},{kv['model_write']},{cr},{cw},{fr},{fw},{f(smr_b)},{f(l2w_b)},{f(red_b)},"
       f"{f(l2r_b)},{f(drr)},{f(drw)},{'' if rr is None else f'{rr:.6f}'},{'' if wr is None else f'{wr:.6f}'},"
-      f"{int(ok)},{src},{np},{loc},{smsrc}")
+      f"{int(ok)},{src},{np},{loc},{smsrc},{causal}")
 EOF
   tail -1 "$OUT.tmp"
 done
