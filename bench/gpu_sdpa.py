@@ -43,7 +43,8 @@ Exit 0; 2 on bad input (one line); 77 without PyTorch or a CUDA GPU (nothing run
 import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import gpu_clocks
 import gpu_peaks
@@ -70,6 +71,20 @@ COLUMNS = ["impl", "version", "pass_", "dtype", "B", "H", "N", "d", "causal", "B
            "tflops", "gbps_min", "model_bytes", "gbps_model", "ratio_vs_fa2", "rel_err", "acc_ok", "note",
            "ratio_vs_cudnn", "ratio_vs_fa4", "mfu", "reps", "heads_checked", *sdpa_rules.ERR_COLUMNS,
            *gpu_clocks.COLUMNS]
+
+
+@dataclass
+class Impl:
+    """One implementation of one pass at one shape, as a device layer gives it: call() runs it once
+    on the device's stream; outputs(heads) gives what its last call wrote for a range of the B x H
+    heads (flattened b * H + h), a dict output name (sdpa_rules.OUTPUTS) -> the layer's tensor."""
+    name: str
+    call: Callable[[], None]
+    outputs: Callable[[range], dict]
+    version: object = ""
+    kern: Optional[dict] = None
+    note: str = ""
+    keep: list = field(default_factory=list)  # what it holds on the device (freed with it)
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,9 @@ BIN=${1:?usage: bench/ncu_heads.sh BIN_DIR OUT_CSV [CONFIG_FILE]}
 OUT=${2:?usage: bench/ncu_heads.sh BIN_DIR OUT_CSV [CONFIG_FILE]}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 CONF=${3:-$HERE/bench/ncu_heads.conf}
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort | tail -1 || true)
-if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then
-  echo "ncu_heads.sh: Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute" >&2
-  exit 77
-fi
+# shellcheck source=scripts/ncu_common.sh
+. "$HERE/scripts/ncu_common.sh"
+ncu_find ncu_heads.sh
 [ -f "$CONF" ] || { echo "ncu_heads.sh: $CONF: no such configuration file" >&2; exit 2; }
 SMRA=l1tex__m_xbar2l1tex_read_sectors.sum
 L2W=lts__t_sectors_srcunit_tex_op_write.sum
@@ -39,21 +37,6 @@ trap 'rm -rf "$TMP"' EXIT
   echo "# command: $0 $*"
   echo "version,pass,dtype,N,d,Br,Bc,nbh,causal,counter_read_B,counter_write_B,sm_read_B,l2_write_B,red_B,read_ratio,write_ratio,ok"
 } >"$OUT.tmp"
-msum() {  # the sum of metric $2 over the launches of the ncu raw CSV $1, and their count
-  python3 - "$1" "$2" <<'EOF'
-import csv, sys
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-if not rows or sys.argv[2] not in rows[0]:
-    print("", 0); sys.exit()
-c, t, n = rows[0].index(sys.argv[2]), 0.0, 0
-for r in rows[2:]:
-    try:
-        t += float(r[c].replace(",", "")); n += 1
-    except ValueError:
-        pass
-print(f"{t:.0f}" if n else "", n)
-EOF
-}
 grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver dtype d Br Bc N nbh causal pass kre; do
   case "$pass:$causal" in fwd:0|fwd:1|bwd:0|bwd:1) ;; *) echo "ncu_heads.sh: $CONF: pass must be fwd or bwd and causal 0 or 1" >&2; exit 2 ;; esac
   args="run --version $ver --algo flash2 --dtype $dtype --N $N --d $d --Br $Br --Bc $Bc --no-check"

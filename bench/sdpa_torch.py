@@ -23,12 +23,10 @@ import math
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Optional
-
 import torch
 import torch.nn.functional as F
 from fast_kernels import FastKernels
+from gpu_sdpa import Impl
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 DTYPES = {"fp16": (torch.float16, 1), "bf16": (torch.bfloat16, 2)}  # name -> (torch dtype, fl_dtype)
@@ -59,18 +57,6 @@ class Lib(FastKernels):
             super().run(k, nbh, N, causal, torch.cuda.current_stream().cuda_stream, **t)
         except RuntimeError as e:
             fail(str(e))
-
-
-@dataclass
-class Impl:
-    """One implementation of one pass at one shape (module docstring)."""
-    name: str
-    call: Callable[[], None]
-    outputs: Callable[[range], dict]
-    version: object = ""
-    kern: Optional[dict] = None
-    note: str = ""
-    keep: list = field(default_factory=list)  # tensors it holds (freed with it)
 
 
 def _pkg_version(*names):

@@ -22,11 +22,9 @@ GPU=${2:?usage: scripts/ncu_speed.sh LIB FLASHLAB_GPU OUT_DIR [CONFIG_FILE]}
 OUT=${3:?usage: scripts/ncu_speed.sh LIB FLASHLAB_GPU OUT_DIR [CONFIG_FILE]}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 CONF=${4:-$HERE/kernels/ncu_speed.conf}
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort | tail -1 || true)
-if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then
-  echo "ncu_speed.sh: Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute" >&2
-  exit 77
-fi
+# shellcheck source=scripts/ncu_common.sh
+. "$HERE/scripts/ncu_common.sh"
+ncu_find ncu_speed.sh
 [ -f "$CONF" ] || { echo "ncu_speed.sh: $CONF: no such configuration file" >&2; exit 2; }
 mkdir -p "$OUT"
 "$NCU" --query-metrics >"$OUT/query.txt" 2>&1 || true

@@ -36,11 +36,9 @@ set -euo pipefail
 BIN=${1:?usage: scripts/ncu_traffic.sh BIN_DIR OUT_CSV [CONFIG_FILE]}
 OUT=${2:?usage: scripts/ncu_traffic.sh BIN_DIR OUT_CSV [CONFIG_FILE]}
 CONF=${3:-$(dirname "$0")/../kernels/ncu_versions.conf}
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort | tail -1 || true)
-if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then
-  echo "ncu_traffic.sh: Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute" >&2
-  exit 77
-fi
+# shellcheck source=scripts/ncu_common.sh
+. "$(dirname "$0")/ncu_common.sh"
+ncu_find ncu_traffic.sh
 [ -f "$CONF" ] || { echo "ncu_traffic.sh: $CONF: no such configuration file" >&2; exit 2; }
 SMR=l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld.sum
 SMRA=l1tex__m_xbar2l1tex_read_sectors.sum   # every sector into the SMs: LSU and the tensor copy engine
@@ -72,22 +70,6 @@ done
   echo "version,algo,pass,dtype,N,d,Br,Bc,M_eff,model_read_B,model_write_B,counter_read_B,counter_write_B,flag_reads,flag_writes,sm_read_B,l2_write_B,red_B,l2_read_B,dram_read_B,dram_write_B,read_ratio,write_ratio,ok,source,passes,local_bytes,sm_read_metric,causal"
 } >"$OUT.tmp"
 
-# sum of a metric over the kernels of an ncu raw CSV (file); empty when absent
-msum() {
-  python3 - "$1" "$2" <<'EOF'
-import csv, sys
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-if not rows or sys.argv[2] not in rows[0]:
-    print(""); sys.exit()
-c, t, n = rows[0].index(sys.argv[2]), 0.0, 0
-for r in rows[1:]:
-    try:
-        t += float(r[c].replace(",", "")); n += 1
-    except ValueError:
-        pass
-print(f"{t:.0f}" if n else "")
-EOF
-}
 passes() { { grep -o '[0-9]* pass' "$1" || true; } | awk '{print $1}' | sort -n | tail -1; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
@@ -107,16 +89,16 @@ grep -v -E '^\s*(#|$)' "$CONF" | while read -r ver algo dtype N d Br Bc pass kre
       "$NCU" "${base[@]}" "${sel[@]}" --metrics $L2W "$BIN/flashlab-gpu" $args >"$TMP/b.csv" 2>"$TMP/b.err" || true
       la=$(grep '^bytes:' "$TMP/a.csv" || true); lb=$(grep '^bytes:' "$TMP/b.csv" || true)
       [ -n "$la" ] && [ -n "$lb" ] || { echo "ncu_traffic.sh: no counts under ncu: $args" >&2; continue; }
-      smr=$(msum "$TMP/a.csv" $SMR); l2w=$(msum "$TMP/b.csv" $L2W); red=0; l2r=; drr=; drw=
+      smr=$(msum "$TMP/a.csv" $SMR | cut -d" " -f1); l2w=$(msum "$TMP/b.csv" $L2W | cut -d" " -f1); red=0; l2r=; drr=; drw=
       fr=$(field "$la" polls); fw=$(field "$lb" flag_writes); line=$la
       src=counters-under-ncu; np=$(cat "$TMP/a.csv" "$TMP/a.err" "$TMP/b.csv" "$TMP/b.err" >"$TMP/ab"; passes "$TMP/ab")
       loc=$(printf '%s\n%s\n' "$(field "$la" local_bytes)" "$(field "$lb" local_bytes)" | sort -n | tail -1) ;;
     *)
       line=$("$BIN/flashlab-gpu" $args | grep '^bytes:') || { echo "ncu_traffic.sh: counters run failed: $args" >&2; continue; }
       "$NCU" "${base[@]}" "${sel[@]}" --metrics "$ALL" "$BIN/flashlab-gpu-timing" $args >"$TMP/t.csv" 2>"$TMP/t.err" || true
-      smr=$(msum "$TMP/t.csv" $SMRX); l2w=$(msum "$TMP/t.csv" $L2W); red=$(msum "$TMP/t.csv" $RED)
-      l2r=$(msum "$TMP/t.csv" lts__t_sectors_srcunit_tex_op_read.sum); drr=$(msum "$TMP/t.csv" dram__bytes_read.sum)
-      drw=$(msum "$TMP/t.csv" dram__bytes_write.sum)
+      smr=$(msum "$TMP/t.csv" $SMRX | cut -d" " -f1); l2w=$(msum "$TMP/t.csv" $L2W | cut -d" " -f1); red=$(msum "$TMP/t.csv" $RED | cut -d" " -f1)
+      l2r=$(msum "$TMP/t.csv" lts__t_sectors_srcunit_tex_op_read.sum | cut -d" " -f1); drr=$(msum "$TMP/t.csv" dram__bytes_read.sum | cut -d" " -f1)
+      drw=$(msum "$TMP/t.csv" dram__bytes_write.sum | cut -d" " -f1)
       fr=$(field "$line" polls); fw=$(field "$line" flag_writes); src=timing-build
       np=$(cat "$TMP/t.csv" "$TMP/t.err" >"$TMP/ab"; passes "$TMP/ab"); loc=$(field "$line" local_bytes) ;;
   esac

@@ -9,8 +9,8 @@ Errors: every head of every output of every implementation has the max error `er
 "sum of squared errors" is err^2 x ELEMENTS and its "sum ref^2" ELEMENTS, so rel_err = err.
 """
 import math
-from dataclasses import dataclass, field
-from typing import Callable
+
+from gpu_sdpa import Impl
 
 FLUSH_MS = 7.0
 ELEMENTS = 100
@@ -27,17 +27,6 @@ class Event:
     def elapsed_time(self, other):
         assert self.t is not None and other.t is not None, "elapsed_time of an unrecorded event"
         return other.t - self.t
-
-
-@dataclass
-class Impl:
-    name: str
-    call: Callable[[], None]
-    outputs: Callable[[range], dict]
-    version: object = ""
-    kern: dict = None
-    note: str = ""
-    keep: list = field(default_factory=list)
 
 
 OUTS = {"fwd": ("o",), "bwd": ("dq", "dk", "dv")}
