@@ -46,8 +46,9 @@ class Budget:
     def describe(self):
         if self.reps:
             return f"{self.warmup} warm-up calls and {self.reps} timed calls each"
-        return (f"warm-up {self.warmup_ms:g} ms and {self.rep_ms:g} ms of timed calls each (at least {self.min_reps}, "
-                f"at most {self.max_reps}; the count in column reps), from {ESTIMATE_CALLS} calls timed first")
+        return (f"warm-up {self.warmup_ms:g} ms and {self.rep_ms:g} ms of timed rounds (interleaved) or of each "
+                f"implementation's calls (sequential), at least {self.min_reps} and at most {self.max_reps} calls each "
+                f"(column reps), counted from {ESTIMATE_CALLS} calls timed first")
 
 
 @dataclass
