@@ -41,7 +41,8 @@ class FakeLayer:
         self.now, self.log = 0.0, []
         self.durations = durations or {}
         self.err, self.pt_err, self.planted = err, pt_err, planted or {}
-        self.refuse, self.fail_first = refuse or {"fa4": "flash_attn.cute does not import (fake)"}, set(fail_first)
+        self.refuse = refuse if refuse is not None else {"fa4": "flash_attn.cute does not import (fake)"}
+        self.fail_first = set(fail_first)
         self.kernels = kernels if kernels is not None else [
             dict(i=0, algo="flash2", version=12, bwd=0, dtype=1, d=64, Br=128, Bc=128),
             dict(i=1, algo="flash2", version=13, bwd=1, dtype=1, d=64, Br=64, Bc=128)]

@@ -282,9 +282,24 @@ def test_kernel_source_hash():
     assert "kernels/common/wgmma.cuh" in base[1] and "include/flashlab/footprint.h" in base[1], base[1]
 
 
+def test_summary_tables():
+    """summarize_sdpa.py reads a run with FA4's rows: the cuDNN, FA4 and deterministic FA4 tables and
+    their summary lines, the ratios from the times (ours 0.5 ms, FA4 1.0, FA4 deterministic 2.0)."""
+    d = {FA2: 1.0, CU: 2.0, V12: 0.5, V13: 0.5, "fa4": 1.0, "fa4-det": 2.0}
+    r = Run(["--reps", "3", "--backends", "sdpa-fa2,sdpa-cudnn,fa4,fa4-det"], fake_layer.FakeLayer(durations=d, refuse={}))
+    path = os.path.join(TMP, "sum.csv")
+    shutil.copy(os.path.join(TMP, "out.csv"), path)
+    assert r.row("fa4-det", "bwd") and not [x for x in r.rows if x["impl"] == "fa4-det" and x["pass"] == "fwd"]
+    p = subprocess.run([sys.executable, os.path.join(SRC, "bench", "summarize_sdpa.py"), path], capture_output=True, text=True)
+    out = p.stdout
+    for want in ("| FA4 | ratio |", "| FA4 deterministic | ratio |", "fa4-fwd: ratio min 2.000", "fa4-bwd: ratio min 2.000",
+                 "fa4det-bwd: ratio min 4.000", "cudnn-fwd: ratio min 4.000"):
+        assert want in out, (want, p.returncode, out[-1500:], p.stderr)
+
+
 TESTS = [test_interleaved_rotation, test_sequential_order, test_cold_flushes_outside_events, test_budget,
          test_median_p95, test_provenance, test_accuracy_all_heads_after_timing, test_columns_and_ratios,
-         test_clock_columns, test_bad_input, test_clock_sources, test_kernel_source_hash]
+         test_clock_columns, test_bad_input, test_clock_sources, test_kernel_source_hash, test_summary_tables]
 
 
 def run_tests(quiet=False):
