@@ -56,7 +56,9 @@ mkdir -p "$L" "$WORK/data" "$STAGE"
 export FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-$(cat .devwork/commit "$STAGE/.devwork/commit" 2>/dev/null | head -1)}
 FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-unknown}
 export PYTHONUNBUFFERED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=$FA4_CACHE
-export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+# pip --target does not run the .pth file by which nvidia-cutlass-dsl puts its dsl_packages (the cutlass
+# module) on the path: name that folder too
+export PYTHONPATH=$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}
 SUMMARY=$WORK/summary.txt
 log() { echo "=== $(date -u +%H:%M:%S) +$(($(date +%s) - START))s $*" | tee -a "$SUMMARY"; }
 pack() { [ -n "$DRY_RUN" ] && return 0; tar -C "$WORK" -czf "$OUT/record.tgz.tmp" data logs summary.txt 2>/dev/null &&
