@@ -137,9 +137,6 @@ class TorchLayer:
             self._cache = torch.empty(n // 4, dtype=torch.int32, device=self.device)
         self._cache.zero_()
 
-    def flush_bytes(self):
-        return max(256 << 20, 4 * (self.gpu["l2_bytes"] or 0))
-
     # ---- inputs and implementations
     def inputs(self, shape):
         tdt = DTYPES[shape.dtype][0]
