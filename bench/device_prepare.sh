@@ -26,8 +26,13 @@ commit=$(git rev-parse --short=7 HEAD)
 echo "$commit" > .devwork/commit
 tar -C .devwork -cJf .devwork/bin.tar.xz bin && rm -rf .devwork/bin
 bash bench/fetch_wheels.sh
-tree_b=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-size() { du -cb "$@" 2>/dev/null | tail -1 | cut -f1; }
+size() {  # bytes of the paths that exist among $@ (0 for none)
+  local p have=()
+  for p in "$@"; do [ -e "$p" ] && have+=("$p"); done
+  if [ ${#have[@]} -eq 0 ]; then echo 0; else du -cb "${have[@]}" | tail -1 | cut -f1; fi
+}
+mapfile -t tracked < <(git ls-files)
+tree_b=$(size "${tracked[@]}")
 c1=$((tree_b + $(size .devwork .whl-dsl/part-00 .whl-dsl/SHA256SUMS)))
 c2=$((tree_b + $(size .whl .whl-dsl/part-01 .whl-dsl/SHA256SUMS .fa4cache)))
 limit=$((64 * 1024 * 1024))

@@ -20,7 +20,7 @@ import sys
 
 INCLUDE_DIRS = ("kernels/common", "kernels/harness", "include", "kernels/ladder")
 INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
-LINE_RE = re.compile(r"kernel source: version (\d+) sha256 ([0-9a-f]{64}) of (\d+) files .*?at commit ([0-9a-f]{7,40}|unknown)")
+LINE_RE = re.compile(r"kernel source: version (\d+) sha256 ([0-9a-f]{64}) of (\d+) files .*?at commit ([0-9a-f]{7,40}(?:\+dirty)?|unknown)")
 
 
 class WorkingTree:
