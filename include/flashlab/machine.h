@@ -115,6 +115,11 @@ fl_status fl_sram_alloc(fl_machine *m, const char *name, int64_t rows, int64_t c
 /* Releases a buffer's SRAM.  NULL is a no-op. */
 void fl_sram_free(fl_machine *m, fl_buf *b);
 
+/* Nonzero when b is one of m's SRAM buffers and live (not freed): what a caller outside the
+ * library (the binding's student machine, include/flashlab/ops.h's fl_tile_* ops) checks before
+ * it uses a buffer pointer it was handed. */
+int fl_buf_owned(const fl_machine *m, const fl_buf *b);
+
 /* Loads the nr x nc tile at (r0, c0) of tensor t into the top-left of buffer b: counts
  * nr*nc reads on t.  docs/model.md rule R1. */
 fl_status fl_load(fl_machine *m, fl_buf *b, int t, int64_t r0, int64_t c0, int64_t nr,

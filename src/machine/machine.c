@@ -177,6 +177,14 @@ void fl_sram_free(fl_machine *m, fl_buf *b)
     b->x = NULL;
 }
 
+int fl_buf_owned(const fl_machine *m, const fl_buf *b)
+{
+    if (!m || !b) return 0;
+    for (int i = 0; i < FL_MAX_BUFS; i++) /* equality only: b may point anywhere */
+        if (b == &m->bufs[i]) return b->live;
+    return 0;
+}
+
 /* Bounds of a tile move; a failure here is a bug in the schedule, not in the user's input.
  * tile_ok is the hot path of the count-only machine (one call per tile event): a few compares,
  * inlined; check_tile, out of line, builds the message only when a tile is bad. */
