@@ -358,7 +358,11 @@ def _c_type(decl, named=True):
     return " ".join(words) + (" " + "*" * stars if stars else "")
 
 
-def _declare(prototypes):
+def _declare(prototypes, ctype=None):
+    """{name: ctypes function} for C prototypes, one a line; ctype maps each C type written there
+    to its ctypes type (default _CTYPE; a module declaring more of the library's functions passes
+    _CTYPE extended with its own types)."""
+    ctype = _CTYPE if ctype is None else ctype
     fns = {}
     for line in prototypes.strip().splitlines():
         m = _PROTO.match(line.strip())
@@ -368,8 +372,8 @@ def _declare(prototypes):
             f = getattr(_lib, name)
         except AttributeError:
             _fail(f"{LIB_PATH} is not libflashlab, or not this version of it: it has no {name}")
-        f.restype = _CTYPE[ret]
-        f.argtypes = [_CTYPE[p] for p in params]
+        f.restype = ctype[ret]
+        f.argtypes = [ctype[p] for p in params]
         fns[name] = f
     return fns
 
@@ -1419,25 +1423,26 @@ PROTOTYPE_HEADERS = ("machine.h", "problem.h", "decode.h", "blocksparse_mask.h",
                      "heads.h", "status.h")
 
 
-def prototypes_c():
-    """A C file that fails to compile unless every prototype in PROTOTYPES is declared by the
-    headers with exactly that type (first a use of the header's declaration, then the
-    redeclaration, which C refuses when the types conflict)."""
+def prototypes_c(prototypes=PROTOTYPES, extra=""):
+    """A C file that fails to compile unless every prototype (PROTOTYPES, or another module's) is
+    declared by the headers with exactly that type (first a use of the header's declaration, then
+    the redeclaration, which C refuses when the types conflict); extra: more C at its end (another
+    module's structure checks)."""
     lines = [f'#include "{h}"' for h in PROTOTYPE_HEADERS]
-    for line in PROTOTYPES.strip().splitlines():
+    for line in prototypes.strip().splitlines():
         name = _PROTO.match(line.strip()).group(2)
         lines.append(f"__typeof__({name}) *const flashlab_py_{name} = {name};")
         lines.append(line.strip())
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + extra
 
 
-def check_prototypes(cc, include_dirs):
-    """Compiles prototypes_c() with cc; returns the compiler's complaints (empty when the
-    prototypes match the headers)."""
+def check_prototypes(cc, include_dirs, prototypes=PROTOTYPES, extra=""):
+    """Compiles prototypes_c(prototypes, extra) with cc; returns the compiler's complaints (empty
+    when the prototypes match the headers)."""
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         src = pathlib.Path(tmp) / "prototypes.c"
-        src.write_text(prototypes_c())
+        src.write_text(prototypes_c(prototypes, extra))
         cmd = [cc, "-std=gnu11", "-fsyntax-only", "-Werror", str(src)]
         cmd += [f"-I{d}" for d in include_dirs if d]
         p = subprocess.run(cmd, capture_output=True, text=True)
