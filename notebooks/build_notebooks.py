@@ -13,6 +13,13 @@ Python file in the "percent" format:
     # %% [markdown] solution     a markdown cell only in the solution notebook (expected answers)
     # %%                         a code cell
     # %% check                   a code cell tagged "check": it must print CHECK lines (run_all.py)
+    # %% setup                   the first code cell: imports, STUDENT and the parameters P
+    # %% given                   a code cell the answers need (helpers, the data they read)
+    # %% answer                  an exercise's cell (a TODO): the student's version is graded
+
+The grader (notebooks/grader/) runs a submission's setup and given cells as this source has them
+and its answer cells as the student wrote them, in this order, on parameters of its own; cells of
+no role (demonstrations, figures, checks) do not run there.
 
 and, inside a code cell,
 
@@ -28,6 +35,7 @@ import nbformat
 from nbformat import v4
 
 HERE = pathlib.Path(__file__).resolve().parent
+ROLES = ("check", "setup", "given", "answer")   # a code cell's roles, as its tags
 
 
 def parse_cells(text):
@@ -86,8 +94,9 @@ def build(src, solution):
         else:
             body = "\n".join(strip_blank(select(lines, solution)))
             cell = v4.new_code_cell(body, id=cid)
-            if "check" in flags:
-                cell.metadata["tags"] = ["check"]
+            tags = [t for t in ROLES if t in flags]
+            if tags:
+                cell.metadata["tags"] = tags
             nb.cells.append(cell)
     return nbformat.writes(nb) + "\n"
 

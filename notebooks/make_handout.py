@@ -3,17 +3,20 @@
 student needs and nothing else:
 
     DEST/lab*.ipynb           the exercises (with --solutions: the solution notebooks too)
-    DEST/flashlab.py          the binding; DEST/labkit/ the checks and the step viewer
+    DEST/flashlab.py          the binding; DEST/flmachine.py the machine a student's schedule
+                              programs; DEST/labkit/ the parameters, checks and the step viewer
     DEST/libflashlab.so       the built library;  DEST/flashlab  the built CLI
     DEST/figures/             style.gp, term.gp, the trace scripts, the labs' figure scripts
                               (lab*.gp), trace_strip.png, and data/gpu_*.csv, third_party_ncu.csv
-                              and third_party_ncu_run4_sdpa_bwd.csv (labs 6, 7, 9, 10)
+                              and third_party_ncu_run4_sdpa_bwd.csv, and the study's models of
+                              them, third_party_explained*.csv (labs 6, 7, 9, 10)
     DEST/docs/labs/           the handouts and background.md (not instructor.md)
 
     python3 notebooks/make_handout.py DEST --lib build/src/libflashlab.so --cli build/flashlab
 
 flashlab.py finds the library, the CLI and figures/ beside itself, so the notebooks run from DEST
-with no environment variables (ctest: notebooks_handout runs the solutions there).
+with no environment variables (ctest: notebooks_handout runs the solutions there).  Not shipped:
+the grader (notebooks/grader/), the solutions, the lab sources, the instructor's guide.
 """
 import argparse
 import os
@@ -36,7 +39,8 @@ def make(dest, lib, cli, solutions=False):
     if solutions:
         for nb in sorted((HERE / "solutions").glob("lab*.ipynb")):
             shutil.copy(nb, dest)
-    shutil.copy(HERE / "flashlab.py", dest)
+    for py in ("flashlab.py", "flmachine.py"):
+        shutil.copy(HERE / py, dest)
     shutil.copytree(HERE / "labkit", dest / "labkit", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(lib, dest / "libflashlab.so")
@@ -48,7 +52,8 @@ def make(dest, lib, cli, solutions=False):
         shutil.copy(ROOT / "figures" / gp, fig)
     for gp in sorted((ROOT / "figures").glob("lab*.gp")):   # the labs' figures (labkit.figures)
         shutil.copy(gp, fig)
-    for pattern in ("gpu_*.csv", "third_party_ncu.csv", "third_party_ncu_run4_sdpa_bwd.csv"):  # labs 6, 7, 9, 10's data
+    for pattern in ("gpu_*.csv", "third_party_ncu.csv", "third_party_ncu_run4_sdpa_bwd.csv",   # labs 6, 7, 9, 10's data
+                    "third_party_explained.csv", "third_party_explained_run4.csv"):
         for csv in sorted((ROOT / "figures" / "data").glob(pattern)):
             shutil.copy(csv, fig / "data")
     shutil.copy(ROOT / "figures" / "trace_strip.png", fig)   # shown by docs/labs/lab2.md

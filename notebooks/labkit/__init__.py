@@ -1,27 +1,32 @@
-"""labkit: the course labs' checks, per-student parameters and figures, over flashlab.py.
+"""labkit: the course labs' parameters, local checks and figures, over flashlab.py.
 
 A check is a function that returns the list of what is wrong with an answer (empty: PASS).  It
-computes the expected answer with the C library (through flashlab.py), never from a formula
-copied from the solution, and it never raises: an answer of the wrong type, or one that makes
-the check itself fail, is reported as one FAIL line saying what was expected.  In a notebook a
-check is called as `lab1.tile_one(STUDENT, m1, l1, u1)`, which prints
+compares the answer with what the C library gives (flashlab.py: the machine, the reference, the
+mask and head rules) or with the recorded measurements, and it never raises: an answer of the
+wrong type, or one that makes the check itself fail, is reported as one FAIL line saying what was
+expected.  In a notebook a check is called as `lab1.tile_one(P, m1, l1, u1)`, which prints
 
     CHECK lab1.tile-one: PASS            or      CHECK lab1.tile-one: FAIL
                                                    - what is wrong, and the usual mistake
 
 (notebooks/run_all.py reads these lines).  `lab1.tile_one.problems(...)` returns the list
-without printing (the tests in notebooks/tests/test_checks.py use it).
+without printing.
 
-Per-student parameters: every lab's `params(student)` derives its sizes and inputs from the
-student's id (any string; "" gives the handout's worked example), so two students get different
-numbers, and `answers(student)` gives the expected values: `python3 -m labkit answers STUDENT`
-prints them for the instructor.
+Parameters: every lab's draw(g) draws its sizes and inputs from a random.Random g, and
+params(student) is draw(rng(lab, student)), so two students get different numbers ('' gives the
+handout's worked example).  These are the numbers a student practises on.  The grade is not
+given here: the instructor's grader runs the student's cells again, in a process of its own, on
+parameters drawn by the same draw() from a generator keyed by an instructor secret, and grades
+what they compute there.  So an answer must be computed from the parameters, not typed; and
+nothing in this package holds an expected answer (a check computes what it compares with from the
+library at run time, or tests a property the answer must have).
 """
 import functools
 import hashlib
 import math
 import numbers
 import random
+import re
 import sys
 
 import flashlab as fl
@@ -48,6 +53,21 @@ def report(cid, problems, skip=None):
         print("  - " + p)
 
 
+_DOCS = re.compile(r"\(?\s*(?:see )?docs/(?!labs/)[\w./-]+\.md,?\s*(?=eq\.|§|\))|docs/(?!labs/)[\w./-]+\.md")
+
+
+def for_students(text):
+    """text with its citations of the project's documents that a student's folder does not hold
+    (the C library's messages name the repository's documents under docs/, outside docs/labs)
+    taken out; an equation label stays (the labs' ones are in background.md)."""
+    def sub(m):
+        if m.group(0).startswith("("):
+            return "("
+        return "" if m.group(0).rstrip().endswith(",") or m.end() < len(m.string) and m.string[m.end():].startswith("eq.") \
+            else "the project's documentation"
+    return _DOCS.sub(sub, str(text)).replace("( eq.", "(eq.")
+
+
 def _problems(fn, args, kwargs):
     """(problems, skip reason) of a check function; any exception becomes one problem."""
     try:
@@ -57,7 +77,7 @@ def _problems(fn, args, kwargs):
     except Wrong as w:
         return [str(w)], None
     except fl.FlashlabError as e:
-        return [f"the C library refused what your answer asked for: {e}"], None
+        return [f"the C library refused what your answer asked for: {for_students(e)}"], None
     except Exception as e:   # a check never raises: it says what went wrong
         return [f"the check could not use your answer ({type(e).__name__}: {e})"], None
     return [p for p in (out or []) if p], None
@@ -159,7 +179,7 @@ def attempt(what, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except fl.FlashlabError as e:
-        raise Wrong(f"{what}: the machine refused it: {e}")
+        raise Wrong(f"{what}: the machine refused it: {for_students(e)}")
     except Exception as e:
         raise Wrong(f"{what}: your function raised {type(e).__name__}: {e}")
 

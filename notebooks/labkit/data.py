@@ -18,6 +18,13 @@ def read_measurements(path):
     return prov, list(csv.DictReader(l for l in text.splitlines() if l and not l.startswith("#")))
 
 
+_recorded = {}
+
+
 def recorded():
-    """{file name: (provenance, rows)} of every gpu_*.csv in the data folder."""
-    return {p.name: read_measurements(p) for p in sorted(fl.data_dir().glob("gpu_*.csv"))}
+    """{file name: (provenance, rows)} of every gpu_*.csv in the data folder (read once per
+    process; the rows are shared: copy one before changing it)."""
+    d = fl.data_dir()
+    if d not in _recorded:
+        _recorded[d] = {p.name: read_measurements(p) for p in sorted(d.glob("gpu_*.csv"))}
+    return _recorded[d]

@@ -1,68 +1,63 @@
-"""Lab 1 (online softmax by hand): parameters, expected answers and checks.
+"""Lab 1 (online softmax by hand): parameters and checks.
 
-Every expected value comes from the C library: fl_osm_step (fl.osm_step) for the states and
-factors, fl_ref_softmax_row (fl.softmax_row) for outputs, and the machine (fl.Machine) for the
-student's tiled schedule, whose trace is checked for the tiles it loads.
+What a check compares with comes from the C library: fl_osm_step (fl.osm_step) for the states and
+factors, fl_ref_softmax_row (fl.softmax_row) for outputs, and the machine (flmachine.run) for the
+student's tiled schedule, whose trace is read for the tiles it loads.
 """
 import math
 
 import flashlab as fl
+import flmachine
 
-from . import Wrong, attempt, check, function, near, near_list, number, numbers_list, rng, student_id
+from . import Wrong, check, function, near, near_list, number, numbers_list, rng, student_id
 
 NEG = float("-inf")
-DEEP_DIVE = ([1.0, 2.0, 3.0, 0.0], [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0], [9.0, 1.0]])
-HANDBOOK = ([2.0, 1.0, 4.0, 3.0], [[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [0.0, 2.0]])
+EXAMPLE_B = ([1.0, 2.0, 3.0, 0.0], [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0], [9.0, 1.0]])
+EXAMPLE_A = ([2.0, 1.0, 4.0, 3.0], [[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [0.0, 2.0]])
 
 
-def params(student=""):
-    """The student's rows: 'row' (scores, values) for exercises 1-2 (two tiles of two, the
-    second with a larger maximum) and 'stream' for exercise 3 (tiles of one).  '' gives the
-    handout's rows (the deep dive's and the handbook's)."""
-    s = student_id(student)
-    if not s:
-        return {"row": DEEP_DIVE, "stream": HANDBOOK}
-    g = rng("lab1", s)
-    halves = [x / 2 for x in range(-2, 5)]                  # -1.0 ... 2.0
-    t1 = g.sample(halves, 2)
-    big = max(t1) + g.choice([0.5, 1.0, 1.5, 2.0])
-    t2 = [big, g.choice([x for x in halves if x < big])]
+def _score(g, lo, hi):
+    return round(g.uniform(lo, hi), 2)
+
+
+def draw(g):
+    """A student's rows from g: 'row' (scores, values) for exercises 1-2 (two tiles of two, the
+    second with a larger maximum) and 'stream' for exercise 3 (tiles of one, one or two new maxima
+    after the first score)."""
+    t1 = [_score(g, -2, 2), _score(g, -2, 2)]
+    while t1[0] == t1[1]:
+        t1[1] = _score(g, -2, 2)
+    big = round(max(t1) + g.uniform(0.25, 2.5), 2)
+    t2 = [big, _score(g, -2.5, big - 0.01)]
     g.shuffle(t2)
-    vals = [[float(g.randrange(0, 11)), float(g.randrange(0, 11))] for _ in range(4)]
-    while True:                                             # a stream with 1 or 2 new maxima
-        st = [float(g.randrange(-2, 6)) for _ in range(4)]
+    vals = [[round(g.uniform(0, 10), 1), round(g.uniform(0, 10), 1)] for _ in range(4)]
+    while True:
+        st = [_score(g, -2, 5) for _ in range(4)]
         news = sum(1 for k in range(1, 4) if st[k] > max(st[:k]))
         if len(set(st)) == 4 and 1 <= news <= 2:
             break
-    svals = [[float(g.randrange(0, 4)), float(g.randrange(0, 4))] for _ in range(4)]
+    svals = [[round(g.uniform(0, 3), 1), round(g.uniform(0, 3), 1)] for _ in range(4)]
     return {"row": (t1 + t2, vals), "stream": (st, svals)}
 
 
-def _state_after_tile_one(p):
-    scores, values = p["row"]
+def params(student=""):
+    """The student's rows (draw); '' gives the handout's: worked example B's row for exercises 1-2,
+    worked example A's for exercise 3."""
+    s = student_id(student)
+    return {"row": EXAMPLE_B, "stream": EXAMPLE_A} if not s else draw(rng("lab1", s))
+
+
+def _state_after_tile_one(P):
+    scores, values = P["row"]
     st = fl.OsmState(2)
     fl.osm_step(st, scores[0:2], values[0:2])
     return st
 
 
-def answers(student=""):
-    """The expected values of exercises 1-3, from the C library."""
-    p = params(student)
-    scores, values = p["row"]
-    st = _state_after_tile_one(p)
-    m1, l1, u1 = st.m, st.l, st.u
-    a2 = fl.osm_step(st, scores[2:4], values[2:4])
-    st3 = fl.OsmState(2)
-    factors = [fl.osm_step(st3, [s], [v]) for s, v in zip(*p["stream"])]
-    return {"scores": scores, "values": values, "m1": m1, "l1": l1, "u1": u1, "a2": a2,
-            "m2": st.m, "l2": st.l, "u2": st.u, "O": fl.osm_finish(st), "factors": factors}
-
-
 @check("lab1.tile-one")
-def tile_one(student, m1, l1, u1):
-    p = params(student)
-    scores, values = p["row"]
-    st = _state_after_tile_one(p)
+def tile_one(P, m1, l1, u1):
+    scores, values = P["row"]
+    st = _state_after_tile_one(P)
     problems = []
     m1 = number("m1", m1)
     if not near(m1, st.m):
@@ -88,11 +83,10 @@ def tile_one(student, m1, l1, u1):
 
 
 @check("lab1.tile-two")
-def tile_two(student, m1, l1, u1, a2, m2, l2, u2, O):
+def tile_two(P, m1, l1, u1, a2, m2, l2, u2, O):
     """Exercise 2 is checked from the student's own tile-one state (if it is a state), as the
     handout asks; O must then equal u2 / l2 of that state."""
-    p = params(student)
-    scores, values = p["row"]
+    scores, values = P["row"]
     m1, l1, u1 = number("m1", m1), number("l1", l1), numbers_list("u1", u1, 2)
     if not (math.isfinite(m1) and math.isfinite(l1) and l1 > 0):
         return [f"m1 = {m1}, l1 = {l1}: after tile one the state has a finite maximum and a "
@@ -138,8 +132,8 @@ def tile_two(student, m1, l1, u1, a2, m2, l2, u2, O):
 
 
 @check("lab1.rescales")
-def rescales(student, factors):
-    scores, values = params(student)["stream"]
+def rescales(P, factors):
+    scores, values = P["stream"]
     factors = numbers_list("factors", factors, len(scores))
     st = fl.OsmState(2)
     problems = []
@@ -160,39 +154,35 @@ def rescales(student, factors):
 # ----------------------------------------------------------------------------------------------
 # Exercise 4: the student's online softmax as a schedule on the machine
 
-def row_machine(scores, values, tiles):
-    """A compute machine holding one row: S (1 x n scores), V (n x dv), O (1 x dv), with
-    M = T + T*dv + dv for the largest tile T: room for a tile of scores, its value rows and one
-    output row, nothing more (m and l are registers, rule R3)."""
-    n, dv, T = len(scores), len(values[0]), max(tiles)
-    m = fl.Machine(M=T + T * dv + dv, mode="compute", name="my_online_softmax")
-    S, V, O = m.tensor("S", 1, n), m.tensor("V", n, dv), m.tensor("O", 1, dv)
-    S.write([scores])
-    V.write(values)
-    return m, S, V, O
+def row_capacity(dv, tiles):
+    """M of exercise 4: a tile of scores, its value rows, one output row, and the row's m and l
+    (one element each): T + T dv + dv + 2 for the largest tile T."""
+    T = max(tiles)
+    return T + T * dv + dv + 2
 
 
-def run_row(fn, scores, values, tiles, trace=None):
-    """Runs fn(m, S, V, O, tiles) sealed on row_machine; returns (O, events).  Raises Wrong
-    when fn raises or the machine refuses a call."""
-    m, S, V, O = row_machine(scores, values, tiles)
-    events = []
-    m.set_trace(lambda e: (events.append(e), trace and trace(m, e)))
+def run_row(fn, scores, values, tiles):
+    """Runs fn(m, S, V, O, tiles) on a compute machine of row_capacity holding one row: S (1 x n
+    scores), V (n x dv), O (1 x dv).  Returns the flmachine.Result; Wrong when fn raises or the
+    machine refuses a call."""
+    dv = len(values[0])
     try:
-        with m.sealed():
-            attempt("my_online_softmax", fn, m, S, V, O, list(tiles))
-        return O.read()[0], events
-    finally:
-        m.close()
+        return flmachine.run(fn, row_capacity(dv, tiles), {"S": [list(scores)], "V": values}, {"O": (1, dv)},
+                             list(tiles), name="my_online_softmax")
+    except fl.FlashlabError as e:
+        raise Wrong(f"the machine refused a call: {e}")
+    except Exception as e:
+        raise Wrong(f"my_online_softmax raised {type(e).__name__}: {e}")
 
 
-def tiling_problems(events, tiles, n, dv):
+def tiling_problems(r, tiles, n):
     """What the trace says about the order of the tiles: S and V each loaded once per tile, in
     the tiling's order, and O stored once, after the last load."""
     want, c0 = [], 0
     for t in tiles:
         want.append((c0, t))
         c0 += t
+    events = r.events
     s_loads = [(e.c0, e.nc) for e in events if e.kind == "load" and e.tensor == "S"]
     v_loads = [(e.r0, e.nr) for e in events if e.kind == "load" and e.tensor == "V"]
     stores = [i for i, e in enumerate(events) if e.kind == "store" and e.tensor == "O"]
@@ -200,8 +190,8 @@ def tiling_problems(events, tiles, n, dv):
     problems = []
     if s_loads != want:
         if len(s_loads) == 2 * len(want) and sorted(s_loads) == sorted(want * 2):
-            problems.append("every tile of S is loaded twice: that is a two-pass softmax; the online "
-                            "recurrence reads each score once")
+            problems.append("every tile of S is loaded twice: that is a two-pass softmax (a pass for the "
+                            "maximum, a pass for the sums); the online recurrence reads each score once")
         elif len(s_loads) == 1 and s_loads[0] == (0, n) and len(want) > 1:
             problems.append("S is loaded as one tile: stream it in the tiles of tile_sizes")
         else:
@@ -218,58 +208,60 @@ def tiling_problems(events, tiles, n, dv):
 
 
 ROW_CASES = [
-    ("two tiles of two", DEEP_DIVE[0], DEEP_DIVE[1], [2, 2],
-     "tile two has a larger maximum: rescale l and u by e^(m_old - m_new) before adding it"),
-    ("tiles 1 + 3", DEEP_DIVE[0], DEEP_DIVE[1], [1, 3],
-     "a later tile has a larger maximum: rescale l and u by e^(m_old - m_new) before adding it"),
+    ("two tiles of two", EXAMPLE_B[0], EXAMPLE_B[1], [2, 2],
+     "tile two has a larger maximum: rescale l and O by e^(m_old - m_new) before adding it (max_rescale)"),
+    ("tiles 1 + 3", EXAMPLE_B[0], EXAMPLE_B[1], [1, 3],
+     "a later tile has a larger maximum: rescale l and O by e^(m_old - m_new) before adding it"),
     ("huge scores", [1000.0, 1001.0, 999.0], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [1, 2],
-     "math.exp(1000) overflows: shift every exponent by the running maximum"),
-    ("masked first tile", [NEG, NEG, 0.5, 2.0], HANDBOOK[1], [2, 2],
-     "a tile of only -inf scores must be skipped before any exp (-inf - (-inf) is NaN)"),
+     "exp(1000) overflows: take every exponent relative to the running maximum (exp_diff)"),
+    ("masked first tile", [NEG, NEG, 0.5, 2.0], EXAMPLE_A[1], [2, 2],
+     "a tile of only -inf scores contributes nothing"),
     ("masked middle key", [0.25, NEG, 1.5], [[1.0], [100.0], [-1.0]], [2, 1],
      "a -inf score contributes e^(-inf) = 0"),
     ("fully masked row", [NEG, NEG, NEG], [[1.0], [2.0], [3.0]], [1, 2],
-     "a row with no kept key outputs zeros (rule M0)"),
+     "a row with no kept key outputs zeros (rule M0: div_rows gives 0 where l = 0)"),
     ("uneven 3 + 1 + 4", [0.3, -1.2, 2.5, 0.0, 1.1, -0.7, 2.4, 0.9],
      [[float(k), 8.0 - k, 0.5 * k] for k in range(8)], [3, 1, 4],
-     "when a later tile has a larger maximum, rescale both l and u by e^(m_old - m_new)"),
+     "when a later tile has a larger maximum, rescale both l and O by e^(m_old - m_new)"),
 ]
 
 
-def row_cases(student=""):
-    """The fixed cases and two rows of the student's own (random scores, uneven tiles)."""
-    g = rng("lab1-rows", student_id(student))
-    cases = list(ROW_CASES)
-    for k in range(2):
+def random_rows(g, k=2):
+    """k rows of g's: 5-9 random scores in tiles of 1-3, two value columns."""
+    cases = []
+    for i in range(k):
         n = g.randrange(5, 10)
         tiles = []
         while sum(tiles) < n:
             tiles.append(min(g.randrange(1, 4), n - sum(tiles)))
         s = [round(g.uniform(-3, 3), 3) for _ in range(n)]
         v = [[round(g.uniform(-2, 2), 3) for _ in range(2)] for _ in range(n)]
-        cases.append((f"your row {k + 1}, tiles {'+'.join(map(str, tiles))}", s, v, tiles,
-                      "when a later tile has a larger maximum, rescale both l and u"))
+        cases.append((f"row {i + 1} of random scores, tiles {'+'.join(map(str, tiles))}", s, v, tiles,
+                      "when a later tile has a larger maximum, rescale both l and O"))
     return cases
 
 
 @check("lab1.own-tiling")
-def own_tiling(student, fn):
+def own_tiling(P, fn, cases=None):
+    """fn on the fixed rows and on rows of P's own (cases: the grader's, instead)."""
     fn = function("my_online_softmax", fn)
     problems = []
-    for name, s, v, tiles, hint in row_cases(student):
+    for name, s, v, tiles, hint in (cases if cases is not None else ROW_CASES + random_rows(rng("lab1-rows", repr(P)))):
         try:
-            got, events = run_row(fn, s, v, tiles)
+            r = run_row(fn, s, v, tiles)
         except Wrong as w:
             problems.append(f"{name}: {w}")
             break
-        want = fl.softmax_row(s, v)
-        order = tiling_problems(events, tiles, len(s), len(v[0]))
+        order = tiling_problems(r, tiles, len(s))
         if order:
             problems += [f"{name}: {p}" for p in order]
             break
+        got, want = r.outputs["O"][0], fl.softmax_row(s, v)
         if any(math.isnan(x) for x in got):
-            problems.append(f"{name}: O = {got} holds NaN: {hint or 'look for -inf - (-inf)'}")
-        elif not all(abs(g - w) <= 1e-12 * max(1.0, abs(w)) for g, w in zip(got, want)):
-            problems.append(f"{name}: O = {got}, softmax(scores) @ values = {want}"
-                            + (f" ({hint})" if hint else ""))
+            problems.append(f"{name}: O = {got} holds NaN: {hint}")
+        elif not all(abs(a - b) <= 1e-12 * max(1.0, abs(b)) for a, b in zip(got, want)):
+            problems.append(f"{name}: O = {got}, softmax(scores) @ values = {want} ({hint})")
+            if "max_rescale" not in r.ops:
+                problems.append("the schedule never calls max_rescale: the running maximum is never "
+                                "updated, nor l and O rescaled when it grows")
     return problems

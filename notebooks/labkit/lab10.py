@@ -9,7 +9,7 @@ import math
 
 import flashlab as fl
 
-from . import Skip, Wrong, attempt, check, function, near, number, numbers_list, whole
+from . import Skip, Wrong, attempt, check, function, near, number, numbers_list, rng, student_id, whole
 from .data import read_measurements
 from .lab7 import PEAK_BYTES   # 4.3e12 bytes/s: a device-to-device copy on the H200 (read + written)
 
@@ -34,12 +34,28 @@ def rows():
     return read_measurements(fl.data_dir() / DATA)[1]
 
 
-def _recorded():
-    """The rows, or Skip naming the recorded file when there are none."""
-    rs = rows()
+def _recorded(P):
+    """P's rows, or Skip naming the recorded file when there are none."""
+    rs = P["rows"]
     if not rs:
         raise Skip(f"no recorded profile (figures/data/{DATA})")
     return rs
+
+
+def draw(g):
+    """A student's part from g: the recorded rows (the same for everyone: the profile of record),
+    the step of the ladder and the head dimension whose speedup the notebook splits for them
+    ('pair': (slower, faster) versions, 'd'), and the changes exercise 1's check makes to rows
+    ('probes': [(column, value)])."""
+    rs = rows()
+    pair = g.choice([("7", "10"), ("10", "12"), ("7", "12")])
+    return {"rows": rs, "pair": list(pair), "d": g.choice(dims(rs)) if rs else None,
+            "probes": [("Br", str(g.choice([32, 64, 96]))), ("N", str(g.choice([1024, 2048, 3072, 6144])))]}
+
+
+def params(student=""):
+    """The student's part (draw); '' gives the handout's (a fixed generator's)."""
+    return draw(rng("lab10", student_id(student)))
 
 
 def row_of(version, d, rs=None):
@@ -60,7 +76,7 @@ def label(r):
     return f"v{r['version']} d = {r['d']} ({r['Br']}x{r['Bc']})"
 
 
-def lib_run(r, Br=None, heads=1):
+def _lib_run(r, Br=None, heads=1):
     """fl.run of flash2 for row r's shape (N, d, fp16) with its tiles forced (Br: the row's, or
     another) on an SRAM of exactly their footprint, for `heads` heads."""
     N, d = int(r["N"]), int(r["d"])
@@ -69,16 +85,16 @@ def lib_run(r, Br=None, heads=1):
                   heads=heads, elem_bytes=2)
 
 
-def model_pair(r):
+def _model_pair(r):
     """(read bytes, write bytes) of the model of row r's kernel, one head."""
-    m = lib_run(r)
+    m = _lib_run(r)
     return m.read_bytes, m.write_bytes
 
 
-def fewest_bytes(r):
+def _fewest_bytes(r):
     """The fewest bytes of row r's whole launch: the model with one query block (Br = N): Q, K, V
     read once, O and L written once, over all heads."""
-    return lib_run(r, Br=r["N"], heads=int(r["heads"])).bytes
+    return _lib_run(r, Br=r["N"], heads=int(r["heads"])).bytes
 
 
 def ms(r):
@@ -91,24 +107,24 @@ def flops(r):
     return float(r["gflop"]) * 1e9
 
 
-def fewest_ms_of(r):
+def _fewest_ms_of(r):
     """The milliseconds the fewest bytes of row r's launch take at PEAK_BYTES."""
-    return fewest_bytes(r) / PEAK_BYTES * 1e3
+    return _fewest_bytes(r) / PEAK_BYTES * 1e3
 
 
-def speedups_of(rs):
+def _speedups_of(rs):
     """{d: (t7 / t10, t10 / t12)}: each step's speedup at each recorded d."""
     return {d: tuple(ms(row_of(s, d, rs)) / ms(row_of(f, d, rs)) for s, f in PAIRS) for d in dims(rs)}
 
 
-def predicted_ms_of(r, sms=SMS, schedulers=SCHEDULERS, pct=100.0):
+def _predicted_ms_of(r, sms=SMS, schedulers=SCHEDULERS, pct=100.0):
     """Instructions over the issue rate: inst_executed / (issue_active_pct / pct x schedulers x sms
     x sm_clock_hz), in ms (the defaults are right; the others make the usual mistakes)."""
     rate = float(r["issue_active_pct"]) / pct * schedulers * sms * float(r["sm_clock_hz"])
     return float(r["inst_executed"]) / rate * 1e3
 
 
-def parts_of(slow, fast):
+def _parts_of(slow, fast):
     """(instructions slow/fast, issue rate fast/slow, clock fast/slow): three factors whose product
     is the speedup t_slow / t_fast as far as time = instructions / issue rate holds."""
     f = lambda r, k: float(r[k])
@@ -117,60 +133,44 @@ def parts_of(slow, fast):
             f(fast, "sm_clock_hz") / f(slow, "sm_clock_hz"))
 
 
-def active_cycles(r):
+def _active_cycles(r):
     """Tensor-pipe active cycles of one SM (the SMs taken as busy for the whole duration)."""
     return float(r["tensor_active_pct"]) / 100 * float(r["duration_ns"]) * 1e-9 * float(r["sm_clock_hz"])
 
 
-def flop_per_cycle_of(r):
+def _flop_per_cycle_of(r):
     """FLOPs one SM completes per cycle its tensor pipe is active."""
-    return flops(r) / SMS / active_cycles(r)
+    return flops(r) / SMS / _active_cycles(r)
 
 
-def peak_share_of(r):
+def _peak_share_of(r):
     """The row's FLOP rate as a fraction of PEAK_DENSE."""
     return flops(r) / (ms(r) * 1e-3) / PEAK_DENSE
 
 
-def stall_ratios(r):
+def _stall_ratios(r):
     """{reason: warps stalled for it per issued instruction}, every stall_* column (names without
     the prefix), 'selected' included."""
     return {k[len("stall_"):]: float(v) for k, v in r.items() if k.startswith("stall_")}
 
 
-def top_stalls_of(r, k=2):
+def _top_stalls_of(r, k=2):
     """The k reasons with the most warps stalled per issued instruction, largest first, 'selected'
     (the issue itself: exactly 1 per issued instruction) excluded."""
-    st = {n: x for n, x in stall_ratios(r).items() if n != "selected"}
+    st = {n: x for n, x in _stall_ratios(r).items() if n != "selected"}
     return sorted(st, key=lambda n: -st[n])[:k]
 
 
-def stall_cycles(r, reason):
+def _stall_cycles(r, reason):
     """Warp-cycles stalled for `reason` over the whole launch: the per-instruction ratio times the
     instructions issued (one issue per issue-active cycle of a scheduler)."""
-    return stall_ratios(r)[reason] * float(r["inst_executed"])
+    return _stall_ratios(r)[reason] * float(r["inst_executed"])
 
 
-def barrier_drop_of(rs):
+def _barrier_drop_of(rs):
     """{d: version 12's barrier warp-cycles over version 10's}."""
-    return {d: stall_cycles(row_of("12", d, rs), "barrier") / stall_cycles(row_of("10", d, rs), "barrier")
+    return {d: _stall_cycles(row_of("12", d, rs), "barrier") / _stall_cycles(row_of("10", d, rs), "barrier")
             for d in dims(rs)}
-
-
-def answers(student=""):
-    """The expected values of the checks (lab 10 has no per-student numbers), {} without data."""
-    rs = rows()
-    if not rs:
-        return {}
-    return {"model_bytes": {label(r): model_pair(r) for r in rs},
-            "fewest_ms": {label(r): fewest_ms_of(r) for r in rs},
-            "speedups": speedups_of(rs),
-            "predicted_ms": {label(r): predicted_ms_of(r) for r in rs},
-            "speedup_parts": {(d, s, f): parts_of(row_of(s, d, rs), row_of(f, d, rs)) for d in dims(rs) for s, f in PAIRS},
-            "flop_per_tensor_cycle": {label(r): flop_per_cycle_of(r) for r in rs},
-            "peak_share": {label(r): peak_share_of(r) for r in rs},
-            "top_stalls": {label(r): top_stalls_of(r) for r in rs},
-            "barrier_drop": barrier_drop_of(rs)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,9 +206,10 @@ def _first(problems, n=3):
     return problems[:n]
 
 
-def _holds(claim, ok):
-    """[] when the recorded data supports the lab's claim, else one line saying it does not."""
-    return [] if ok else [f"the data disagrees with the lab: {claim}"]
+def _holds(claim, ok, P=None):
+    """[] when the recorded data supports the lab's claim (or P's rows are not the recorded ones:
+    P["synthetic"]), else one line saying it does not."""
+    return [] if ok or (P and P.get("synthetic")) else [f"the data disagrees with the lab: {claim}"]
 
 
 def _per_row(rs, name, fn, want_of, wrongs_of, right):
@@ -243,7 +244,7 @@ def _parts(rs, *parts):
 
 def _why_bytes(r, got, want):
     heads = int(r["heads"])
-    m = lib_run(r)
+    m = _lib_run(r)
     if near_pair(got, (want[0] * heads, want[1] * heads)):
         return f"that is all {heads} heads; the counters (and this answer) are one head's"
     if near_pair(got, want[::-1]):
@@ -269,26 +270,25 @@ def near_pair(a, b):
     return near(a[0], b[0]) and near(a[1], b[1])
 
 
-def probes(rs):
-    """Rows the check adds to the recorded ones: the first row of each d with other tiles or
-    another N, its counters and measurements left as recorded (so only a model that reads the
-    row's N, d, Br, Bc gives their bytes): [(what changed, row)]."""
+def probes(rs, changes):
+    """Rows the check adds to the recorded ones: the first row of each d with one column changed
+    (changes: [(column, value)]), its counters and measurements left as recorded (so only a model
+    that reads the row's N, d, Br, Bc gives their bytes): [(what changed, row)]."""
     out = []
     for d in dims(rs):
         r = next(x for x in rs if int(x["d"]) == d)
-        out.append(("Br = 64", dict(r, Br="64")))
-        out.append(("N = 2048", dict(r, N="2048")))
+        out += [(f"{k} = {v}", dict(r, **{k: v})) for k, v in changes]
     return out
 
 
 @check("lab10.same-bytes")
-def same_bytes(student, model_bytes):
+def same_bytes(P, model_bytes):
     """model_bytes(row) -> (read bytes, write bytes) of one head: passes when it equals the
     library's model on every recorded row and on the probes (rows with other tiles or N)."""
     fn = function("model_bytes", model_bytes)
-    rs = _recorded()
+    rs = _recorded(P)
     problems = []
-    for r, changed in [(r, None) for r in rs] + [(p, c) for c, p in probes(rs)]:
+    for r, changed in [(r, None) for r in rs] + [(p, c) for c, p in probes(rs, P["probes"])]:
         what = f"model_bytes({label(r)}{', changed to ' + changed if changed else ''})"
         got = attempt(what, fn, r)
         if got is None:
@@ -299,7 +299,7 @@ def same_bytes(student, model_bytes):
         except Wrong as w:
             problems.append(str(w) + " ((read bytes, write bytes) of one head)")
             break
-        want = model_pair(r)
+        want = _model_pair(r)
         if tuple(got) == want:
             continue
         if changed and tuple(got) == (int(r["counter_read_B_per_head"]), int(r["counter_write_B_per_head"])):
@@ -311,15 +311,15 @@ def same_bytes(student, model_bytes):
     if problems:
         return _first(problems)
     for r in rs:
-        want = model_pair(r)
+        want = _model_pair(r)
         counted = (int(r["counter_read_B_per_head"]), int(r["counter_write_B_per_head"]))
-        problems += _holds(f"{label(r)}: the counters {counted} are not the model's {want}", counted == want)
+        problems += _holds(f"{label(r)}: the counters {counted} are not the model's {want}", counted == want, P)
         if r["version"] != "7":   # version 7 spills registers: its SMs read a little more
             problems += _holds(f"{label(r)}: sm_read_B is not heads x the model's reads",
-                               int(r["sm_read_B"]) == int(r["heads"]) * want[0])
+                               int(r["sm_read_B"]) == int(r["heads"]) * want[0], P)
     for d in dims(rs):
         problems += _holds(f"d = {d}: the three versions' models differ",
-                           len({model_pair(r) for r in rs if int(r["d"]) == d}) == 1)
+                           len({_model_pair(r) for r in rs if int(r["d"]) == d}) == 1, P)
     return problems
 
 
@@ -329,8 +329,8 @@ def same_bytes(student, model_bytes):
 def _fewest_wrongs(r, want):
     """Plausible wrong answers to fewest_ms(r), each with what it got wrong."""
     heads = int(r["heads"])
-    tiled = lib_run(r, heads=heads)
-    one = lib_run(r, Br=r["N"], heads=heads)
+    tiled = _lib_run(r, heads=heads)
+    one = _lib_run(r, Br=r["N"], heads=heads)
     no_l = (one.bytes - one.tensors["L"][1] * one.elem_bytes["L"]) / PEAK_BYTES * 1e3
     return ((want / heads, f"that is one head; the launch runs all {heads} heads"),
             (want * 1e-3, "in milliseconds, not seconds"),
@@ -344,18 +344,18 @@ def _fewest_wrongs(r, want):
 
 
 @check("lab10.floor")
-def floor(student, fewest_ms):
+def floor(P, fewest_ms):
     """fewest_ms(row) -> ms: passes when it is the launch's fewest bytes (flash2 with Br = N, all
     heads) over PEAK_BYTES on every row (relative 1e-5)."""
-    rs = _recorded()
+    rs = _recorded(P)
     problems = _parts(rs, ("fewest_ms", fewest_ms, lambda rs, fn: _per_row(
-        rs, "fewest_ms", fn, fewest_ms_of, _fewest_wrongs,
+        rs, "fewest_ms", fn, _fewest_ms_of, _fewest_wrongs,
         "the bytes of fl.run of flash2 with Br = N and all heads, over PEAK_BYTES, in ms")))
     if problems:
         return problems
     for r in rs:
-        problems += _holds(f"{label(r)}: the fewest bytes take {fewest_ms_of(r) / ms(r):.0%} of its time",
-                           fewest_ms_of(r) < SPEED_GAP * ms(r))
+        problems += _holds(f"{label(r)}: the fewest bytes take {_fewest_ms_of(r) / ms(r):.0%} of its time",
+                           _fewest_ms_of(r) < SPEED_GAP * ms(r), P)
     return problems
 
 
@@ -363,12 +363,12 @@ def floor(student, fewest_ms):
 # Exercise 3: different speed
 
 @check("lab10.speed")
-def speed(student, speedups):
+def speed(P, speedups):
     """speedups = {d: (t7 / t10, t10 / t12)} over the recorded d: passes when every value is the
     rows' duration ratio (relative 1e-5)."""
-    rs = _recorded()
+    rs = _recorded(P)
     got = _by_d("speedups", speedups, rs, 2)
-    want = speedups_of(rs)
+    want = _speedups_of(rs)
     problems = []
     for d in dims(rs):
         g, w = got[d], want[d]
@@ -390,7 +390,7 @@ def speed(student, speedups):
     if problems:
         return problems
     for d in dims(rs):
-        problems += _holds(f"d = {d}: the versions are not slowest to fastest 7, 10, 12", min(want[d]) > 1)
+        problems += _holds(f"d = {d}: the versions are not slowest to fastest 7, 10, 12", min(want[d]) > 1, P)
     return problems
 
 
@@ -398,12 +398,12 @@ def speed(student, speedups):
 # Exercise 4: time = instructions / issue rate
 
 def _predicted(rs, fn):
-    return _per_row(rs, "predicted_ms", fn, predicted_ms_of, lambda r, want: (
-        (predicted_ms_of(r, schedulers=1), "each SM has 4 schedulers, each issuing at most one instruction a cycle"),
-        (predicted_ms_of(r, pct=1), "issue_active_pct is a percentage: divide it by 100"),
-        (predicted_ms_of(r, pct=1e4), "issue_active_pct is a percentage: divide it by 100, once"),
-        (predicted_ms_of(r, sms=1), f"all {SMS} SMs issue at once"),
-        (predicted_ms_of(r, sms=int(r["grid"])), f"the grid's CTAs are not SMs: {SMS} SMs issue"),
+    return _per_row(rs, "predicted_ms", fn, _predicted_ms_of, lambda r, want: (
+        (_predicted_ms_of(r, schedulers=1), "each SM has 4 schedulers, each issuing at most one instruction a cycle"),
+        (_predicted_ms_of(r, pct=1), "issue_active_pct is a percentage: divide it by 100"),
+        (_predicted_ms_of(r, pct=1e4), "issue_active_pct is a percentage: divide it by 100, once"),
+        (_predicted_ms_of(r, sms=1), f"all {SMS} SMs issue at once"),
+        (_predicted_ms_of(r, sms=int(r["grid"])), f"the grid's CTAs are not SMs: {SMS} SMs issue"),
         (ms(r), "that is the measured time (duration_ns); predict it from the instructions"),
         (want * 1e-3, "in milliseconds, not seconds"),
         (want * 1e6, "in milliseconds, not nanoseconds")),
@@ -420,7 +420,7 @@ def _speedup_parts(rs, fn):
             if got is None:
                 raise Wrong(f"{what} returned None: not written yet")
             got = numbers_list(what, got, 3)
-            want = parts_of(slow, fast)
+            want = _parts_of(slow, fast)
             if all(near(a, b) for a, b in zip(got, want)):
                 continue
             bad = [i for i in range(3) if not near(got[i], want[i])]
@@ -444,22 +444,22 @@ def _speedup_parts(rs, fn):
 
 
 @check("lab10.issue")
-def issue(student, predicted_ms, speedup_parts):
+def issue(P, predicted_ms, speedup_parts):
     """predicted_ms(row) -> ms from instructions and issue rate, on every row; speedup_parts(slow,
     fast) -> (instructions, issue rate, clock) factors, on both steps at each d: passes when all
     equal the recorded columns' (relative 1e-5)."""
-    rs = _recorded()
+    rs = _recorded(P)
     problems = _parts(rs, ("predicted_ms", predicted_ms, _predicted), ("speedup_parts", speedup_parts, _speedup_parts))
     if problems:
         return problems
     for r in rs:
-        x = predicted_ms_of(r) / ms(r)
-        problems += _holds(f"{label(r)}: predicted / measured = {x:.3f}", 1 - ISSUE_TOL <= x <= 1.0)
+        x = _predicted_ms_of(r) / ms(r)
+        problems += _holds(f"{label(r)}: predicted / measured = {x:.3f}", 1 - ISSUE_TOL <= x <= 1.0, P)
     for d in dims(rs):
         for s, f in PAIRS:
-            a, b = parts_of(row_of(s, d, rs), row_of(f, d, rs)), ms(row_of(s, d, rs)) / ms(row_of(f, d, rs))
+            a, b = _parts_of(row_of(s, d, rs), row_of(f, d, rs)), ms(row_of(s, d, rs)) / ms(row_of(f, d, rs))
             problems += _holds(f"d = {d}, v{s} -> v{f}: the parts give {a[0] * a[1] * a[2]:.3f}, measured {b:.3f}",
-                               abs(a[0] * a[1] * a[2] / b - 1) <= PARTS_TOL)
+                               abs(a[0] * a[1] * a[2] / b - 1) <= PARTS_TOL, P)
     return problems
 
 
@@ -474,12 +474,12 @@ def _per_cycle(rs, fn):
                 (flops(r) / SMS / cyc, "per cycle the tensor pipe is *active*: times tensor_active_pct / 100"),
                 (flops(r) / cyc, f"per SM and per active cycle: divide by {SMS} SMs and by tensor_active_pct / 100"),
                 (want * 1e-9, "gflop is in units of 1e9 FLOP"))
-    return _per_row(rs, "flop_per_tensor_cycle", fn, flop_per_cycle_of, wrongs,
+    return _per_row(rs, "flop_per_tensor_cycle", fn, _flop_per_cycle_of, wrongs,
                     "gflop x 1e9 / (132 SMs x tensor_active_pct / 100 x duration x sm_clock_hz)")
 
 
 def _share(rs, fn):
-    return _per_row(rs, "peak_share", fn, peak_share_of, lambda r, want: (
+    return _per_row(rs, "peak_share", fn, _peak_share_of, lambda r, want: (
         (want * 100, "a fraction (0.5 for half the peak), not a percentage"),
         (want * PEAK_DENSE / LAB7_PEAK, "of the dense peak PEAK_DENSE (989e12), not lab 7's measured product ceiling"),
         (float(r["tensor_active_pct"]) / 100, "that is the tensor pipe's active share; the question is the FLOP "
@@ -489,19 +489,19 @@ def _share(rs, fn):
 
 
 @check("lab10.tensor")
-def tensor(student, flop_per_tensor_cycle, peak_share):
+def tensor(P, flop_per_tensor_cycle, peak_share):
     """flop_per_tensor_cycle(row) -> FLOPs per SM per tensor-active cycle, peak_share(row) -> the
     FLOP rate over PEAK_DENSE (a fraction), on every row (relative 1e-5)."""
-    rs = _recorded()
+    rs = _recorded(P)
     problems = _parts(rs, ("flop_per_tensor_cycle", flop_per_tensor_cycle, _per_cycle), ("peak_share", peak_share, _share))
     if problems:
         return problems
     for d in dims(rs):
-        v7 = flop_per_cycle_of(row_of("7", d, rs))
+        v7 = _flop_per_cycle_of(row_of("7", d, rs))
         problems += _holds(f"d = {d}: version 7's FLOPs per active cycle are not below 3/4 of wgmma's",
-                           all(v7 < 0.75 * flop_per_cycle_of(row_of(v, d, rs)) for v in ("10", "12")))
+                           all(v7 < 0.75 * _flop_per_cycle_of(row_of(v, d, rs)) for v in ("10", "12")), P)
         problems += _holds(f"d = {d}: version 7's tensor pipe is not the most active",
-                           float(row_of("7", d, rs)["tensor_active_pct"]) > float(row_of("10", d, rs)["tensor_active_pct"]))
+                           float(row_of("7", d, rs)["tensor_active_pct"]) > float(row_of("10", d, rs)["tensor_active_pct"]), P)
     return problems
 
 
@@ -521,12 +521,12 @@ def _tops(rs, fn):
         if len(got) != 2 or not all(isinstance(n, str) for n in got):
             raise Wrong(f"{what} = {str(got)[:60]}: expected a list of 2 reason names (strings), largest first")
         names = [n[len("stall_"):] if n.startswith("stall_") else n for n in got]
-        st = stall_ratios(r)
+        st = _stall_ratios(r)
         unknown = [n for n in names if n not in st]
         if unknown:
             problems.append(f"{what}: {unknown[0]!r} is not a stall_* column of the row")
             continue
-        want = top_stalls_of(r)
+        want = _top_stalls_of(r)
         vals, top = [st[n] for n in names], [st[n] for n in want]
         if names[0] != names[1] and vals == top and "selected" not in names:
             continue   # (ties: any of the tied reasons is right)
@@ -545,14 +545,14 @@ def _tops(rs, fn):
 
 def _drop(rs, v):
     got = _by_d("barrier_drop", v, rs)
-    want = barrier_drop_of(rs)
+    want = _barrier_drop_of(rs)
     problems = []
     for d in dims(rs):
         g, w = got[d], want[d]
         if near(g, w):
             continue
         r10, r12 = row_of("10", d, rs), row_of("12", d, rs)
-        per_inst = stall_ratios(r12)["barrier"] / stall_ratios(r10)["barrier"]
+        per_inst = _stall_ratios(r12)["barrier"] / _stall_ratios(r10)["barrier"]
         other = [e for e in dims(rs) if e != d]
         if near(g, 1 / w):
             why = "inverted: version 12's barrier warp-cycles over version 10's"
@@ -568,29 +568,29 @@ def _drop(rs, v):
 
 
 @check("lab10.stalls")
-def stalls(student, top_stalls, barrier_drop):
+def stalls(P, top_stalls, barrier_drop):
     """top_stalls(row) -> the two largest stall reasons, 'selected' left out (names with or without
     'stall_'; tied reasons interchangeable), on every row; barrier_drop = {d: version 12's barrier
     warp-cycles over version 10's} (relative 1e-5)."""
-    rs = _recorded()
+    rs = _recorded(P)
     problems = _parts(rs, ("top_stalls", top_stalls, _tops), (None, barrier_drop, _drop))
     if problems:
         return problems
     problems += _holds("version 10's first stall at the largest d is not the barrier",
-                       top_stalls_of(row_of("10", max(dims(rs)), rs))[0] == "barrier")
+                       _top_stalls_of(row_of("10", max(dims(rs)), rs))[0] == "barrier", P)
     problems += _holds("version 12 does not stall less at barriers than version 10",
-                       all(x < 1 for x in barrier_drop_of(rs).values()))
+                       all(x < 1 for x in _barrier_drop_of(rs).values()), P)
     return problems
 
 
 # ----------------------------------------------------------------------------------------------
 # A table of the rows beside the student's functions
 
-def table(columns):
-    """Prints one line per recorded row: version, d, tiles, the measured ms, then each column
-    {title: fn(row)} (a number or a pair); a column whose fn raises or returns something else
-    shows '-'.  Never raises; prints why when there is no data."""
-    rs = rows()
+def table(columns, rs=None):
+    """Prints one line per row of rs (default: the recorded rows): version, d, tiles, the measured
+    ms, then each column {title: fn(row)} (a number or a pair); a column whose fn raises or
+    returns something else shows '-'.  Never raises; prints why when there is no data."""
+    rs = rows() if rs is None else rs
     if not rs:
         print(f"no recorded profile (figures/data/{DATA}): no table")
         return

@@ -11,6 +11,8 @@ from collections import Counter
 
 import flashlab as fl
 
+import flmachine
+
 from . import Wrong, attempt, check, function, mapping, rng, student_id, whole
 
 HINTS = {
@@ -28,19 +30,29 @@ HINTS = {
 }
 
 
+FORCED_M = 60000   # the SRAM of the cases with forced blocks: room for any of their tiles
+
+
+def draw(g):
+    """Sizes from g: 'cases' (N, d, M, Br, Bc) for the predictions (Br = Bc = 0: the schedule's own
+    block rule; the last case forces blocks with Br != Bc, so that a swap shows), 'trace' (N, d, M)
+    for the trace exercise, 'own' (N, d, M) for the student's flash2."""
+    br = g.randrange(12, 40)
+    bc = br + g.choice([-1, 1]) * g.randrange(5, 12)
+    cases = [(g.randrange(200, 400), 16, g.randrange(1500, 5000), 0, 0),
+             (g.randrange(401, 1200), 32, g.randrange(6000, 12000), 0, 0),
+             (g.randrange(150, 400), g.choice([8, 16]), FORCED_M, br, bc)]
+    return {"cases": cases, "trace": (g.randrange(64, 321, 8), 4, g.randrange(200, 1400)),
+            "own": (g.randrange(100, 200), g.choice([8, 16]), g.randrange(1200, 3000))}
+
+
 def params(student=""):
-    """Sizes for the student: 'cases' (N, d, M) for the predictions, 'trace' (N, d, M) for the
-    trace exercise, 'own' (N, d, M) for the student's flash2."""
+    """The student's sizes (draw); '' gives the handout's."""
     s = student_id(student)
     if not s:
-        return {"cases": [(256, 16, 4096), (300, 16, 2000), (1000, 32, 8192)],
+        return {"cases": [(256, 16, 4096, 0, 0), (300, 16, 2000, 0, 0), (280, 8, FORCED_M, 24, 40)],
                 "trace": (64, 8, 384), "own": (160, 16, 2000)}
-    g = rng("lab2", s)
-    cases = [(g.randrange(200, 400), 16, g.randrange(1500, 5000)),
-             (g.randrange(401, 1200), 32, g.randrange(6000, 12000)),
-             (g.randrange(100, 200), 8, g.randrange(600, 1500))]
-    return {"cases": cases, "trace": (g.choice([48, 56, 64, 72, 80]), 8, g.choice([320, 384, 448])),
-            "own": (g.randrange(100, 200), g.choice([8, 16]), g.randrange(1200, 3000))}
+    return draw(rng("lab2", s))
 
 
 def _per_tile(events, algo, kind, tensor):
@@ -49,42 +61,28 @@ def _per_tile(events, algo, kind, tensor):
     return set(c.values())
 
 
-def answers(student=""):
-    """Expected values: the machine's counts for the cases, the trace's per-tile numbers, and the
-    block size of the student's flash2."""
-    p = params(student)
-    N, d, M = p["trace"]
-    ev = fl.trace("flash1,flash2", N=N, d=d, M=M)
-    per = {k: _per_tile(ev, *spec) for k, spec in TRACE_ANSWERS.items()}
-    N2, d2, M2 = p["own"]
-    own = fl.run("flash2", N=N2, d=d2, M=M2)
-    return {"cases": {algo: [fl.run(algo, N=n, d=dd, M=m).tensors for n, dd, m in p["cases"]]
-                      for algo in ("standard", "flash2")},
-            "trace": {k: min(v) for k, v in per.items()}, "trace_uniform": all(len(v) == 1 for v in per.values()),
-            "B": own.Br, "own_counts": own.tensors}
-
-
 def _prediction_problems(algo, predict, cases):
     problems = []
-    for N, d, M in cases:
-        r = fl.run(algo, N=N, d=d, M=M)
-        guess = attempt(f"{predict.__name__}({N}, {d}, {r.Br}, {r.Bc})", predict, N, d, r.Br, r.Bc)
-        guess = mapping(f"{predict.__name__}({N}, {d}, {r.Br}, {r.Bc})", guess)
+    for N, d, M, Br, Bc in cases:
+        r = fl.run(algo, N=N, d=d, M=M, Br=Br, Bc=Bc)
+        what = f"{predict.__name__}({N}, {d}, {r.Br}, {r.Bc})"
+        guess = mapping(what, attempt(what, predict, N, d, r.Br, r.Bc))
         for name, (rd, wr) in r.tensors.items():
             g = guess.get(name)
             if g is None:
-                problems.append(f"N={N} d={d} M={M}: no prediction for tensor {name}")
+                problems.append(f"N={N} d={d}: no prediction for tensor {name}")
                 continue
             try:
                 g = (whole(f"{name} reads", g[0]), whole(f"{name} writes", g[1])) if len(g) == 2 else None
             except (TypeError, KeyError):
                 g = None
             if g is None:
-                problems.append(f"N={N} d={d} M={M}: {name} must map to a pair (reads, writes)")
+                problems.append(f"N={N} d={d}: {name} must map to a pair (reads, writes)")
             elif g != (rd, wr):
                 which = [w for w, a, b in (("reads", g[0], rd), ("writes", g[1], wr)) if a != b]
-                problems.append(f"N={N} d={d} M={M} (Br={r.Br}, Bc={r.Bc}): {name} {' and '.join(which)} "
-                                f"differ from the machine's count: {HINTS[algo][name]}")
+                swap = " (Br and Bc play different parts: which one counts the row blocks?)" if r.Br != r.Bc else ""
+                problems.append(f"N={N} d={d} (Br={r.Br}, Bc={r.Bc}): {name} {' and '.join(which)} "
+                                f"differ from the machine's count: {HINTS[algo][name]}{swap}")
         for name in set(guess) - set(r.tensors):
             problems.append(f"{algo} has no HBM tensor {name}")
         if problems:
@@ -93,15 +91,13 @@ def _prediction_problems(algo, predict, cases):
 
 
 @check("lab2.standard")
-def standard(student, predict_standard):
-    return _prediction_problems("standard", function("predict_standard", predict_standard),
-                                params(student)["cases"])
+def standard(P, predict_standard):
+    return _prediction_problems("standard", function("predict_standard", predict_standard), P["cases"])
 
 
 @check("lab2.flash2")
-def flash2(student, predict_flash2):
-    return _prediction_problems("flash2", function("predict_flash2", predict_flash2),
-                                params(student)["cases"])
+def flash2(P, predict_flash2):
+    return _prediction_problems("flash2", function("predict_flash2", predict_flash2), P["cases"])
 
 
 TRACE_ANSWERS = {"flash2_K_loads": ("flash2", "load", "K"), "flash1_Q_loads": ("flash1", "load", "Q"),
@@ -109,8 +105,8 @@ TRACE_ANSWERS = {"flash2_K_loads": ("flash2", "load", "K"), "flash1_Q_loads": ("
 
 
 @check("lab2.trace")
-def trace(student, flash2_K_loads, flash1_Q_loads, flash1_O_stores):
-    N, d, M = params(student)["trace"]
+def trace(P, flash2_K_loads, flash1_Q_loads, flash1_O_stores):
+    N, d, M = P["trace"]
     events = fl.trace("flash1,flash2", N=N, d=d, M=M)
     given = {"flash2_K_loads": flash2_K_loads, "flash1_Q_loads": flash1_Q_loads,
              "flash1_O_stores": flash1_O_stores}
@@ -135,31 +131,19 @@ def inputs(N, d, seed):
     return [[[g.uniform(-1, 1) for _ in range(d)] for _ in range(N)] for _ in range(3)]
 
 
-def flash2_machine(N, d, M, seed):
-    """A compute machine with flash2's HBM tensors Q, K, V, O (N x d) and L (N x 1, fp32), the
-    inputs written; returns (machine, tensors, inputs)."""
-    m = fl.Machine(M=M, mode="compute", name="my_flash2")
-    T = {t: m.tensor(t, N, d) for t in "QKVO"}
-    T["L"] = m.tensor("L", N, 1, elem_bytes=4)
+def run_flash2(fn, N, d, M, Br, Bc, seed):
+    """Runs fn(m, Q, K, V, O, L, N, d, Br, Bc) on a compute machine of capacity M with flash2's HBM
+    tensors (Q, K, V, O: N x d; L: N x 1, fp32) and inputs from seed: (flmachine.Result, inputs).
+    Wrong when fn raises or the machine refuses a call."""
     q, k, v = inputs(N, d, seed)
-    T["Q"].write(q)
-    T["K"].write(k)
-    T["V"].write(v)
-    return m, T, (q, k, v)
-
-
-def run_flash2(fn, N, d, M, B, seed=1, trace=None):
-    """Runs fn(m, Q, K, V, O, L, N, d, B) sealed on flash2_machine; returns (O, L, counts, peak,
-    events)."""
-    m, T, _ = flash2_machine(N, d, M, seed)
-    events = []
-    m.set_trace(lambda e: (events.append(e), trace and trace(m, e)))
     try:
-        with m.sealed():
-            attempt("my_flash2", fn, m, T["Q"], T["K"], T["V"], T["O"], T["L"], N, d, B)
-        return T["O"].read(), [r[0] for r in T["L"].read()], m.counts(), m.sram_peak, events
-    finally:
-        m.close()
+        r = flmachine.run(fn, M, {"Q": q, "K": k, "V": v}, {"O": (N, d), "L": (N, 1, 4)}, N, d, Br, Bc,
+                          name="my_flash2")
+    except fl.FlashlabError as e:
+        raise Wrong(f"my_flash2 with Br = {Br}, Bc = {Bc}: the machine refused a call: {e}")
+    except Exception as e:
+        raise Wrong(f"my_flash2 with Br = {Br}, Bc = {Bc} raised {type(e).__name__}: {e}")
+    return r, (q, k, v)
 
 
 def _rel(a, b):
@@ -170,46 +154,70 @@ def _rel(a, b):
     return max(abs(x - y) for x, y in zip(fa, fb)) / max(max(abs(y) for y in fb), 1e-300)
 
 
+def own_runs(P, seed):
+    """The runs exercise 4 is checked on: (Br, Bc, M) with the square block that fits P's M, and
+    non-square blocks (Br < Bc, and Br > Bc) on an SRAM of exactly their footprint."""
+    N, d, M = P["own"]
+    B = fl.run("flash2", N=N, d=d, M=M).Br
+    g = random.Random(seed)
+    a, b = g.randrange(max(1, B // 3), max(2, B)), min(N, g.randrange(B + 2, B + 12))
+    return [(B, B, M)] + [(x, y, fl.footprint("flash2", d, x, y)) for x, y in ((a, b), (b, a))]
+
+
+def flash2_problems(P, fn, seed):
+    """What is wrong with fn as flash2, on P's sizes and inputs from seed."""
+    N, d, _ = P["own"]
+    for k, (Br, Bc, M) in enumerate(own_runs(P, seed)):
+        ref = fl.run("flash2", N=N, d=d, M=M, Br=Br, Bc=Bc)
+        r, (q, kk, v) = run_flash2(fn, N, d, M, Br, Bc, seed + k)
+        O_ref, L_ref = fl.attention_ref(q, kk, v)
+        problems = []
+        for t, want in ref.tensors.items():
+            got = r.counts.get(t)
+            if got == want:
+                continue
+            rd, wr = got or (0, 0)
+            if t == "O" and wr > want[1]:
+                why = "O_i is written more than once: store it once per row block, after the inner loop"
+            elif t in "KV" and rd > want[0] and Br != Bc and rd == N * d * -(-N // Bc):
+                why = f"{t} is re-read once per block of Bc rows: the row blocks of Q are Br rows"
+            elif t in "KV" and rd < want[0]:
+                why = f"{t}_j must be loaded for every row block (flash2 keeps no K/V between row blocks)"
+            elif rd > want[0] or wr > want[1]:
+                why = "it moves more than flash2: is a tile loaded twice, or a full-size last block used?"
+            else:
+                why = "it moves less than flash2 does"
+            problems.append(f"Br = {Br}, Bc = {Bc}: tensor {t}: your schedule moved (reads, writes) = {got}, "
+                            f"not flash2's: {why}")
+        if r.sram_peak != ref.sram_peak:
+            problems.append(f"Br = {Br}, Bc = {Bc}: SRAM peak {r.sram_peak}, flash2's is {ref.sram_peak}: "
+                            f"allocate flash2's buffers (Q_i, O_i: Br x d; K_j, V_j: Bc x d; S_ij: Br x Bc; "
+                            f"m_i, l_i: Br x 1)")
+        e = _rel(r.outputs["O"], O_ref)
+        if not e <= 1e-12:
+            problems.append(f"Br = {Br}, Bc = {Bc}: O differs from the exact reference (relative error {e:.2e} > "
+                            f"1e-12): " + ("NaN: look for exp of -inf - (-inf)" if math.isnan(e) else
+                                           "scale the scores by 1/sqrt(d), rescale O_i and l_i when the row "
+                                           "maximum grows (max_rescale), and divide by l_i at the end"))
+        eL = _rel([[x[0] for x in r.outputs["L"]]], [L_ref])
+        if not eL <= 1e-12:
+            problems.append(f"Br = {Br}, Bc = {Bc}: L differs from the reference's logsumexp (relative error "
+                            f"{eL:.2e}): L_i = m_i + log(l_i) (lse)")
+        if problems:
+            return problems
+    return []
+
+
 @check("lab2.own-schedule")
-def own_schedule(student, B, my_flash2):
-    N, d, M = params(student)["own"]
-    ref = fl.run("flash2", N=N, d=d, M=M)
+def own_schedule(P, B, my_flash2, seed=None):
+    """B must be flash2's square block for P's M; my_flash2 is run with it and with non-square
+    blocks (seed: the grader's inputs; by default inputs of P's own)."""
+    N, d, M = P["own"]
     B = whole("B", B)
     fn = function("my_flash2", my_flash2)
-    if B != ref.Br:
-        fits = fl.footprint("flash2", d, B, B) <= M if B >= 1 else False
+    want = fl.run("flash2", N=N, d=d, M=M).Br
+    if B != want:
+        fits = B >= 1 and fl.footprint("flash2", d, B, B) <= M
         return [f"B = {B}: " + ("the buffers of a larger block still fit in M" if fits else
                                 "flash2's buffers for that block do not fit in M (eq. F2)")]
-    seed = rng("lab2-inputs", student_id(student)).randrange(1 << 30)
-    O, L, counts, peak, _ = run_flash2(fn, N, d, M, B, seed=seed)
-    q, k, v = inputs(N, d, seed)
-    O_ref, L_ref = fl.attention_ref(q, k, v)
-    problems = []
-    for t, want in ref.tensors.items():
-        got = counts.get(t)
-        if got == want:
-            continue
-        rd, wr = got
-        if t == "O" and wr > want[1]:
-            why = "O_i is written more than once: store it once per row block, after the inner loop"
-        elif t in "KV" and rd < want[0]:
-            why = f"{t}_j must be loaded for every row block (flash2 keeps no K/V between row blocks)"
-        elif rd > want[0] or wr > want[1]:
-            why = "it moves more than flash2: is a tile loaded twice, or a full-size last block used?"
-        else:
-            why = "it moves less than flash2 does"
-        problems.append(f"tensor {t}: your schedule moved (reads, writes) = {got}, not flash2's: {why}")
-    if peak != ref.sram_peak:
-        problems.append(f"SRAM peak {peak}, flash2's is {ref.sram_peak}: allocate flash2's buffers "
-                        f"(Q_i, O_i, K_j, V_j, S_ij, m_i, l_i)")
-    e = _rel(O, O_ref)
-    if not e <= 1e-12:
-        problems.append(f"O differs from the exact reference (relative error {e:.2e} > 1e-12): "
-                        + ("NaN: a -inf - (-inf) or 0/0" if math.isnan(e) else
-                           "scale the scores by 1/sqrt(d), rescale O_i and l_i by e^(m_old - m_new) "
-                           "when the row maximum grows, and divide by l_i at the end"))
-    eL = _rel([L], [L_ref])
-    if not eL <= 1e-12:
-        problems.append(f"L differs from the reference's logsumexp (relative error {eL:.2e}): "
-                        f"L_i = m_i + log(l_i)")
-    return problems
+    return flash2_problems(P, fn, seed if seed is not None else rng("lab2-inputs", repr(P)).randrange(1 << 30))

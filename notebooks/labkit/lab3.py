@@ -1,160 +1,163 @@
-"""Lab 3 (the M sweep): the lab's sweep, parameters, expected answers and checks.
+"""Lab 3 (the M sweep): parameters and checks.
 
-The sweep is the lab's, not the student's: N = 4096, d = 64, M = 1024 * 2^k (k = 0..10), and the
-paper's range d <= M <= N d is fixed here, so a fit over other points cannot pass.
+A student's sweep is flash1, flash2 and standard at their (N, d) over M = M0 * 2^k (k = 0..10);
+the paper's range d <= M <= N d is the lab's.  The checks compare with the machine's counts
+(fl.run), the library's block rules (fl.blocks) and footprints, and test the properties an answer
+must have; the napkin's constant is the derivation's, which no check here states.
 """
-import math
-
 import flashlab as fl
 
-from . import Wrong, boolean, check, mapping, near, number, rng, student_id, whole
+from . import attempt, boolean, check, function, mapping, near, number, rng, student_id, whole
 
-N, D = 4096, 64
-MS = [1024 * 2 ** k for k in range(11)]
-REGIME = [M for M in MS if D <= M <= N * D]            # the paper's range, as the lab defines it
-SMALL = [M for M in MS if 32 * D <= M <= 2 * D * D]     # the napkin's range
-NAPKIN = 8   # K and V (2 N d elements) re-read once per row block, T_r = N / B = 4 N d / M
+STEPS = 11   # M = M0 * 2^k, k = 0 .. STEPS - 1
 
 
-def law(M, n=N, d=D):
-    return n * n * d * d / M
+def draw(g):
+    """Sizes from g: 'sweep' (N, d, M0) of exercise 2's sweep, 'napkin' [(N, d, M)] of exercise 1
+    (32 d <= M <= 2 d^2), 'flat' (N, d) of exercise 3, 'paper' (d, M) of exercise 4."""
+    d = g.choice([32, 64])
+    return {"sweep": (g.randrange(1536, 8193, 256), d, g.randrange(1024, 2049, 64)),
+            "napkin": [napkin_case(g) for _ in range(2)],
+            "flat": (g.randrange(256, 2049, 32), g.choice([32, 48, 64, 96, 128])),
+            "paper": (g.choice([64, 80, 96, 112, 128, 160, 192, 256]), g.randrange(32768, 131073, 4096))}
 
 
-_sweep = {}
-
-
-def sweep():
-    """{(algo, M): the machine's total} over the lab's grid, for standard, flash1, flash2."""
-    if not _sweep:
-        for M in MS:
-            for a in fl.CLASSIC:
-                _sweep[a, M] = fl.run(a, N=N, d=D, M=M)
-    return _sweep
+def napkin_case(g):
+    """(N, d, M) with 32 d <= M <= 2 d^2: where flash2's block holds several rows, well below d."""
+    d = g.choice([64, 96, 128])
+    return (g.randrange(1024, 4097, 128), d, g.randrange(32 * d, 2 * d * d + 1, 64))
 
 
 def params(student=""):
-    """'flat': (N, d) for exercise 3; 'paper': (d, M) for exercise 4."""
+    """The student's sizes (draw); '' gives the handout's."""
     s = student_id(student)
     if not s:
-        return {"flat": (1024, 64), "paper": (128, 98304)}
-    g = rng("lab3", s)
-    return {"flat": (g.choice([512, 768, 1024, 1280, 1536]), g.choice([32, 64, 128])),
-            "paper": (g.choice([64, 96, 128, 160, 256]), g.choice([49152, 98304, 114688]))}
+        return {"sweep": (4096, 64, 1024), "napkin": [(4096, 64, 4096), (2048, 128, 16384)],
+                "flat": (1024, 64), "paper": (128, 98304)}
+    return draw(rng("lab3", s))
 
 
-def ratios(algo, Ms):
-    s = sweep()
-    return [s[algo, M].total / law(M) for M in Ms]
+def grid(M0):
+    return [M0 * 2 ** k for k in range(STEPS)]
 
 
-def fit(algo, Ms):
-    """The equally weighted least-squares c of total ~ c N^2 d^2 / M over Ms."""
-    r = ratios(algo, Ms)
-    return sum(r) / len(r)
+def regime(N, d, Ms):
+    """The points of the sweep in the paper's range d <= M <= N d."""
+    return [M for M in Ms if d <= M <= N * d]
 
 
-def m_flat(n, d):
-    """The smallest M at which flash2 uses one row block, found by asking fl_blocks_choose."""
-    lo, hi = 1, fl.footprint("flash2", d, n, n) * 2
-    while lo < hi:
-        mid = (lo + hi) // 2
-        try:
-            ok = fl.blocks("flash2", N=n, d=d, M=mid)["Br"] >= n
-        except fl.FlashlabError:
-            ok = False
-        lo, hi = (lo, mid) if ok else (mid + 1, hi)
-    return lo
+def law(N, d, M):
+    return N * N * d * d / M
 
 
-def answers(student=""):
-    p = params(student)
-    d, M = p["paper"]
-    b = fl.blocks("flash1", N=1024, d=d, M=M)
-    r2 = ratios("flash2", REGIME)
-    return {"c_napkin": NAPKIN, "c_fit": {a: fit(a, REGIME) for a in ("flash1", "flash2")},
-            "spread": max(r2) / min(r2), "M_flat": m_flat(*p["flat"]),
-            "paper_Bc": b["paper_Bc"], "paper_Br": b["paper_Br"], "paper_need": b["paper_footprint"],
-            "paper_fits": b["paper_footprint"] <= M}
+_sweeps = {}
+
+
+def sweep(N, d, M0):
+    """{(algo, M): the machine's result} for standard, flash1, flash2 over grid(M0) (each sweep
+    run once per process)."""
+    key = (N, d, M0)
+    if key not in _sweeps:
+        _sweeps[key] = {(a, M): fl.run(a, N=N, d=d, M=M) for M in grid(M0) for a in fl.CLASSIC}
+    return _sweeps[key]
+
+
+def ratios(P, algo, Ms=None):
+    """total / (N^2 d^2 / M) of algo over Ms (default: the paper's range of P's sweep)."""
+    N, d, M0 = P["sweep"]
+    s = sweep(N, d, M0)
+    return [s[algo, M].total / law(N, d, M) for M in (Ms or regime(N, d, grid(M0)))]
 
 
 @check("lab3.napkin")
-def napkin(student, c_napkin):
-    c = number("c_napkin", c_napkin)
-    measured = ratios("flash2", SMALL)
-    if near(c, NAPKIN, 1e-6):
-        return []
-    if min(measured) * 0.97 <= c <= max(measured) * 1.03:
-        why = ("that is what the machine measures, not what the napkin gives: derive it from "
-               "T_r = N / B with 4 B d = M and the reads of K and V per row block")
-    elif near(c, NAPKIN / 2, 1e-6):
-        why = "both K and V are re-read per row block: 2 N d elements each time"
-    elif near(c, NAPKIN * 2, 1e-6):
-        why = "only K and V are re-read per row block (Q and O cross once); T_r = 4 N d / M"
-    else:
-        why = "count the elements of K and V read per row block, times T_r = N / B with B = M / 4d"
-    return [f"c_napkin = {c}: {why}"]
+def napkin_check(P, napkin):
+    """napkin(N, d, M) -> flash2's traffic by the napkin: must fall like N^2 d^2 / M, with a
+    whole-number constant, within a quarter below the machine's count and not above it."""
+    fn = function("napkin", napkin)
+    problems = []
+    for N, d, M in P["napkin"]:
+        what = f"napkin({N}, {d}, {M})"
+        est = number(what, attempt(what, fn, N, d, M))
+        count = fl.run("flash2", N=N, d=d, M=M).total
+        c = est / law(N, d, M)
+        for (n2, d2, m2), k in (((2 * N, d, M), 4), ((N, 2 * d, 2 * M), 2), ((N, d, 2 * M), 0.5)):
+            other = number(f"napkin({n2}, {d2}, {m2})", attempt("napkin", fn, n2, d2, m2))
+            if not near(other, k * est, 1e-6):
+                problems.append(f"napkin({n2}, {d2}, {m2}) = {other} is not {k} x napkin({N}, {d}, {M}): the "
+                                f"napkin's traffic is c N^2 d^2 / M")
+                return problems
+        if not near(c, round(c), 1e-6):
+            problems.append(f"{what}: your constant c = {c:.4g} is not a whole number: the napkin counts tensors "
+                            f"re-read and the row blocks, T_r = N / B with 4 B d = M")
+        elif not 0.75 * count <= est <= count:
+            problems.append(f"{what} = {est:.6g}, the machine counts {count}: the napkin should come a little "
+                            f"below the machine (it drops the rounding of B and Q, O); count the elements of K "
+                            f"and V read per row block, times T_r")
+        if problems:
+            break
+    return problems
 
 
-@check("lab3.fit")
-def fit_check(student, c_fit, spread):
+def fit_problems(P, c_fit, spread):
+    """The least-squares conditions over the paper's range of P's sweep, without the fit itself:
+    for each schedule sum_i (r_i - c) = 0 (the derivative of sum_i (r_i - c)^2), and the spread is
+    a largest ratio over a smallest."""
     c_fit = mapping("c_fit", c_fit)
+    N, d, M0 = P["sweep"]
     problems = []
     for a in ("flash1", "flash2"):
         if a not in c_fit:
             problems.append(f"c_fit has no entry {a!r}")
             continue
         c = number(f"c_fit[{a!r}]", c_fit[a])
-        want = fit(a, REGIME)
-        if near(c, want):
-            continue
-        r = ratios(a, REGIME)
-        other = "flash2" if a == "flash1" else "flash1"
-        if near(c, fit(a, MS)):
-            why = (f"that fits all {len(MS)} points of the sweep; the paper's range d <= M <= Nd "
-                   f"has {len(REGIME)} of them")
-        elif near(c, math.exp(sum(map(math.log, r)) / len(r))):
-            why = "that averages the logarithms (a geometric mean): minimise the squares of the ratios' residuals"
-        elif near(c, sum(sweep()[a, M].total * law(M) for M in REGIME) / sum(law(M) ** 2 for M in REGIME)):
-            why = ("that minimises sum (total - c x)^2, which weighs the points with the largest x "
-                   "(smallest M) most; here every point weighs the same: minimise sum (total/x - c)^2")
-        elif near(c, fit(other, REGIME)):
-            why = f"that is {other}'s constant"
-        else:
-            why = "minimise sum over the range of (total_i / x_i - c)^2 and solve for c"
-        problems.append(f"c_fit[{a!r}] = {c}: {why}")
+        r = ratios(P, a)
+        if abs(sum(x - c for x in r)) > 1e-6 * sum(r):
+            every = ratios(P, a, grid(M0))
+            why = (f"that fits all {len(every)} points of the sweep; the paper's range d <= M <= N d "
+                   f"has {len(r)} of them" if abs(sum(x - c for x in every)) <= 1e-6 * sum(every) else
+                   "c does not make sum over the range of (total_i / x_i - c)^2 smallest: its derivative, "
+                   "-2 sum (total_i / x_i - c), is not zero there")
+            problems.append(f"c_fit[{a!r}] = {c}: {why}")
     s = number("spread", spread)
-    r = ratios("flash2", REGIME)
-    if not near(s, max(r) / min(r)):
-        why = ("that is over the whole sweep, not the paper's range" if near(s, max(ratios("flash2", MS)) / min(ratios("flash2", MS)))
-               else "that is smallest over largest: the spread is >= 1" if near(s, min(r) / max(r))
-               else "the largest ratio total/x over the range divided by the smallest")
-        problems.append(f"spread = {s}: {why}")
+    r = ratios(P, "flash2")
+    if not (s >= 1 and any(near(s, x / y) for x in r for y in r) and all(x / y <= s * (1 + 1e-9) for x in r for y in r)):
+        problems.append(f"spread = {s}: flash2's largest ratio total/x over the paper's range divided by its "
+                        f"smallest (at least 1)")
     return problems
 
 
+@check("lab3.fit")
+def fit_check(P, c_fit, spread):
+    return fit_problems(P, c_fit, spread)
+
+
+def one_block(n, d, M):
+    """True when flash2 uses a single row block (Br >= n) at SRAM M (the library's block rule)."""
+    try:
+        return fl.blocks("flash2", N=n, d=d, M=M)["Br"] >= n
+    except fl.FlashlabError:
+        return False
+
+
 @check("lab3.flat")
-def flat(student, M_flat):
-    n, d = params(student)["flat"]
+def flat(P, M_flat):
+    n, d = P["flat"]
     M = whole("M_flat", M_flat)
-    want = m_flat(n, d)
-    if M == want:
+    if M >= 1 and one_block(n, d, M) and not one_block(n, d, M - 1):
         return []
     if M == n * d:
         why = "N d is where the Theta law's range ends; one row block needs all of flash2's buffers at B = N"
-    elif M == 4 * n * d + n * n:
-        why = "the two row vectors m_i and l_i (B x 1 each) are buffers too"
-    elif M == 4 * n * d:
-        why = "the score tile S_ij (B x B) is a buffer too"
-    elif M < want:
-        why = "at that M flash2's block is still smaller than N"
+    elif M < 1 or not one_block(n, d, M):
+        why = ("at that M flash2's block is still smaller than N: which of its buffers (eq. F2) did you "
+               "leave out?")
     else:
         why = "a smaller M already gives one row block"
     return [f"M_flat = {M} (N = {n}, d = {d}): {why}"]
 
 
 @check("lab3.paper-blocks")
-def paper_blocks(student, paper_Bc, paper_Br, paper_need, paper_fits):
-    d, M = params(student)["paper"]
+def paper_blocks(P, paper_Bc, paper_Br, paper_need, paper_fits):
+    d, M = P["paper"]
     b = fl.blocks("flash1", N=1024, d=d, M=M)
     problems = []
     Bc = whole("paper_Bc", paper_Bc)

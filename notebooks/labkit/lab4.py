@@ -1,5 +1,5 @@
-"""Lab 4 (masks and heads: find the bug): checks against the library's one implementation of
-the rules (fl_mask_init/fl_mask_keep, fl_kv_head, fl_cu_seqlens_check), and the lab's two
+"""Lab 4 (masks and heads: find the bug): parameters and checks against the library's one
+implementation of the rules (fl_mask_init/fl_mask_keep, fl_kv_head, fl_cu_seqlens_check), and the lab's two
 figures: which tiles the machine loads under a mask (from a trace of flash2), and K/V traffic
 against the GQA group size."""
 import flashlab as fl
@@ -7,21 +7,28 @@ import flashlab as fl
 from . import Wrong, attempt, check, function, rng, student_id
 from . import figures
 
-CANDIDATES = [(1, 1), (4, 4), (1, 8), (8, 1), (3, 5)]
+def draw(g):
+    """Shapes from g, checked beside the fixed ones: decode (Nq, Nk), window (Nq, Nk, L, R),
+    varlen lengths, GQA (Hq, Hkv), and the candidate shapes of the blind-test question."""
+    shapes = set()
+    while len(shapes) < 6:
+        nq = g.randrange(1, 9)
+        shapes.add((nq, nq) if g.random() < 0.4 else (nq, g.randrange(1, 13)))
+    return {"decode": [(g.randrange(1, 7), g.randrange(2, 14)) for _ in range(3)],
+            "window": [(g.randrange(2, 9), g.randrange(2, 11), g.randrange(-1, 4), g.randrange(-1, 4))
+                       for _ in range(3)],
+            "lengths": [[g.randrange(0, 60) for _ in range(g.randrange(2, 7))] for _ in range(2)],
+            "heads": [(g.choice([2, 4, 8, 16]) * k, k) for k in (g.choice([2, 3, 4]), g.choice([5, 6]))],
+            "candidates": sorted(shapes, key=lambda s: g.random())}
 
 
 def params(student=""):
-    """Extra shapes of the student's own, checked beside the fixed ones."""
-    g = rng("lab4", student_id(student))
-    return {"decode": [(g.randrange(1, 6), g.randrange(2, 12))],
-            "window": [(g.randrange(2, 8), g.randrange(2, 10), g.randrange(-1, 3), g.randrange(-1, 3))],
-            "lengths": [[g.randrange(0, 50) for _ in range(g.randrange(2, 6))]],
-            "heads": [(g.choice([4, 8, 16]) * 3, 3)]}
-
-
-def answers(student=""):
-    return {"blind_shapes": {s for s in CANDIDATES
-                             if fl.mask_matrix(*s, "top-left") == fl.mask_matrix(*s, "bottom-right")}}
+    """The student's shapes (draw); '' gives the handout's (its blind-test candidates)."""
+    s = student_id(student)
+    if not s:
+        return {"decode": [], "window": [], "lengths": [], "heads": [],
+                "candidates": [(1, 1), (4, 4), (1, 8), (8, 1), (3, 5)]}
+    return draw(rng("lab4", s))
 
 
 def _matrix(name, m, nq, nk):
@@ -44,9 +51,9 @@ def _first_difference(mine, ref):
 
 
 @check("lab4.decode-corner")
-def decode_corner(student, decode_keep):
+def decode_corner(P, decode_keep, extra=()):
     fn = function("decode_keep", decode_keep)
-    for nq, nk in [(2, 5), (5, 2), (4, 4), (1, 7), (3, 9)] + params(student)["decode"]:
+    for nq, nk in [(2, 5), (5, 2), (4, 4), (1, 7), (3, 9)] + list(P["decode"]) + list(extra):
         mine = _matrix(f"decode_keep({nq}, {nk})", attempt(f"decode_keep({nq}, {nk})", fn, nq, nk), nq, nk)
         ref = fl.mask_matrix(nq, nk, "bottom-right")
         diff = _first_difference(mine, ref)
@@ -58,25 +65,27 @@ def decode_corner(student, decode_keep):
 
 
 @check("lab4.blind-tests")
-def blind_tests(student, blind_shapes):
+def blind_tests(P, blind_shapes):
     if blind_shapes is None:
         raise Wrong("blind_shapes is not answered yet")
     try:
         mine = {tuple(int(x) for x in s) for s in blind_shapes}
     except (TypeError, ValueError):
         raise Wrong("blind_shapes: expected a set of (Nq, Nk) pairs")
-    truth = answers()["blind_shapes"]
-    problems = [f"{s}: the corners differ here, so a test on this shape does see the bug"
-                for s in sorted(mine - truth)]
+    cands = [tuple(c) for c in P["candidates"]]
+    truth = {s for s in cands if fl.mask_matrix(*s, "top-left") == fl.mask_matrix(*s, "bottom-right")}
+    problems = [f"{s}: not one of your candidates" for s in sorted(mine - set(cands))]
+    problems += [f"{s}: the corners differ here, so a test on this shape does see the bug"
+                 for s in sorted((mine & set(cands)) - truth)]
     problems += [f"{s}: both corners give the same mask here" for s in sorted(truth - mine)]
     return problems
 
 
 @check("lab4.window")
-def window(student, window_keep):
+def window(P, window_keep, extra=()):
     fn = function("window_keep", window_keep)
     for nq, nk, L, R in [(3, 6, 1, 0), (6, 3, 2, 1), (5, 5, 2, 2), (4, 9, -1, 0), (4, 9, 3, -1),
-                         (7, 7, 0, 0)] + params(student)["window"]:
+                         (7, 7, 0, 0)] + list(P["window"]) + list(extra):
         what = f"window_keep({nq}, {nk}, {L}, {R})"
         mine = _matrix(what, attempt(what, fn, nq, nk, L, R), nq, nk)
         diff = _first_difference(mine, fl.mask_matrix(nq, nk, "none", L, R))
@@ -87,10 +96,10 @@ def window(student, window_keep):
 
 
 @check("lab4.varlen")
-def varlen(student, cu_seqlens):
+def varlen(P, cu_seqlens, extra=()):
     fn = function("cu_seqlens", cu_seqlens)
     problems = []
-    for ls in [[100, 300, 0, 250], [7], [0, 0, 5], [3, 1, 4, 1, 5]] + params(student)["lengths"]:
+    for ls in [[100, 300, 0, 250], [7], [0, 0, 5], [3, 1, 4, 1, 5]] + list(P["lengths"]) + list(extra):
         cu = attempt(f"cu_seqlens({ls})", fn, ls)
         if cu is None:
             raise Wrong("cu_seqlens: no answer yet (it returned None)")
@@ -107,9 +116,9 @@ def varlen(student, cu_seqlens):
 
 
 @check("lab4.gqa")
-def gqa(student, kv_head):
+def gqa(P, kv_head, extra=()):
     fn = function("kv_head", kv_head)
-    for Hq, Hkv in [(6, 2), (8, 2), (8, 1), (8, 8), (32, 8)] + params(student)["heads"]:
+    for Hq, Hkv in [(6, 2), (8, 2), (8, 1), (8, 8), (32, 8)] + list(P["heads"]) + list(extra):
         mine = [attempt(f"kv_head({h}, {Hq}, {Hkv})", fn, h, Hq, Hkv) for h in range(Hq)]
         ref = [fl.kv_head(h, Hq, Hkv) for h in range(Hq)]
         if None in mine:

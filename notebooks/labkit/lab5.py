@@ -1,4 +1,4 @@
-"""Lab 5 (backward and recomputation): checks against the machine's backward runs (fl.run with
+"""Lab 5 (backward and recomputation): parameters and checks against the machine's backward runs (fl.run with
 pass_='bwd' and 'fwd+bwd') and a trace of what each backward reads; the figure of both passes'
 traffic against M (figures/lab5_passes.gp) drawn from the student's sweep."""
 import flashlab as fl
@@ -7,51 +7,41 @@ from . import Wrong, attempt, boolean, check, function, mapping, near, number, r
 from . import figures
 
 KEPT = ("Q", "K", "V", "O", "dO")
-MS = [2 ** k for k in range(10, 21)]   # exercise 4's sweep: M = 1024 ... 1048576
 ALGOS = ("standard", "flash2")
 
 
+FORCED_M = 60000   # the SRAM of the cases with forced blocks: room for any of their tiles
+
+
+def draw(g):
+    """Sizes from g: 'cases' (N, d, M, Br, Bc) for exercise 1 (the last forces the backward's blocks
+    with Br != Bc), 'saved' (N, d) for exercise 2, 'traffic' (N, d, M) for 3, 'sweep' (N, d, M0)
+    for exercise 4 (over M0 * 2^k, k = 0..10)."""
+    br = g.randrange(12, 48)
+    bc = br + g.choice([-1, 1]) * g.randrange(5, 12)
+    return {"cases": [(g.randrange(600, 1200), 64, 98304, 0, 0),
+                      (g.randrange(300, 600), 32, g.randrange(12000, 30000), 0, 0),
+                      (g.randrange(150, 400), g.choice([8, 16]), FORCED_M, br, bc)],
+            "saved": (g.randrange(256, 8193, 64), g.choice([32, 64, 128])),
+            "traffic": (g.randrange(1024, 8193, 128), g.choice([32, 64, 128]), g.randrange(16384, 131073, 2048)),
+            "sweep": (g.randrange(512, 1537, 32), g.choice([32, 64, 128]), g.randrange(1024, 2048))}
+
+
 def params(student=""):
-    """'cases' (N, d, M) for exercise 1, 'saved' (N, d) for exercise 2, 'traffic' (N, d, M) for 3,
-    'sweep' (N, d) for exercise 4 (over MS)."""
+    """The student's sizes (draw); '' gives the handout's."""
     s = student_id(student)
     if not s:
-        return {"cases": [(1000, 64, 98304), (512, 32, 20000), (300, 16, 5000)],
-                "saved": (1024, 64), "traffic": (4096, 64, 98304), "sweep": (1024, 64)}
-    g = rng("lab5", s)
-    return {"cases": [(g.randrange(600, 1200), 64, 98304), (g.randrange(300, 600), 32, g.randrange(12000, 30000)),
-                      (g.randrange(100, 300), 16, g.randrange(3000, 8000))],
-            "saved": (g.choice([512, 768, 1024, 2048]), g.choice([32, 64, 128])),
-            "traffic": (g.choice([2048, 4096, 8192]), 64, 98304),
-            "sweep": (g.choice([768, 1024, 1280]), g.choice([32, 64, 128]))}
+        return {"cases": [(1000, 64, 98304, 0, 0), (512, 32, 20000, 0, 0), (300, 16, FORCED_M, 16, 40)],
+                "saved": (1024, 64), "traffic": (4096, 64, 98304), "sweep": (1024, 64, 1024)}
+    return draw(rng("lab5", s))
 
 
-def saved_by(algo, N, d):
-    """Tensors the backward reads and never writes, beyond Q, K, V, O, dO, with their sizes in
-    elements (extents seen in the trace of the run)."""
-    extent = {}
-
-    def ev(e):
-        if e.tensor:
-            r, c = extent.get(e.tensor, (0, 0))
-            extent[e.tensor] = (max(r, e.r0 + e.nr), max(c, e.c0 + e.nc))
-    r = fl.run(algo, N=N, d=d, M=98304, pass_="bwd", trace=ev)
-    return {t: extent[t][0] * extent[t][1] for t, (rd, wr) in r.tensors.items()
-            if rd > 0 and wr == 0 and t not in KEPT}
+def grid(M0):
+    """Exercise 4's M: M0 * 2^k, k = 0..10."""
+    return [M0 * 2 ** k for k in range(11)]
 
 
-def answers(student=""):
-    p = params(student)
-    N, d, M = p["traffic"]
-    s = fl.run("standard", N=N, d=d, M=M, pass_="fwd+bwd")
-    f = fl.run("flash2", N=N, d=d, M=M, pass_="fwd+bwd")
-    passes = sweep(*p["sweep"])
-    return {"saved_standard": saved_by("standard", *p["saved"]), "saved_flash2": saved_by("flash2", *p["saved"]),
-            "ratio": f.total / s.total, "recompute_adds_traffic": f.total > s.total,
-            "passes": passes, "M_cross": crossing(passes)}
-
-
-def sweep(N, d, Ms=MS):
+def _sweep(N, d, Ms):
     """{algo: [(forward total, backward total) for M in Ms]} of standard and flash2, both passes
     on one machine (fl.run with pass_='fwd+bwd')."""
     out = {}
@@ -63,7 +53,7 @@ def sweep(N, d, Ms=MS):
     return out
 
 
-def crossing(passes, Ms=MS, part=sum):
+def _crossing(passes, Ms, part=sum):
     """The smallest M of Ms at which flash2's part(fwd, bwd) is below standard's (None if none)."""
     for M, s, f in zip(Ms, passes["standard"], passes["flash2"]):
         if part(f) < part(s):
@@ -72,10 +62,10 @@ def crossing(passes, Ms=MS, part=sum):
 
 
 @check("lab5.flash2-bwd")
-def flash2_bwd(student, predict_flash2_bwd):
+def flash2_bwd(P, predict_flash2_bwd, extra=()):
     fn = function("predict_flash2_bwd", predict_flash2_bwd)
-    for N, d, M in params(student)["cases"]:
-        r = fl.run("flash2", N=N, d=d, M=M, pass_="bwd")
+    for N, d, M, Br, Bc in list(P["cases"]) + list(extra):
+        r = fl.run("flash2", N=N, d=d, M=M, pass_="bwd", Br=Br, Bc=Bc)
         what = f"predict_flash2_bwd({N}, {d}, {r.bwd_Br}, {r.bwd_Bc})"
         guess = mapping(what, attempt(what, fn, N, d, r.bwd_Br, r.bwd_Bc))
         problems = []
@@ -88,34 +78,44 @@ def flash2_bwd(student, predict_flash2_bwd):
                 continue
             if g != want:
                 which = [w for w, a, b in (("reads", g[0], want[0]), ("writes", g[1], want[1])) if a != b]
+                swap = " (Br and Bc play different parts: which one counts the key blocks?)" if r.bwd_Br != r.bwd_Bc else ""
                 problems.append(f"N={N} d={d} (Br={r.bwd_Br}, Bc={r.bwd_Bc}): {t} {' and '.join(which)} "
-                                f"differ from the machine's count")
+                                f"differ from the machine's count{swap}")
         if problems:
             return problems
     return []
 
 
 @check("lab5.saved")
-def saved(student, saved_standard, saved_flash2):
-    N, d = params(student)["saved"]
+def saved(P, saved_standard, saved_flash2):
+    """Each schedule's backward, traced: the tensors it reads and never writes beyond Q, K, V, O,
+    dO, and their sizes (the extents its tiles cover)."""
+    N, d = P["saved"]
     problems = []
     for name, mine, algo in (("saved_standard", saved_standard, "standard"),
                              ("saved_flash2", saved_flash2, "flash2")):
         mine = mapping(name, mine)
-        truth = saved_by(algo, N, d)
-        if set(mine) != set(truth):
+        extent = {}
+
+        def ev(e):
+            if e.tensor:
+                r, c = extent.get(e.tensor, (0, 0))
+                extent[e.tensor] = (max(r, e.r0 + e.nr), max(c, e.c0 + e.nc))
+        run = fl.run(algo, N=N, d=d, M=98304, pass_="bwd", trace=ev)
+        kept = {t for t, (rd, wr) in run.tensors.items() if rd > 0 and wr == 0 and t not in KEPT}
+        if set(mine) != kept:
             problems.append(f"{name}: you name {sorted(mine)}; {algo}'s backward reads, without "
-                            f"writing, {len(truth)} other tensor(s) than {', '.join(KEPT)}")
+                            f"writing, {len(kept)} other tensor(s) than {', '.join(KEPT)}")
             continue
-        for t in truth:
-            if whole(f"{name}[{t!r}]", mine[t]) != truth[t]:
+        for t in kept:
+            if whole(f"{name}[{t!r}]", mine[t]) != extent[t][0] * extent[t][1]:
                 problems.append(f"{name}[{t!r}] = {mine[t]} elements at N = {N}: check its shape")
     return problems
 
 
 @check("lab5.traffic")
-def traffic(student, ratio, recompute_adds_traffic):
-    N, d, M = params(student)["traffic"]
+def traffic(P, ratio, recompute_adds_traffic):
+    N, d, M = P["traffic"]
     s = fl.run("standard", N=N, d=d, M=M, pass_="fwd+bwd")
     f = fl.run("flash2", N=N, d=d, M=M, pass_="fwd+bwd")
     problems = []
@@ -130,7 +130,7 @@ def traffic(student, ratio, recompute_adds_traffic):
     return problems
 
 
-def _pairs(passes):
+def _pairs(passes, MS):
     """The student's sweep as {algo: [(fwd, bwd) as ints]}, or Wrong saying what was expected."""
     passes = mapping("passes", passes)
     out = {}
@@ -151,10 +151,11 @@ def _pairs(passes):
 
 
 @check("lab5.sweep")
-def sweep_check(student, passes, M_cross):
-    N, d = params(student)["sweep"]
-    mine = _pairs(passes)
-    truth = sweep(N, d)
+def sweep_check(P, passes, M_cross):
+    N, d, M0 = P["sweep"]
+    MS = grid(M0)
+    mine = _pairs(passes, MS)
+    truth = _sweep(N, d, MS)
     problems = []
     for a in ALGOS:
         for M, g, w in zip(MS, mine[a], truth[a]):
@@ -177,11 +178,11 @@ def sweep_check(student, passes, M_cross):
     if M_cross is None:
         raise Wrong("M_cross is not answered yet")
     x = whole("M_cross", M_cross)
-    want = crossing(truth)
+    want = _crossing(truth, MS)
     if x != want:
         if x not in MS:
             why = "it must be one of Ms"
-        elif x == crossing(truth, part=lambda p: p[0]):
+        elif x == _crossing(truth, MS, part=lambda p: p[0]):
             why = "that is where the forward passes cross; compare the fwd + bwd totals"
         elif want is not None and x < want:
             why = "there flash2 still moves more than standard: the smallest M where it moves less"
@@ -191,13 +192,14 @@ def sweep_check(student, passes, M_cross):
     return problems
 
 
-def figure(passes, N, d, M_cross=None, show=True, keep=None, fmt="png"):
+def figure(passes, N, d, M0, M_cross=None, show=True, keep=None, fmt="png"):
     """Draws figures/lab5_passes.gp from a sweep {algo: [(fwd, bwd)]} over MS (the student's:
     checked by lab5.sweep): each pass's traffic against M, and the backward over the forward.
     Prints why when the sweep is not usable; never raises on the student's data.  Returns the
     figure's path or None."""
+    MS = grid(M0)
     try:
-        data = _pairs(passes)
+        data = _pairs(passes, MS)
     except Wrong as w:
         print(f"(no figure: {w})")
         return None

@@ -1,16 +1,18 @@
-"""Lab 6 (real kernels, measured vs model): checks and figures.  A kernel's model is its schedule
-run with its blocks forced on an SRAM of exactly its tiles' footprint (fl.footprint), computed
-here with the C library for every recorded row; the figures set the recorded byte counters
-(per kernel version) and Nsight Compute's bytes beside those models."""
+"""Lab 6 (real kernels, measured vs model): parameters, checks and figures.
+
+A student works on rows of the recorded GPU runs (figures/data/gpu_*.csv) picked for them: one
+kernel's byte-counter rows (a version and a pass), the Nsight Compute rows of some profiled runs,
+and a few rows of other kernels for exercise 1.  The checks hold the student's model of a kernel
+against what the kernels' own byte counters recorded, and the student's counts against the
+student's own model: nothing here computes a model of a kernel.
+"""
 import flashlab as fl
 
-from . import Skip, Wrong, attempt, check, function, near, number, whole
+from . import Skip, Wrong, attempt, check, function, mapping, near, number, rng, student_id, whole
 from . import figures
-from .data import recorded
+from .data import read_measurements, recorded  # noqa: F401 (read_measurements: the notebook's)
 
-KERNELS = [("flash2", 4096, 128, 64, 64, "fwd"), ("flash1", 4096, 64, 64, 128, "fwd"),
-           ("standard", 1000, 64, 64, 64, "fwd"), ("flash2", 1000, 64, 128, 64, "fwd"),
-           ("flash2", 1000, 64, 32, 32, "bwd")]
+NCU_PICK = 12   # Nsight Compute rows per student (of those recorded)
 
 
 def kernel_args(r):
@@ -23,127 +25,179 @@ def kernel_args(r):
                 pass_=r.get("pass") or "fwd")
 
 
-_models = {}
+def comparable(rows):
+    """The rows with byte counters, model columns and an ok status."""
+    return [r for r in rows if "gpu_reads" in r and r.get("model_reads") and r.get("status", "ok").startswith("ok")]
 
 
-def library_model(a):
-    """The model of a kernel row, straight from the C library (each configuration once)."""
-    key = tuple(sorted(a.items()))
-    if key not in _models:
-        _models[key] = fl.run(a["algo"], N=a["N"], d=a["d"], Br=a["Br"], Bc=a["Bc"], elem_bytes=a["elem_bytes"],
-                              M=fl.footprint(a["algo"], a["d"], a["Br"], a["Bc"], bwd=a["pass_"] == "bwd"),
-                              causal=a["causal"], pass_=a["pass_"], Nk=a["Nk"])
-    return _models[key]
+def with_counters(rows):
+    """Every row with byte counters and model columns, whatever its status."""
+    return [r for r in rows if "gpu_reads" in r and r.get("model_reads")]
 
 
-def counter_rows():
-    return [r for _, (prov, rows) in recorded().items() for r in rows
-            if "gpu_reads" in r and r.get("model_reads") and r.get("status", "ok").startswith("ok")]
+def profiled(rows):
+    """The rows of an Nsight Compute profile (DRAM and the model's read bytes)."""
+    return [r for r in rows if r.get("dram_read_B") and r.get("model_read_B")]
 
 
-def ncu_rows():
-    return [r for _, (prov, rows) in recorded().items() for r in rows
-            if r.get("dram_read_B") and r.get("model_read_B")]
+def _all_rows():
+    return [dict(r, source=name) for name, (prov, rows) in recorded().items() for r in rows]
 
 
-def answers(student=""):
-    rows = counter_rows()
-    equal = sum((library_model(kernel_args(r)).reads, library_model(kernel_args(r)).writes)
-                == (int(r["gpu_reads"]), int(r["gpu_writes"])) for r in rows)
-    best = None
-    for r in ncu_rows():
-        ratio = float(r["dram_read_B"]) / library_model(kernel_args(r)).read_bytes
-        if best is None or ratio < best[0]:
-            best = (ratio, (r["algo"], int(r["N"]), int(r["Br"]), int(r["Bc"])))
-    return {"rows_compared": len(rows), "rows_equal": equal,
-            "min_dram_ratio": best[0] if best else None, "min_dram_row": best[1] if best else None}
+def groups():
+    """{(version, pass): [rows with counters]} over every recorded file."""
+    out = {}
+    for r in with_counters(_all_rows()):
+        out.setdefault((r.get("version") or "0", r.get("pass") or "fwd"), []).append(r)
+    return out
+
+
+def draw(g):
+    """A student's rows from g: 'kernel' (version, pass) and 'rows' (a sample of that kernel's
+    recorded rows, 40 to 120, whatever their status) for exercise 2; 'kernels' (six ok rows of
+    other kernels) for exercise 1; 'ncu' (a sample of the Nsight Compute rows) for exercise 3."""
+    gs = groups()
+    keys = sorted(gs, key=lambda k: (int(k[0]), k[1]))
+    if not keys:
+        return {"kernel": None, "rows": [], "kernels": [], "ncu": []}
+    key = g.choice(keys)
+    rows = gs[key]
+    pick = sorted(g.sample(range(len(rows)), min(len(rows), g.randrange(40, 121))))
+    others = [k for k in keys if k != key]
+    kernels = [g.choice(comparable(gs[k]) or gs[k]) for k in g.sample(others, min(6, len(others)))]
+    ncu = profiled(_all_rows())
+    return {"kernel": list(key), "rows": [rows[i] for i in pick], "kernels": kernels,
+            "ncu": [ncu[i] for i in sorted(g.sample(range(len(ncu)), min(NCU_PICK, len(ncu))))]}
+
+
+def params(student=""):
+    """The student's rows (draw); '' gives the handout's (draw's first pick of a fixed generator)."""
+    return draw(rng("lab6", student_id(student)))
+
+
+def _model(what, fn, a):
+    got = attempt(what, fn, **a)
+    if got is None:
+        raise Wrong("model_for_kernel: no model yet (it returned None)")
+    for k in ("Br", "Bc", "M", "reads", "writes", "read_bytes"):
+        if not hasattr(got, k):
+            raise Wrong(f"{what}: expected what fl.run returns, got a {type(got).__name__}")
+    return got
+
+
+def label(a):
+    return (f"{a['algo']} {a['pass_']} N={a['N']} Nk={a['Nk']} d={a['d']} {a['causal']} {a['Br']}x{a['Bc']}")
 
 
 @check("lab6.model")
-def model(student, model_for_kernel):
+def model(P, model_for_kernel):
+    """The student's model of each of P's kernels (recorded rows of other versions) against what
+    the kernel's byte counters recorded: blocks forced, M the footprint of its tiles, and the
+    counts equal to the counters."""
     fn = function("model_for_kernel", model_for_kernel)
-    for algo, N, d, Br, Bc, ps in KERNELS:
-        want = library_model(dict(algo=algo, N=N, d=d, Br=Br, Bc=Bc, causal="none", Nk=N,
-                                  elem_bytes=2, pass_=ps))
-        what = f"model_for_kernel({algo!r}, {N}, {d}, {Br}, {Bc}, pass_={ps!r})"
-        try:
-            got = attempt(what, fn, algo, N, d, Br, Bc, pass_=ps)
-        except Wrong as w:
-            if ps == "bwd" and "backward" in str(w):
-                raise Wrong(f"{w} (a backward kernel holds the backward's buffers: fl.footprint(..., bwd=True))")
-            raise
-        if got is None:
-            raise Wrong("model_for_kernel: no model yet (it returned None)")
-        if not isinstance(got, fl.RunResult):
-            raise Wrong(f"{what}: expected what fl.run returns, got a {type(got).__name__}")
-        if (got.Br, got.Bc) != (Br, Bc):
-            return [f"{algo} {Br}x{Bc}: your model ran with blocks {got.Br}x{got.Bc}: force them (Br=, Bc=)"]
-        if got.M != want.M:
+    if not P["kernels"]:
+        raise Skip("no recorded byte-counter data (figures/data/gpu_*.csv with gpu_reads)")
+    for r in P["kernels"]:
+        a = kernel_args(r)
+        what = f"model_for_kernel({label(a)})"
+        got = _model(what, fn, a)
+        if (got.Br, got.Bc) != (a["Br"], a["Bc"]):
+            return [f"{what}: your model ran with blocks {got.Br}x{got.Bc}: force the kernel's (Br=, Bc=)"]
+        M = fl.footprint(a["algo"], a["d"], a["Br"], a["Bc"], bwd=a["pass_"] == "bwd")
+        if got.M != M:
             why = (" (that is the forward's footprint: a backward kernel holds the backward's buffers, bwd=True)"
-                   if ps == "bwd" and got.M == fl.footprint(algo, d, Br, Bc) else "")
-            return [f"{algo} {ps} {Br}x{Bc}: M = {got.M}, the kernel's tiles take {want.M}{why}"]
-        if (got.reads, got.writes) != (want.reads, want.writes):
-            return [f"{algo} {ps} {Br}x{Bc} N={N}: (reads, writes) differ from the model of that kernel"]
+                   if a["pass_"] == "bwd" and got.M == fl.footprint(a["algo"], a["d"], a["Br"], a["Bc"]) else "")
+            return [f"{what}: M = {got.M}, the kernel's tiles take {M}{why}"]
+        if (got.reads, got.writes) != (int(r["gpu_reads"]), int(r["gpu_writes"])):
+            return [f"{what}: (reads, writes) = ({got.reads}, {got.writes}), the kernel's byte counters "
+                    f"recorded ({r['gpu_reads']}, {r['gpu_writes']}): pass its mask, Nk, pass and element size too"]
     return []
 
 
 @check("lab6.counters")
-def counters(student, rows_compared, rows_equal):
-    rows = counter_rows()
-    if not rows:
+def counters(P, rows_compared, rows_equal, model_for_kernel):
+    """rows_compared: P's rows with counters, model columns and an ok status; rows_equal: those
+    whose counters equal the student's own model (checked against it here)."""
+    rows = comparable(P["rows"])
+    if not P["rows"]:
         raise Skip("no recorded byte-counter data (figures/data/gpu_*.csv with gpu_reads)")
-    a = answers(student)
+    fn = function("model_for_kernel", model_for_kernel)
     problems = []
-    if whole("rows_compared", rows_compared) != a["rows_compared"]:
-        problems.append(f"rows_compared = {rows_compared}: count the rows with a model and an ok status")
-    if whole("rows_equal", rows_equal) != a["rows_equal"]:
-        problems.append(f"rows_equal = {rows_equal}: recomputing the model with the C library gives another number")
+    n = whole("rows_compared", rows_compared)
+    if n != len(rows):
+        why = (f"that counts every row with counters; rows whose status is not ok are not compared"
+               if n == len(with_counters(P["rows"])) else "count the rows with a model and an ok status")
+        problems.append(f"rows_compared = {n}: {why}")
+    eq = whole("rows_equal", rows_equal)
+    mine = 0
+    for r in rows:
+        m = _model("model_for_kernel", fn, kernel_args(r))
+        mine += (m.reads, m.writes) == (int(r["gpu_reads"]), int(r["gpu_writes"]))
+    if eq != mine:
+        problems.append(f"rows_equal = {eq}: with your model_for_kernel, {'fewer' if eq > mine else 'more'} "
+                        f"rows have counters equal to the model in both reads and writes")
     return problems
 
 
 @check("lab6.ncu")
-def ncu(student, min_dram_ratio, min_dram_row):
-    if not ncu_rows():
+def ncu(P, min_dram_ratio, min_dram_row, model_for_kernel):
+    """The row of P's Nsight Compute rows whose DRAM read bytes are smallest over the student's
+    own model's read bytes, and that ratio."""
+    rows = P["ncu"]
+    if not rows:
         raise Skip("no recorded Nsight Compute data (figures/data/gpu_*.csv with dram_read_B)")
-    a = answers(student)
+    fn = function("model_for_kernel", model_for_kernel)
+    x = number("min_dram_ratio", min_dram_ratio)
+    ratios = []
+    for r in rows:
+        m = _model("model_for_kernel", fn, kernel_args(r))
+        ratios.append((float(r["dram_read_B"]) / m.read_bytes, (r["algo"], int(r["N"]), int(r["Br"]), int(r["Bc"]))))
     problems = []
-    if not near(number("min_dram_ratio", min_dram_ratio), a["min_dram_ratio"]):
-        problems.append(f"min_dram_ratio = {min_dram_ratio}: divide dram_read_B by the model's read bytes "
-                        f"(.read_bytes of your model) and take the smallest")
-    if min_dram_row is None or tuple(min_dram_row) != a["min_dram_row"]:
-        problems.append(f"min_dram_row = {min_dram_row}: the (algo, N, Br, Bc) of that row, N, Br, Bc as ints")
+    if not any(near(x, q) for q, _ in ratios):
+        problems.append(f"min_dram_ratio = {x}: not dram_read_B over your model's read bytes (.read_bytes) "
+                        f"for any of your rows")
+    elif any(q < x * (1 - 1e-9) for q, _ in ratios):
+        problems.append(f"min_dram_ratio = {x}: another of your rows has a smaller ratio")
+    try:
+        row = tuple(min_dram_row)
+    except TypeError:
+        row = None
+    if row is None or not any(near(x, q) and row == k for q, k in ratios):
+        problems.append(f"min_dram_row = {min_dram_row}: the (algo, N, Br, Bc) of the row with that ratio, "
+                        f"N, Br, Bc as ints")
     return problems
 
 
 # ----------------------------------------------------------------------------------------------
-# Figures (from the recorded data; every model recomputed with the C library)
+# Figures (from the rows and the student's model)
 
 SCHEDULES = {"standard": 1, "flash1": 2, "flash2": 3}   # style.gp's line styles
 
 
-def counter_table(extra=None):
-    """Every recorded row with byte counters and a model (whatever its status), as (version,
-    counters / model in elements, ok, model total): the model recomputed with the C library.
-    extra: more {name: (provenance, rows)} (the live run), beside the recorded files."""
-    tables = dict(recorded())
-    tables.update(extra or {})
+def counter_table(rows, model_for_kernel):
+    """Each row with counters and a model (whatever its status) as (version, counters / model in
+    elements, ok, model total), the model the student's."""
     out = []
-    for _, (prov, rows) in tables.items():
-        for r in rows:
-            if "gpu_reads" not in r or not r.get("model_reads"):
-                continue
-            m = library_model(kernel_args(r))
-            got = int(r["gpu_reads"]) + int(r["gpu_writes"])
-            out.append((int(r.get("version") or 0), got / (m.reads + m.writes),
-                        int(r.get("status", "ok").startswith("ok")), m.reads + m.writes))
+    for r in with_counters(rows):
+        m = model_for_kernel(**kernel_args(r))
+        got = int(r["gpu_reads"]) + int(r["gpu_writes"])
+        out.append((int(r.get("version") or 0), got / (m.reads + m.writes),
+                    int(r.get("status", "ok").startswith("ok")), m.reads + m.writes))
     return out
 
 
-def counter_figure(extra=None, show=True, keep=None, fmt="png"):
-    """Draws figures/lab6_counters.gp: each recorded row's counters over its model, per kernel
+def counter_figure(rows, model_for_kernel, show=True, keep=None, fmt="png"):
+    """Draws figures/lab6_counters.gp: each row's counters over the student's model, per kernel
     version (ok rows and rows recorded with another status apart); prints the same per version.
-    Returns (figure path or None, rows); no figure without recorded rows."""
-    rows = counter_table(extra)
+    Returns (figure path or None, rows); no figure without rows or a working model."""
+    if not callable(model_for_kernel):
+        print("(no figure: write model_for_kernel first)")
+        return None, []
+    try:
+        rows = counter_table(rows, model_for_kernel)
+    except Exception as e:
+        print(f"(no figure: model_for_kernel raised {type(e).__name__}: {e})")
+        return None, []
     if not rows:
         print("no recorded byte counters here: no figure")
         return None, rows
@@ -154,7 +208,6 @@ def counter_figure(extra=None, show=True, keep=None, fmt="png"):
     print(f"{'version':>7} | {'rows':>5} {'counters = model':>16} {'status not ok':>13}")
     for v in sorted(per):
         print(f"{v:7d} | {per[v][0]:5d} {per[v][1]:16d} {per[v][2]:13d}")
-    # a deterministic spread of each version's points, so that many equal ratios stay visible
     data = figures.table((v + ((k * 0.618034) % 1 - 0.5) * 0.6, ratio, ok) for k, (v, ratio, ok, _) in enumerate(rows))
     counts = figures.table((v, n, eq) for v, (n, eq, bad) in sorted(per.items()))
     hi = max(r[1] for r in rows)
@@ -164,23 +217,23 @@ def counter_figure(extra=None, show=True, keep=None, fmt="png"):
     return path, rows
 
 
-def ncu_table():
-    """The Nsight Compute rows as (model read bytes from the C library, byte counters' read
-    bytes, L2 read bytes, DRAM read bytes, schedule style, 1 for fwd / 2 for bwd)."""
-    out = []
-    for r in ncu_rows():
-        m = library_model(kernel_args(r))
-        out.append((m.read_bytes, float(r["counter_read_B"]), float(r["l2_read_B"]), float(r["dram_read_B"]),
-                    SCHEDULES.get(r["algo"], 3), 2 if r.get("pass") == "bwd" else 1))
-    return out
-
-
-def ncu_figure(show=True, keep=None, fmt="png"):
+def ncu_figure(rows, model_for_kernel, show=True, keep=None, fmt="png"):
     """Draws figures/lab6_ncu.gp: the read bytes the byte counters, Nsight Compute's L2 sectors
-    and its DRAM bytes saw against the model's, per recorded kernel run.  Returns (path or None,
-    rows); no figure without recorded Nsight Compute rows."""
-    rows = ncu_table()
-    if not rows:
+    and its DRAM bytes saw against the student's model's, per profiled run.  Returns (path or
+    None, rows)."""
+    if not callable(model_for_kernel):
+        print("(no figure: write model_for_kernel first)")
+        return None, []
+    out = []
+    try:
+        for r in profiled(rows):
+            m = model_for_kernel(**kernel_args(r))
+            out.append((m.read_bytes, float(r["counter_read_B"]), float(r["l2_read_B"]), float(r["dram_read_B"]),
+                        SCHEDULES.get(r["algo"], 3), 2 if r.get("pass") == "bwd" else 1))
+    except Exception as e:
+        print(f"(no figure: model_for_kernel raised {type(e).__name__}: {e})")
+        return None, []
+    if not out:
         print("no recorded Nsight Compute data here: no figure")
-        return None, rows
-    return figures.draw("lab6_ncu.gp", {"data": figures.table(rows)}, show=show, keep=keep, fmt=fmt), rows
+        return None, out
+    return figures.draw("lab6_ncu.gp", {"data": figures.table(out)}, show=show, keep=keep, fmt=fmt), out

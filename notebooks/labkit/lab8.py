@@ -1,33 +1,35 @@
-"""Lab 8 (design a schedule, graded): the student's case, the validity check from the trace,
-and the score against `flashlab optimize`'s best schedule and its lower bound.
+"""Lab 8 (design a schedule, graded): the student's case, the validity of a schedule and its
+score against `flashlab optimize`'s best schedule and its lower bound.
 
-A schedule is valid when, run on a count-only machine of capacity M (which refuses anything
-larger), it brings every kept (query, key) pair on chip together: for each query head h, query
-row i and key j that the mask keeps, some moment has row i of head h's Q, and row j of K and of
-V of h's K/V head, resident in SRAM at once; and it stores O and L for every query row after the
-last such moment.  That is what any exact attention schedule must do, whatever its loop order.
-The optimum and the lower bound are read from the CLI (`flashlab optimize --format csv`), never
-typed here.
+A schedule is valid when, run on a compute machine of capacity M (which refuses anything
+larger) on random inputs, it stores O and L equal to the exact reference (the oracle's own mask,
+each query head against its K/V head) to 1e-12.  The values live in the machine (flmachine): the
+schedule can only compute O through the machine's operations on SRAM buffers, so a valid
+schedule keeps on chip what a real kernel keeps (an O accumulator, a score tile, the row
+statistics, at its own block sizes), and its traffic and SRAM peak are what the machine saw.  The
+optimum and the lower bound are read from the CLI (`flashlab optimize --format csv`), never typed
+here.
 """
 import csv
 import io
+import math
+import random
 
 import flashlab as fl
+import flmachine
 
-from . import Wrong, attempt, check, function, rng, student_id
+from . import Wrong, check, function, rng, student_id
 
 KINDS = ("causal", "decode", "gqa")
 
 
-def params(student=""):
-    """The student's case: kind ('causal', 'decode' or 'gqa'), Nq, Nk, d, M, heads, kv_heads,
+def draw(g):
+    """A case from g: kind ('causal', 'decode' or 'gqa'), Nq, Nk (0: Nq), d, M, heads, kv_heads,
     causal corner."""
-    s = student_id(student)
-    g = rng("lab8", s)
-    kind = "causal" if not s else g.choice(KINDS)
+    kind = g.choice(KINDS)
     if kind == "causal":
-        n = 256 if not s else g.choice([192, 224, 256, 288])
-        return dict(kind=kind, Nq=n, Nk=n, d=32, M=4000 if not s else g.randrange(3000, 6000, 100),
+        n = g.choice([192, 224, 256, 288])
+        return dict(kind=kind, Nq=n, Nk=n, d=32, M=g.randrange(3000, 6000, 100),
                     heads=1, kv_heads=1, causal="bottom-right")
     if kind == "decode":
         return dict(kind=kind, Nq=g.choice([16, 24, 32]), Nk=g.choice([384, 448, 512]), d=32,
@@ -36,96 +38,92 @@ def params(student=""):
                 heads=g.choice([4, 8]), kv_heads=g.choice([1, 2]), causal="none")
 
 
+def params(student=""):
+    """The student's case (draw); '' gives the handout's: causal, N = 256, d = 32, M = 4000."""
+    s = student_id(student)
+    if not s:
+        return dict(kind="causal", Nq=256, Nk=256, d=32, M=4000, heads=1, kv_heads=1, causal="bottom-right")
+    return draw(rng("lab8", s))
+
+
 def nk(case):
     return case["Nk"] or case["Nq"]
 
 
-def machine(case):
-    """A count-only machine of capacity M with the case's HBM tensors, packed by head: Q, O
-    (heads * Nq x d), K, V (kv_heads * Nk x d), L (heads * Nq x 1, fp32)."""
-    m = fl.Machine(M=case["M"], name="my_schedule")
-    H, Hk, d = case["heads"], case["kv_heads"], case["d"]
-    T = {"Q": m.tensor("Q", H * case["Nq"], d), "K": m.tensor("K", Hk * nk(case), d),
-         "V": m.tensor("V", Hk * nk(case), d), "O": m.tensor("O", H * case["Nq"], d),
-         "L": m.tensor("L", H * case["Nq"], 1, elem_bytes=4)}
-    return m, T
+def inputs(case, seed):
+    """Q, O-sized, K, V inputs of the case (lists of rows, uniform in [-1, 1)), from seed."""
+    g = random.Random(seed)
+    rows = lambda n: [[g.uniform(-1, 1) for _ in range(case["d"])] for _ in range(n)]
+    H, Hk = case["heads"], case["kv_heads"]
+    return rows(H * case["Nq"]), rows(Hk * nk(case)), rows(Hk * nk(case))
 
 
-class Coverage:
-    """Follows a trace: which tensor rows each live buffer holds, which (query, key) pairs have
-    been on chip together, and when each query row's O and L were last stored."""
+def expected(case, q, k, v):
+    """The reference (O, L) of every query head, packed by head, from flmachine.reference."""
+    H, Hk, Nq, Nk = case["heads"], case["kv_heads"], case["Nq"], nk(case)
+    G = H // Hk
+    O, L = [], []
+    for h in range(H):
+        g = h // G
+        o, l = flmachine.reference(q[h * Nq:(h + 1) * Nq], k[g * Nk:(g + 1) * Nk], v[g * Nk:(g + 1) * Nk],
+                                   case["causal"])
+        O += o
+        L += l
+    return O, L
 
-    def __init__(self, case):
-        self.case = case
-        self.Nq, self.Nk = case["Nq"], nk(case)
-        self.G = case["heads"] // case["kv_heads"]
-        mk = fl.mask(self.Nq, self.Nk, case["causal"])
-        self.need = [sum(1 << j for j in range(self.Nk) if fl.mask_keep(mk, i, j)) for i in range(self.Nq)]
-        self.cov = [[0] * self.Nq for _ in range(case["heads"])]
-        self.done = [[None] * self.Nq for _ in range(case["heads"])]
-        self.stored = {"O": [[None] * self.Nq for _ in range(case["heads"])],
-                       "L": [[None] * self.Nq for _ in range(case["heads"])]}
-        self.held, self.t = {}, 0
 
-    def __call__(self, e):
-        self.t += 1
-        if e.kind in ("alloc", "free"):
-            self.held.pop(e.buf, None)
-        elif e.kind == "load":
-            self.held[e.buf] = (e.tensor, e.r0, e.nr)
-            if e.tensor in "QKV":
-                self._mark()
-        elif e.kind == "store" and e.tensor in self.stored:
-            for q in range(e.r0, e.r0 + e.nr):
-                self.stored[e.tensor][q // self.Nq][q % self.Nq] = self.t
+def run_schedule(case, my_schedule, seed):
+    """Runs my_schedule(m, T, case) on a compute machine of capacity M holding the case's HBM
+    tensors, packed by head: Q, O (heads * Nq x d), K, V (kv_heads * Nk x d), L (heads * Nq x 1,
+    fp32), and the case's mask for m.mask and m.tile_kind.  Returns (flmachine.Result, inputs);
+    Wrong when the schedule raises or the machine refuses a call."""
+    q, k, v = inputs(case, seed)
+    H, d = case["heads"], case["d"]
 
-    def _rows(self, tensor):
-        return [(r0, r0 + nr) for t, r0, nr in self.held.values() if t == tensor]
+    def schedule(m, Q, K, V, O, L):
+        my_schedule(m, {"Q": Q, "K": K, "V": V, "O": O, "L": L}, dict(case))
+    try:
+        r = flmachine.run(schedule, case["M"], {"Q": q, "K": k, "V": v},
+                          {"O": (H * case["Nq"], d), "L": (H * case["Nq"], 1, 4)},
+                          mask=(case["Nq"], nk(case), case["causal"], -1, -1), name="my_schedule")
+    except fl.FlashlabError as e:
+        raise Wrong(f"my_schedule: the machine refused a call: {e}")
+    except Exception as e:
+        raise Wrong(f"my_schedule raised {type(e).__name__}: {e}")
+    return r, (q, k, v)
 
-    def _mark(self):
-        K, V = self._rows("K"), self._rows("V")
-        both = []
-        for a, b in K:
-            for c, e in V:
-                lo, hi = max(a, c), min(b, e)
-                if lo < hi:
-                    both.append((lo, hi))
-        for q0, q1 in self._rows("Q"):
-            for q in range(q0, q1):
-                h, i = divmod(q, self.Nq)
-                g = h // self.G
-                mask = 0
-                for lo, hi in both:
-                    lo, hi = max(lo, g * self.Nk), min(hi, (g + 1) * self.Nk)
-                    if lo < hi:
-                        mask |= ((1 << (hi - g * self.Nk)) - 1) ^ ((1 << (lo - g * self.Nk)) - 1)
-                if mask & ~self.cov[h][i]:
-                    self.cov[h][i] |= mask
-                    if self.done[h][i] is None and self.cov[h][i] & self.need[i] == self.need[i]:
-                        self.done[h][i] = self.t
 
-    def problems(self):
-        """The first few rows that break the rule, as messages."""
-        out = []
-        for h in range(self.case["heads"]):
-            for i in range(self.Nq):
-                if self.done[h][i] is None:
-                    missing = self.need[i] & ~self.cov[h][i]
-                    j = (missing & -missing).bit_length() - 1
-                    out.append(f"head {h}, query {i}: never on chip together with key {j} (of its "
-                               f"K/V head {h // self.G}), which the mask keeps")
-                else:
-                    for t in ("O", "L"):
-                        s = self.stored[t][h][i]
-                        if s is None or s < self.done[h][i]:
-                            out.append(f"head {h}, query {i}: {t} is not stored after its last key was seen")
-                if len(out) >= 3:
-                    return out
-        return out
+def validity(case, r, ins):
+    """The first rows (at most three) whose O or L is not the reference's, as messages."""
+    O, L = expected(case, *ins)
+    out = []
+    for i, (got, want, lg, lw) in enumerate(zip(r.outputs["O"], O, r.outputs["L"], L)):
+        scale = max(1.0, max(abs(x) for x in want))
+        if any(math.isnan(x) or abs(x - y) > 1e-12 * scale for x, y in zip(got, want)):
+            h, row = divmod(i, case["Nq"])
+            out.append(f"head {h}, query {row}: O is not the reference's (an O accumulator, the score tile "
+                       f"and the row statistics must be computed on chip for every kept key, and O stored)")
+        elif not (lg[0] == lw or abs(lg[0] - lw) <= 1e-12 * max(1.0, abs(lw))):
+            h, row = divmod(i, case["Nq"])
+            out.append(f"head {h}, query {row}: L = {lg[0]} is not the reference's logsumexp")
+        if len(out) >= 3:
+            break
+    return out
+
+
+_optimized = {}
 
 
 def optimize_row(case):
-    """The row of `flashlab optimize --format csv` for the case (a dict of strings)."""
+    """The row of `flashlab optimize --format csv` for the case (a dict of strings; each case run
+    once per process)."""
+    key = repr(sorted(case.items()))
+    if key not in _optimized:
+        _optimized[key] = _optimize_row(case)
+    return _optimized[key]
+
+
+def _optimize_row(case):
     args = ["optimize", "--N", case["Nq"], "--d", case["d"], "--M", case["M"], "--format", "csv"]
     if case["Nk"]:
         args += ["--Nk", case["Nk"]]
@@ -148,47 +146,44 @@ def points(total, best):
     return max(0.0, min(10.0, 10.0 * (2 * best - total) / best))
 
 
-def run_schedule(case, my_schedule):
-    """Runs the student's schedule on a fresh count-only machine for the case, following its
-    trace.  Returns (coverage, per-tensor counts, total, SRAM peak); Wrong when it raises or the
-    machine refuses a move."""
-    m, T = machine(case)
-    cov = Coverage(case)
-    m.set_trace(cov)
+def grade(case, my_schedule, seed, total=None):
+    """Runs the schedule on the case; returns (problems, report lines, points or None); total, a
+    list, receives the elements it moved."""
     try:
-        attempt("my_schedule", my_schedule, m, T, dict(case))
-        return cov, m.counts(), m.reads + m.writes, m.sram_peak
-    finally:
-        m.close()
-
-
-def grade(student, my_schedule):
-    """Runs the student's schedule; returns (problems, report lines, points or None)."""
-    case = params(student)
-    try:
-        cov, _, total, peak = run_schedule(case, my_schedule)
+        r, ins = run_schedule(case, my_schedule, seed)
     except Wrong as w:
         return [str(w)], [], None
-    problems = cov.problems()
+    if total is not None:
+        total.append(r.total)
+    problems = validity(case, r, ins)
     if problems:
         return problems, [], 0.0
     best, bound, algo, Br, Bc = optimum(case)
-    pts = points(total, best)
+    pts = points(r.total, best)
     lines = [f"case {case['kind']}: Nq={case['Nq']} Nk={nk(case)} d={case['d']} M={case['M']} "
              f"heads={case['heads']} kv_heads={case['kv_heads']} causal={case['causal']}",
-             f"your schedule: {total} elements moved, SRAM peak {peak} of {case['M']}",
+             f"your schedule: {r.total} elements moved, SRAM peak {r.sram_peak} of {case['M']}",
              f"flashlab optimize: best {best} ({algo}, Br={Br}, Bc={Bc}); lower bound {bound}",
-             f"gap to the optimum {total / best:.3f}x, to the lower bound {total / bound:.3f}x: "
+             f"gap to the optimum {r.total / best:.3f}x, to the lower bound {r.total / bound:.3f}x: "
              f"{pts:.1f} of 10 points"]
-    if total < best:
-        lines.append("below optimize's best: tell your instructor (the search missed your schedule)")
     return [], lines, pts
 
 
+def score(case, my_schedule, seed):
+    """(problems, points out of 10, elements moved or None) of a schedule: no points unless
+    valid, PASS from 5 points."""
+    total = []
+    problems, _, pts = grade(case, my_schedule, seed, total)
+    if not problems and pts < 5.0:
+        problems = [f"a valid schedule, but {pts:.1f} of 10 points: it moves more than 1.5x the optimum; "
+                    f"skip what the mask removes and choose the blocks for M"]
+    return problems, pts or 0.0, (total or [None])[0]
+
+
 @check("lab8.design")
-def design(student, my_schedule):
+def design(case, my_schedule):
     fn = function("my_schedule", my_schedule)
-    problems, lines, pts = grade(student, fn)
+    problems, lines, pts = grade(case, fn, rng("lab8-inputs", repr(case)).randrange(1 << 30))
     for line in lines:
         print(line)
     if not problems and pts < 5.0:
@@ -200,24 +195,24 @@ def design(student, my_schedule):
 TENSORS = ("Q", "K", "V", "O", "L")
 
 
-def figure(student, my_schedule, show=True, keep=None, fmt="png"):
+def figure(case, my_schedule, show=True, keep=None, fmt="png"):
     """Draws figures/lab8_traffic.gp: the student's schedule's traffic split by tensor (reads and
     writes), beside what `flashlab optimize` reports for the case: its best schedule, flash2 and
     flash1 with their own blocks, and the lower bound.  Draws nothing (and says why) when the
     schedule raises, is refused by the machine or is not valid; never raises on the student's
     function.  Returns the figure's path or None."""
-    case = params(student)
     if not callable(my_schedule):
         print("(no figure: write my_schedule first)")
         return None
     try:
-        cov, counts, total, _ = run_schedule(case, my_schedule)
+        r, ins = run_schedule(case, my_schedule, rng("lab8-inputs", repr(case)).randrange(1 << 30))
     except Wrong as w:
         print(f"(no figure: {w})")
         return None
-    if cov.problems():
+    if validity(case, r, ins):
         print("(no figure: the schedule is not valid yet; the check above says where)")
         return None
+    counts, total = r.counts, r.total
     row = optimize_row(case)
     parts = [counts.get(t, (0, 0)) for t in TENSORS]
     lines = [("yours", *[x for rw in parts for x in rw]),

@@ -9,7 +9,7 @@ import re
 
 import flashlab as fl
 
-from . import Skip, Wrong, attempt, check, function, near, number, numbers_list, whole
+from . import Skip, Wrong, attempt, check, function, near, number, numbers_list, rng, student_id, whole
 from .data import read_measurements
 
 SECTOR = 32                        # bytes of an L2 sector (the counters count sectors)
@@ -72,20 +72,20 @@ def causal(r):
     return ("--causal",) if r["causal"] == "1" else ()
 
 
-def sm_model(r, family, Br, Bc, flip_causal=False):
+def _sm_model(r, family, Br, Bc, flip_causal=False):
     """The launch model's SM<-L2 read bytes of row r's shape run as `family` with tiles Br x Bc."""
     mask = causal(r) if not flip_causal else (() if causal(r) else ("--causal",))
     return int(launch_row(family, "--batch", r["B"], "--heads", r["H"], "--N", r["N"], "--d", r["d"],
                           "--Br", Br, "--Bc", Bc, "--dtype", r["dtype"], *mask)["sm_read_B"])
 
 
-def traits(name):
+def _traits(name):
     """(d, kBlockM, kBlockN) of Flash_fwd_kernel_traits<...> in a kernel's name, or None."""
     m = re.search(r"Flash_fwd_kernel_traits<(\d+), (\d+), (\d+)", name)
     return tuple(int(x) for x in m.groups()) if m else None
 
 
-def name_tile(kernel):
+def _name_tile(kernel):
     """cuDNN's tile string <m>x<n>x<d> of a kernel name, as ints."""
     return tuple(int(x) for x in re.search(r"_(\d+)x(\d+)x(\d+)_", kernel).groups())
 
@@ -98,31 +98,22 @@ def fa2_rows(shapes=SMALL):
     return pick("flash", "fwd", "flash_fwd", shapes)
 
 
-def cudnn_fwd_rows():
-    return pick("cudnn", "fwd", "fprop")
+def cudnn_fwd_rows(shapes=SMALL):
+    return pick("cudnn", "fwd", "fprop", shapes)
 
 
-def consumer_rows(r):
+def _consumer_rows(r):
     """Query rows that share one K/V stream in cuDNN's warp-specialized forward: the name's
     rows per warpgroup times the consumer warpgroups (the block's warpgroups but the producer)."""
-    return name_tile(r["kernel"])[0] * (int(r["launch__block_dim_x"]) // WARPGROUP - 1)
+    return _name_tile(r["kernel"])[0] * (int(r["launch__block_dim_x"]) // WARPGROUP - 1)
 
 
-def memeff_rows():
-    return pick("efficient", "fwd", "fmha_cutlassF")
+def memeff_rows(shapes=SMALL):
+    return pick("efficient", "fwd", "fmha_cutlassF", shapes)
 
 
-def memeff_tiles(r):
+def _memeff_tiles(r):
     return tuple(int(x) for x in re.search(r"aligned_(\d+)x(\d+)", r["kernel"]).groups())
-
-
-def family_ratios(family):
-    """[(row, measured / model)] of the memory-efficient forward's rows run as `family`."""
-    return [(r, sm_read(r) / sm_model(r, family, *memeff_tiles(r))) for r in memeff_rows()]
-
-
-def fits(family):
-    return all(abs(x - 1) <= TOL_RATIO for _, x in family_ratios(family))
 
 
 def triton_rows():
@@ -150,7 +141,7 @@ def bwd_args(r):
     its persistent grid (one CTA per SM, launch__grid_dim_x), with the two L2 partitions.  Its
     query tile is the name's first number; its key tile, as in cuDNN's forward, the name's second
     times the consumer warpgroups of its block (384 threads: 2 x 64 = 128)."""
-    m, n, _ = name_tile(r["kernel"])
+    m, n, _ = _name_tile(r["kernel"])
     consumers = int(r["launch__block_dim_x"]) // WARPGROUP - 1
     return ("bwd-kv", "--batch", r["B"], "--heads", r["H"], "--N", r["N"], "--d", r["d"], "--Br", str(m),
             "--Bc", str(n * consumers), "--dtype", r["dtype"], "--persistent", r["launch__grid_dim_x"],
@@ -169,37 +160,69 @@ def red_sectors(r):
     return float(r[RED_TEX]), float(r[FAB]), float(r[FAB_READ])
 
 
-def reductions_missed(r):
+def _reductions_missed(r):
     """Bytes of the reductions' L2 misses: those homed on the reducing SM's side are the SM's
     (tex) lookups, those homed across the fabric's lookups that are not reads."""
     tex, fab, fab_read = red_sectors(r)
     return SECTOR * (tex + fab - fab_read)
 
 
-def split_with(r, red, model):
+def _split_with(r, red, model):
     """(red / the model's red_miss_B, (DRAM reads - red) / (the model's dram_read_B - red_miss_B))."""
     red_m, dram_m = float(model["red_miss_B"]), float(model["dram_read_B"])
     return red / red_m, (float(r["dram__bytes_read.sum"]) - red) / (dram_m - red_m)
 
 
-def answers(student=""):
-    """The expected values of the checks on recorded data (what exists here)."""
-    out = {"tiles": {n: (traits(n)[1:] if traits(n) else None)
-                     for n in list(NAMES) + [r["name"] for r in fa2_rows(SHAPES)]}}
-    out["model_sm_read"] = {r["shape"]: sm_model(r, "fwd-q", *traits(r["name"])[1:]) for r in fa2_rows()}
-    out["cudnn_rows"] = {r["shape"]: consumer_rows(r) for r in cudnn_fwd_rows()}
-    if memeff_rows():
-        out["memeff_family"] = next((f for f in FAMILIES if fits(f)), None)
-        s1 = [r for r in memeff_rows() if r["shape"] == "s1"]
-        if s1:
-            out["memeff_q_reads"] = -(-int(s1[0]["N"]) // memeff_tiles(s1[0])[1])
-    out["spill_corrected_ratio"] = {r["shape"]: (sm_read(r) - float(r[SPILL_MISS]) * SECTOR) / twopass_model(r)
-                                    for r in triton_rows()}
-    r = bwd_row()
-    if r is not None:
-        out["reduction_misses"] = reductions_missed(r)
-        out["dram_split"] = split_with(r, reductions_missed(r), bwd_model(r))
-    return out
+STUDY = "third_party_explained.csv"        # the study's model of each kernel (scripts/explain_kernels.py match)
+STUDY4 = "third_party_explained_run4.csv"  # the same for run 4
+
+
+def study(backend, pass_, shape, kernel_part, name=STUDY, exact=False):
+    """The recorded study's row (its identified family, tiles and model_sm_read_B, ...) of one
+    kernel (its name contains kernel_part, or is it with exact), or None: the launch model as
+    scripts/explain_kernels.py ran it (its command and inputs in the file's # lines)."""
+    return next((r for r in read_measurements(fl.data_dir() / name)[1] if r["backend"] == backend
+                 and r["pass"] == pass_ and r["shape"] == shape
+                 and (r["kernel"] == kernel_part if exact else kernel_part in r["kernel"])), None)
+
+
+def draw(g):
+    """A student's rows from g: 'names' (FA2 kernel names), 'fa2' (the FA2 forward row of a small
+    shape, for the live model), 'cudnn' and 'memeff' (the cuDNN and memory-efficient forward rows of
+    a shape each), 'triton' (the tutorial's backward at a d = 128 shape) with 'twopass' its schedule's
+    model, and 'bwd' (run 4's cuDNN backward) with 'bwd_model' its model (both from the study)."""
+    def at(rows, shapes):
+        have = sorted({r["shape"] for r in rows if r["shape"] in shapes})
+        sh = g.choice(have) if have else None
+        return [r for r in rows if r["shape"] == sh][:1]
+    fa2 = fa2_rows(SHAPES)
+    fitted = [r["shape"] for r in memeff_rows(SHAPES)   # where the study's fwd-qkv model fits within 1 %
+              if (st := study("efficient", "fwd", r["shape"], r["kernel"][:20]))
+              and abs(sm_read(r) / int(st["model_sm_read_B"]) - 1) <= TOL_RATIO]
+    tri = [r for r in pick("triton", "bwd", "_attn_bwd", ("s3", "s4", "s6")) if r["kernel"] == "_attn_bwd"]
+    tri = [t for t in tri if t["shape"] == g.choice(sorted({x["shape"] for x in tri}))] if tri else []
+    P = {"names": [r["name"] for r in fa2], "fa2": at(fa2, SMALL),
+         "cudnn": at(cudnn_fwd_rows(SMALL), SMALL), "memeff": at(memeff_rows(SHAPES), fitted), "triton": tri[:1],
+         "bwd": [], "twopass": {}, "bwd_model": None, "study": {}}
+    for r in P["cudnn"] + P["memeff"]:
+        st = study(r["backend"], "fwd", r["shape"], r["kernel"][:20])
+        if st:
+            P["study"][r["backend"]] = {"family": st["family"], "Br": int(st["Br"]), "Bc": int(st["Bc"]),
+                                        "model_sm_read_B": int(st["model_sm_read_B"])}
+    for r in P["triton"]:
+        st = study("triton", "bwd", r["shape"], "_attn_bwd", exact=True)
+        if st:
+            P["twopass"][r["shape"]] = int(st["model_sm_read_B"])
+    b = bwd_row()
+    st = b and study("cudnn", "bwd", "s6", "bprop", name=STUDY4)
+    if b and st:
+        P["bwd"], P["bwd_model"] = [b], {"dram_read_B": st["model_dram_read_B"], "red_miss_B": st["model_red_miss_B"]}
+    return P
+
+
+def params(student=""):
+    """The student's rows (draw); '' gives the handout's (a fixed generator's)."""
+    return draw(rng("lab9", student_id(student)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -229,15 +252,16 @@ def _collect(problems, fn, *args):
 
 
 @check("lab9.tiles")
-def tiles(student, fa2_tiles):
+def tiles(P, fa2_tiles, extra=()):
+    """fa2_tiles on NAMES, the recorded FA2 names (P["names"]) and extra names."""
     fn = function("fa2_tiles", fa2_tiles)
     labels = {n: f"fa2_tiles({short(n, 110)!r})" for n in NAMES}
-    for r in fa2_rows(SHAPES):
-        labels.setdefault(r["name"], f"fa2_tiles(the name of row {r['shape']}, d = {r['d']})")
+    for k, n in enumerate(list(P["names"]) + list(extra)):
+        labels.setdefault(n, f"fa2_tiles(name {k + 1}: {short(n, 90)!r})")
     names = list(labels)
     problems = []
     for name in names:
-        t = traits(name)
+        t = _traits(name)
         what = labels[name]
         try:
             got = attempt(what, fn, name)
@@ -260,7 +284,7 @@ def tiles(student, fa2_tiles):
             why = "swapped: (kBlockM, kBlockN), the query tile first"
         elif got == (d, want[0]):
             why = "the first template argument is the head dimension d; the tiles are the second and the third"
-        elif got in {tuple(traits(n)[1:]) for n in names if traits(n)}:
+        elif got in {tuple(_traits(n)[1:]) for n in names if _traits(n)}:
             why = "those are another kernel's tiles: read them from this name, each kernel has its own"
         else:
             why = "kBlockM and kBlockN are the second and third arguments of Flash_fwd_kernel_traits<...>"
@@ -277,30 +301,34 @@ def _why_model(r, Br, Bc, got, want):
         return f"that is the column {cols[0]}; the SMs' reads from L2 are sm_read_B"
     if got == int(sm_read(r)):
         return "that is the measured value; the model is the CLI's sm_read_B"
-    if Br != Bc and got == sm_model(r, "fwd-q", Bc, Br):
+    if Br != Bc and got == _sm_model(r, "fwd-q", Bc, Br):
         return "Br and Bc swapped: Br is the query tile (kBlockM), Bc the key tile"
-    if got == sm_model(r, "fwd-qkv", Br, Bc):
+    if got == _sm_model(r, "fwd-qkv", Br, Bc):
         return "that is the fwd-qkv family; FA2's forward runs the flash2 order, fwd-q"
-    if got == sm_model(r, "fwd-q", Br, Bc, flip_causal=True):
+    if got == _sm_model(r, "fwd-q", Br, Bc, flip_causal=True):
         return (f"the row's causal is {r['causal']}: add --causal for a causal row (and only for one)")
     return ("`flashlab l2 --launch fwd-q` with the row's B, H, N, d, dtype and causal and these tiles "
             f"gives {want}")
 
 
 @check("lab9.model")
-def model(student, model_sm_read):
+def model(P, model_sm_read, extra=()):
+    """model_sm_read on P's FA2 rows (measured / model within 1 %) and on extra rows (other batch,
+    heads or N than measured: the model's value only)."""
     fn = function("model_sm_read", model_sm_read)
-    rows = fa2_rows()
+    rows = list(P["fa2"]) + list(extra)
     _recorded(rows)
     problems = []
     for r in rows:
-        Br, Bc = traits(r["name"])[1:]
+        Br, Bc = _traits(r["name"])[1:]
         what = f"model_sm_read(row {r['shape']}, {Br}, {Bc})"
         got = _answer(what, fn, r, Br, Bc, none="returned None: no model yet")
         got = whole(what, got)
-        want = sm_model(r, "fwd-q", Br, Bc)
+        want = _sm_model(r, "fwd-q", Br, Bc)
         if got != want:
             problems.append(f"{what} = {got}: {_why_model(r, Br, Bc, got, want)}")
+            continue
+        if r.get("probe"):
             continue
         ratio = sm_read(r) / want
         print(f"{r['shape']}: measured {int(sm_read(r))} B, model {want} B, measured / model {ratio:.4f}")
@@ -310,17 +338,19 @@ def model(student, model_sm_read):
 
 
 @check("lab9.cudnn")
-def cudnn(student, cudnn_rows):
+def cudnn(P, cudnn_rows, extra=()):
+    """cudnn_rows on P's cuDNN row (its measured reads over the study's model at those rows within
+    1 %) and on extra rows (other blocks and names)."""
     fn = function("cudnn_rows", cudnn_rows)
-    rows = cudnn_fwd_rows()
+    rows = list(P["cudnn"]) + list(extra)
     _recorded(rows)
     problems = []
     for r in rows:
         what = f"cudnn_rows(row {r['shape']})"
         got = _answer(what, fn, r)
         got = whole(what, got)
-        want = consumer_rows(r)
-        m, n, _ = name_tile(r["kernel"])
+        want = _consumer_rows(r)
+        m, n, _ = _name_tile(r["kernel"])
         threads = int(r["launch__block_dim_x"])
         groups = threads // WARPGROUP
         if got != want:
@@ -337,73 +367,85 @@ def cudnn(student, cudnn_rows):
                 why = f"the name's {m} rows per consumer warpgroup, times the consumers of the {threads}-thread block"
             problems.append(f"{what} = {got}: {why}")
             continue
-        ratio = sm_read(r) / sm_model(r, "fwd-q", want, n)
+        st = P["study"].get("cudnn")
+        if r.get("probe") or not st or st["Br"] != want:
+            continue
+        ratio = sm_read(r) / st["model_sm_read_B"]
         if abs(ratio - 1) > TOL_RATIO:
             problems.append(f"{r['shape']}: measured / model = {ratio:.4f} at Br = {want}: the data disagrees with the lab")
     return problems
 
 
-def _family(memeff_family):
+def _family(P, memeff_family):
     if memeff_family is None:
         raise Wrong("memeff_family is not answered yet")
     if memeff_family not in FAMILIES:
         raise Wrong(f"memeff_family = {memeff_family!r}: one of {FAMILIES} (a string)")
-    bad = [(r, x) for r, x in family_ratios(memeff_family) if abs(x - 1) > TOL_RATIO]
-    if not bad:
+    st = P["study"].get("efficient")
+    if not st or not P["memeff"]:
         return []
-    r, x = bad[0]
-    why = ("the flash2 order reads each query tile once; this kernel reads more" if x > 1
+    r = P["memeff"][0]
+    if memeff_family == st["family"]:
+        x = sm_read(r) / st["model_sm_read_B"]
+        return [] if abs(x - 1) <= TOL_RATIO else [f"{r['shape']}: measured / model = {x:.3f}: the data disagrees with the lab"]
+    why = ("the flash2 order reads each query tile once; this kernel reads more" if memeff_family == "fwd-q"
            else "this family reads more than the kernel does")
-    return [f"memeff_family = {memeff_family!r}: measured / model = {x:.3f} at {r['shape']}: {why}"]
+    return [f"memeff_family = {memeff_family!r}: {why}"]
 
 
-def _q_reads(memeff_q_reads):
-    s1 = [r for r in memeff_rows() if r["shape"] == "s1"]
-    if not s1:
-        raise Skip(f"no recorded s1 row of the memory-efficient forward (figures/data/{DATA})")
-    N, Bc = int(s1[0]["N"]), memeff_tiles(s1[0])[1]
-    want = -(-N // Bc)
-    got = whole("memeff_q_reads", memeff_q_reads)
-    if got == want:
-        return []
-    if got == 1:
-        why = "once is the flash2 order (fwd-q); fwd-qkv reads the query tile again for every key tile"
-    elif got == N:
-        why = f"one read per key tile of {Bc} keys, not per key"
-    elif got == 2 * want:
-        why = "one read of the query tile per key tile (the K and V tiles are other reads)"
-    elif got == Bc:
-        why = f"{Bc} is the size of a key tile; count the key tiles"
-    else:
-        why = f"one read per key tile: N = {N} keys in tiles of {Bc}"
-    return [f"memeff_q_reads = {got}: {why}"]
+def _q_reads(rows, memeff_q_reads):
+    fn = function("memeff_q_reads", memeff_q_reads)
+    for r in rows:
+        N, Bc = int(r["N"]), _memeff_tiles(r)[1]
+        want = -(-N // Bc)
+        what = f"memeff_q_reads(row {r['shape']}: N = {N}, {r['kernel'][:40]}...)"
+        got = whole(what, _answer(what, fn, r))
+        if got == want:
+            continue
+        if got == 1:
+            why = "once is the flash2 order (fwd-q); fwd-qkv reads the query tile again for every key tile"
+        elif got == N:
+            why = f"one read per key tile of {Bc} keys, not per key"
+        elif got == 2 * want:
+            why = "one read of the query tile per key tile (the K and V tiles are other reads)"
+        elif got == Bc:
+            why = f"{Bc} is the size of a key tile; count the key tiles"
+        elif got == -(-N // _memeff_tiles(r)[0]):
+            why = "the name's first number is the query tile; the key tile is the second"
+        else:
+            why = f"one read per key tile: N = {N} keys in tiles of {Bc} (the kernel's name says its tiles)"
+        return [f"{what} = {got}: {why}"]
+    return []
 
 
 @check("lab9.memeff")
-def memeff(student, memeff_family, memeff_q_reads):
-    _recorded(memeff_rows())
+def memeff(P, memeff_family, memeff_q_reads, extra=()):
+    rows = list(P["memeff"]) + list(extra)
+    _recorded(rows)
     problems = []
-    _collect(problems, _family, memeff_family)
-    _collect(problems, _q_reads, memeff_q_reads)
+    _collect(problems, _family, P, memeff_family)
+    _collect(problems, _q_reads, rows, memeff_q_reads)
     return problems
 
 
 @check("lab9.spills")
-def spills(student, spill_corrected_ratio):
+def spills(P, spill_corrected_ratio, extra=()):
+    """spill_corrected_ratio on P's row of the tutorial's backward (and extra rows of other
+    counters), with P's model of its schedule (P["twopass"], by shape)."""
     fn = function("spill_corrected_ratio", spill_corrected_ratio)
-    rows = triton_rows()
+    rows = list(P["triton"]) + list(extra)
     _recorded(rows)
     problems = []
     for r in rows:
         what = f"spill_corrected_ratio(row {r['shape']})"
         got = _answer(what, fn, r)
         got = number(what, got)
-        meas, mod = sm_read(r), twopass_model(r)
+        meas, mod = sm_read(r), P["twopass"][r["shape"]]
         miss, every = float(r[SPILL_MISS]), float(r[SPILL_ALL])
         want = (meas - miss * SECTOR) / mod
         if near(got, want):
             raw = meas / mod
-            if raw < 2 or abs(want - 1) > 0.10:
+            if not r.get("probe") and (raw < 2 or abs(want - 1) > 0.10):
                 problems.append(f"{r['shape']}: raw ratio {raw:.2f}, corrected {want:.3f}: the data disagrees with the lab")
             continue
         for wrong, why in ((meas / mod, "that is the raw ratio: take the spilled sectors' bytes out of the measured reads"),
@@ -442,7 +484,7 @@ def _reduction_misses(r, reduction_misses):
     if got is None:
         raise Wrong("reduction_misses(row) returned None")
     got = number("reduction_misses(row)", got)
-    if near(got, reductions_missed(r)):
+    if near(got, _reductions_missed(r)):
         return []
     wrong = red_variants(r)
     for key, why in RED_HINTS:
@@ -455,23 +497,22 @@ def _reduction_misses(r, reduction_misses):
     return [f"reduction_misses(row) = {got}: {why}"]
 
 
-def _dram_split(r, dram_split):
+def _dram_split(r, dram_split, mod):
     fn = function("dram_split", dram_split)
     got = attempt("dram_split(row)", fn, r)
     if got is None:
         raise Wrong("dram_split(row) returned None")
     got = numbers_list("dram_split(row)", got, 2)
-    mod = bwd_model(r)
-    red = reductions_missed(r)
-    want = split_with(r, red, mod)
+    red = _reductions_missed(r)
+    want = _split_with(r, red, mod)
     if near(got[0], want[0]) and near(got[1], want[1]):
-        if not (want[0] < want[1] and abs(want[1] - 1) <= 0.10):
+        if not r.get("probe") and not (want[0] < want[1] and abs(want[1] - 1) <= 0.10):
             return [f"dram_split = {tuple(want)}: the data disagrees with the lab (the reads' part is not the "
                     f"model's within 10 %, or the reductions do not carry more of the difference)"]
         return []
     meas, red_m, dram_m = float(r["dram__bytes_read.sum"]), float(mod["red_miss_B"]), float(mod["dram_read_B"])
     wrong = red_variants(r)
-    cands = [(split_with(r, wrong[key], mod), why) for key, why in RED_HINTS]
+    cands = [(_split_with(r, wrong[key], mod), why) for key, why in RED_HINTS]
     cands += [((want[0], (meas - red) / dram_m), "divide the reads' part by the model's reads' part: "
                                                 "dram_read_B - red_miss_B, not the model's whole DRAM"),
               ((want[0], meas / (dram_m - red_m)), "take the reductions' misses out of the measured DRAM reads too"),
@@ -491,11 +532,16 @@ def _dram_split(r, dram_split):
 
 
 @check("lab9.reductions")
-def reductions(student, reduction_misses, dram_split):
-    r = bwd_row()
-    if r is None:
-        raise Skip(f"no recorded run 4 data (figures/data/{RUN4})")
+def reductions(P, reduction_misses, dram_split, rows=None):
+    """reduction_misses and dram_split on run 4's cuDNN backward (rows: others of the grader's),
+    with the study's model of it (P["bwd_model"])."""
+    rows = P["bwd"] if rows is None else rows
+    if not rows or not P["bwd_model"]:
+        raise Skip(f"no recorded run 4 data (figures/data/{RUN4}, {STUDY4})")
     problems = []
-    _collect(problems, _reduction_misses, r, reduction_misses)
-    _collect(problems, _dram_split, r, dram_split)
+    for r in rows:
+        _collect(problems, _reduction_misses, r, reduction_misses)
+        _collect(problems, _dram_split, r, dram_split, P["bwd_model"])
+        if problems:
+            break
     return problems

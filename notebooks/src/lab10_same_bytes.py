@@ -15,8 +15,12 @@
 #
 # **What is available.** No GPU is needed: the data was recorded.  Without the recorded CSV in
 # your checkout every exercise says so and is skipped; nothing is made up.
+#
+# **How you are graded.** Your instructor's grader runs your TODO cells again, in a process of its
+# own, on rows whose numbers you have not seen (the same columns, other values), and checks what
+# your functions and cells compute there: read every number from the rows, type none.
 
-# %%
+# %% setup
 import pathlib, sys
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
@@ -24,24 +28,27 @@ for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
 import flashlab as fl
 import labkit
 from labkit import lab10
-from labkit.data import read_measurements   # (provenance lines, rows) of a recorded CSV
 
-STUDENT = labkit.student("")   # lab 10 has no per-student numbers: the recorded kernels are the same for all
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your step of the ladder
+P = lab10.params(STUDENT)
 
 SMS = 132          # the H200's streaming multiprocessors
 SCHEDULERS = 4     # warp schedulers per SM: each issues at most one warp instruction a cycle
-PEAK_BYTES = lab10.PEAK_BYTES   # 4.3e12 bytes/s: a device-to-device copy on the H200 (lab 7)
-PEAK_DENSE = lab10.PEAK_DENSE   # 989e12 FLOP/s: the H200's dense fp16 tensor-core peak (NVIDIA)
+PEAK_BYTES = 4.3e12   # bytes/s: a device-to-device copy on the H200 (lab 7)
+PEAK_DENSE = 989e12   # FLOP/s: the H200's dense fp16 tensor-core peak (NVIDIA)
 
-prov, rows = read_measurements(fl.data_dir() / "gpu_ncu_same_bytes.csv")
+# %% given
+rows = P["rows"]   # the recorded profile: one dict of strings per kernel and d
+
+def row_of(version, d):
+    """the row of version 7, 10 or 12 at head dimension d (or None)"""
+    return next((r for r in rows if r["version"] == str(version) and int(r["d"]) == d), None)
+
+# %%
+prov = labkit.data.read_measurements(fl.data_dir() / "gpu_ncu_same_bytes.csv")[0]
 print(f"gpu_ncu_same_bytes.csv: {len(rows)} rows" if rows else "gpu_ncu_same_bytes.csv: not recorded in this checkout")
 for line in (prov or [])[:5]:
     print("   ", line[:150])
-
-def row_of(version, d):
-    """the recorded row of version 7, 10 or 12 at head dimension d (or None)"""
-    return next((r for r in rows if r["version"] == str(version) and int(r["d"]) == d), None)
-
 for r in rows:
     print(f"v{r['version']:>2} {r['kernel']:12} d = {r['d']:>3}  Br x Bc = {r['Br']:>3} x {r['Bc']:<3}  "
           f"grid {r['grid']:>4} x {r['block']:>3} threads  {float(r['duration_ns']) / 1e6:.3f} ms  "
@@ -66,7 +73,7 @@ for r in rows:
 # launch, all `heads`: what the SMs received from L2 (`sm_read_B`) and what they wrote to it
 # (`l2_write_B`).
 
-# %%
+# %% answer
 def model_bytes(row):
     # TODO
     ### BEGIN STUB
@@ -78,13 +85,14 @@ def model_bytes(row):
     return m.read_bytes, m.write_bytes
     ### END SOLUTION
 
+# %%
 lab10.table({"model (R, W)": model_bytes,
              "counters (R, W)": lambda r: (int(r["counter_read_B_per_head"]), int(r["counter_write_B_per_head"])),
              "sm_read / model": lambda r: float(r["sm_read_B"]) / (int(r["heads"]) * model_bytes(r)[0]),
              "l2_write / model": lambda r: float(r["l2_write_B"]) / (int(r["heads"]) * model_bytes(r)[1])})
 
 # %% check
-lab10.same_bytes(STUDENT, model_bytes)
+lab10.same_bytes(P, model_bytes)
 
 # %% [markdown]
 # The three versions of a d move the same bytes, to the byte.  Version 7's Nsight Compute ratios
@@ -98,7 +106,7 @@ lab10.same_bytes(STUDENT, model_bytes)
 # `PEAK_BYTES`.  The table puts it beside the measured time, and beside the DRAM reads Nsight
 # Compute counted: where do the model's re-reads of K and V come from, if not from DRAM?
 
-# %%
+# %% answer
 def fewest_ms(row):
     # TODO
     ### BEGIN STUB
@@ -111,12 +119,13 @@ def fewest_ms(row):
     return m.bytes / PEAK_BYTES * 1e3
     ### END SOLUTION
 
+# %%
 lab10.table({"fewest ms": fewest_ms,
              "share of time": lambda r: fewest_ms(r) / (float(r["duration_ns"]) / 1e6),
              "dram_read / QKV": lambda r: float(r["dram_read_B"]) / (3 * int(r["heads"]) * int(r["N"]) * int(r["d"]) * 2)})
 
 # %% check
-lab10.floor(STUDENT, fewest_ms)
+lab10.floor(P, fewest_ms)
 
 # %% [markdown]
 # ## Exercise 3: different speed
@@ -125,8 +134,8 @@ lab10.floor(STUDENT, fewest_ms)
 # the slower version's `duration_ns` over the faster one's.  The FLOPs are the same within a d,
 # so the TFLOP/s ratios are the same numbers.
 
-# %%
-# TODO
+# %% answer
+# TODO: computed from the rows (row_of)
 ### BEGIN STUB
 speedups = None
 ### END STUB
@@ -137,7 +146,7 @@ print(speedups)
 ### END SOLUTION
 
 # %% check
-lab10.speed(STUDENT, speedups)
+lab10.speed(P, speedups)
 
 # %% [markdown]
 # ## Exercise 4: time is instructions over the issue rate
@@ -154,7 +163,7 @@ lab10.speed(STUDENT, speedups)
 #    slower's) and the clock (the faster's `sm_clock_hz` over the slower's).  Which factor makes
 #    version 10 faster than version 7, and which makes version 12 faster than version 10?
 
-# %%
+# %% answer
 def predicted_ms(row):
     # TODO
     ### BEGIN STUB
@@ -177,12 +186,14 @@ def speedup_parts(slow, fast):
             f(fast, "sm_clock_hz") / f(slow, "sm_clock_hz"))
     ### END SOLUTION
 
+# %%
 lab10.table({"predicted ms": predicted_ms,
              "predicted / ms": lambda r: predicted_ms(r) / (float(r["duration_ns"]) / 1e6),
              "inst per kFLOP": lambda r: float(r["inst_executed"]) / (float(r["gflop"]) * 1e6),
              "warps per SM": lambda r: float(r["warps_active_pct"]) / 100 * 64})
+print(f"your step: v{P['pair'][0]} -> v{P['pair'][1]} at d = {P['d']}")
 for d in (64, 128):
-    for s, f in ((7, 10), (10, 12)):
+    for s, f in ((7, 10), (10, 12), tuple(int(v) for v in P["pair"])):
         if row_of(s, d) and row_of(f, d):
             try:
                 parts = speedup_parts(row_of(s, d), row_of(f, d))
@@ -193,7 +204,7 @@ for d in (64, 128):
                 print(f"d = {d}, v{s} -> v{f}: speedup_parts not usable yet ({type(e).__name__})")
 
 # %% check
-lab10.issue(STUDENT, predicted_ms, speedup_parts)
+lab10.issue(P, predicted_ms, speedup_parts)
 
 # %% [markdown]
 # ## Exercise 5: the tensor pipe
@@ -206,7 +217,7 @@ lab10.issue(STUDENT, predicted_ms, speedup_parts)
 #    (`tensor_active_pct` / 100 x the duration x `sm_clock_hz`).
 # 2. Write `peak_share(row)`: the row's FLOP rate as a fraction of `PEAK_DENSE`.
 
-# %%
+# %% answer
 def flop_per_tensor_cycle(row):
     # TODO
     ### BEGIN STUB
@@ -226,12 +237,13 @@ def peak_share(row):
     return float(row["gflop"]) * 1e9 / (float(row["duration_ns"]) * 1e-9) / PEAK_DENSE
     ### END SOLUTION
 
+# %%
 lab10.table({"tensor active %": lambda r: float(r["tensor_active_pct"]),
              "FLOP / active cyc": flop_per_tensor_cycle,
              "share of peak": peak_share})
 
 # %% check
-lab10.tensor(STUDENT, flop_per_tensor_cycle, peak_share)
+lab10.tensor(P, flop_per_tensor_cycle, peak_share)
 
 # %% [markdown]
 # ## Exercise 6: where the warps wait
@@ -245,7 +257,7 @@ lab10.tensor(STUDENT, flop_per_tensor_cycle, peak_share)
 #    reason over the whole launch.  Give `barrier_drop`, a dict `{d: version 12's barrier
 #    warp-cycles over version 10's}` for d = 64 and 128.
 
-# %%
+# %% answer
 def top_stalls(row):
     # TODO
     ### BEGIN STUB
@@ -266,12 +278,13 @@ barrier_drop = {d: cyc(row_of(12, d)) / cyc(row_of(10, d)) for d in (64, 128)} i
 print(barrier_drop)
 ### END SOLUTION
 
+# %%
 lab10.table({"top two": top_stalls,
              "barrier / inst": lambda r: float(r["stall_barrier"]),
              "instructions (G)": lambda r: float(r["inst_executed"]) / 1e9})
 
 # %% check
-lab10.stalls(STUDENT, top_stalls, barrier_drop)
+lab10.stalls(P, top_stalls, barrier_drop)
 
 # %% [markdown] solution
 # **Expected answers** (the recorded run; the checks compute them from the CSV and the library).

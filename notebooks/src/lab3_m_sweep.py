@@ -8,9 +8,15 @@
 # $4Nd$ elements.  Here you sweep $M$ on the count-only machine, fit the constant in front of
 # $N^2d^2/M$, find where the law stops, and compare the paper's block sizes with what really fits.
 # Handout: `docs/labs/lab3.md`; background: `docs/labs/background.md`.
+#
+# **How you are graded.** Your instructor's grader runs your TODO cells again, in a process of its
+# own, on sizes you have not seen (another sweep, other napkin cases), and checks what they compute
+# there; it refuses `fl.footprint`, `fl.blocks` and `fl.run` in your answers (they would answer
+# exercises 1, 3 and 4 for you).  Write every answer as code over the variables the notebook
+# gives you (`P`, `sweep`, `law`, `regime`, ...), never as typed numbers.
 
-# %%
-import math, shutil, subprocess, tempfile
+# %% setup
+import math
 import sys, pathlib
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
@@ -21,9 +27,15 @@ from labkit import lab3
 
 STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
 P = lab3.params(STUDENT)
-N, d, Ms = lab3.N, lab3.D, lab3.MS                # the lab's sweep: M = 1024 ... 1048576
-sweep = lab3.sweep()                              # (algo, M) -> the machine's result
+
+# %% given
+N, d, M0 = P["sweep"]                             # your sweep: M = M0 ... M0 * 2^10
+Ms = [M0 * 2 ** k for k in range(11)]
+sweep = {(a, M): fl.run(a, N=N, d=d, M=M) for M in Ms for a in fl.CLASSIC}   # (algo, M) -> the machine's result
 law = lambda M: N * N * d * d / M
+regime = [M for M in Ms if d <= M <= N * d]       # the paper's range
+
+# %%
 print(f"N = {N}, d = {d}, Nd = {N * d}: HBM reads + writes (elements) and the blocks")
 print(f"{'M':>8} | {'standard':>11} | {'flash1':>11} {'Bc':>5} | {'flash2':>11} {'B':>5}")
 for M in Ms:
@@ -35,6 +47,8 @@ for M in Ms:
 # style, `figures/style.gp`, when gnuplot is installed):
 
 # %%
+import shutil, subprocess, tempfile
+
 def plot_sweep(fits=None):
     if not shutil.which("gnuplot"):
         print("gnuplot not found: see the table above")
@@ -74,43 +88,44 @@ plot_sweep()
 # %% [markdown]
 # ## Exercise 1: napkin math for the constant
 #
-# For small $M$ (a block of several rows but well below $d$: $32d \le M \le 2d^2$), flash2's square block $B$ satisfies roughly
-# $4Bd \approx M$ (the four $B \times d$ buffers dominate its footprint), so $T_r = N/B \approx 4Nd/M$.
-# Flash2 reads all of $K$ and $V$ once per row block.  Predict the constant
-# `c_napkin` in flash2's traffic $\approx c \cdot N^2d^2/M$ for small $M$.
+# For small $M$ (a block of several rows but well below $d$: $32d \le M \le 2d^2$), flash2's square
+# block $B$ satisfies roughly $4Bd \approx M$ (the four $B \times d$ buffers dominate its
+# footprint), so $T_r = N/B \approx 4Nd/M$.  Flash2 reads all of $K$ and $V$ once per row block.
+# Write `napkin(N, d, M)`: flash2's traffic by this napkin, $c \cdot N^2d^2/M$ with the constant
+# $c$ the napkin gives (derive it: a number you read off the machine's counts is not the napkin's).
 
-# %%
-# TODO: one number
-### BEGIN STUB
-c_napkin = None
-### END STUB
-### BEGIN SOLUTION
-c_napkin = 8     # K and V: 2 N d per row block, times T_r = 4 N d / M
-### END SOLUTION
+# %% answer
+# TODO: the napkin's estimate of flash2's traffic
+def napkin(N, d, M):
+    ### BEGIN STUB
+    return None
+    ### END STUB
+    ### BEGIN SOLUTION
+    return 8 * N * N * d * d / M     # K and V: 2 N d per row block, times T_r = 4 N d / M
+    ### END SOLUTION
 
 # %% check
-lab3.napkin(STUDENT, c_napkin)
+lab3.napkin_check(P, napkin)
 
 # %% [markdown]
 # Now compare with what the machine counts, the ratio total / $(N^2d^2/M)$ for flash2 over the
-# napkin's range:
+# napkin's range of your sweep:
 
 # %%
-print({M: round(sweep["flash2", M].total / law(M), 2) for M in lab3.SMALL})
+print({M: round(sweep["flash2", M].total / law(M), 2) for M in Ms if 32 * d <= M <= 2 * d * d})
 
 # %% [markdown]
 # ## Exercise 2: fit the constant over the paper's range
 #
-# Over $d \le M \le Nd$ (the points of `Ms` in that range: the check uses exactly those), fit $c$ in
+# Over $d \le M \le Nd$ (the points of `Ms` in that range, `regime`: the check uses exactly those), fit $c$ in
 # $\text{total} \approx c\,N^2d^2/M$ for flash1 and flash2 so that **every point weighs the same**:
 # minimise $\sum_i (\text{total}_i / x_i - c)^2$ with $x_i = N^2d^2/M_i$ (this is how
 # `flashlab bound` fits it).  Also give `spread`: for flash2, the largest ratio
 # $\text{total}/x$ in the range divided by the smallest.  A $\Theta$ law promises a bounded spread,
 # not a constant ratio.
 
-# %%
-regime = [M for M in Ms if d <= M <= N * d]
-# TODO: c_fit = {"flash1": ..., "flash2": ...} and spread
+# %% answer
+# TODO: c_fit = {"flash1": ..., "flash2": ...} and spread, computed from sweep
 ### BEGIN STUB
 c_fit = None
 spread = None
@@ -123,7 +138,7 @@ print("c:", {a: round(c, 2) for a, c in c_fit.items()}, " flash2 spread:", round
 ### END SOLUTION
 
 # %% check
-lab3.fit_check(STUDENT, c_fit, spread)
+lab3.fit_check(P, c_fit, spread)
 
 # %%
 if isinstance(c_fit, dict) and all(isinstance(c_fit.get(a), (int, float)) for a in ("flash1", "flash2")):
@@ -137,7 +152,7 @@ if isinstance(c_fit, dict) and all(isinstance(c_fit.get(a), (int, float)) for a 
 # does flash2's $c$ there compare with your napkin constant?
 
 # %%
-print(fl.cli("bound", "--N", N, "--d", d, "--M", "1024:262144:x2"))
+print(labkit.for_students(fl.cli("bound", "--N", N, "--d", d, "--M", f"{max(M0, d)}:{max(r for r in regime)}:x2")))
 
 # %% [markdown]
 # ## Exercise 3: where the law stops
@@ -145,21 +160,22 @@ print(fl.cli("bound", "--N", N, "--d", d, "--M", "1024:262144:x2"))
 # Past $M = Nd$ the law no longer applies.  Flash2's traffic keeps falling until one block holds
 # all $N$ rows ($T_r = 1$): then $Q, K, V$ are read once and nothing can improve.  For your
 # `P["flat"]` $= (N, d)$ (no student id: $N = 1024$, $d = 64$), find `M_flat`: the smallest $M$ at
-# which flash2 uses a single row block.  (Flash2's
-# buffers: $Q_i, O_i, K_j, V_j$ of $B \times d$, $S_{ij}$ of $B \times B$, $m_i, \ell_i$ of
-# $B \times 1$.)
+# which flash2 uses a single row block, from its buffers: $Q_i, O_i, K_j, V_j$ of $B \times d$,
+# $S_{ij}$ of $B \times B$, $m_i, \ell_i$ of $B \times 1$ (eq. (F2); `fl.footprint` and `fl.blocks`
+# would answer it: the grader refuses them here).
 
-# %%
-# TODO: one number
+# %% answer
+# TODO: one number, computed from P["flat"]
 ### BEGIN STUB
 M_flat = None
 ### END STUB
 ### BEGIN SOLUTION
-M_flat = fl.footprint("flash2", P["flat"][1], P["flat"][0], P["flat"][0])   # 4Nd + N^2 + 2N
+n_f, d_f = P["flat"]
+M_flat = 4 * n_f * d_f + n_f * n_f + 2 * n_f        # eq. (F2) at B = N
 ### END SOLUTION
 
 # %% check
-lab3.flat(STUDENT, M_flat)
+lab3.flat(P, M_flat)
 
 # %% [markdown]
 # ## Exercise 4: the paper's block sizes vs what fits
@@ -169,10 +185,10 @@ lab3.flat(STUDENT, M_flat)
 # $K_j, V_j, Q_i, O_i$, the score tile and six row vectors.  For your `P["paper"]` $= (d, M)$ (no
 # student id: $d = 128$ on an A100, $M$ = 98304 fp16 elements = 192 KiB): give the paper's
 # `paper_Bc`, `paper_Br`, the elements `paper_need` its buffers would take, and `paper_fits`
-# (True or False).
+# (True or False), computed from `P["paper"]` (`fl.blocks` reports the paper's sizes too: not here).
 
-# %%
-# TODO
+# %% answer
+# TODO: computed from P["paper"]
 ### BEGIN STUB
 paper_Bc = None
 paper_Br = None
@@ -188,14 +204,14 @@ paper_fits = paper_need <= M_p
 ### END SOLUTION
 
 # %% check
-lab3.paper_blocks(STUDENT, paper_Bc, paper_Br, paper_need, paper_fits)
+lab3.paper_blocks(P, paper_Bc, paper_Br, paper_need, paper_fits)
 
 # %% [markdown]
 # What the project does instead (rule B1: keep the paper's shape, shrink $B_c$ until it fits),
 # as `flashlab count --explain` prints it:
 
 # %%
-print(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", P["paper"][0], "--M", P["paper"][1], "--explain"))
+print(labkit.for_students(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", P["paper"][0], "--M", P["paper"][1], "--explain")))
 
 # %% [markdown]
 # ## Take-away
@@ -206,8 +222,8 @@ print(fl.cli("count", "--algo", "flash1", "--N", 1024, "--d", P["paper"][0], "--
 # paid whatever the SRAM size.  And the paper's block rule over-fills SRAM for large $d$.
 
 # %% [markdown] solution
-# **Instructor notes.** c_napkin = 8 (the machine: 8.6 to 9.3 for 2048 ≤ M ≤ 8192).  The fitted
-# constants at N = 4096, d = 64 over the sweep's points in the paper's range (1024 ≤ M ≤ Nd) come
+# **Instructor notes.** The napkin's constant is 8 (the machine: 8.6 to 9.3 for 2048 ≤ M ≤ 8192 at N = 4096, d = 64).  The fitted
+# constants with no student id (N = 4096, d = 64) over the sweep's points in the paper's range (1024 ≤ M ≤ Nd) come
 # out at about 14.3 (flash1) and 12.8 (flash2), flash2's spread about 2.8: its ratio climbs at
 # both ends, at small M because the block is rounded down to whole rows (B = 3 at M = 1024,
 # where M/4d = 4) and at large M because the score tile $S_{ij}$ ($B^2$) takes a growing share

@@ -8,13 +8,18 @@
 # `fl.cu_seqlens_check`; the rules K1–K4, H1, V1 are stated in docs/labs/background.md), and the
 # machine shows what each convention costs in HBM traffic.  Handout: `docs/labs/lab4.md`.
 #
+# **How you are graded.** Your instructor's grader runs your TODO cells again, in a process of its
+# own, on shapes you have not seen, and checks what your functions return there; it refuses the
+# library's rules (`fl.mask_matrix`, `fl.mask_keep`, `fl.kv_head`) in your answers: write them.
+#
 # Conventions (docs/labs/background.md, "Masks and heads"): query $i$ of $N_q$ and key $j$ of $N_k$;
 # causal **top-left** (PyTorch SDPA `is_causal`) keeps $j \le i$; causal **bottom-right**
 # (FlashAttention ≥ 2.1) keeps $j \le i + N_k - N_q$; the FA2 **window** $(L, R)$ keeps
 # $i + N_k - N_q - L \le j \le i + N_k - N_q + R$ ($-1$: that side unbounded).  A row that keeps no
 # key outputs zeros.
 
-# %%
+# %% setup
+import itertools
 import sys, pathlib
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
@@ -23,20 +28,13 @@ import flashlab as fl
 import labkit
 from labkit import lab4
 
-STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your shapes
+P = lab4.params(STUDENT)
 
+# %%
 def show(m):
     for row in m:
         print("   ", " ".join("x" if k else "." for k in row))
-
-def first_difference(mine, nq, nk, ref):
-    """The first row where two keep matrices differ, as a message; None when equal."""
-    if mine is None:
-        return "no answer yet"
-    for i in range(nq):
-        if list(mine[i]) != list(ref[i]):
-            return f"Nq={nq}, Nk={nk}: row {i} keeps {list(mine[i])}, the rule keeps {list(ref[i])}"
-    return None
 
 # %% [markdown]
 # ## Exercise 1: the decode bug
@@ -56,7 +54,7 @@ show(causal_keep_buggy(2, 5))
 # *last* $N_q$ positions of the sequence).  It must also handle $N_q > N_k$ (the first rows keep
 # nothing).
 
-# %%
+# %% answer
 def decode_keep(nq, nk):
     # TODO
     ### BEGIN STUB
@@ -67,25 +65,27 @@ def decode_keep(nq, nk):
     ### END SOLUTION
 
 # %% check
-lab4.decode_corner(STUDENT, decode_keep)
+lab4.decode_corner(P, decode_keep)
 
 # %% [markdown]
-# Why did the engine's tests not catch it?  Among these shapes $(N_q, N_k)$, which give **the same
-# mask** under both corners, so that a test on them cannot see the bug?
-# `(1, 1), (4, 4), (1, 8), (8, 1), (3, 5)`.  Give the set `blind_shapes`.
+# Why did the engine's tests not catch it?  Among your candidate shapes $(N_q, N_k)$
+# (`P["candidates"]`, printed below), which give **the same mask** under both corners, so that a
+# test on them cannot see the bug?  Give the set `blind_shapes`, computed from `candidates` (the
+# grader runs this cell on other candidates).
 
-# %%
-candidates = [(1, 1), (4, 4), (1, 8), (8, 1), (3, 5)]
-# TODO
+# %% answer
+candidates = [tuple(c) for c in P["candidates"]]
+print("candidates:", candidates)
+# TODO: the set of candidates whose mask is the same under both corners
 ### BEGIN STUB
 blind_shapes = None
 ### END STUB
 ### BEGIN SOLUTION
-blind_shapes = {(1, 1), (4, 4)}     # equal lengths: both corners are the same lower triangle
+blind_shapes = {(nq, nk) for nq, nk in candidates if nq == nk}   # equal lengths: the same lower triangle
 ### END SOLUTION
 
 # %% check
-lab4.blind_tests(STUDENT, blind_shapes)
+lab4.blind_tests(P, blind_shapes)
 
 # %% [markdown]
 # The wrong corner is not only wrong but *cheaper*: the machine skips every tile that is entirely
@@ -130,7 +130,7 @@ show(fl.mask_matrix(2, 5, "none", 1, 0))
 # %% [markdown]
 # Fix it as `window_keep(nq, nk, left, right)` (no causal mask; $-1$ = unbounded side).
 
-# %%
+# %% answer
 def window_keep(nq, nk, left, right):
     # TODO
     ### BEGIN STUB
@@ -147,7 +147,7 @@ def window_keep(nq, nk, left, right):
     ### END SOLUTION
 
 # %% check
-lab4.window(STUDENT, window_keep)
+lab4.window(P, window_keep)
 
 # %% [markdown]
 # A local window keeps a band of keys along the same corner; the tiles outside the band are never
@@ -165,7 +165,6 @@ _ = lab4.keep_figure([("window (40, 0)", "none", 40, 0), ("window (16, 16)", "no
 # them from the lengths, and the library refuses the result:
 
 # %%
-import itertools
 def cu_seqlens_buggy(lengths):
     return list(itertools.accumulate(lengths))
 
@@ -178,7 +177,7 @@ except fl.FlashlabError as e:
 # %% [markdown]
 # Fix it as `cu_seqlens(lengths)`.
 
-# %%
+# %% answer
 def cu_seqlens(lengths):
     # TODO
     ### BEGIN STUB
@@ -189,7 +188,7 @@ def cu_seqlens(lengths):
     ### END SOLUTION
 
 # %% check
-lab4.varlen(STUDENT, cu_seqlens)
+lab4.varlen(P, cu_seqlens)
 
 # %% [markdown]
 # Packing is not only about correctness: padding every sequence to the longest one moves the
@@ -221,7 +220,7 @@ print("buggy, Hq = 6, Hkv = 2:", [kv_head_buggy(h, 6, 2) for h in range(6)])
 # models trained with it) give each K/V head a group of *consecutive* query heads (rule H1).
 # Fix it as `kv_head(h, Hq, Hkv)`.
 
-# %%
+# %% answer
 def kv_head(h, Hq, Hkv):
     # TODO
     ### BEGIN STUB
@@ -232,7 +231,7 @@ def kv_head(h, Hq, Hkv):
     ### END SOLUTION
 
 # %% check
-lab4.gqa(STUDENT, kv_head)
+lab4.gqa(P, kv_head)
 
 # %% [markdown]
 # Sharing K/V heads saves HBM *storage*; whether it saves *traffic* depends on the schedule.
@@ -264,8 +263,8 @@ _ = lab4.gqa_figure(N=512, d=64, M=40000, Hq=16)
 # the schedule stacks the group's queries, at the price of smaller blocks.
 
 # %% [markdown] solution
-# **Instructor notes.** decode_keep keeps $j \le i + N_k - N_q$; blind shapes: {(1, 1), (4, 4)}
-# (equal lengths; (1, 8) is the classic decode case where top-left keeps only key 0).  The window
+# **Instructor notes.** decode_keep keeps $j \le i + N_k - N_q$; blind shapes: the candidates with
+# equal lengths ((1, 8) is the classic decode case where top-left keeps only key 0).  The window
 # must be shifted by $N_k - N_q$ like the causal corner.  cu_seqlens needs the leading 0 (the
 # buggy version has $B$ entries and the library names the rule).  GQA: $h \,//\, (H_q/H_{kv})$;
 # the interleaved map `h % Hkv` is the classic porting bug.

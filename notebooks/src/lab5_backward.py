@@ -14,8 +14,13 @@
 # preprocessing pass).
 # `fl.run(..., pass_="bwd")` counts the backward alone (its inputs already in HBM),
 # `pass_="fwd+bwd"` both passes on one machine.
+#
+# **How you are graded.** Your instructor's grader runs your TODO cells again, in a process of its
+# own, on sizes you have not seen, and checks what they compute there.  In exercises 1 and 2 it
+# refuses `fl.run` and `fl.trace` (they would count for you); in 3 and 4 running the machine is
+# the exercise.  Compute every answer from `P`, never type it.
 
-# %%
+# %% setup
 import sys, pathlib
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
@@ -25,7 +30,12 @@ import labkit
 from labkit import lab5
 
 STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
+P = lab5.params(STUDENT)
 
+def cdiv(a, b):
+    return -(-a // b)
+
+# %%
 r = fl.run("flash2", N=128, d=16, M=4000, pass_="fwd+bwd", mode="compute")
 print("flash2 forward + backward on real values: relative error of O", f"{r.rel_err:.1e},",
       "of dQ, dK, dV", ", ".join(f"{e:.1e}" for e in r.grad_rel_err))
@@ -40,13 +50,10 @@ print("flash2 backward, N = 1000, d = 64: blocks", r.bwd_Br, "x", r.bwd_Bc, "(th
 # in HBM; one pass computes $D$ from $dO$ and $O$ and writes it; then for each key block $j$ it
 # loads $K_j, V_j$, and for each row block $i$ loads $Q_i, dO_i, dQ_i, L_i, D_i$, recomputes the
 # tiles, writes $dQ_i$ back; after the row blocks it writes $dK_j, dV_j$.  With the backward's
-# blocks $B_r, B_c$ and $T_c = \lceil N/B_c \rceil$, predict `{tensor: (reads, writes)}` for
-# `Q, K, V, O, dO, dQ, dK, dV, L, D`.
+# blocks $B_r, B_c$ (not always square) and $T_c = \lceil N/B_c \rceil$, predict
+# `{tensor: (reads, writes)}` for `Q, K, V, O, dO, dQ, dK, dV, L, D`.
 
-# %%
-def cdiv(a, b):
-    return -(-a // b)
-
+# %% answer
 def predict_flash2_bwd(N, d, Br, Bc):
     # TODO
     ### BEGIN STUB
@@ -60,7 +67,7 @@ def predict_flash2_bwd(N, d, Br, Bc):
     ### END SOLUTION
 
 # %% check
-lab5.flash2_bwd(STUDENT, predict_flash2_bwd)
+lab5.flash2_bwd(P, predict_flash2_bwd)
 
 # %% [markdown]
 # What the machine counted for the run of the first cell (N = 1000, d = 64): which tensors carry
@@ -79,8 +86,8 @@ for t, (rd, wr) in r.tensors.items():
 # elements, for your `N5`, `d5` (printed below; no student id: $N = 1024$, $d = 64$): `saved_standard = {"name": elements, ...}`, and
 # `saved_flash2` likewise.
 
-# %%
-N5, d5 = lab5.params(STUDENT)["saved"]
+# %% answer
+N5, d5 = P["saved"]
 print("your sizes: N =", N5, " d =", d5)
 # TODO
 ### BEGIN STUB
@@ -93,26 +100,26 @@ saved_flash2 = {"L": N5}             # fp32: 4 KiB at N = 1024
 ### END SOLUTION
 
 # %% check
-lab5.saved(STUDENT, saved_standard, saved_flash2)
+lab5.saved(P, saved_standard, saved_flash2)
 
 # %% [markdown]
 # ## Exercise 3: traffic added?
 #
 # Recomputing $S$ and $P$ re-reads $Q$ and $dO$ tiles once per key block.  Reading the saved $P$
 # (and writing and reading $dP$, $dS$) costs standard attention $\Theta(N^2)$ per pass.  Run the
-# machine: for your `lab5.params(STUDENT)["traffic"]` $(N, d, M)$ (no student id: $N = 4096$,
+# machine: for your `P["traffic"]` $(N, d, M)$ (no student id: $N = 4096$,
 # $d = 64$, $M = 98304$), give `ratio` = flash2's forward+backward total
 # divided by standard's, and `recompute_adds_traffic` (True or False): does flash2 move *more*
 # HBM elements than standard over both passes?
 
-# %%
-# TODO: use fl.run(..., pass_="fwd+bwd")
+# %% answer
+# TODO: use fl.run(..., pass_="fwd+bwd") on P["traffic"]
 ### BEGIN STUB
 ratio = None
 recompute_adds_traffic = None
 ### END STUB
 ### BEGIN SOLUTION
-N3, d3, M3 = lab5.params(STUDENT)["traffic"]
+N3, d3, M3 = P["traffic"]
 std = fl.run("standard", N=N3, d=d3, M=M3, pass_="fwd+bwd")
 f2 = fl.run("flash2", N=N3, d=d3, M=M3, pass_="fwd+bwd")
 ratio = f2.total / std.total
@@ -122,7 +129,7 @@ print(f"standard {std.total:,d} (fwd {std.fwd_total:,d} + bwd {std.bwd_total:,d}
 ### END SOLUTION
 
 # %% check
-lab5.traffic(STUDENT, ratio, recompute_adds_traffic)
+lab5.traffic(P, ratio, recompute_adds_traffic)
 
 # %% [markdown]
 # Over a range of $N$ (the extra FLOPs of recomputation are not in these numbers: the machine
@@ -140,16 +147,16 @@ for N in (256, 1024, 4096, 8192):
 # ## Exercise 4: where does recomputation stop paying?
 #
 # The table above fixes $M$.  Now sweep it.  For your `N4`, `d4` (printed below; no student id:
-# $N = 1024$, $d = 64$) and every $M$ of `Ms` (1024, 2048, …, 1048576), run standard and flash2
+# $N = 1024$, $d = 64$) and every $M$ of `Ms` ($M_0, 2M_0, \dots, 1024 M_0$: yours printed below), run standard and flash2
 # with both passes (`pass_="fwd+bwd"`) and give
 # `passes = {"standard": [(fwd_total, bwd_total), ...], "flash2": [...]}`: one pair per $M$, in
 # the order of `Ms`.  Then give `M_cross`: the smallest $M$ of the sweep at which flash2's two
 # passes together move **fewer** elements than standard's.  The cell after the check draws your
 # sweep.
 
-# %%
-N4, d4 = lab5.params(STUDENT)["sweep"]
-Ms = lab5.MS
+# %% answer
+N4, d4, M0 = P["sweep"]
+Ms = [M0 * 2 ** k for k in range(11)]
 print("your sizes: N =", N4, " d =", d4, "  M =", Ms[0], "...", Ms[-1])
 # TODO
 ### BEGIN STUB
@@ -168,7 +175,7 @@ print("M_cross =", M_cross, " d^2 =", d4 * d4)
 ### END SOLUTION
 
 # %% check
-lab5.sweep_check(STUDENT, passes, M_cross)
+lab5.sweep_check(P, passes, M_cross)
 
 # %% [markdown]
 # Your sweep: each pass's traffic against $M$ (top; dashed the forward, solid the backward,
@@ -177,7 +184,7 @@ lab5.sweep_check(STUDENT, passes, M_cross)
 # about a constant times $N^2$; flash2's about a constant times $N^2d^2/M$.)
 
 # %%
-_ = lab5.figure(passes, N4, d4, M_cross)
+_ = lab5.figure(passes, N4, d4, M0, M_cross)
 
 # %% [markdown]
 # ## Take-away
@@ -195,7 +202,8 @@ _ = lab5.figure(passes, N4, d4, M_cross)
 # dK, dV (0, Nd), L (Tc·N, 0), D (Tc·N, N).  Saved: standard P (N² = 1048576 elements, 2 MiB in
 # fp16 per head), flash2 L (N = 1024, 4 KiB).  At N = 4096 the ratio is 0.216 (flash2 moves
 # 45.6 M elements over both passes, standard 211 M): recomputation does not add traffic here.
-# Exercise 4: M_cross = 2d² for every student size (d = 32: 2048, d = 64: 8192, d = 128: 32768;
-# N = 768, 1024 or 1280): standard's two passes cost about c·N², flash2's about c'·N²d²/M, so
-# they cross at M = (c'/c)·d², whatever N.  The backward over the forward: standard 1.8-2.0,
+# Exercise 4: with no student id (M = 1024 · 2^k) M_cross = 2d² (d = 32: 2048, d = 64: 8192,
+# d = 128: 32768, whatever N): standard's two passes cost about c·N², flash2's about c'·N²d²/M, so
+# they cross at M = (c'/c)·d², whatever N; a student's grid M0 · 2^k crosses at its first point
+# past about 2d².  The backward over the forward: standard 1.8-2.0,
 # flash2 2.5-3.7 at N = 1024, d = 64.

@@ -9,12 +9,16 @@
 # measurement in its `#` lines).  If this machine has a GPU and the kernels are built, the notebook
 # also measures live.  Handout: `docs/labs/lab6.md`.
 #
-# **What is available.** The recorded data comes from the project's GPU runs; if
+# **Your rows.** Your student id picks what you work on: one kernel's recorded runs (a version and
+# a pass, a sample of its rows), a few runs of other kernels, and some of the profiled runs.  If
 # `figures/data/` holds no `gpu_*.csv` in your checkout, the exercises on recorded data say so and
-# are skipped (nothing here is ever made up), and exercise 1 still runs.
+# are skipped (nothing here is ever made up).
+#
+# **How you are graded.** Your instructor's grader runs your TODO cells again, in a process of its
+# own, on kernels and rows you have not seen, and checks what they compute there.  Compute every
+# answer from `P` and your `model_for_kernel`, never type it.
 
-# %%
-import csv, io, os, shutil, subprocess, tempfile
+# %% setup
 import sys, pathlib
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
@@ -23,24 +27,38 @@ import flashlab as fl
 import labkit
 from labkit import lab6
 
-STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your rows
+P = lab6.params(STUDENT)
 
-def read_measurements(path):
-    """(provenance lines, rows as dicts) of a CSV whose first lines are '#' comments."""
-    text = pathlib.Path(path).read_text()
-    prov = [l for l in text.splitlines() if l.startswith("#")]
-    rows = list(csv.DictReader(l for l in text.splitlines() if l and not l.startswith("#")))
-    return prov, rows
+# %% given
+def kernel_args(r):
+    """The model arguments of a recorded row: newer tables name the corner and Nk; older ones have
+    causal = 0 or 1, where 1 was the kernels' only corner, bottom-right (= top-left, since Nk = N)."""
+    return dict(algo=r["algo"], N=int(r["N"]), d=int(r["d"]), Br=int(r["Br"]), Bc=int(r["Bc"]),
+                causal=r.get("corner") or ("none" if r.get("causal", "0") in ("0", "") else "bottom-right"),
+                Nk=int(r.get("Nk") or r["N"]),
+                elem_bytes={"fp16": 2, "bf16": 2, "fp32": 4}.get(r.get("dtype"), 2),
+                pass_=r.get("pass") or "fwd")
 
-DATA = fl.data_dir()
-recorded = {p.name: read_measurements(p) for p in sorted(DATA.glob("gpu_*.csv"))}
-if not recorded:
-    print(f"No recorded GPU measurements in {DATA} (figures/data/gpu_*.csv): the exercises on "
+def counter_rows():
+    """Your kernel's rows that can be compared: byte counters, model columns, an ok status."""
+    return [r for r in P["rows"] if "gpu_reads" in r and r.get("model_reads") and r.get("status", "ok").startswith("ok")]
+
+def ncu_rows():
+    """Your profiled runs (Nsight Compute)."""
+    return [r for r in P["ncu"] if r.get("dram_read_B") and r.get("model_read_B")]
+
+# %%
+if P["kernel"]:
+    sources = sorted({r["source"] for r in P["rows"]})
+    print(f"your kernel: version {P['kernel'][0]}, {P['kernel'][1]} pass: {len(P['rows'])} recorded rows from "
+          f"{', '.join(sources)}; {len(P['ncu'])} profiled runs")
+    for name in sources:
+        for line in (lab6.read_measurements(fl.data_dir() / name)[0] or [])[:4]:
+            print("   ", line[:150])
+else:
+    print(f"No recorded GPU measurements in {fl.data_dir()} (figures/data/gpu_*.csv): the exercises on "
           f"recorded data will be skipped.")
-for name, (prov, rows) in recorded.items():
-    print(f"{name}: {len(rows)} rows; columns: {', '.join(rows[0].keys()) if rows else '-'}")
-    for line in prov:
-        print("   ", line)
 
 # %% [markdown]
 # ## Live measurements (only with a GPU)
@@ -49,12 +67,12 @@ for name, (prov, rows) in recorded.items():
 # Hopper) and the kernels built (`cmake` builds `build/flashlab-gpu` when it finds CUDA;
 # `FLASHLAB_GPU=path` names another).  `flashlab-gpu list` says which kernel versions run on your
 # GPU (the tensor-core versions need newer GPUs than the readable ones).  With both, this cell
-# runs the quick validation matrix and adds it to the data as `live`; without, it says so and the
+# runs the quick validation matrix and prints where it wrote it; without, it says so and the
 # exercises use the recorded data.
 
 # %%
-gpu_exe = os.environ.get("FLASHLAB_GPU") or next((str(p) for p in sorted(fl.ROOT.glob("build*/flashlab-gpu"))), None) \
-    or shutil.which("flashlab-gpu")
+import os, shutil, subprocess, tempfile
+gpu_exe = os.environ.get("FLASHLAB_GPU") or shutil.which("flashlab-gpu")
 has_gpu = shutil.which("nvidia-smi") is not None and subprocess.run(
     ["nvidia-smi", "-L"], capture_output=True).returncode == 0
 if gpu_exe and has_gpu:
@@ -62,7 +80,7 @@ if gpu_exe and has_gpu:
     p = subprocess.run([gpu_exe, "validate", "--quick", "--csv", str(out)], capture_output=True, text=True)
     print(p.stdout[-2000:], p.stderr[-2000:])
     if p.returncode == 0 and out.exists():
-        recorded["live"] = read_measurements(out)
+        print("live rows written to", out, "(read them with labkit.data.read_measurements)")
 else:
     print("no live run:", "no GPU visible (nvidia-smi)" if not has_gpu else "flashlab-gpu is not built",
           "- using the recorded data only")
@@ -79,9 +97,10 @@ else:
 # Write
 # `model_for_kernel(algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd", Nk=None)`
 # returning the `fl.run` result of that model (`causal`: "none", "top-left" or "bottom-right";
-# `Nk`: the number of keys when it differs from N).
+# `Nk`: the number of keys when it differs from N).  The check holds your model of a few recorded
+# kernels (`P["kernels"]`, with masks and Nq ≠ Nk among them) against what their byte counters saw.
 
-# %%
+# %% answer
 def model_for_kernel(algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd", Nk=None):
     # TODO
     ### BEGIN STUB
@@ -94,49 +113,19 @@ def model_for_kernel(algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd
     ### END SOLUTION
 
 # %% check
-lab6.model(STUDENT, model_for_kernel)
+lab6.model(P, model_for_kernel)
 
 # %% [markdown]
 # ## Exercise 2: byte counters vs model, to the element
 #
-# The validation data (`gpu_validate.csv` and any table with `gpu_reads`, `gpu_writes` columns)
-# holds what each kernel's compiled-in counters saw.  With **your** `model_for_kernel`, count the
-# rows you can compare (`rows_compared`: rows with a model) and those whose counters equal the
-# model exactly in both reads and writes (`rows_equal`).  Rows whose `status` is not ok, or that
-# have no model columns (a variant the model refused), are not compared.
+# Your kernel's recorded rows (`P["rows"]`; `counter_rows()` keeps those that can be compared: rows
+# whose `status` is not ok, or that have no model columns, are not compared) hold what its
+# compiled-in counters saw (`gpu_reads`, `gpu_writes`).  With **your** `model_for_kernel`, count the
+# rows you compare (`rows_compared`) and those whose counters equal the model exactly in both
+# reads and writes (`rows_equal`).
 
-# %%
-def counter_rows():
-    out = []
-    for name, (prov, rows) in recorded.items():
-        for r in rows:
-            if "gpu_reads" in r and r.get("model_reads") and r.get("status", "ok").startswith("ok"):
-                out.append(r)
-    return out
-
-def kernel_args(r):
-    return dict(algo=r["algo"], N=int(r["N"]), d=int(r["d"]), Br=int(r["Br"]), Bc=int(r["Bc"]),
-                # newer tables name the corner (and Nk); older ones have causal = 0 or 1, where 1
-                # was the kernels' only corner, bottom-right (= top-left, since Nk = N there)
-                causal=r.get("corner") or ("none" if r.get("causal", "0") in ("0", "") else "bottom-right"),
-                Nk=int(r.get("Nk") or r["N"]),
-                elem_bytes={"fp16": 2, "bf16": 2, "fp32": 4}.get(r.get("dtype"), 2),
-                pass_=r.get("pass") or "fwd")
-
-_library_models = {}
-
-def library_model(a):
-    """The check's own model of a kernel row, straight from the C library (each configuration
-    run once: the tables repeat some)."""
-    key = tuple(sorted(a.items()))
-    if key not in _library_models:
-        _library_models[key] = fl.run(
-            a["algo"], N=a["N"], d=a["d"], Br=a["Br"], Bc=a["Bc"], elem_bytes=a["elem_bytes"],
-            M=fl.footprint(a["algo"], a["d"], a["Br"], a["Bc"], bwd=a["pass_"] == "bwd"),
-            causal=a["causal"], pass_=a["pass_"], Nk=a["Nk"])
-    return _library_models[key]
-
-# TODO
+# %% answer
+# TODO: computed over counter_rows() with model_for_kernel
 ### BEGIN STUB
 rows_compared = None
 rows_equal = None
@@ -151,49 +140,42 @@ print(f"{rows_equal} of {rows_compared} rows: the GPU's counters equal the model
 ### END SOLUTION
 
 # %% check
-lab6.counters(STUDENT, rows_compared, rows_equal)
+lab6.counters(P, rows_compared, rows_equal, model_for_kernel)
 
 # %% [markdown]
-# The rows left out because their recorded status is not ok are worth a look: when the counters
-# disagree with the model, one of the two is wrong, and the table cannot say which.  Look at
-# their shape and corner: which query blocks see no key at all, which tiles does rule K2 skip,
-# and what would a kernel that forgets that rule load too much?
+# The rows of your kernel left out because their recorded status is not ok are worth a look (if
+# you have any): when the counters disagree with the model, one of the two is wrong, and the
+# table cannot say which.  Look at their shape and corner: which query blocks see no key at all,
+# which tiles does rule K2 skip, and what would a kernel that forgets that rule load too much?
 
 # %%
-for name, (prov, rows) in recorded.items():
-    for r in rows:
-        if "gpu_reads" in r and not r.get("status", "ok").startswith("ok"):
-            print(f"{name}: {r['algo']} {r.get('pass', 'fwd')} N={r['N']} Nk={r.get('Nk', r['N'])} "
-                  f"{r.get('corner', 'causal=' + r.get('causal', '0'))} {r['Br']}x{r['Bc']}: model "
-                  f"{r['model_reads']} reads, counters {r['gpu_reads']}: {r['status']}")
+bad = [r for r in P["rows"] if "gpu_reads" in r and not r.get("status", "ok").startswith("ok")]
+for r in bad:
+    print(f"{r['source']}: {r['algo']} {r.get('pass', 'fwd')} N={r['N']} Nk={r.get('Nk', r['N'])} "
+          f"{r.get('corner', 'causal=' + r.get('causal', '0'))} {r['Br']}x{r['Bc']}: model "
+          f"{r['model_reads']} reads, counters {r['gpu_reads']}: {r['status']}")
+print(len(bad), "of your rows recorded with a status other than ok")
 
 # %% [markdown]
-# Every recorded run at once, per kernel version: its counters over the model of that kernel
-# (both in elements, reads + writes; the model recomputed with the C library).  Versions 1–6 are
-# the readable kernels, 7–11 the tensor-core ones; the numbers on top are the runs per version
-# and how many of them equal the model to the element.
+# Your rows at once: each run's counters over your model of that kernel (both in elements, reads
+# + writes); the numbers on top are the runs and how many of them equal the model to the element.
 
 # %%
-_ = lab6.counter_figure(extra={k: v for k, v in recorded.items() if k == "live"})
+_ = lab6.counter_figure(P["rows"], model_for_kernel)
 
 # %% [markdown]
 # ## Exercise 3: what the hardware saw (Nsight Compute)
 #
 # Byte counters count what the kernel *asked* for.  Nsight Compute counts what crossed the
 # memory system: SM↔L2 traffic in 32-byte sectors, and DRAM (HBM) traffic, which the 50–60 MB L2
-# cache can make *smaller* than the model when data is re-read while still cached.  In the
-# Nsight Compute table (`gpu_ncu.csv`: columns `dram_read_B`, `model_read_B`, ...), find the row
-# whose DRAM read bytes are smallest relative to the model's read bytes: give
-# `min_dram_ratio` (that `dram_read_B / model_read_B`) and `min_dram_row` (its `(algo, N, Br, Bc)`,
-# with N, Br, Bc as ints).  Recompute the model's read bytes with `model_for_kernel` (`.read_bytes`).
-# Then explain it in a sentence: is that data set larger or smaller than L2?
+# cache can make *smaller* than the model when data is re-read while still cached.  Among your
+# profiled runs (`ncu_rows()`: columns `dram_read_B`, `model_read_B`, ...), find the row whose DRAM
+# read bytes are smallest relative to the model's read bytes: give `min_dram_ratio` (that
+# `dram_read_B` over your model's `.read_bytes`) and `min_dram_row` (its `(algo, N, Br, Bc)`, with
+# N, Br, Bc as ints).  Then explain it in a sentence: is that data set larger or smaller than L2?
 
-# %%
-def ncu_rows():
-    return [r for name, (prov, rows) in recorded.items() for r in rows
-            if r.get("dram_read_B") and r.get("model_read_B")]
-
-# TODO
+# %% answer
+# TODO: computed over ncu_rows() with model_for_kernel
 ### BEGIN STUB
 min_dram_ratio = None
 min_dram_row = None
@@ -210,10 +192,10 @@ print("smallest DRAM read / model read:", min_dram_ratio, "at", min_dram_row)
 ### END SOLUTION
 
 # %% check
-lab6.ncu(STUDENT, min_dram_ratio, min_dram_row)
+lab6.ncu(P, min_dram_ratio, min_dram_row, model_for_kernel)
 
 # %% [markdown]
-# The whole Nsight Compute table, as ratios to the model's bytes (SM↔L2 sectors and DRAM):
+# Your profiled runs, as ratios to the model's bytes (SM↔L2 sectors and DRAM):
 
 # %%
 rows = ncu_rows()
@@ -227,12 +209,12 @@ else:
     print("no Nsight Compute data recorded in this checkout")
 
 # %% [markdown]
-# The same table as a picture: for every profiled run, the read bytes the counters, the L2 and
-# the DRAM saw, at the model's read bytes.  Which of the three follows the model, and which
-# hardly moves when the tiles (and so the model's bytes) change?
+# The same as a picture: for each profiled run, the read bytes the counters, the L2 and the DRAM
+# saw, at your model's read bytes.  Which of the three follows the model, and which hardly moves
+# when the tiles (and so the model's bytes) change?
 
 # %%
-_ = lab6.ncu_figure()
+_ = lab6.ncu_figure(P["ncu"], model_for_kernel)
 
 # %% [markdown]
 # ## Take-away
@@ -245,17 +227,12 @@ _ = lab6.ncu_figure()
 # %% [markdown] solution
 # **Instructor notes.** Exercise 1: $M_\text{eff}$ = the footprint of the kernel's tiles, with the
 # blocks forced (the backward's footprint for a backward kernel); without forcing, flash1's default
-# rule (the paper's $B_c = \lceil M/4d\rceil$) picks other blocks.  Exercises 2 and 3 depend on
-# the recorded data in your checkout; the check recomputes every model with the C library.  With
-# the H200 data recorded by the kernels (validation at 6209878 and, with Nq != Nk and both
-# corners, at ffbaa97; Nsight Compute at 79dec6a and 6209878; the tensor-core versions 7-11 and
-# every version's quick matrix after them; version 12 at 235dc08): all 3,127 comparable rows of
-# this checkout at 06cefd6 (standard, flash1 and flash2, forward and backward, masks, Nq != Nk,
-# versions 1-12) equal the model to the element; the check recomputes the count.  Two
-# rows were recorded with status FAIL (version 3, flash2 forward, Nq > Nk, bottom-right: the
-# kernel loaded Q_i for query blocks that see no key, which rule K2 skips; fixed afterwards, and
-# version 3's quick matrix recorded after the fix, 128 cases, all equal): the model caught a
-# kernel bug.  The counters figure shows them at 1.136 and 1.079 of the model.  The smallest
-# DRAM/model read ratio is 0.006, flash2 forward at N = 4096 with 16 x 16 tiles: Q, K, V take
-# 1.5 MB, far less than the 60 MB L2, so the many re-reads of K and V are served by L2 and DRAM
-# sees each byte about once.
+# rule (the paper's $B_c = \lceil M/4d\rceil$) picks other blocks; the usual misses are the mask,
+# $N_k$ or the pass not passed on.  Exercises 2 and 3 run over the student's own rows: with the
+# recorded data every comparable row equals the model to the element (the grader also perturbs
+# some counters, so that `rows_equal = rows_compared` typed in fails); two rows of version 3 were
+# recorded with status FAIL (flash2 forward, Nq > Nk, bottom-right: the kernel loaded Q_i for
+# query blocks that see no key, which rule K2 skips; fixed afterwards): the model caught a kernel
+# bug, and the counters figure shows them above 1.  The smallest DRAM/model read ratios belong to
+# flash2 forward at N = 4096 with small tiles: Q, K, V take 1.5 MB, far less than the 60 MB L2,
+# so the many re-reads of K and V are served by L2 and DRAM sees each byte about once.

@@ -13,10 +13,15 @@
 # second counter.  Handout: `docs/labs/lab9.md`; background: the section
 # "Kernels you did not write" of `docs/labs/background.md`.
 #
+# **Your rows.** Your student id picks the shapes whose kernels you work on.  **How you are
+# graded.** Your instructor's grader runs your TODO cells again, in a process of its own, on names
+# and rows you have not seen (other tiles, other launches, other counters), and checks what they
+# compute there: read everything from the row or the name you are given, type no number.
+#
 # **What is available.** Without the recorded CSV in your checkout the exercises on it say so and
 # are skipped; nothing is made up.
 
-# %%
+# %% setup
 import csv, re, sys, pathlib
 for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
     if (p / "flashlab.py").exists():
@@ -25,39 +30,48 @@ import flashlab as fl
 import labkit
 from labkit import lab9
 
-STUDENT = labkit.student("")   # lab 9 has no per-student numbers: the recorded kernels are the same for all
-
-DATA = fl.data_dir() / "third_party_ncu.csv"
-rows = []
-if DATA.exists():
-    text = DATA.read_text().splitlines()
-    for line in text:
-        if line.startswith("#"):
-            print(line)
-    rows = list(csv.DictReader(l for l in text if not l.startswith("#")))
-    print(len(rows), "kernels;", "backends:", sorted({r["backend"] for r in rows}))
-else:
-    print(f"no recorded data at {DATA}: the exercises on it will be skipped")
-
-def _launch_row(*args):
-    """`flashlab l2 --launch ... --format csv` as a dict, each configuration run once (the checks'
-    runs of the same configurations are shared with it)"""
-    return lab9.launch_row(*args)
-
+STUDENT = labkit.student("")   # put your student id between the quotes: it picks your shapes
+P = lab9.params(STUDENT)
 SECTOR = 32
+
+# %% given
+_models = {}
+
+def launch_row(*args):
+    """`flashlab l2 --launch ARGS... --format csv` as a dict of strings (each configuration run once)"""
+    key = tuple(str(a) for a in args)
+    if key not in _models:
+        lines = [l for l in fl.cli("l2", "--launch", *key, "--format", "csv").splitlines() if l and not l.startswith("#")]
+        _models[key] = dict(zip(lines[0].split(","), lines[1].split(",")))
+    return _models[key]
+
 def sm_read(r):
     """bytes the SMs received from L2 (loads, LDGSTS and TMA): l1tex__m_xbar2l1tex_read_sectors x 32"""
     return float(r["l1tex__m_xbar2l1tex_read_sectors.sum"]) * SECTOR
 
-def pick(backend, pass_, kernel_part, shapes=("s1", "s2")):
-    """the recorded rows of one backend and pass whose kernel name contains kernel_part, small shapes"""
-    return [r for r in rows if r["backend"] == backend and r["pass"] == pass_ and kernel_part in r["kernel"]
-            and r["shape"] in shapes]
+def twopass_model(r):
+    """the model's SM<-L2 read bytes of the tutorial's backward schedule (bwd-twopass, BLOCK_M1 = 32,
+    BLOCK_N1 = 128, BLOCK_M2 = 128, BLOCK_N2 = 32) for row r, as the study recorded it"""
+    return P["twopass"][r["shape"]]
 
-for r in pick("flash", "fwd", "flash_fwd"):
-    print(r["shape"], r["dtype"], "B H N d causal =", r["B"], r["H"], r["N"], r["d"], r["causal"],
-          "| grid", r["launch__grid_dim_x"], r["launch__grid_dim_y"], r["launch__grid_dim_z"])
-    print("   ", r["name"][:110])
+def bwd_model(r):
+    """the launch model's row of cuDNN's backward for row r (dram_read_B, red_miss_B), as the study
+    recorded it"""
+    return P["bwd_model"]
+
+# %%
+DATA = fl.data_dir() / "third_party_ncu.csv"
+if DATA.exists():
+    for line in DATA.read_text().splitlines():
+        if line.startswith("#"):
+            print(line)
+else:
+    print(f"no recorded data at {DATA}: the exercises on it will be skipped")
+for key in ("fa2", "cudnn", "memeff", "triton"):
+    for r in P[key]:
+        print(f"your {key} row: {r['shape']} {r['dtype']} B H N d causal = {r['B']} {r['H']} {r['N']} {r['d']} {r['causal']}"
+              f" | grid {r['launch__grid_dim_x']} {r['launch__grid_dim_y']} {r['launch__grid_dim_z']}"
+              f" x {r['launch__block_dim_x']} threads | {r['kernel'][:70]}")
 
 # %% [markdown]
 # ## Exercise 1: read the tiles from the name
@@ -66,8 +80,9 @@ for r in pick("flash", "fwd", "flash_fwd"):
 # argument: `Flash_fwd_kernel_traits<d, kBlockM, kBlockN, nWarps, ...>`.  `kBlockM` query rows
 # stay on chip while `kBlockN` key rows stream past (the flash2 order).  Write `fa2_tiles(name)`
 # returning `(Br, Bc)` = `(kBlockM, kBlockN)` as integers, or `None` for a name without the traits.
+# (`P["names"]` holds the recorded names; `re.search` finds a pattern in a string.)
 
-# %%
+# %% answer
 def fa2_tiles(name):
     # TODO
     ### BEGIN STUB
@@ -79,7 +94,7 @@ def fa2_tiles(name):
     ### END SOLUTION
 
 # %% check
-lab9.tiles(STUDENT, fa2_tiles)
+lab9.tiles(P, fa2_tiles)
 
 # %% [markdown]
 # ## Exercise 2: the model of the whole launch
@@ -89,10 +104,10 @@ lab9.tiles(STUDENT, fa2_tiles)
 # from L2 and what L2 reads from DRAM.  Write `model_sm_read(r, Br, Bc)` returning the model's
 # SM<-L2 read bytes (an int) for a recorded row `r` (use its `B`, `H`, `N`, `d`, `causal`,
 # `dtype`), with `fl.cli(...)` and `--format csv` (the last line holds `sm_read_B`).  Then the
-# ratio measured / model for the FA2 forward rows should be 1 to a fraction of a percent (the
-# check prints it for each row).
+# ratio measured / model for your FA2 forward row (`P["fa2"]`) should be 1 to a fraction of a
+# percent (the check prints it).
 
-# %%
+# %% answer
 def model_sm_read(r, Br, Bc, family="fwd-q"):
     # TODO
     ### BEGIN STUB
@@ -108,7 +123,7 @@ def model_sm_read(r, Br, Bc, family="fwd-q"):
     ### END SOLUTION
 
 # %% check
-lab9.model(STUDENT, model_sm_read)   # the FA2 forward rows: your model, and measured / model
+lab9.model(P, model_sm_read)   # your FA2 forward row: your model, and measured / model
 
 # %% [markdown]
 # ## Exercise 3: cuDNN's name says 64, the counter says otherwise
@@ -118,26 +133,31 @@ lab9.model(STUDENT, model_sm_read)   # the FA2 forward rows: your model, and mea
 # *persistent* grid (132 CTAs, one per SM) of 384 threads: three warpgroups of 128 threads.  One
 # warpgroup loads tiles (a producer), the others compute (consumers), and the consumers share the
 # K and V tiles the producer brings.  Write `cudnn_rows(r)`: the query rows that share one K/V
-# stream, from the launch's block size (`launch__block_dim_x`) and the name's 64.
+# stream, from the launch's block size (`launch__block_dim_x`) and the rows per warpgroup in the
+# kernel's name (`r["kernel"]`: its `_<rows>x<keys>x<d>_`).
 
-# %%
+# %% answer
 def cudnn_rows(r):
     # TODO
     ### BEGIN STUB
     return None
     ### END STUB
     ### BEGIN SOLUTION
+    per_group = int(re.search(r"_(\d+)x(\d+)x(\d+)_", r["kernel"])[1])   # the name's rows per warpgroup
     consumers = int(r["launch__block_dim_x"]) // 128 - 1
-    return 64 * consumers
+    return per_group * consumers
     ### END SOLUTION
 
-for r in pick("cudnn", "fwd", "fprop"):
+# %%
+for r in P["cudnn"]:
     Bc = int(re.search(r"_(\d+)x(\d+)x(\d+)_", r["kernel"])[2])
-    m64 = model_sm_read(r, 64, Bc)
-    print(r["shape"], "Br = 64:", round(sm_read(r) / m64, 3) if m64 else None, "| Br = cudnn_rows:", cudnn_rows(r))
+    m64 = launch_row("fwd-q", "--batch", r["B"], "--heads", r["H"], "--N", r["N"], "--d", r["d"], "--Br", 64,
+                     "--Bc", Bc, "--dtype", r["dtype"], *(("--causal",) if r["causal"] == "1" else ()))["sm_read_B"]
+    print(r["shape"], "Br = 64: measured / model", round(sm_read(r) / int(m64), 3), "| Br = cudnn_rows:",
+          cudnn_rows(r) if callable(cudnn_rows) else None)
 
 # %% check
-lab9.cudnn(STUDENT, cudnn_rows)
+lab9.cudnn(P, cudnn_rows)
 
 # %% [markdown]
 # ## Exercise 4: which schedule is the memory-efficient kernel?
@@ -146,23 +166,29 @@ lab9.cudnn(STUDENT, cudnn_rows)
 # (64 queries x 64 keys).  With the flash2 order (`fwd-q`) its reads come out far above the
 # model.  The launch model has a second forward family, `fwd-qkv`: the query tile is read again
 # for every key tile (CUTLASS's first product streams both of its operands from memory each
-# time).  Set `memeff_family` to the family whose ratio is 1 on every recorded row, and
-# `memeff_q_reads` to how many times the kernel reads each query tile at s1 (N = 1024, 64 keys a
-# tile, no mask).
+# time).  Set `memeff_family` to the family whose ratio is 1 on every recorded row, and write
+# `memeff_q_reads(r)`: how many times the kernel reads each query tile for a row `r` of it (its
+# `N` keys in the key tiles its name gives: `..._aligned_<queries>x<keys>_...`; no mask).  Your
+# row: `P["memeff"]`.
 
-# %%
+# %% answer
 # TODO
 ### BEGIN STUB
 memeff_family = None
-memeff_q_reads = None
+
+def memeff_q_reads(r):
+    return None
 ### END STUB
 ### BEGIN SOLUTION
 memeff_family = "fwd-qkv"
-memeff_q_reads = 1024 // 64
+
+def memeff_q_reads(r):
+    keys = int(re.search(r"aligned_(\d+)x(\d+)", r["kernel"])[2])
+    return -(-int(r["N"]) // keys)
 ### END SOLUTION
 
 # %% check
-lab9.memeff(STUDENT, memeff_family, memeff_q_reads)
+lab9.memeff(P, memeff_family, memeff_q_reads)
 
 # %% [markdown]
 # ## Exercise 5: an exception, and the counter that settles it
@@ -172,16 +198,10 @@ lab9.memeff(STUDENT, memeff_family, memeff_q_reads)
 # `l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss.sum`: sectors of *local memory*
 # (registers spilled by the compiler) that missed L1 and were fetched from L2.  The model of the
 # kernel's schedule (`bwd-twopass`, BLOCK_M1 = 32, BLOCK_N1 = 128, BLOCK_M2 = 128, BLOCK_N2 = 32)
-# is in `twopass_model` below.  Write `spill_corrected_ratio(r)`: (measured SM<-L2 read bytes minus
-# the spilled sectors' bytes) / the model.
+# is `twopass_model(r)` (your row: `P["triton"]`, at a shape with d = 128).  Write
+# `spill_corrected_ratio(r)`: (measured SM<-L2 read bytes minus the spilled sectors' bytes) / the model.
 
-# %%
-def twopass_model(r):
-    """the model's SM<-L2 read bytes of the tutorial's backward schedule for row r"""
-    args = ("bwd-twopass", "--batch", r["B"], "--heads", r["H"], "--N", r["N"], "--d", r["d"], "--Br", "32", "--Bc", "128",
-            "--Br2", "128", "--Bc2", "32") + (("--causal",) if r["causal"] == "1" else ())
-    return int(_launch_row(*args)["sm_read_B"])
-
+# %% answer
 def spill_corrected_ratio(r):
     # TODO
     ### BEGIN STUB
@@ -192,13 +212,13 @@ def spill_corrected_ratio(r):
     return (sm_read(r) - spilled) / twopass_model(r)
     ### END SOLUTION
 
-for r in pick("triton", "bwd", "_attn_bwd", shapes=("s3",)):
-    if r["kernel"] == "_attn_bwd":
-        print(r["shape"], "measured / model:", round(sm_read(r) / twopass_model(r), 3),
-              "| without the spills:", spill_corrected_ratio(r))
+# %%
+for r in P["triton"]:
+    print(r["shape"], "measured / model:", round(sm_read(r) / twopass_model(r), 3),
+          "| without the spills:", spill_corrected_ratio(r) if callable(spill_corrected_ratio) else None)
 
 # %% check
-lab9.spills(STUDENT, spill_corrected_ratio)
+lab9.spills(P, spill_corrected_ratio)
 
 # %% [markdown]
 # ## Exercise 6: the last exception: which accesses the L2 kept
@@ -227,29 +247,19 @@ lab9.spills(STUDENT, spill_corrected_ratio)
 # Write `reduction_misses(r)`: the bytes of the reductions' L2 misses (the counters count 32-byte
 # sectors), and `dram_split(r)`: the pair (the reductions' misses / the model's `red_miss_B`,
 # (measured `dram__bytes_read.sum` - the reductions' misses) / (the model's `dram_read_B` -
-# `red_miss_B`)), with the model's row from `bwd_model(r)` below (a dict of strings).  Which of the
-# two parts carries the model's excess?
+# `red_miss_B`)), with the model's row from `bwd_model(r)` (a dict of strings: the study ran the
+# launch model below once, about 20 s; its numbers are recorded beside the measurements).  Your row:
+# `P["bwd"]`.  Which of the two parts carries the model's excess?
 
 # %%
-from labkit.data import read_measurements   # (provenance lines, rows) of a recorded CSV
-
-prov4, run4 = read_measurements(fl.data_dir() / "third_party_ncu_run4_sdpa_bwd.csv")
-bwd6 = [r for r in run4 if r["backend"] == "cudnn" and r["pass"] == "bwd" and r["shape"] == "s6" and "bprop" in r["kernel"]]
-if not bwd6:
-    print("no recorded run 4 here: the exercise on it will be skipped")
-
-def bwd_model(r):
-    """the launch model's row of cuDNN's backward for row r, as a dict of strings (dram_read_B,
-    red_miss_B, ...): about 20 s of the CLI the first time, then from memory"""
-    return lab9.bwd_model(r)
-
-for r in bwd6:
+for r in P["bwd"]:
     print(r["kernel"], "| grid", r["launch__grid_dim_x"], "x", r["launch__block_dim_x"], "threads")
-    print("   model: flashlab l2 --launch", " ".join(lab9.bwd_args(r)))
+    print("   its model, as the study ran it: flashlab l2 --launch", " ".join(lab9.bwd_args(r)))
     print("   DRAM read", r["dram__bytes_read.sum"], "B; lookup misses (sectors): tex red",
           r["lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum"], "| fabric", r["lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum"],
           "| fabric reads", r["lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum"])
 
+# %% answer
 def reduction_misses(r):
     # TODO
     ### BEGIN STUB
@@ -272,8 +282,9 @@ def dram_split(r):
     return red / red_m, (float(r["dram__bytes_read.sum"]) - red) / (dram_m - red_m)
     ### END SOLUTION
 
-for r in bwd6:
-    split = dram_split(r)
+# %%
+for r in P["bwd"]:
+    split = dram_split(r) if callable(dram_split) else None
     if split is not None:
         m, dram = bwd_model(r), float(r["dram__bytes_read.sum"])
         print(f"DRAM reads: measured {dram / 1e6:.1f} MB, model {float(m['dram_read_B']) / 1e6:.1f} MB, "
@@ -281,7 +292,7 @@ for r in bwd6:
         print(f"the reductions' misses / the model's: {split[0]:.3f}; the rest of the DRAM reads / the model's: {split[1]:.3f}")
 
 # %% check
-lab9.reductions(STUDENT, reduction_misses, dram_split)
+lab9.reductions(P, reduction_misses, dram_split)
 
 # %% [markdown] solution
 # Expected: FA2's names give 128 x 128 (d = 64) and 128 x 64 (d = 128) and the model matches to

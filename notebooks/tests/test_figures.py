@@ -5,7 +5,9 @@ non-empty ones and account for every K read; the GQA sweep, the passes sweep, th
 Nsight Compute tables come from the C library and the recorded data); every script draws PNG,
 PDF and SVG; a figure drawn from a student's answer prints why and draws nothing when the answer
 is unusable, and never raises; without gnuplot nothing is drawn and the reason is printed
-(unittest; ctest: notebooks_figures).  Drawing is tested where gnuplot is installed (CI installs
+(unittest; ctest: notebooks_figures).  The right answers the figures are drawn from are the
+grader's models (grader/lab6.py, grader/lab7.py) and the solutions' functions written again
+(tests/solutions_again.py).  Drawing is tested where gnuplot is installed (CI installs
 it); the data tests run everywhere."""
 import contextlib
 import io
@@ -18,7 +20,11 @@ from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import flashlab as fl  # noqa: E402
-from labkit import figures, grading, lab4, lab5, lab6, lab7  # noqa: E402
+from labkit import figures, lab4, lab5, lab6, lab7, lab8  # noqa: E402
+from grader import lab6 as key6, lab7 as key7  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from solutions_again import design  # noqa: E402
 
 HAVE_GNUPLOT = shutil.which("gnuplot") is not None
 
@@ -89,7 +95,7 @@ class Lab4Data(unittest.TestCase):
 
 class Lab5Data(unittest.TestCase):
     def test_sweep_is_the_machines(self):
-        s = lab5.sweep(512, 32, [2048, 8192])
+        s = lab5._sweep(512, 32, [2048, 8192])
         for a in lab5.ALGOS:
             for M, (f, b) in zip([2048, 8192], s[a]):
                 r = fl.run(a, N=512, d=32, M=M, pass_="fwd+bwd")
@@ -97,33 +103,34 @@ class Lab5Data(unittest.TestCase):
                 self.assertEqual(b, fl.run(a, N=512, d=32, M=M, pass_="bwd").total)
 
     def test_crossing(self):
-        s = lab5.sweep(1024, 64)
-        c = lab5.crossing(s)
-        k = lab5.MS.index(c)
+        Ms = lab5.grid(1024)
+        s = lab5._sweep(1024, 64, Ms)
+        c = lab5._crossing(s, Ms)
+        k = Ms.index(c)
         self.assertLess(sum(s["flash2"][k]), sum(s["standard"][k]))
         self.assertTrue(all(sum(s["flash2"][i]) >= sum(s["standard"][i]) for i in range(k)))
 
 
+def model_for_kernel(algo, N, d, Br, Bc, causal="none", elem_bytes=2, pass_="fwd", Nk=None):
+    return key6.model_key(dict(algo=algo, N=N, d=d, Br=Br, Bc=Bc, causal=causal, elem_bytes=elem_bytes, pass_=pass_,
+                               Nk=Nk or N))
+
+
+ROWS = [r for rows in lab6.groups().values() for r in rows]
+
+
 class Lab6Data(unittest.TestCase):
     def test_counter_table(self):
-        rows = lab6.counter_table()
+        rows = lab6.counter_table(ROWS, model_for_kernel)
         if not rows:
             self.skipTest("no recorded byte counters in this checkout")
         ok = [r for r in rows if r[2]]
-        self.assertEqual(len(ok), len(lab6.counter_rows()))
-        self.assertEqual(sum(r[1] == 1.0 for r in ok), lab6.answers("")["rows_equal"])
+        self.assertEqual(len(ok), len(lab6.comparable(ROWS)))
+        self.assertEqual(sum(r[1] == 1.0 for r in ok), len(ok), "every comparable row equals the model")
+        self.assertTrue(any(not r[2] and r[1] != 1.0 for r in rows), "the rows recorded FAIL differ from the model")
         ladder = pathlib.Path(__file__).resolve().parents[2] / "kernels" / "ladder"
         vmax = max(int(f.name[1:3]) for f in ladder.glob("v[0-9][0-9]_*.cu"))
         self.assertTrue(all(1 <= r[0] <= vmax for r in rows))
-
-    def test_ncu_table(self):
-        rows = lab6.ncu_table()
-        if not rows:
-            self.skipTest("no recorded Nsight Compute data in this checkout")
-        self.assertEqual(len(rows), len(lab6.ncu_rows()))
-        for (model, counters, l2, dram, sched, ps), r in zip(rows, lab6.ncu_rows()):
-            self.assertEqual(model, lab6.library_model(lab6.kernel_args(r)).read_bytes)
-            self.assertEqual(dram, float(r["dram_read_B"]))
 
 
 @unittest.skipUnless(HAVE_GNUPLOT, "gnuplot is not installed: drawing not tested")
@@ -137,31 +144,35 @@ class Figures(Drawing):
         self.assertImage(quiet(lab4.gqa_figure, show=False, keep=self.tmp)[0][0])
 
     def test_lab5(self):
-        s = lab5.sweep(1024, 64)
-        self.assertImage(quiet(lab5.figure, s, 1024, 64, lab5.crossing(s), show=False, keep=self.tmp)[0])
+        Ms = lab5.grid(1024)
+        s = lab5._sweep(1024, 64, Ms)
+        self.assertImage(quiet(lab5.figure, s, 1024, 64, 1024, lab5._crossing(s, Ms), show=False, keep=self.tmp)[0])
         # an M_cross that is not in the sweep draws no line but still draws
-        self.assertImage(quiet(lab5.figure, s, 1024, 64, "8192", show=False, keep=self.tmp / "b")[0])
+        self.assertImage(quiet(lab5.figure, s, 1024, 64, 1024, "8192", show=False, keep=self.tmp / "b")[0])
 
     def test_lab5_unusable_answers(self):
-        s = lab5.sweep(1024, 64)
+        s = lab5._sweep(1024, 64, lab5.grid(1024))
         for bad in (None, {}, {"standard": 3, "flash2": []}, {"standard": s["standard"][:3], "flash2": s["flash2"]},
-                    {"standard": [(1, None)] * len(lab5.MS), "flash2": s["flash2"]}, "passes", [1, 2]):
-            path, text = quiet(lab5.figure, bad, 1024, 64, 8192, show=False, keep=self.tmp)
+                    {"standard": [(1, None)] * 11, "flash2": s["flash2"]}, "passes", [1, 2]):
+            path, text = quiet(lab5.figure, bad, 1024, 64, 1024, 8192, show=False, keep=self.tmp)
             self.assertIsNone(path, repr(bad))
             self.assertIn("(no figure:", text)
 
     def test_lab6(self):
-        if not lab6.counter_table():
+        P = lab6.params("ada")
+        if not P["rows"]:
             self.skipTest("no recorded GPU data")
-        (path, rows), text = quiet(lab6.counter_figure, show=False, keep=self.tmp)
+        (path, rows), text = quiet(lab6.counter_figure, P["rows"], model_for_kernel, show=False, keep=self.tmp)
         self.assertImage(path)
         self.assertIn("status not ok", text)
-        self.assertImage(quiet(lab6.ncu_figure, show=False, keep=self.tmp)[0][0])
+        self.assertImage(quiet(lab6.ncu_figure, P["ncu"], model_for_kernel, show=False, keep=self.tmp)[0][0])
+        for bad in (None, lambda **k: None, lambda **k: 1 / 0):
+            self.assertIsNone(quiet(lab6.counter_figure, P["rows"], bad, show=False, keep=self.tmp)[0][0])
 
     def test_lab7(self):
         if not lab7.fig2():
             self.skipTest("no recorded Figure-2 data")
-        path, text = quiet(lab7.figure, lab7.lib_bytes, show=False, keep=self.tmp)
+        path, text = quiet(lab7.figure, key7.bytes_key, show=False, keep=self.tmp)
         self.assertImage(path)
         self.assertIn("FLOP floor", text)
         for bad in (None, 3, lambda r: None, lambda r: r["nope"], lambda r: "12", lambda: 1):
@@ -170,36 +181,34 @@ class Figures(Drawing):
             self.assertIn("(no figure:", text)
 
     def test_lab8(self):
-        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-        from test_checks import design
         for st in ("", "ada", "grace"):
-            path, text = quiet(grading.figure, st, design(), show=False, keep=self.tmp / st)
+            case = lab8.params(st)
+            path, text = quiet(lab8.figure, case, design, show=False, keep=self.tmp / st)
             self.assertImage(path)
             rows = (self.tmp / st / "data.dat").read_text().splitlines()
             yours = [int(x) for x in rows[0].split()[1:]]
-            best, bound = grading.optimum(grading.params(st))[:2]
+            best, bound = lab8.optimum(case)[:2]
             self.assertEqual(sum(yours), best, "the solution's schedule equals optimize's best")
             self.assertEqual(int(rows[-1].split()[-1]), bound)
-        for bad in (None, lambda m, T, c: None, lambda m, T, c: 1 / 0, design(store=False), 7):
-            path, text = quiet(grading.figure, "", bad, show=False, keep=self.tmp / "bad")
+        for bad in (None, lambda m, T, c: None, lambda m, T, c: 1 / 0, 7):
+            path, text = quiet(lab8.figure, lab8.params(""), bad, show=False, keep=self.tmp / "bad")
             self.assertIsNone(path)
             self.assertIn("(no figure:", text)
 
     def test_every_script_draws_pdf_and_svg(self):
-        s = lab5.sweep(512, 32)
+        s = lab5._sweep(512, 32, lab5.grid(2048))
+        P = lab6.params("ada")
         for fmt in ("pdf", "svg"):
             k = self.tmp / fmt
             self.assertImage(quiet(lab4.keep_figure, [("br", "bottom-right", -1, -1)], show=False, keep=k, fmt=fmt)[0][0], fmt)
             self.assertImage(quiet(lab4.gqa_figure, show=False, keep=k, fmt=fmt)[0][0], fmt)
-            self.assertImage(quiet(lab5.figure, s, 512, 32, 2048, show=False, keep=k, fmt=fmt)[0], fmt)
+            self.assertImage(quiet(lab5.figure, s, 512, 32, 2048, 2048, show=False, keep=k, fmt=fmt)[0], fmt)
             if lab7.fig2():
-                self.assertImage(quiet(lab7.figure, lab7.lib_bytes, show=False, keep=k, fmt=fmt)[0], fmt)
-            sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-            from test_checks import design
-            self.assertImage(quiet(grading.figure, "", design(), show=False, keep=k, fmt=fmt)[0], fmt)
-            if lab6.counter_table():
-                self.assertImage(quiet(lab6.counter_figure, show=False, keep=k, fmt=fmt)[0][0], fmt)
-                self.assertImage(quiet(lab6.ncu_figure, show=False, keep=k, fmt=fmt)[0][0], fmt)
+                self.assertImage(quiet(lab7.figure, key7.bytes_key, show=False, keep=k, fmt=fmt)[0], fmt)
+            self.assertImage(quiet(lab8.figure, lab8.params(""), design, show=False, keep=k, fmt=fmt)[0], fmt)
+            if P["rows"]:
+                self.assertImage(quiet(lab6.counter_figure, P["rows"], model_for_kernel, show=False, keep=k, fmt=fmt)[0][0], fmt)
+                self.assertImage(quiet(lab6.ncu_figure, P["ncu"], model_for_kernel, show=False, keep=k, fmt=fmt)[0][0], fmt)
 
 
 class Draw(Drawing):
