@@ -314,11 +314,10 @@ class LocalChip:
             fl._fail(f"{op}: {e}")
         return fn(*args)
 
-    def _after(self, status):
-        self.machine._after(status)
-
-    def _h(self):
-        return self.machine._handle()
+    def _call(self, fn, *args):
+        """fl_tile_<fn>(machine, *args) under the machine's lock; FlashlabError when it fails."""
+        with self.machine._use() as h:
+            self.machine._after(_c()["fl_tile_" + fn](h, *args))
 
     def _alloc(self, name, rows, cols):
         b = self.machine.alloc(name, rows, cols)
@@ -333,56 +332,56 @@ class LocalChip:
     def _move(self, fn, bid, tensor, r0, c0, nr, nc, row):
         fl = self._fl
         args = [fl._int(k, v) for k, v in (("r0", r0), ("c0", c0), ("nr", nr), ("nc", nc))]
-        self._after(_c()[fn](self._h(), self._b(bid), fl._int("row", row), self._t(tensor), *args))
+        self._call(fn, self._b(bid), fl._int("row", row), self._t(tensor), *args)
 
     def _load(self, bid, tensor, r0, c0, nr, nc, row=0):
-        self._move("fl_tile_load", bid, tensor, r0, c0, nr, nc, row)
+        self._move("load", bid, tensor, r0, c0, nr, nc, row)
 
     def _store(self, bid, tensor, r0, c0, nr, nc, row=0):
-        self._move("fl_tile_store", bid, tensor, r0, c0, nr, nc, row)
+        self._move("store", bid, tensor, r0, c0, nr, nc, row)
 
     def _fill(self, bid, v, nr, nc):
         fl = self._fl
-        self._after(_c()["fl_tile_fill"](self._h(), self._b(bid), fl._int("nr", nr), fl._int("nc", nc), fl._real("value", v)))
+        self._call("fill", self._b(bid), fl._int("nr", nr), fl._int("nc", nc), fl._real("value", v))
 
     def _copy(self, dst, src, nr, nc):
         fl = self._fl
-        self._after(_c()["fl_tile_copy"](self._h(), self._b(dst), self._b(src), fl._int("nr", nr), fl._int("nc", nc)))
+        self._call("copy", self._b(dst), self._b(src), fl._int("nr", nr), fl._int("nc", nc))
 
     def _matmul(self, C, A, B, nr, nc, k, transpose_b, alpha, accumulate):
         fl = self._fl
-        self._after(_c()["fl_tile_matmul"](self._h(), self._b(C), self._b(A), self._b(B), fl._int("nr", nr),
+        self._call("matmul", self._b(C), self._b(A), self._b(B), fl._int("nr", nr),
                                            fl._int("nc", nc), fl._int("k", k), int(_flag("transpose_b", transpose_b)),
-                                           fl._real("alpha", alpha), int(_flag("accumulate", accumulate))))
+                                           fl._real("alpha", alpha), int(_flag("accumulate", accumulate)))
 
     def _reduce(self, fn, dst, src, nr, nc, accumulate):
         fl = self._fl
-        self._after(_c()[fn](self._h(), self._b(dst), self._b(src), fl._int("nr", nr), fl._int("nc", nc),
-                             int(_flag("accumulate", accumulate))))
+        self._call(fn, self._b(dst), self._b(src), fl._int("nr", nr), fl._int("nc", nc),
+                             int(_flag("accumulate", accumulate)))
 
     def _row_max(self, dst, src, nr, nc, accumulate):
-        self._reduce("fl_tile_row_max", dst, src, nr, nc, accumulate)
+        self._reduce("row_max", dst, src, nr, nc, accumulate)
 
     def _row_sum(self, dst, src, nr, nc, accumulate):
-        self._reduce("fl_tile_row_sum", dst, src, nr, nc, accumulate)
+        self._reduce("row_sum", dst, src, nr, nc, accumulate)
 
     def _exp_diff(self, dst, x, mx, nr, nc):
         fl = self._fl
-        self._after(_c()["fl_tile_exp_diff"](self._h(), self._b(dst), self._b(x), self._b(mx), fl._int("nr", nr),
-                                             fl._int("nc", nc)))
+        self._call("exp_diff", self._b(dst), self._b(x), self._b(mx), fl._int("nr", nr),
+                                             fl._int("nc", nc))
 
     def _rows(self, fn, dst, f, nr, nc):
         fl = self._fl
-        self._after(_c()[fn](self._h(), self._b(dst), self._b(f), fl._int("nr", nr), fl._int("nc", nc)))
+        self._call(fn, self._b(dst), self._b(f), fl._int("nr", nr), fl._int("nc", nc))
 
     def _scale_rows(self, dst, f, nr, nc):
-        self._rows("fl_tile_scale_rows", dst, f, nr, nc)
+        self._rows("scale_rows", dst, f, nr, nc)
 
     def _div_rows(self, dst, l, nr, nc):
-        self._rows("fl_tile_div_rows", dst, l, nr, nc)
+        self._rows("div_rows", dst, l, nr, nc)
 
     def _lse(self, dst, mx, l, nr):
-        self._after(_c()["fl_tile_lse"](self._h(), self._b(dst), self._b(mx), self._b(l), self._fl._int("nr", nr)))
+        self._call("lse", self._b(dst), self._b(mx), self._b(l), self._fl._int("nr", nr))
 
     def _max_rescale(self, mx, s, nr, nc, rescale):
         import ctypes
@@ -391,8 +390,8 @@ class LocalChip:
             fl._fail("max_rescale: the buffers to rescale must be a list")
         ptrs = [self._b(b) for b in rescale]
         arr = (ctypes.POINTER(fl.BufStruct) * max(1, len(ptrs)))(*ptrs)
-        self._after(_c()["fl_tile_max_rescale"](self._h(), self._b(mx), self._b(s), fl._int("nr", nr),
-                                                fl._int("nc", nc), arr, len(ptrs)))
+        self._call("max_rescale", self._b(mx), self._b(s), fl._int("nr", nr),
+                                                fl._int("nc", nc), arr, len(ptrs))
 
     def _mask_of(self, what):
         if self._mk is None:
@@ -409,7 +408,7 @@ class LocalChip:
                      f"lie outside the {mk.Nq} x {mk.Nk} mask")
         keep = [1] * (row * nc) + [int(fl.mask_keep(mk, q0 + i, k0 + j)) for i in range(nr) for j in range(nc)]
         arr = (ctypes.c_ubyte * len(keep))(*keep)
-        self._after(_c()["fl_tile_keep"](self._h(), self._b(bid), row + nr, nc, arr, len(keep)))
+        self._call("keep", self._b(bid), row + nr, nc, arr, len(keep))
 
     def _tile_kind(self, q0, nr, k0, nc):
         return self._fl.mask_tile(self._mask_of("tile_kind"), q0, nr, k0, nc)
