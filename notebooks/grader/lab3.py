@@ -5,7 +5,7 @@ and 4)."""
 import math
 
 import flashlab as fl
-from labkit import mapping, near, number, whole
+from labkit import near, number, whole
 from labkit import attempt, function
 from labkit import lab3 as KIT
 
@@ -45,16 +45,11 @@ def napkin(P, napkin):
 
 
 def fit(P, c_fit, spread):
-    c_fit = mapping("c_fit", c_fit)
     N, d, M0 = P["sweep"]
     Ms = KIT.grid(M0)
     s = KIT.sweep(N, d, M0)
-    problems = []
-    for a in ("flash1", "flash2"):
-        if a not in c_fit:
-            problems.append(f"c_fit has no entry {a!r}")
-            continue
-        c = number(f"c_fit[{a!r}]", c_fit[a])
+    problems, entries = KIT.fit_entries(c_fit)
+    for a, c in entries:
         r = KIT.ratios(P, a)
         want = sum(r) / len(r)
         if near(c, want):

@@ -98,18 +98,25 @@ def napkin_check(P, napkin):
     return problems
 
 
+def fit_entries(c_fit):
+    """(problems, [(schedule, c)]) of an answer c_fit = {"flash1": c, "flash2": c}."""
+    c_fit = mapping("c_fit", c_fit)
+    problems, out = [], []
+    for a in ("flash1", "flash2"):
+        if a not in c_fit:
+            problems.append(f"c_fit has no entry {a!r}")
+        else:
+            out.append((a, number(f"c_fit[{a!r}]", c_fit[a])))
+    return problems, out
+
+
 def fit_problems(P, c_fit, spread):
     """The least-squares conditions over the paper's range of P's sweep, without the fit itself:
     for each schedule sum_i (r_i - c) = 0 (the derivative of sum_i (r_i - c)^2), and the spread is
     a largest ratio over a smallest."""
-    c_fit = mapping("c_fit", c_fit)
     N, d, M0 = P["sweep"]
-    problems = []
-    for a in ("flash1", "flash2"):
-        if a not in c_fit:
-            problems.append(f"c_fit has no entry {a!r}")
-            continue
-        c = number(f"c_fit[{a!r}]", c_fit[a])
+    problems, entries = fit_entries(c_fit)
+    for a, c in entries:
         r = ratios(P, a)
         if abs(sum(x - c for x in r)) > 1e-6 * sum(r):
             every = ratios(P, a, grid(M0))

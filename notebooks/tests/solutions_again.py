@@ -16,26 +16,31 @@ import build_notebooks  # noqa: E402
 _cache = {}
 
 
+def _cells(lab, ns):
+    """Runs lab's setup, given and answer cells, as the solution has them, in namespace ns."""
+    src = next((HERE / "src").glob(f"lab{lab}_*.py"))
+    with contextlib.redirect_stdout(io.StringIO()):
+        for kind, flags, lines in build_notebooks.parse_cells(src.read_text()):
+            if kind == "code" and flags & {"setup", "given", "answer"}:
+                exec(compile("\n".join(build_notebooks.select(lines, True)), f"<lab {lab}>", "exec"), ns)
+    return ns
+
+
 def solution(lab, student=""):
-    """The namespace of lab's solution cells (setup, given, answer; not the demonstrations)."""
+    """The namespace of lab's solution cells (setup, given, answer; not the demonstrations) for a
+    student's notebook numbers."""
+    import os
     key = (lab, student)
     if key not in _cache:
-        src = next((HERE / "src").glob(f"lab{lab}_*.py"))
-        ns = {"__name__": "__main__"}
-        import os
         old = os.environ.get("FLASHLAB_STUDENT")
         os.environ["FLASHLAB_STUDENT"] = student
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                for kind, flags, lines in build_notebooks.parse_cells(src.read_text()):
-                    if kind == "code" and flags & {"setup", "given", "answer"}:
-                        exec(compile("\n".join(build_notebooks.select(lines, True)), f"<lab {lab}>", "exec"), ns)
+            _cache[key] = _cells(lab, {"__name__": "__main__"})
         finally:
             if old is None:
                 os.environ.pop("FLASHLAB_STUDENT", None)
             else:
                 os.environ["FLASHLAB_STUDENT"] = old
-        _cache[key] = ns
     return _cache[key]
 
 
@@ -49,15 +54,9 @@ def with_params(lab, P):
     module gives the notebook, as the grader's child does): the answers for P."""
     import importlib
     kit = importlib.import_module(f"labkit.lab{lab}")
-    src = next((HERE / "src").glob(f"lab{lab}_*.py"))
     old = kit.params
     kit.params = lambda *a, **k: P
-    ns = {"__name__": "__main__"}
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            for kind, flags, lines in build_notebooks.parse_cells(src.read_text()):
-                if kind == "code" and flags & {"setup", "given", "answer"}:
-                    exec(compile("\n".join(build_notebooks.select(lines, True)), f"<lab {lab}>", "exec"), ns)
+        return _cells(lab, {"__name__": "__main__"})
     finally:
         kit.params = old
-    return ns
