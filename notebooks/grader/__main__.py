@@ -104,7 +104,6 @@ def cmd_grade(a):
     out = pathlib.Path(a.out)
     if not out.is_dir():
         raise ValueError(f"--out {out}: no such folder")
-    import nbformat
     rows, totals = [], {}
     for sid, path in submissions(a):
         try:

@@ -9,7 +9,7 @@ import math
 import flashlab as fl
 import flmachine
 
-from . import Wrong, check, function, near, near_list, number, numbers_list, rng, student_id
+from . import Wrong, check, for_students, function, near, near_list, number, numbers_list, rng, student_id
 
 NEG = float("-inf")
 EXAMPLE_B = ([1.0, 2.0, 3.0, 0.0], [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0], [9.0, 1.0]])
@@ -170,7 +170,7 @@ def run_row(fn, scores, values, tiles):
         return flmachine.run(fn, row_capacity(dv, tiles), {"S": [list(scores)], "V": values}, {"O": (1, dv)},
                              list(tiles), name="my_online_softmax")
     except fl.FlashlabError as e:
-        raise Wrong(f"the machine refused a call: {e}")
+        raise Wrong(f"the machine refused a call: {for_students(e)}")
     except Exception as e:
         raise Wrong(f"my_online_softmax raised {type(e).__name__}: {e}")
 

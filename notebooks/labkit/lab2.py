@@ -13,7 +13,7 @@ import flashlab as fl
 
 import flmachine
 
-from . import Wrong, attempt, check, function, mapping, rng, student_id, whole
+from . import Wrong, attempt, check, for_students, function, mapping, rng, student_id, whole
 
 HINTS = {
     "standard": {"Q": "Q_i is loaded once per row block (the blocks hold whole rows: Bd = d)",
@@ -140,7 +140,7 @@ def run_flash2(fn, N, d, M, Br, Bc, seed):
         r = flmachine.run(fn, M, {"Q": q, "K": k, "V": v}, {"O": (N, d), "L": (N, 1, 4)}, N, d, Br, Bc,
                           name="my_flash2")
     except fl.FlashlabError as e:
-        raise Wrong(f"my_flash2 with Br = {Br}, Bc = {Bc}: the machine refused a call: {e}")
+        raise Wrong(f"my_flash2 with Br = {Br}, Bc = {Bc}: the machine refused a call: {for_students(e)}")
     except Exception as e:
         raise Wrong(f"my_flash2 with Br = {Br}, Bc = {Bc} raised {type(e).__name__}: {e}")
     return r, (q, k, v)

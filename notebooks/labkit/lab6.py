@@ -8,7 +8,7 @@ student's own model: nothing here computes a model of a kernel.
 """
 import flashlab as fl
 
-from . import Skip, Wrong, attempt, check, function, mapping, near, number, rng, student_id, whole
+from . import Skip, Wrong, attempt, check, function, near, number, rng, student_id, whole
 from . import figures
 from .data import read_measurements, recorded  # noqa: F401 (read_measurements: the notebook's)
 
@@ -125,7 +125,7 @@ def counters(P, rows_compared, rows_equal, model_for_kernel):
     problems = []
     n = whole("rows_compared", rows_compared)
     if n != len(rows):
-        why = (f"that counts every row with counters; rows whose status is not ok are not compared"
+        why = ("that counts every row with counters; rows whose status is not ok are not compared"
                if n == len(with_counters(P["rows"])) else "count the rows with a model and an ok status")
         problems.append(f"rows_compared = {n}: {why}")
     eq = whole("rows_equal", rows_equal)

@@ -18,7 +18,7 @@ import random
 import flashlab as fl
 import flmachine
 
-from . import Wrong, check, function, rng, student_id
+from . import Wrong, check, for_students, function, rng, student_id
 
 KINDS = ("causal", "decode", "gqa")
 
@@ -87,7 +87,7 @@ def run_schedule(case, my_schedule, seed):
                           {"O": (H * case["Nq"], d), "L": (H * case["Nq"], 1, 4)},
                           mask=(case["Nq"], nk(case), case["causal"], -1, -1), name="my_schedule")
     except fl.FlashlabError as e:
-        raise Wrong(f"my_schedule: the machine refused a call: {e}")
+        raise Wrong(f"my_schedule: the machine refused a call: {for_students(e)}")
     except Exception as e:
         raise Wrong(f"my_schedule raised {type(e).__name__}: {e}")
     return r, (q, k, v)

@@ -5,7 +5,6 @@ schedule computes and is counted as the library counts it (flash2, square and no
 a mask, a GQA group stacked in one buffer); values never reach the schedule (a buffer is a
 handle); every bad call is refused with a FlashlabError or MachineError naming it, and leaves the
 machine usable; and the prototypes and the structure it declares match the C headers."""
-import math
 import pathlib
 import random
 import sys
