@@ -54,13 +54,10 @@
 /* Tile traits (traits.cuh): the buffers in the order they are carved. */
 template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<11> v02_tiles()
 {
-    return {{{"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 4, 1, 1, FL_SMEM}, {"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM},
-             {"O_i", BR, D, 0, 4, 1, 1, FL_SMEM}, {"S_ij", BR, BC, 1, 4, 1, 1, FL_SMEM}, {"l_i", BR, 1, 0, 4, 1, 1, FL_SMEM},
-             {"m_i", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"mt", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"lt", BR, 1, 0, 4, 1, 1, FL_SMEM},
-             {"mnew", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"lnew", BR, 1, 0, 4, 1, 1, FL_SMEM}}};
+    return fl_make_tiles({FL_TILES_FLASH1_FWD(D, BR, BC)});
 }
 /* the initialisation streams: no tiles */
-static fl_tiles<1> v02_init_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
+static fl_tiles<1> v02_init_tiles() { return fl_make_tiles({FL_TILES_NONE}); }
 
 /* line 2: O = 0, l = 0, m = -inf in HBM. */
 __global__ void __launch_bounds__(FL_THREADS)
@@ -203,7 +200,7 @@ template <class T, int D, int BR, int BC> static void launch_flash1(const fl_gpu
     const int Tc = FL_CDIV(a->N, BC), Tr = FL_CDIV(a->N, BR);
     const int grid = fl_wavefront_grid(kern, ti, Tc);
     const long Nd = (long)a->N * D;
-    fl_launch(fl_flash1_init, v02_init_tiles().info("fl_flash1_init"), dim3(FL_CDIV(Nd, FL_THREADS) < 1024 ? FL_CDIV(Nd, FL_THREADS) : 1024),
+    fl_launch(fl_flash1_init, v02_init_tiles().info("fl_flash1_init"), dim3((int)fl_grid_stride(Nd, FL_THREADS)),
               dim3(FL_THREADS), a->stream, a->log, (float *)a->O, a->l, a->m, a->N, D, a->cnt);
     CUDA_CHECK(cudaMemsetAsync(a->flags, 0, (size_t)Tr * sizeof(unsigned), a->stream)); /* the hand-off starts at 0 */
     fl_launch_coop(kern, ti, grid, a->stream, a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (float *)a->O, a->l,

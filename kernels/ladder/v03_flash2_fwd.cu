@@ -42,9 +42,7 @@
  * model's per-row register of rule R3, not a buffer of (F2). */
 template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<8> v03_tiles()
 {
-    return {{{"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM}, {"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 4, 1, 1, FL_SMEM},
-             {"S_ij", BR, BC, 1, 4, 1, 1, FL_SMEM}, {"O_i", BR, D, 0, 4, 1, 1, FL_SMEM}, {"m_i", BR, 1, 0, 4, 1, 1, FL_SMEM},
-             {"l_i", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"alpha", BR, 1, 0, 4, 1, 0, FL_SMEM}}};
+    return fl_make_tiles({FL_TILES_FLASH2_FWD(D, BR, BC)});
 }
 
 template <class T, int D, int BR, int BC>
@@ -147,8 +145,8 @@ template <class T, int D, int BR, int BC> static void launch_flash2(const fl_gpu
     static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "flash2 tiles do not fit in shared memory");
     const int Nk = a->Nk ? a->Nk : a->N;
     const long off = a->causal == 2 ? (long)Nk - a->N : 0; /* bottom-right: j <= i + Nk - Nq */
-    fl_launch(fl_flash2_fwd<T, D, BR, BC>, tl.info("fl_flash2_fwd"), dim3(FL_CDIV(a->N, BR)), dim3(FL_THREADS), a->stream,
-              a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
+    fl_launch(fl_flash2_fwd<T, D, BR, BC>, tl.info("fl_flash2_fwd"), dim3((int)fl_grid_blocks(a->N, BR)), dim3(FL_THREADS),
+              a->stream, a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
               1.0f / sqrtf((float)D), a->cnt);
 }
 

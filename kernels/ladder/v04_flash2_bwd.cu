@@ -26,7 +26,7 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* the preprocessing streams: no tiles */
-static fl_tiles<1> v04_pre_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
+static fl_tiles<1> v04_pre_tiles() { return fl_make_tiles({FL_TILES_NONE}); }
 
 /* lines 3-4: D = rowsum(dO o O), dQ = 0, a warp per row. */
 template <class T>
@@ -52,7 +52,7 @@ template <class T, int D, int BR, int BC> static void launch_flash2_bwd(const fl
     static_assert(fl_flash_bwd_tiles<D, BR, BC, FA2>().footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_BWD, BR, BC, D),
                   "the tiles are the model's (F2b)");
     const int N = a->N;
-    const int pre_grid = FL_CDIV(N, FL_THREADS / 32) < 1024 ? FL_CDIV(N, FL_THREADS / 32) : 1024;
+    const int pre_grid = (int)fl_grid_stride(N, FL_THREADS / 32); /* a warp a row */
     fl_launch(fl_flash2_bwd_pre<T>, v04_pre_tiles().info("fl_flash2_bwd_pre"), dim3(pre_grid), dim3(FL_THREADS), a->stream,
               a->log, (const T *)a->O, (const T *)a->dO, a->Dv, a->dQ, N, D, a->cnt);
     fl_launch_flash_bwd_loop<T, D, BR, BC, FA2>(a);
