@@ -4,7 +4,8 @@
 The GPU machine keeps nothing and CI has no GPU, so what the kernels' byte counters measured lives
 in figures/data/.  This test re-runs the model (the `flashlab count` CLI, fl_run) on every recorded
 case and requires:
-  1. gpu_validate_v{7..13}.csv, gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
+  1. gpu_validate_v{V}.csv for every rung V of the fast library (kernels/ladder/ladder.def),
+     gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
      natively; the second rerun on the current library) and
      gpu_validate_ptx80.csv (the compute_80 PTX build): for every case, today's model reads and
      writes (elements) equal the recorded model columns, and the recorded counters equal them
@@ -13,8 +14,8 @@ case and requires:
      PTX);
   2. gpu_fig2.csv: for every configuration, today's model bytes for all 1,024 heads equal the
      recorded counter bytes;
-  3. gpu_ncu_versions.csv (versions 1-11) and gpu_ncu_versions_12_13.csv: every version, forward
-     and backward, within 1% of its counters, and the counted bytes equal to today's model bytes;
+  3. gpu_ncu_versions.csv (versions 1-11) and gpu_ncu_versions_12_13.csv: every rung of the
+     ladder (ladder.def), forward and backward, within 1% of its counters, and the counted bytes equal to today's model bytes;
   4. gpu_ncu_same_bytes.csv (lab 10): versions 7, 10 and 12 of a d count the same bytes, equal to
      today's model, and Nsight Compute's SM reads are within 1% of the counted reads of all heads;
   5. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs
@@ -45,6 +46,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 import kernel_source  # noqa: E402
+import ladder  # noqa: E402
 import sdpa_rules  # noqa: E402
 import sdpa_timing  # noqa: E402
 from model_cli import count, kernel_footprint  # noqa: E402
@@ -318,8 +320,10 @@ def main():
             cache[key] = count(cli, algo, N, d, Br, Bc, M, dtype, pass_, corner, Nk)
         return cache[key]
 
-    records = [f"gpu_validate_v{v}.csv" for v in range(7, 14)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv",
-                                                                    "gpu_validate_recheck.csv"]
+    # a record of each rung of the fast library (ladder.def's lib rungs), and three of the whole
+    # ladder as it was (versions 1-11)
+    records = [f"gpu_validate_v{v}.csv" for v in ladder.versions(src, lib=True)] + [
+        "gpu_validate_all.csv", "gpu_validate_ptx80.csv", "gpu_validate_recheck.csv"]
     for name in records:
         versions = set()
         for r in rows_of(os.path.join(data, name)):
@@ -350,7 +354,7 @@ def main():
                   f"{r['write_ratio']}), model bytes now {m['hbm_bytes']}, counted {counted}")
         seen.add((int(r["version"]), r["pass"]))
         checked += 1
-    if {v for v, _ in seen} != set(range(1, 14)) or {p for _, p in seen} != {"fwd", "bwd"}:
+    if {v for v, _ in seen} != set(ladder.versions(src)) or {p for _, p in seen} != {"fwd", "bwd"}:
         bad += 1
         print(f"gpu_ncu_versions*.csv: covers {sorted(seen)}, not every version")
     same = {}

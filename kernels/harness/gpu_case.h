@@ -1,12 +1,15 @@
 /* gpu_case.h: one validation case of the GPU harness: run a kernel once on random inputs and
  * compare it with the model and with the reference.
  *
- * fl_gpu_case_run
+ * fl_gpu_case_run (gpu_case.cu; its pieces in gpu_case_parts.h)
  *   1. model counts: fl_run(FL_COUNT) on the same schedule, N, d, Br, Bc, with M = the kernel's
  *      footprint M_eff (its tile traits; checked equal to fl_footprint first), elem_bytes of the
  *      storage type; a model that cannot be run is a failure, never a pass;
  *   2. inputs: Q, K, V uniform in [-1, 1) from reference/rng (never zeros), rounded to the
- *      storage type; outputs poisoned with 0xFF bytes (NaN in every type) before the run;
+ *      storage type; a buffer for every HBM tensor of the kernel's schedule and pass (attn.h's
+ *      fl_sched_pass, checked to hold every tensor the model moves), outputs and workspaces
+ *      poisoned with 0xFF bytes (NaN in every type) before the run; a backward runs the forward
+ *      of its rung's forward rung (kernels/ladder/ladder.def) first, uncounted;
  *   3. one counted, timed launch of the whole schedule, every kernel of it recorded (launch.cuh);
  *   4. the tiles against the launched kernels: each kernel's static shared memory
  *      (cudaFuncGetAttributes) equal to its traits', its dynamic shared memory the traits', the

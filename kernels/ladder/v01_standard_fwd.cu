@@ -33,7 +33,7 @@ template <int D, int BR, int BC> __host__ __device__ constexpr auto v01_scores_t
 {
     return fl_make_tiles({FL_TILES_PRODUCT_NT(D, BR, BC)});
 }
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<3> v01_pv_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v01_pv_tiles()
 {
     return fl_make_tiles({FL_TILES_PRODUCT_NN(D, BR, BC)});
 }
@@ -201,14 +201,14 @@ template <class T, int D, int BR, int BC> static void launch_standard(const fl_g
 }
 
 #define K0(T, DT, D, BR, BC)                                                                                       \
-    {"standard", 1, DT, DT, D, BR, BC, v01_scores_tiles<D, BR, BC>().footprint(), 0, launch_standard<T, D, BR, BC>, 0, \
+    {&FL_STANDARD_FWD, 1, DT, DT, D, BR, BC, v01_scores_tiles<D, BR, BC>().footprint(), 0, launch_standard<T, D, BR, BC>, \
      (long)(v01_pv_tiles<D, BR, BC>().dyn_bytes() > v01_scores_tiles<D, BR, BC>().dyn_bytes()                      \
                 ? v01_pv_tiles<D, BR, BC>().dyn_bytes()                                                            \
                 : v01_scores_tiles<D, BR, BC>().dyn_bytes())}
 #define K0_SWEEP(T, DT, D) K0(T, DT, D, 16, 16), K0(T, DT, D, 32, 32), K0(T, DT, D, 64, 64), K0(T, DT, D, 64, 128)
 #define K0_PAIR(T, DT, D) K0(T, DT, D, 32, 32), K0(T, DT, D, 64, 64)
 
-static const fl_kernel_info standard_table[] = {
+static constexpr fl_kernel_info standard_table[] = {
     K0_SWEEP(__half, FL_F16, 64), K0_SWEEP(__half, FL_F16, 128),
     K0_PAIR(float, FL_F32, 64), K0_PAIR(float, FL_F32, 128),
     K0_PAIR(__nv_bfloat16, FL_BF16, 64), K0_PAIR(__nv_bfloat16, FL_BF16, 128),

@@ -52,7 +52,7 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* Tile traits (traits.cuh): the buffers in the order they are carved. */
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<11> v02_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v02_tiles()
 {
     return fl_make_tiles({FL_TILES_FLASH1_FWD(D, BR, BC)});
 }
@@ -208,12 +208,12 @@ template <class T, int D, int BR, int BC> static void launch_flash1(const fl_gpu
 }
 
 #define K1(T, DT, D, BR, BC) \
-    {"flash1", 2, DT, FL_F32, D, BR, BC, v02_tiles<D, BR, BC>().footprint(), 1, launch_flash1<T, D, BR, BC>, 0, \
+    {&FL_FLASH1_FWD, 2, DT, FL_F32, D, BR, BC, v02_tiles<D, BR, BC>().footprint(), 1, launch_flash1<T, D, BR, BC>, \
      (long)v02_tiles<D, BR, BC>().dyn_bytes()}
 #define K1_SWEEP(T, DT, D) K1(T, DT, D, 16, 16), K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64), K1(T, DT, D, 64, 128)
 #define K1_PAIR(T, DT, D) K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64)
 
-static const fl_kernel_info flash1_table[] = {
+static constexpr fl_kernel_info flash1_table[] = {
     K1_SWEEP(__half, FL_F16, 64), K1_SWEEP(__half, FL_F16, 128),
     K1_PAIR(float, FL_F32, 64), K1_PAIR(float, FL_F32, 128),
     K1_PAIR(__nv_bfloat16, FL_BF16, 64), K1_PAIR(__nv_bfloat16, FL_BF16, 128),

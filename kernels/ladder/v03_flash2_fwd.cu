@@ -40,7 +40,7 @@
 
 /* Tile traits (traits.cuh): the buffers in the order they are carved; the rescale row is the
  * model's per-row register of rule R3, not a buffer of (F2). */
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<8> v03_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v03_tiles()
 {
     return fl_make_tiles({FL_TILES_FLASH2_FWD(D, BR, BC)});
 }
@@ -151,12 +151,12 @@ template <class T, int D, int BR, int BC> static void launch_flash2(const fl_gpu
 }
 
 #define K2(T, DT, D, BR, BC) \
-    {"flash2", 3, DT, DT, D, BR, BC, v03_tiles<D, BR, BC>().footprint(), 1, launch_flash2<T, D, BR, BC>, 0, \
+    {&FL_FLASH2_FWD, 3, DT, DT, D, BR, BC, v03_tiles<D, BR, BC>().footprint(), 1, launch_flash2<T, D, BR, BC>, \
      (long)v03_tiles<D, BR, BC>().dyn_bytes()}
 #define K2_SWEEP(T, DT, D) K2(T, DT, D, 16, 16), K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64), K2(T, DT, D, 128, 64)
 #define K2_PAIR(T, DT, D) K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64)
 
-static const fl_kernel_info flash2_table[] = {
+static constexpr fl_kernel_info flash2_table[] = {
     K2_SWEEP(__half, FL_F16, 64), K2_SWEEP(__half, FL_F16, 128),
     K2_PAIR(float, FL_F32, 64), K2_PAIR(float, FL_F32, 128),
     K2_PAIR(__nv_bfloat16, FL_BF16, 64), K2_PAIR(__nv_bfloat16, FL_BF16, 128),

@@ -59,10 +59,10 @@ template <class T, int D, int BR, int BC> static void launch_flash2_bwd(const fl
 }
 
 #define K2B(T, DT, D, BR, BC) \
-    {"flash2", 4, DT, DT, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA2>().footprint(), 1, launch_flash2_bwd<T, D, BR, BC>, 1, \
+    {&FL_FLASH2_BWD, 4, DT, DT, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA2>().footprint(), 1, launch_flash2_bwd<T, D, BR, BC>, \
      (long)fl_flash_bwd_tiles<D, BR, BC, FA2>().dyn_bytes()}
 
-static const fl_kernel_info flash2_bwd_table[] = {
+static constexpr fl_kernel_info flash2_bwd_table[] = {
     K2B(__half, FL_F16, 64, 16, 16), K2B(__half, FL_F16, 64, 32, 32), K2B(__half, FL_F16, 64, 64, 64),
     K2B(__half, FL_F16, 128, 16, 16), K2B(__half, FL_F16, 128, 32, 32), K2B(__half, FL_F16, 128, 64, 64),
     K2B(float, FL_F32, 64, 32, 32), K2B(float, FL_F32, 128, 32, 32),

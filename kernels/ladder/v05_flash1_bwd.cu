@@ -47,10 +47,10 @@ template <class T, int D, int BR, int BC> static void launch_flash1_bwd(const fl
 }
 
 #define K1B(T, DT, D, BR, BC) \
-    {"flash1", 5, DT, FL_F32, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA1>().footprint(), 1, launch_flash1_bwd<T, D, BR, BC>, 1, \
+    {&FL_FLASH1_BWD, 5, DT, FL_F32, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA1>().footprint(), 1, launch_flash1_bwd<T, D, BR, BC>, \
      (long)fl_flash_bwd_tiles<D, BR, BC, FA1>().dyn_bytes()}
 
-static const fl_kernel_info flash1_bwd_table[] = {
+static constexpr fl_kernel_info flash1_bwd_table[] = {
     K1B(__half, FL_F16, 64, 16, 16), K1B(__half, FL_F16, 64, 32, 32), K1B(__half, FL_F16, 64, 64, 64),
     K1B(__half, FL_F16, 128, 16, 16), K1B(__half, FL_F16, 128, 32, 32),
     K1B(float, FL_F32, 64, 32, 32), K1B(__nv_bfloat16, FL_BF16, 64, 32, 32),

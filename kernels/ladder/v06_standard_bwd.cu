@@ -26,12 +26,12 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* Tile traits (traits.cuh).  nt: A_i, B_j (rows padded by a word), the C tile in registers. */
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<3> v06_nt_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v06_nt_tiles()
 {
     return fl_make_tiles({FL_TILES_PRODUCT_NT(D, BR, BC)});
 }
 /* nn: the P tile (BO x BS, or BS x BO transposed), V rows, O rows */
-template <int D, int BO, int BS> __host__ __device__ constexpr fl_tiles<3> v06_nn_tiles()
+template <int D, int BO, int BS> __host__ __device__ constexpr auto v06_nn_tiles()
 {
     return fl_make_tiles({FL_TILES_PRODUCT_NN(D, BO, BS)});
 }
@@ -201,12 +201,12 @@ template <class T, int D, int BR, int BC> static void launch_standard_bwd(const 
 }
 
 #define K0B(T, DT, D, BR, BC) \
-    {"standard", 6, DT, DT, D, BR, BC, v06_nt_tiles<D, BR, BC>().footprint(), 0, launch_standard_bwd<T, D, BR, BC>, 1, \
+    {&FL_STANDARD_BWD, 6, DT, DT, D, BR, BC, v06_nt_tiles<D, BR, BC>().footprint(), 0, launch_standard_bwd<T, D, BR, BC>, \
      (long)(v06_nn_tiles<D, BC, BR>().dyn_bytes() > v06_nt_tiles<D, BR, BC>().dyn_bytes()                          \
                 ? v06_nn_tiles<D, BC, BR>().dyn_bytes()                                                            \
                 : v06_nt_tiles<D, BR, BC>().dyn_bytes())}
 
-static const fl_kernel_info standard_bwd_table[] = {
+static constexpr fl_kernel_info standard_bwd_table[] = {
     K0B(__half, FL_F16, 64, 16, 16), K0B(__half, FL_F16, 64, 32, 32), K0B(__half, FL_F16, 64, 64, 64),
     K0B(__half, FL_F16, 128, 32, 32), K0B(__half, FL_F16, 128, 64, 64),
     K0B(float, FL_F32, 64, 32, 32), K0B(__nv_bfloat16, FL_BF16, 64, 32, 32),

@@ -134,13 +134,13 @@ template <class T, int D, int WM, int BC> static void launch_fast_fwd(const fl_g
 }
 
 #define K7(T, DT, D, WM, BC)                                                                                    \
-    {"flash2", 7, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), 1, \
-     launch_fast_fwd<T, D, WM, BC>, 0, (long)v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()}
+    {&FL_FLASH2_FWD, 7, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), 1, \
+     launch_fast_fwd<T, D, WM, BC>, (long)v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()}
 #define K7_SET(T, DT) K7(T, DT, 64, 1, 64), K7(T, DT, 64, 2, 64), K7(T, DT, 64, 2, 128), \
                       K7(T, DT, 128, 1, 64), K7(T, DT, 128, 2, 32), K7(T, DT, 128, 2, 64)
 /* fp16, d = 64 also sweeps the block sizes for the paper's Figure 2 (GPT-2 medium) */
 #define K7_FIG2(T, DT) K7(T, DT, 64, 1, 32), K7(T, DT, 64, 1, 128), K7(T, DT, 64, 2, 32)
 
-static const fl_kernel_info fast_fwd_table[] = {K7_SET(__half, FL_F16), K7_FIG2(__half, FL_F16), K7_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_fwd_table[] = {K7_SET(__half, FL_F16), K7_FIG2(__half, FL_F16), K7_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(07, fast_fwd_table, FL_V_NEEDS)

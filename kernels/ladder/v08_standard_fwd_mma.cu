@@ -141,14 +141,14 @@ template <class T, int D, int WM, int BC> static void launch_fast_std(const fl_g
 }
 
 #define K8(T, DT, D, WM, BC)                                                                                           \
-    {"standard", 8, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), \
-     1, launch_fast_std<T, D, WM, BC>, 0,                                                                              \
+    {&FL_STANDARD_FWD, 8, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), \
+     1, launch_fast_std<T, D, WM, BC>,                                                                              \
      (long)(fl_tc_nn_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes() >                                        \
                     fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()                                   \
                 ? fl_tc_nn_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()                                     \
                 : fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes())}
 #define K8_SET(T, DT) K8(T, DT, 64, 1, 64), K8(T, DT, 64, 2, 128), K8(T, DT, 128, 1, 64), K8(T, DT, 128, 2, 64)
 
-static const fl_kernel_info fast_std_table[] = {K8_SET(__half, FL_F16), K8_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_std_table[] = {K8_SET(__half, FL_F16), K8_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(08, fast_std_table, FL_V_NEEDS)

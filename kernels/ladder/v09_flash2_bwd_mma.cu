@@ -186,9 +186,9 @@ template <class T, int D, int BR> static void launch_fast_bwd(const fl_gpu_args 
 }
 
 #define K9(T, DT, D, BR) \
-    {"flash2", 9, DT, DT, D, BR, 64, v09_tiles<D, BR>().footprint(), 1, launch_fast_bwd<T, D, BR>, 1, (long)v09_tiles<D, BR>().dyn_bytes()}
+    {&FL_FLASH2_BWD, 9, DT, DT, D, BR, 64, v09_tiles<D, BR>().footprint(), 1, launch_fast_bwd<T, D, BR>, (long)v09_tiles<D, BR>().dyn_bytes()}
 #define K9_SET(T, DT) K9(T, DT, 64, 64), K9(T, DT, 64, 128), K9(T, DT, 128, 64)
 
-static const fl_kernel_info fast_bwd_table[] = {K9_SET(__half, FL_F16), K9_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_bwd_table[] = {K9_SET(__half, FL_F16), K9_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(09, fast_bwd_table, FL_V_NEEDS)

@@ -167,10 +167,10 @@ template <class T, int D, int BC, int NWG> static void launch_wg_fwd(const fl_gp
 }
 
 #define K10(T, DT, D, BC, NWG) \
-    {"flash2", 10, DT, DT, D, NWG * 64, BC, v10_tiles<D, NWG * 64, BC>().footprint(), 1, launch_wg_fwd<T, D, BC, NWG>, 0, \
+    {&FL_FLASH2_FWD, 10, DT, DT, D, NWG * 64, BC, v10_tiles<D, NWG * 64, BC>().footprint(), 1, launch_wg_fwd<T, D, BC, NWG>, \
      (long)v10_tiles<D, NWG * 64, BC>().dyn_bytes()}
 #define K10_SET(T, DT) K10(T, DT, 64, 64, 2), K10(T, DT, 64, 128, 2), K10(T, DT, 128, 64, 2), K10(T, DT, 128, 128, 1)
 
-static const fl_kernel_info wg_fwd_table[] = {K10_SET(__half, FL_F16), K10_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info wg_fwd_table[] = {K10_SET(__half, FL_F16), K10_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(10, wg_fwd_table, FL_V_NEEDS)

@@ -118,12 +118,12 @@ template <class T, int D, int WM> static void launch_fast_std_bwd(const fl_gpu_a
 }
 
 #define K11(T, DT, D, WM)                                                                                               \
-    {"standard", 11, DT, DT, D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16,                             \
+    {&FL_STANDARD_BWD, 11, DT, DT, D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16,                             \
      fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16>().footprint(), 1,                     \
-     launch_fast_std_bwd<T, D, WM>, 1,                                                                                  \
+     launch_fast_std_bwd<T, D, WM>,                                                                                  \
      (long)fl_tc_tn_tiles<D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16>().dyn_bytes()}
 #define K11_SET(T, DT) K11(T, DT, 64, 1), K11(T, DT, 64, 2), K11(T, DT, 128, 1)
 
-static const fl_kernel_info fast_std_bwd_table[] = {K11_SET(__half, FL_F16), K11_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_std_bwd_table[] = {K11_SET(__half, FL_F16), K11_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(11, fast_std_bwd_table, FL_V_NEEDS)

@@ -411,10 +411,10 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
 
 /* NWG consumer warpgroups (Br = 64 NWG query rows), Bc keys a block, ST stages of K_j and V_j */
 #define K12(T, DT, D, NWG, BC, ST) \
-    {"flash2", 12, DT, DT, D, 64 * NWG, BC, v12_tiles<D, 64 * NWG, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, NWG, BC, ST>, 0, \
+    {&FL_FLASH2_FWD, 12, DT, DT, D, 64 * NWG, BC, v12_tiles<D, 64 * NWG, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, NWG, BC, ST>, \
      (long)v12_tiles<D, 64 * NWG, BC, ST>().dyn_bytes(), 1}
 #define K12_SET(T, DT) K12(T, DT, 64, 2, 128, 3), K12(T, DT, 64, 3, 128, 3), K12(T, DT, 128, 2, 128, 2)
 
-static const fl_kernel_info ws_fwd_table[] = {K12_SET(__half, FL_F16), K12_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info ws_fwd_table[] = {K12_SET(__half, FL_F16), K12_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(12, ws_fwd_table, FL_V_NEEDS)

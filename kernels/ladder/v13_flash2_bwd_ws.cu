@@ -284,10 +284,10 @@ template <class T, int D, int BR, int BC, int ST> static void launch_ws_bwd(cons
 
 /* Br queries a step, Bc = 128 keys a CTA (two consumer warpgroups of 64), ST stages of Q_i, dO_i */
 #define K13(T, DT, D, BR, ST) \
-    {"flash2", 13, DT, DT, D, BR, 128, v13_tiles<D, BR, 128, ST>().footprint(), 1, launch_ws_bwd<T, D, BR, 128, ST>, 1, \
+    {&FL_FLASH2_BWD, 13, DT, DT, D, BR, 128, v13_tiles<D, BR, 128, ST>().footprint(), 1, launch_ws_bwd<T, D, BR, 128, ST>, \
      (long)v13_tiles<D, BR, 128, ST>().dyn_bytes()}
 #define K13_SET(T, DT) K13(T, DT, 64, 128, 2), K13(T, DT, 128, 64, 2)
 
-static const fl_kernel_info ws_bwd_table[] = {K13_SET(__half, FL_F16), K13_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info ws_bwd_table[] = {K13_SET(__half, FL_F16), K13_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(13, ws_bwd_table, FL_V_NEEDS)
