@@ -360,7 +360,7 @@ def main():
     same = {}
     for r in rows_of(os.path.join(data, "gpu_ncu_same_bytes.csv")):
         N, d, br, bc = int(r["N"]), int(r["d"]), int(r["Br"]), int(r["Bc"])
-        m = count(cli, "flash2", N, d, br, bc, kernel_footprint("flash2", d, br, bc, False), r["dtype"], "fwd")
+        m = count(cli, "flash2", N, d, br, bc, kernel_footprint(cli, "flash2", d, br, bc, False), r["dtype"], "fwd")
         counted = int(r["counter_read_B_per_head"]) + int(r["counter_write_B_per_head"])
         sm_ratio = int(r["sm_read_B"]) / (int(r["heads"]) * int(r["counter_read_B_per_head"]))
         same.setdefault(d, set()).add(counted)
@@ -377,7 +377,7 @@ def main():
         algo = "standard" if v in (8, 11) else "flash2"
         bwd = r["pass"] == "bwd"
         br, bc, d = int(r["Br"]), int(r["Bc"]), 64
-        m = count(cli, algo, 1024, d, br, bc, kernel_footprint(algo, d, br, bc, bwd), "fp16", r["pass"],
+        m = count(cli, algo, 1024, d, br, bc, kernel_footprint(cli, algo, d, br, bc, bwd), "fp16", r["pass"],
                   batch=64, heads=16)
         if int(m["hbm_bytes"]) != int(r["counter_bytes"]) or r["counter_bytes"] != r["model_bytes"]:
             bad += 1
