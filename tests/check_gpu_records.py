@@ -30,8 +30,10 @@ case and requires:
      followed by the method ("1.30-1.57x FA2 and 0.69-0.97x cuDNN, timed sequentially"); every run
      tied to its kernel's source (its `# kernel source:` line: the hash of the source at the commit
      it names, equal to today's or led to it by kernels/same_code.csv); and performance.md quotes
-     bench/summarize_sdpa.py's summary lines of each pair of runs as it prints them today.
-     tests/check_gpu_records_test.py plants wrong records of each kind that this must catch.
+     bench/summarize_sdpa.py's summary lines of each pair of runs as it prints them today;
+  7. docs/performance.md: every table is a generated block that bench/records.py prints from the
+     records today, and every number of its prose is one of those blocks' numbers.
+     tests/check_gpu_records_test.py plants wrong records and pages of each kind that this must catch.
 
   python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
 """
@@ -49,6 +51,7 @@ import kernel_source  # noqa: E402
 import ladder  # noqa: E402
 import sdpa_rules  # noqa: E402
 import sdpa_timing  # noqa: E402
+import records as records_page  # noqa: E402 (bench/records.py)
 from model_cli import count, kernel_footprint  # noqa: E402
 
 
@@ -386,6 +389,11 @@ def main():
     b_, n_ = check_all_runs(src, data, *claims(src))
     bad += b_
     checked += n_
+    # docs/performance.md: every generated table as bench/records.py prints it from the records,
+    # every number of its prose one of those tables' numbers
+    for line in records_page.check_page(os.path.join(src, "docs", "performance.md")):
+        bad += 1
+        print(line)
     print(f"check_gpu_records: {checked} cases checked in all, {bad} differ")
     # the summaries and figures still read the records (those of versions 12 and 13: check_runs)
     for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]),

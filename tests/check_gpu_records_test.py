@@ -218,6 +218,39 @@ ACCEPTED = [
 ]
 
 
+# A wrong docs/performance.md each (old text, new text); records.check_page must report it.
+PAGE_PLANTS = [
+    ("a ratio of the prose that no table holds", "its least ratio\n  is 1.004", "its least ratio\n  is 1.006"),
+    ("an edited table row", "| 64 | no | 16 | 1.032-1.314 |", "| 64 | no | 16 | 1.032-1.324 |"),
+    ("the upper end of a range in the prose", "(0.693-0.840 of it)", "(0.693-0.850 of it)"),
+    ("a block of a command that is not bench/records.py's", "<!-- records: python3 bench/records.py rungs -->",
+     "<!-- records: python3 bench/summarize_fig2.py rungs -->"),
+    ("a time in the prose no table holds", "in 4.54 ms", "in 4.45 ms"),
+    ("every generated block dropped", "<!-- records:", "<!-- dropped:"),
+]
+
+
+def check_page_plants(tmp):
+    """records.check_page on docs/performance.md (no difference expected) and on each PAGE_PLANTS
+    copy (a difference expected); returns the failures."""
+    page = os.path.join(SRC, "docs", "performance.md")
+    text = open(page, encoding="utf-8").read()
+    failures = len(records.check_page(page))
+    print(f"docs/performance.md as it is: {failures} differences (0 expected)")
+    for what, old, new in PAGE_PLANTS:
+        if old not in text:
+            print(f"{what}: the page no longer has {old!r} to plant it in")
+            failures += 1
+            continue
+        copy = os.path.join(tmp, "performance.md")
+        with open(copy, "w", encoding="utf-8") as f:
+            f.write(text.replace(old, new))
+        bad = records.check_page(copy)
+        print(f"{what}: {'caught: ' + bad[0] if bad else 'NOT CAUGHT'}")
+        failures += not bad
+    return failures
+
+
 def main():
     readme, perf = cgr.claims(SRC)
     base_ledger = cgr.ledger_rows(SRC)
