@@ -5,7 +5,7 @@
  *   1. model counts: fl_run(FL_COUNT) on the same schedule, N, d, Br, Bc, with M = the kernel's
  *      footprint M_eff (its tile traits; checked equal to fl_footprint first), elem_bytes of the
  *      storage type; a model that cannot be run is a failure, never a pass;
- *   2. inputs: Q, K, V uniform in [-1, 1) from reference/rng (never zeros), rounded to the
+ *   2. inputs: Q, K, V uniform in [-1, 1) from include/flashlab/rng.h (never zeros), rounded to the
  *      storage type; a buffer for every HBM tensor of the kernel's schedule and pass (attn.h's
  *      fl_sched_pass, checked to hold every tensor the model moves), outputs and workspaces
  *      poisoned with 0xFF bytes (NaN in every type) before the run; a backward runs the forward

@@ -1,7 +1,7 @@
 /* gpu_case_parts.h: the pieces of one validation case, which gpu_case.cu runs in order (the
  * contract of the whole is gpu_case.h):
  *
- *   inputs    (gpu_values.cu)   Q, K, V (and dO) uniform in [-1, 1) from reference/rng, rounded to
+ *   inputs    (gpu_values.cu)   Q, K, V (and dO) uniform in [-1, 1) from include/flashlab/rng.h, rounded to
  *                               the storage type
  *   workspace (gpu_buffers.cu)  one device buffer per HBM tensor of the kernel's schedule and pass
  *                               (fl_sched_pass.hbm), sized by the tensor's shape and byte rule;

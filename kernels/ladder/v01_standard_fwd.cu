@@ -12,8 +12,9 @@
  *                   write O_i                                   N^2 + Nd*Tr reads, Nd writes (C0.4)
  * Costs.  Bytes: at N = 4096, d = 64, fp16 the 2N^2 writes and 2-4 N^2 reads of S and P are
  * 128-192 MB against 1.5 MB for Q, K, V, O: the quadratic term FlashAttention removes.  Time:
- * scalar fp32 FMAs from shared memory, no tensor cores (H200, fp16, d = 128, 64 x 64 tiles:
- * 5.5 ms at N = 4096, 25.1 ms at N = 16384; kernels/NOTES.md run 2).
+ * scalar fp32 FMAs from shared memory, no tensor cores (H200, fp16, d = 128, 64 x 64 tiles, one
+ * counted launch: 5.3 ms at N = 4096, 22.8 ms at N = 16384; figures/data/gpu_validate_all.csv,
+ * column ms).
  *
  * On chip (tile traits below; fp32): scores: Q_i, K_j (rows padded by one word against bank
  * conflicts), the S tile in registers; pv: P_ij, V_j, O_i; both (F0) elements.  The softmax's row

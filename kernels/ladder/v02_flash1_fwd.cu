@@ -5,9 +5,10 @@
  * outer loop, so the running O_i, l_i, m_i cross HBM twice per key block (below); at N = 4096,
  * d = 64 that is 52 MB read and 36 MB written at 64 x 128 tiles (fp16, O fp32) against version
  * 1's 135 MB and 68 MB (64 x 64; docs/validation.md).  Time on the H200 (fp16, d = 128,
- * 64 x 128): 15.6 ms at N = 4096, 62.7 ms at N = 16384, against version 1's 5.5 and 25.1 ms at
- * 64 x 64 (kernels/NOTES.md run 2): fewer bytes, more time, because these scalar kernels are bound
- * by their arithmetic and the wavefront's hand-offs, not by HBM.
+ * 64 x 128, one counted launch): 13.9 ms at N = 4096, 53.0 ms at N = 16384, against version 1's
+ * 5.3 and 22.8 ms at 64 x 64 (figures/data/gpu_validate_all.csv, column ms): fewer bytes, more
+ * time, because these scalar kernels are bound by their arithmetic and the wavefront's
+ * hand-offs, not by HBM.
  *
  * The schedule is src/schedules/flash1.c line for line:
  *   line 2   O = 0, l = 0, m = -inf written to HBM          fl_flash1_init: Nd + 2N writes

@@ -5,8 +5,9 @@
  * and L_i written at the end), and no wavefront is needed: the CTAs are independent.  What it
  * costs: K and V are read once per query block instead of once; at N = 4096, d = 64, 64 x 64,
  * fp16 that is 67.6 MB read and 0.5 MB written (version 2, 64 x 128: 52 MB and 36 MB;
- * docs/validation.md).  Time on the H200 (fp16, d = 128, 64 x 64): 7.1 ms at N = 4096, 57.1 ms at
- * N = 16384 (kernels/NOTES.md run 2), still scalar fp32 arithmetic.
+ * docs/validation.md).  Time on the H200 (fp16, d = 128, 64 x 64, one counted launch): 10.4 ms
+ * at N = 4096, 101.0 ms at N = 16384 (figures/data/gpu_validate_all.csv, column ms), still
+ * scalar fp32 arithmetic.
  *
  * The schedule is src/schedules/flash2.c line for line: one CTA per query block i of Br rows.
  *   line 4   load Q_i                         Br*d reads of Q

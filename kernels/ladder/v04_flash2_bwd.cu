@@ -6,8 +6,8 @@
  * the price of recomputing S and P.  What it costs: dQ_i is read and written in HBM once per
  * (key block, query block) pair, as the paper's algorithm writes it: at N = 4096, d = 64, 64 x 64,
  * fp16 the counters measure 138 MB read and 69 MB written (docs/validation.md), against 302 MB and
- * 69 MB for the standard backward; H200 time (fp16, d = 128, 32 x 32): 14.9 ms at N = 4096,
- * 79.5 ms at N = 16384 (kernels/NOTES.md run 3).
+ * 69 MB for the standard backward; H200 time (fp16, d = 128, 32 x 32, one counted launch):
+ * 11.1 ms at N = 4096, 71.5 ms at N = 16384 (figures/data/gpu_validate_all.csv, column ms).
  *
  * The schedule is src/schedules/flash_bwd.c (style FA2) line for line:
  *   fl_flash2_bwd_pre  line 3-4, per row: load O_i, dO_i; write D_i = rowsum(dO_i o O_i) and

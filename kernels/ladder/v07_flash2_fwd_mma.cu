@@ -3,9 +3,9 @@
  * What changed from version 6 (and from version 3, whose schedule this is): the products run on
  * the tensor cores, the next key block is prefetched while this one is computed, and the grid
  * covers batch x heads.  What it costs: the same bytes as version 3 (every count equal to the
- * model's); what it buys: on the H200 (fp16, d = 128, N = 4096, 128 x 64)
- * 328 TFLOP/s, 0.94 of PyTorch SDPA's FlashAttention-2, where version 3 ran at 1.2 TFLOP/s on one
- * head (kernels/NOTES.md, "Optimisations" 1-2).
+ * model's); what it buys: on the H200 (fp16, d = 128, N = 4096, 128 x 64, 8 x 16 heads)
+ * 336 TFLOP/s, 0.96 of PyTorch SDPA's FlashAttention-2 (figures/data/gpu_sdpa.csv), where version
+ * 3 runs on CUDA cores, one head a launch.
  *
  * The same schedule as version 3 (src/schedules/flash2.c; docs/model.md eq. C2): one CTA per query
  * block i of Br rows: load Q_i once; for each key block j (causal: only those left of the block's
@@ -14,7 +14,7 @@
  * Nd + N: the byte counters (-DFL_COUNTERS) count every chunk that crosses HBM and
  * `flashlab-gpu validate` checks them equal to fl_run's counts.
  *
- * What makes it fast (kernels/NOTES.md, "Optimisations", has the prediction and measurement of each):
+ * What makes it fast (docs/journal/runs.md, "Optimisations", has the prediction and measurement of each):
  *   - mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate); 4 warps, each owns WM*16 query rows;
  *     S and P stay in registers (the C fragments of S are the A fragments of P V);
  *   - K_j, V_j arrive by cp.async into a second shared-memory stage while block j-1 is computed

@@ -3,8 +3,8 @@
  * What changed from version 10: version 6's schedule (dP and dS through HBM) on the tensor cores,
  * over batch x heads, with the products of version 8 (tc_gemm.cuh).  What it costs: the model's
  * bytes, the N x N tensors included; on the H200 it runs 3.0-4.0x faster than PyTorch SDPA's
- * unfused math backward and slower than version 9 by its bytes (kernels/NOTES.md, "Optimisations"
- * 7), and 1.09-1.26x faster than that since dP is stored as whole 32-byte sectors (tc_gemm.cuh).
+ * unfused math backward over the benchmark's shapes (figures/data/gpu_sdpa.csv) and slower than
+ * version 9 by its bytes; dP is stored as whole 32-byte sectors (tc_gemm.cuh).
  *
  * Version 6's schedule (src/schedules/standard_bwd.c, the FlashAttention paper's Algorithm 3, from P
  * saved in HBM by the forward; docs/model.md eq. C0b) with Bd = d, Br = Bc:

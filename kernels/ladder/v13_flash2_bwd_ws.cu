@@ -15,8 +15,9 @@
  * What it costs: the same bytes as versions 4 and 9 for the same tiles (the schedule is theirs);
  * a second dS^T buffer, the second stage of Q_i, dO_i, L_i, D_i and the barriers in shared memory
  * beyond the model's footprint; sm_90a.  What it buys: 1.30-1.57x PyTorch SDPA's FlashAttention-2
- * backward and 0.69-0.97x its cuDNN backward on the benchmark's 64 shapes (docs/performance.md,
- * "Version 13", each step's prediction and measurement).
+ * backward and 0.69-0.97x its cuDNN backward on the benchmark's 64 shapes
+ * (figures/data/gpu_sdpa_v13_run1.csv, gpu_sdpa_v13_run2.csv; each step's prediction and
+ * measurement: docs/journal/v13_backward.md).
  *
  * The schedule (src/schedules/flash_bwd.c; docs/model.md §backward, F2b), per CTA (key block j of
  * Bc = 128 keys, one head):
