@@ -1,6 +1,6 @@
 /* gpu_order.h: a schedule's tile accesses in the order a GPU runs them (docs/l2_model.md §2).
  *
- * The model's schedules (src/schedules/*.c) list their tile loads and stores in program order.
+ * The model's schedules (src/schedules/) list their tile loads and stores in program order.
  * The CUDA kernels of versions 1-6 of the ladder (kernels/ladder/v01_standard_fwd.cu to
  * v06_standard_bwd.cu) run the same loads and stores, split over a grid of thread blocks (CTAs).
  * Here each kernel of a schedule is described as its kernel file launches it: its grid (which
@@ -15,7 +15,7 @@
  * fl_std_nn, fl_std_nn), flash1 forward (fl_flash1_init, fl_flash1_fwd), flash2 forward
  * (fl_flash2_fwd) and backward (fl_flash2_bwd_pre, the wavefront fl_flash_bwd), flash1 backward
  * (fl_flash1_bwd_init, fl_flash_bwd style FA1); one head, no mask.
- * The element totals per tensor equal fl_run's counts for the same problem (tests/test_l2_order.c).
+ * The element totals per tensor equal fl_run's counts for the same problem (tests/unit/analysis/test_l2_order.c).
  */
 #ifndef FL_GPU_ORDER_H
 #define FL_GPU_ORDER_H
