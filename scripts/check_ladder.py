@@ -20,6 +20,8 @@ import shutil
 import sys
 import tempfile
 
+import check_main  # scripts/, beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import ladder  # noqa: E402
@@ -131,21 +133,7 @@ def append(d, rel, text):
         f.write(text)
 
 
-def main(argv):
-    root = os.path.normpath(os.path.join(HERE, ".."))
-    if argv[1:] == ["--self-test"]:
-        return self_test(root)
-    if len(argv) > 2 or (len(argv) == 2 and not os.path.isdir(argv[1])):
-        print(__doc__, file=sys.stderr)
-        return 2
-    if len(argv) == 2:
-        root = argv[1]
-    bad = problems(root)
-    for b in bad:
-        print(b)
-    print(f"check_ladder: {len(ladder.rungs(root)) if not bad else '?'} rungs, {len(bad)} problems")
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(check_main.main(sys.argv, __doc__, problems, self_test,
+                             lambda root, bad: f"check_ladder: {len(ladder.rungs(root)) if not bad else '?'} rungs, "
+                                               f"{len(bad)} problems"))

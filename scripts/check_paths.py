@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+import check_main  # scripts/, beside this file
+
 TOPS = ("kernels", "docs", "figures", "src", "include", "tests", "scripts", "bench", "notebooks", "cli",
         "reference", "fuzz", "sim")
 TEXT = (".md", ".c", ".h", ".cu", ".cuh", ".py", ".sh", ".gp", ".txt", ".cmake", ".def", ".conf", ".json", ".yml",
@@ -193,21 +195,6 @@ def self_test(root):
     return 1 if bad else 0
 
 
-def main(argv):
-    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    if argv[1:] == ["--self-test"]:
-        return self_test(root)
-    if len(argv) > 2 or (len(argv) == 2 and not os.path.isdir(argv[1])):
-        print(__doc__, file=sys.stderr)
-        return 2
-    if len(argv) == 2:
-        root = argv[1]
-    bad = problems(root)
-    for b in bad:
-        print(b)
-    print(f"check_paths: {len(bad)} names of missing files")
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(check_main.main(sys.argv, __doc__, problems, self_test,
+                             lambda root, bad: f"check_paths: {len(bad)} names of missing files"))

@@ -3,7 +3,9 @@
  * model's counts (fl_run in FL_COUNT mode, the only source of model counts).
  *
  *   flashlab-gpu list (or --list)             the versions and kernel variants built in, and (with a GPU)
- *                                             which of them run on it; no GPU needed
+ *                                             which of them run on it; no GPU needed: every kernel's
+ *                                             footprint and pass checked against the model (exit 1
+ *                                             when one fails)
  *   flashlab-gpu run --algo A --N N --d D --Br B --Bc B [--dtype fp16] [--causal] [--reps R]
  *                                             one case, per-tensor table (used under ncu)
  *   flashlab-gpu validate [--csv FILE] [--quick]
@@ -493,6 +495,29 @@ static int cmd_curve(int argc, char **argv, int argc0, char **argv0)
     return 0;
 }
 
+/* Every kernel against the model, no GPU needed: its footprint equals fl_footprint and its pass
+ * holds every tensor the model moves (fl_gpu_case_model at N = 200, no mask).  Prints one line;
+ * returns the number of kernels that fail (each named on stderr). */
+static int check_models(void)
+{
+    int bad = 0, n = 0;
+    for (auto k : all_kernels()) {
+        fl_gpu_case c = {k, 200, 0, 1, "list", 0, 0, 0};
+        fl_gpu_outcome o;
+        memset(&o, 0, sizeof o);
+        fl_gpu_case_model(&c, &o);
+        n++;
+        if (!o.model_ok) {
+            fprintf(stderr, "flashlab-gpu: v%d %s %s %s d=%d %dx%d: %s\n", k->version, k->s->algo, k->s->bwd ? "bwd" : "fwd",
+                    fl_dtype_names[k->dtype], k->d, k->Br, k->Bc, o.model_msg);
+            bad++;
+        }
+    }
+    printf("\nmodel (no GPU): %d of %d kernels have the model's footprint and a pass holding every tensor the "
+           "model moves (N = 200)\n", n - bad, n);
+    return bad;
+}
+
 static int cmd_list(void)
 {
     int nv;
@@ -527,14 +552,14 @@ static int cmd_list(void)
                fl_dtype_names[k->dtype], fl_dtype_names[k->o_dtype], k->d, k->Br, k->Bc, k->m_eff, k->causal_ok ? "yes" : "no",
                k->smem, !gpu ? "" : why ? why : "yes");
     }
-    return 0;
+    return check_models() ? 1 : 0;
 }
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: flashlab-gpu COMMAND [options]   build: %s\n\n"
-               "  list       the versions and kernel variants built in (--list too; no GPU needed);\n"
-               "             with a GPU, which of them run on it\n"
+               "  list       the versions and kernel variants built in (--list too; no GPU needed),\n"
+               "             each checked against the model; with a GPU, which of them run on it\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
                "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
                "             [--version V]: that version of the kernel (7-11: the fast ones; default the first)\n"

@@ -10,7 +10,7 @@ extern "C" {
 }
 
 /* ---- the model ------------------------------------------------------------------------------ */
-static void model_counts(const fl_gpu_case *c, fl_gpu_outcome *o)
+void fl_gpu_case_model(const fl_gpu_case *c, fl_gpu_outcome *o)
 {
     const fl_kernel_info *k = c->k;
     fl_algo algo;
@@ -194,7 +194,7 @@ int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o)
     const int N = c->N, Nk = c->Nk ? c->Nk : N; /* keys: rows of K, V */
     memset(o, 0, sizeof *o);
     o->m_eff = k->m_eff;
-    model_counts(c, o);
+    fl_gpu_case_model(c, o);
     if (Nk != N && !k->s->nk_ok) {
         fprintf(stderr, "flashlab-gpu: --Nk != --N: only the flash2 forward kernels take it\n");
         return 1;

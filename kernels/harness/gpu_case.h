@@ -66,6 +66,11 @@ struct fl_gpu_outcome {
                                        * accuracy passed */
 };
 
+/* Step 1 alone (no GPU): the model's counts of case c into o (model_ok, model_msg, model_rd/wr,
+ * model totals); model_ok = 0 with the reason when the kernel's footprint is not the model's,
+ * the model refuses the case, or the model moves a tensor outside the kernel's pass (attn.h). */
+void fl_gpu_case_model(const fl_gpu_case *c, fl_gpu_outcome *o);
+
 /* Runs one case; returns 0 when it ran (ok says whether it passed), nonzero on a setup error
  * (message printed). */
 int fl_gpu_case_run(const fl_gpu_case *c, fl_gpu_outcome *o);
