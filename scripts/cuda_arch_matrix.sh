@@ -37,29 +37,40 @@ aux=90a-real
 case " $ARCHS " in *" 90a "*) ;; *) aux=${ARCHS##* }-real ;; esac
 KEEP=$PWD/$DIR/keep-ptx
 TREE=$PWD/$DIR/tree
-rm -rf "$KEEP" "$TREE"
+rm -rf "$KEEP"
 mkdir -p "$TREE"
-# the copy (the files git tracks or would add, modification times kept, so that the build in
-# $DIR/build stays incremental across runs), with the test rung: a copy of version 3 renamed, and
-# its line in the list; then the copy must differ from the tree by exactly that file and that line
-files() { git ls-files -co --exclude-standard | while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done; }
-files | tar -T - -cf - | tar -xf - -C "$TREE"
+# The copy (the files git tracks or would add) with the test rung: a copy of version 3 renamed, and
+# its line in the list.  A file is rewritten only when its content changed (so its modification
+# time says so and the build in $DIR/build stays incremental and right); files gone are removed.
+# Then the copy must differ from the tree by exactly that file and that line.
 test_v=$(python3 -c 'import sys; sys.path.insert(0, "bench"); import ladder; print(ladder.versions()[-1] + 1)')
 NN=$(printf %02d "$test_v")
 rung=kernels/ladder/v${NN}_test_rung.cu
-sed -e "s/FL_LADDER_FILE(03,/FL_LADDER_FILE($NN,/" -e "s/{&FL_FLASH2_FWD, 3,/{\&FL_FLASH2_FWD, $test_v,/" \
-  -e "s/v03_/v${NN}_/g" -e "s/fl_flash2_fwd\b/fl_test_rung_fwd/g" kernels/ladder/v03_flash2_fwd.cu >"$TREE/$rung"
-sed -i "s/^#undef FL_RUNG$/FL_RUNG($NN, v${NN}_test_rung, 0, 0, \"test only: a copy of version 3\")\n&/" \
-  "$TREE/kernels/ladder/ladder.def"
-touch -r kernels/ladder/v03_flash2_fwd.cu "$TREE/$rung"
-touch -r kernels/ladder/ladder.def "$TREE/kernels/ladder/ladder.def"
-changed=$(files | python3 -c '
-import filecmp, os, sys
-tree, repo = sys.argv[1], set(sys.stdin.read().split("\n")) - {""}
-copy = {os.path.relpath(os.path.join(d, f), tree) for d, _, fs in os.walk(tree) for f in fs}
-out = ["added " + f for f in sorted(copy - repo)] + ["removed " + f for f in sorted(repo - copy)]
-out += ["changed " + f for f in sorted(repo & copy) if not filecmp.cmp(f, os.path.join(tree, f), shallow=False)]
-print(";".join(out))' "$TREE")
+changed=$(git ls-files -co --exclude-standard | python3 -c '
+import filecmp, os, re, sys
+tree, rung, NN, v = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+repo = sorted(f for f in set(sys.stdin.read().split("\n")) - {""} if os.path.isfile(f))
+want = {f: open(f, "rb").read() for f in repo}
+v3 = want["kernels/ladder/v03_flash2_fwd.cu"].decode()
+v3 = v3.replace("FL_LADDER_FILE(03,", "FL_LADDER_FILE(%s," % NN).replace("{&FL_FLASH2_FWD, 3,", "{&FL_FLASH2_FWD, %s," % v)
+want[rung] = re.sub(r"fl_flash2_fwd\b", "fl_test_rung_fwd", v3.replace("v03_", "v%s_" % NN)).encode()
+d = "kernels/ladder/ladder.def"
+want[d] = want[d].replace(b"#undef FL_RUNG\n",
+                          b"FL_RUNG(%s, v%s_test_rung, 0, 0, \"test only: a copy of version 3\")\n#undef FL_RUNG\n"
+                          % (NN.encode(), NN.encode()), 1)
+have = {os.path.relpath(os.path.join(r, f), tree) for r, _, fs in os.walk(tree) for f in fs}
+for f in have - set(want):
+    os.remove(os.path.join(tree, f))
+for f, b in want.items():
+    p = os.path.join(tree, f)
+    if not os.path.isfile(p) or open(p, "rb").read() != b:
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as o:
+            o.write(b)
+copy = {os.path.relpath(os.path.join(r, f), tree) for r, _, fs in os.walk(tree) for f in fs}
+out = ["added " + f for f in sorted(copy - set(repo))] + ["removed " + f for f in sorted(set(repo) - copy)]
+out += ["changed " + f for f in sorted(copy & set(repo)) if not filecmp.cmp(f, os.path.join(tree, f), shallow=False)]
+print(";".join(out))' "$TREE" "$rung" "$NN" "$test_v")
 lines=$(diff kernels/ladder/ladder.def "$TREE/kernels/ladder/ladder.def" | grep -c '^[<>]' || true)
 added=$(diff kernels/ladder/ladder.def "$TREE/kernels/ladder/ladder.def" | grep -c '^>' || true)
 if [ "$changed" != "added $rung;changed kernels/ladder/ladder.def" ] || [ "$lines" != 1 ] || [ "$added" != 1 ]; then
