@@ -4,6 +4,7 @@ kernels/ladder/ladder.def), and the check that the page quotes them.  No torch, 
 
     python3 bench/records.py rungs
     python3 bench/records.py classes VERSION PASS RUN.csv ...   best tile a shape, by class, over runs
+    python3 bench/records.py claim VERSION PASS [--commits] RUN.csv ...   the ranges, as claims state them
     python3 bench/records.py summary RUN1.csv [RUN2.csv] [--version V]   summarize_sdpa.py's lines
     python3 bench/records.py validate RECORD.csv ...            counters against the model, per record
     python3 bench/records.py ncu-versions RECORD.csv ...        Nsight Compute against the counters
@@ -34,7 +35,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
+import kernel_source  # noqa: E402
 import ladder  # noqa: E402
+import sdpa_rules  # noqa: E402
+import sdpa_timing  # noqa: E402
 
 BLOCK = re.compile(r"<!-- records: (.*?) -->\n(.*?)<!-- end records -->", re.S)
 NUMBER = re.compile(r"(?<![\w.,/])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/]|\.\d|,\d{3})|"
@@ -117,6 +121,39 @@ def classes(version, pass_, runs):
     return out
 
 
+def claim(version, pass_, runs, commits=False):
+    """The claim of a version's record as the README and this page state it (and
+    tests/check_gpu_records.py checks it): over all runs, the best tile of each shape (TFLOP/s
+    recomputed from the times, sdpa_rules) against FA2 and cuDNN, "A-Bx FA2 and C-Dx cuDNN, timed
+    <method>" (the runs' `# timing:` line, sdpa_timing); with commits, the commits of the source the
+    runs measured (their `# kernel source:` lines), for a record of a source that is not today's."""
+    fa2, cu, methods, made = [], [], set(), []
+    for run in runs:
+        with open(os.path.join(ROOT, run)) as f:
+            lines = f.readlines()
+        prov = [l.rstrip("\n") for l in lines if l.startswith("#")]
+        rows = list(csv.DictReader(l for l in lines if not l.startswith("#")))
+        derived = sdpa_rules.recompute(rows)
+        shapes = {}
+        for r in rows:
+            if r["impl"] == f"ours-v{version}-flash2" and r["pass"] == pass_:
+                k = sdpa_rules.shape_key(r)
+                if k not in shapes or (derived[id(r)]["tflops"] or 0) > (derived[id(shapes[k])]["tflops"] or 0):
+                    shapes[k] = r
+        fa2 += [derived[id(r)]["ratio_vs_fa2"] for r in shapes.values() if derived[id(r)]["ratio_vs_fa2"]]
+        cu += [derived[id(r)]["ratio_vs_cudnn"] for r in shapes.values() if derived[id(r)]["ratio_vs_cudnn"]]
+        methods |= {sdpa_timing.parse(l) for l in prov if l.startswith("# timing:")}
+        src = kernel_source.parse(prov).get(version)
+        if src and src[1] not in made:
+            made.append(src[1])
+    if len(methods) != 1 or None in methods or not fa2 or not cu:
+        raise RuntimeError(f"version {version}: runs timed {sorted(map(str, methods))}, {len(fa2)} shapes: no claim")
+    what = {"fwd": "forward", "bwd": "backward"}[pass_]
+    of = f"the source of commit{'s' if len(made) > 1 else ''} {' and '.join(made)}; " if commits else ""
+    return [f"- version {version}'s {what} ({of}runs 1-{len(runs)}): {min(fa2):.2f}-{max(fa2):.2f}x FA2 and "
+            f"{min(cu):.2f}-{max(cu):.2f}x cuDNN, {sdpa_timing.PHRASE[methods.pop()]}"]
+
+
 def script(name, args):
     """The lines a summary script of bench/ prints (RuntimeError when it fails)."""
     out = subprocess.run([sys.executable, os.path.join(HERE, name)] + args, cwd=ROOT, capture_output=True, text=True)
@@ -193,6 +230,10 @@ def generate(argv):
         return rungs()
     if cmd == "classes" and len(args) >= 3:
         return classes(int(args[0]), args[1], args[2:])
+    if cmd == "claim" and len(args) >= 3:
+        commits = "--commits" in args
+        rest = [a for a in args[2:] if a != "--commits"]
+        return claim(int(args[0]), args[1], rest, commits)
     if cmd == "summary" and args:
         return summary(args)
     if cmd == "validate" and args:

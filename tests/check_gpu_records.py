@@ -76,9 +76,7 @@ RUN_RULES = ((12, "fwd", 1.0), (13, "bwd", None))
 
 # How a claim states the method its records were timed with (sdpa_timing.parse's (order, cache)):
 # the README's and docs/performance.md's ranges of a version are followed by ", timed <phrase>".
-METHOD_PHRASE = {("interleaved", "warm"): "timed interleaved", ("sequential", "warm"): "timed sequentially",
-                 ("interleaved", "cold"): "timed interleaved with the L2 flushed",
-                 ("sequential", "cold"): "timed sequentially with the L2 flushed"}
+METHOD_PHRASE = sdpa_timing.PHRASE
 LEDGER = os.path.join("kernels", "same_code.csv")
 
 
