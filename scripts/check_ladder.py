@@ -8,8 +8,8 @@ names and the files that name its rungs.  Fails (exit 1, one line a problem) whe
   - a .cu file in kernels/ladder/ is not on the list (CMake would refuse it too);
   - a backward rung (its table names a FL_*_BWD pass) has no forward rung (fwd), or its fwd is not
     an earlier forward rung of the same schedule; a forward rung names a fwd;
-  - a measurement plan (kernels/ncu_versions.conf, kernels/ncu_speed.conf) names a version that
-    is not a rung.
+  - a measurement plan (kernels/ncu_versions.conf, ncu_speed.conf, ncu_record.conf,
+    bench/ncu_heads.conf) names a version that is not a rung.
 
     python3 scripts/check_ladder.py [ROOT]        # ROOT defaults to the repository root
     python3 scripts/check_ladder.py --self-test   # plants each fault in a copy: each must be caught
@@ -26,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import ladder  # noqa: E402
 
-PLANS = ("kernels/ncu_versions.conf", "kernels/ncu_speed.conf")  # first column: the version
+PLANS = ("kernels/ncu_versions.conf", "kernels/ncu_speed.conf", "kernels/ncu_record.conf",
+         "bench/ncu_heads.conf")  # first column: the version
 
 
 def problems(root):

@@ -97,11 +97,15 @@ def as_glob(name):
 
 
 def exists(root, files, dirs, name, here=""):
-    """name exists from the root or from the folder `here` of the file naming it (CMake's relative
-    paths); a pattern matches a file or folder."""
+    """name exists from the root or from the folder `here` of the file naming it or a folder above
+    it (CMake's relative paths, a module's own tests/); a pattern matches a file or folder."""
     name = name.rstrip("/.,")
-    if os.path.exists(os.path.join(root, name)) or (here and os.path.exists(os.path.join(root, here, name))):
-        return True
+    while True:
+        if os.path.exists(os.path.join(root, here, name)):
+            return True
+        if not here:
+            break
+        here = os.path.dirname(here)
     pat = as_glob(name)
     if pat != name or any(c in name for c in "*?"):
         return any(fnmatch.fnmatch(f, pat) or fnmatch.fnmatch(f, pat + "/*") for f in files) or \
@@ -142,7 +146,7 @@ def problems(root):
             if not journal:
                 for m in PATH.finditer(line):
                     p = m.group(1)
-                    if line[m.end():m.end() + 1] in ("$", "{") or foreign(p, rel) or \
+                    if line[m.end():m.end() + 1] in ("$", "{") or p.count("{") > p.count("}") or foreign(p, rel) or \
                             exists(root, files, dirs, p, os.path.dirname(rel)):
                         continue  # a name built from a variable, another project's, or there
                     bad.append(f"{rel}:{n}: {p} does not exist")
