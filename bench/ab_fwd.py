@@ -4,7 +4,7 @@ one forward version, timed side by side in ONE process on the same inputs, with 
 backend beside them, call by call in turn (A, B, ..., cuDNN, then B, ..., cuDNN, A, ...: the order
 rotated every call, sdpa_timing.time_interleaved), in --rounds rounds, so that the GPU's clock and
 temperature, which move with what ran just before, fall on every build alike.  The question it answers is "is B faster
-than A, shape by shape?", the ratio measured side by side (docs/performance.md's steps).
+than A, shape by shape?", the ratio measured side by side (the steps of docs/journal/v12_forward.md).
 
 Needs a CUDA GPU and PyTorch.  The shapes are the benchmark's (bench/gpu_sdpa.py: every dtype, d,
 N, causal; --quick: fp16, N = 1024 and 4096); each build runs every tile it has for the version.

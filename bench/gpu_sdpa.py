@@ -204,7 +204,7 @@ def our_kernels(a, layer, shape, pass_):
 def model_bytes(flashlab, k, B, H, N, causal, pass_):
     """HBM bytes of the kernel's schedule and tiles, from the simulator (fl_run through the CLI)"""
     try:
-        M = kernel_footprint(k["algo"], k["d"], k["Br"], k["Bc"], pass_ == "bwd")
+        M = kernel_footprint(flashlab, k["algo"], k["d"], k["Br"], k["Bc"], pass_ == "bwd")
         row = count(flashlab, k["algo"], N, k["d"], k["Br"], k["Bc"], M, "fp16", pass_,
                     "bottom-right" if causal else None, batch=B, heads=H)
         return int(row["hbm_bytes"])

@@ -6,7 +6,10 @@ No torch, no GPU.
 A version's source: its ladder file kernels/ladder/vNN_*.cu and every file it includes, transitively,
 found where the kernels' build finds them (the including file's folder, then kernels/common,
 kernels/harness and include: FL_KERNEL_INCLUDES of kernels/CMakeLists.txt, and kernels/ladder for
-files the ladder keeps); a header found in none of them (the system's, CUDA's) is not part of it.
+files the ladder keeps); a header found in none of them (the system's, CUDA's) is not part of it,
+nor is kernels/ladder/ladder.def, the list of the rungs, which every rung includes (through attn.h)
+for the other rungs' declarations only: adding a rung is a line there and leaves every other
+rung's source as it was (scripts/check_ladder.py keeps the file to FL_RUNG lines).
 Its hash: the sha256 of the sorted sha256 hex digests of the files' contents, so moving or renaming
 a file leaves it alone and any change to the contents changes it.
 
@@ -19,6 +22,7 @@ import subprocess
 import sys
 
 INCLUDE_DIRS = ("kernels/common", "kernels/harness", "include", "kernels/ladder")
+LIST = "kernels/ladder/ladder.def"  # the rungs' list: no rung's code (module docstring)
 INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 LINE_RE = re.compile(r"kernel source: version (\d+) sha256 ([0-9a-f]{64}) of (\d+) files .*?at commit ([0-9a-f]{7,40}(?:\+dirty)?|unknown)")
 
@@ -84,7 +88,7 @@ def source_files(tree, version):
         if p in files:
             continue
         text = tree.read(p)
-        if text is None:
+        if text is None or p == LIST:
             continue
         files[p] = text
         for m in INCLUDE_RE.finditer(text):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """profile_pair.py: one call of our forward (or backward) kernel and one of a PyTorch SDPA backend
-(FA2 by default) on the same inputs, for Nsight Compute to profile side by side (kernels/NOTES.md,
-"Fast kernels").
+(FA2 by default) on the same inputs, for Nsight Compute to profile side by side (the "what still
+separates us" tables of docs/performance.md).
 
   ncu --kernel-name regex:'fl_fast|flash' python3 bench/profile_pair.py --lib build/libflashlab_kernels.so \
       --N 4096 --d 128 --B 8 --tile 128x64 [--bwd]

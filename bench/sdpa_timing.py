@@ -29,6 +29,12 @@ import math
 from dataclasses import dataclass
 
 ORDERS = ("interleaved", "sequential")
+# How a claim states the method its records were timed with (parse's (order, cache)): the README's
+# and docs/performance.md's ranges of a version are followed by ", <phrase>"
+# (tests/check_gpu_records.py checks it; bench/records.py prints it).
+PHRASE = {("interleaved", "warm"): "timed interleaved", ("sequential", "warm"): "timed sequentially",
+          ("interleaved", "cold"): "timed interleaved with the L2 flushed",
+          ("sequential", "cold"): "timed sequentially with the L2 flushed"}
 ESTIMATE_CALLS = 3
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""summarize_sdpa.py: the tables of kernels/NOTES.md ("Fast kernels") from gpu_sdpa.py's CSVs (no GPU).
+"""summarize_sdpa.py: the tables of docs/performance.md from gpu_sdpa.py's CSVs (no GPU).
 
   python3 bench/summarize_sdpa.py figures/data/gpu_sdpa.csv [figures/data/gpu_sdpa_run1.csv] [--version V]
 

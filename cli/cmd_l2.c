@@ -14,7 +14,7 @@
 
 static const char *usage =
     "usage: flashlab l2 --algo A --N N --d D --Br BR --Bc BC [options]\n"
-    "Runs the kernels of kernels/attn_<A>*.cu (one head, no mask) in GPU order - CTAs in\n"
+    "Runs the kernels of versions 1-6 of kernels/ladder/ (one head, no mask) in GPU order - CTAs in\n"
     "launch order, in waves of SMs x CTAs-per-SM, their tile accesses interleaved - through a\n"
     "fully associative LRU L2 of 32-byte sectors, and prints the DRAM bytes read per kernel beside\n"
     "the SM<->L2 bytes and the two-level model's HBM bytes (docs/l2_model.md).\n\n"

@@ -1,4 +1,4 @@
-/* emit.h: writing results as a table, CSV or JSON.  The CSV columns are a contract (docs/cli.md):
+/* emit.h: writing results as a table, CSV or JSON.  The CSV columns are a contract (docs/analysis.md):
  *   algo,N,d,M,Br,Bc,hbm_reads,hbm_writes,hbm_total,sram_peak,closed_form_total,hbm_bytes,
  *   tile_events,Bd   and, for run, max_abs_err,rel_err; then pass,Nk,causal,window_left,
  *   window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total, for run dq_rel_err,dk_rel_err,

@@ -20,8 +20,8 @@ cmake --build build-fuzzcov -j 2 --target $(printf 'fuzz_%s ' "${names[@]}") >/d
 
 # the sources each harness is aimed at
 declare -A files=(
-  [cli]="cli/main.c src/base/args.c cli/cmd_count.c cli/cmd_example.c cli/cmd_trace.c"
-  [list]="cli/listparse.c src/base/args.c"
+  [cli]="cli/main.c cli/args.c cli/cmd_count.c cli/cmd_example.c cli/cmd_trace.c"
+  [list]="cli/listparse.c cli/args.c"
   [problem]="src/problem/problem.c src/run/run.c src/machine/machine.c src/schedules/standard.c src/schedules/flash1.c src/schedules/flash2.c"
   [softmax]="src/machine/ops.c reference/attention_ref.c"
   [variants]="src/problem/problem.c src/schedules/rules.c src/problem/segments.c src/mask/masks.c src/mask/heads.c src/schedules/flash_bwd.c"

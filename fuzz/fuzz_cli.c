@@ -2,7 +2,7 @@
  * value parsers, --algo lists, count's option set, example names) on arbitrary arguments.
  *
  * Input: arguments separated by newlines; "flashlab" is prepended.  `run` is driven as `count`
- * (the same parser; compute runs are fuzzed with small sizes in fuzz_schedule.c), and
+ * (the same parser; compute runs are fuzzed with small sizes in fuzz_problem.c), and
  * "--max-events 100000" is appended so an accepted command stays fast.
  *
  * Oracles (docs/errors.md):

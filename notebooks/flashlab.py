@@ -23,7 +23,7 @@ a FlashlabError at import.  tests/hostile/binding.py checks each of these, also 
 sanitizer build (its --sanitizer-runtime).
 
 Where the library is found: $FLASHLAB_LIB; else libflashlab.so beside this file (the
-student-only layout); else, in the repository, build*/src/, build*/sim/ or build*/.  The CLI:
+student-only layout); else, in the repository, build*/src/ or build*/.  The CLI:
 $FLASHLAB_CLI, a `flashlab` beside this file, or build*/flashlab.  The figure style and the
 recorded GPU data: figures/ beside this file, else the repository's figures/.
 
@@ -144,7 +144,7 @@ def _find(env, names, builds):
 
 def lib_path():
     return _find("FLASHLAB_LIB", ["libflashlab.so"],
-                 ["src/libflashlab.so", "sim/libflashlab.so", "libflashlab.so"])
+                 ["src/libflashlab.so", "libflashlab.so"])
 
 
 def cli_path():
@@ -1223,7 +1223,7 @@ def attention_ref(Q, K, V, scale=None):
 
 
 # ----------------------------------------------------------------------------------------------
-# Masks, heads, varlen (reference/masks.h, reference/heads.h)
+# Masks, heads, varlen (include/flashlab/masks.h, include/flashlab/heads.h)
 
 def mask(Nq, Nk, causal="none", left=-1, right=-1):
     """An fl_mask (fl_mask_init) of an Nq x Nk score matrix; FlashlabError on bad input."""

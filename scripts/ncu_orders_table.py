@@ -7,8 +7,8 @@ beside the launch model's prediction of the same launch (`flashlab l2 --launch f
 RAW_DIR holds command.txt and ncu_<order>_d<d>_N<N>.csv (ncu --page raw, one launch of
 bench/run_forward.py: fp16, Br = Bc = 128, causal), order `pick` (the launch's choice: a
 persistent grid of 132 CTAs, static round robin over pairs of tiles: `--persistent 132 --static
---pairs`) or `c0` (built with -DFL_V12_CAUSAL=0: a CTA a tile, a head's tiles longest first:
-`--longest-first`).  The heads of each N are the benchmark's (bench/gpu_sdpa.py).  Writes
+--pairs`) or `c0` (the kernel of commit 5692d57 built with -DFL_V12_CAUSAL=0, a switch the
+kernel no longer has: a CTA a tile, a head's tiles longest first: `--longest-first`).  The heads of each N are the benchmark's (bench/gpu_sdpa.py).  Writes
 atomically; exit 2 on a missing or incomplete file."""
 import pathlib
 import re

@@ -4,7 +4,8 @@
 The GPU machine keeps nothing and CI has no GPU, so what the kernels' byte counters measured lives
 in figures/data/.  This test re-runs the model (the `flashlab count` CLI, fl_run) on every recorded
 case and requires:
-  1. gpu_validate_v{7..13}.csv, gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
+  1. gpu_validate_v{V}.csv for every rung V of the fast library (kernels/ladder/ladder.def),
+     gpu_validate_all.csv and gpu_validate_recheck.csv (versions 1-11,
      natively; the second rerun on the current library) and
      gpu_validate_ptx80.csv (the compute_80 PTX build): for every case, today's model reads and
      writes (elements) equal the recorded model columns, and the recorded counters equal them
@@ -13,8 +14,8 @@ case and requires:
      PTX);
   2. gpu_fig2.csv: for every configuration, today's model bytes for all 1,024 heads equal the
      recorded counter bytes;
-  3. gpu_ncu_versions.csv (versions 1-11) and gpu_ncu_versions_12_13.csv: every version, forward
-     and backward, within 1% of its counters, and the counted bytes equal to today's model bytes;
+  3. gpu_ncu_versions.csv (versions 1-11) and gpu_ncu_versions_12_13.csv: every rung of the
+     ladder (ladder.def), forward and backward, within 1% of its counters, and the counted bytes equal to today's model bytes;
   4. gpu_ncu_same_bytes.csv (lab 10): versions 7, 10 and 12 of a d count the same bytes, equal to
      today's model, and Nsight Compute's SM reads are within 1% of the counted reads of all heads;
   5. the summaries (bench/summarize_*.py) and the figure scripts (gnuplot) still read the CSVs
@@ -29,8 +30,10 @@ case and requires:
      followed by the method ("1.30-1.57x FA2 and 0.69-0.97x cuDNN, timed sequentially"); every run
      tied to its kernel's source (its `# kernel source:` line: the hash of the source at the commit
      it names, equal to today's or led to it by kernels/same_code.csv); and performance.md quotes
-     bench/summarize_sdpa.py's summary lines of each pair of runs as it prints them today.
-     tests/check_gpu_records_test.py plants wrong records of each kind that this must catch.
+     bench/summarize_sdpa.py's summary lines of each pair of runs as it prints them today;
+  7. docs/performance.md: every table is a generated block that bench/records.py prints from the
+     records today, and every number of its prose is one of those blocks' numbers.
+     tests/check_gpu_records_test.py plants wrong records and pages of each kind that this must catch.
 
   python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
 """
@@ -45,8 +48,10 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 import kernel_source  # noqa: E402
+import ladder  # noqa: E402
 import sdpa_rules  # noqa: E402
 import sdpa_timing  # noqa: E402
+import records as records_page  # noqa: E402 (bench/records.py)
 from model_cli import count, kernel_footprint  # noqa: E402
 
 
@@ -71,9 +76,7 @@ RUN_RULES = ((12, "fwd", 1.0), (13, "bwd", None))
 
 # How a claim states the method its records were timed with (sdpa_timing.parse's (order, cache)):
 # the README's and docs/performance.md's ranges of a version are followed by ", timed <phrase>".
-METHOD_PHRASE = {("interleaved", "warm"): "timed interleaved", ("sequential", "warm"): "timed sequentially",
-                 ("interleaved", "cold"): "timed interleaved with the L2 flushed",
-                 ("sequential", "cold"): "timed sequentially with the L2 flushed"}
+METHOD_PHRASE = sdpa_timing.PHRASE
 LEDGER = os.path.join("kernels", "same_code.csv")
 
 
@@ -318,10 +321,16 @@ def main():
             cache[key] = count(cli, algo, N, d, Br, Bc, M, dtype, pass_, corner, Nk)
         return cache[key]
 
-    records = [f"gpu_validate_v{v}.csv" for v in range(7, 14)] + ["gpu_validate_all.csv", "gpu_validate_ptx80.csv",
-                                                                    "gpu_validate_recheck.csv"]
+    # a record of each rung of the fast library (ladder.def's lib rungs), and three of the whole
+    # ladder as it was (versions 1-11)
+    records = [f"gpu_validate_v{v}.csv" for v in ladder.versions(src, lib=True)] + [
+        "gpu_validate_all.csv", "gpu_validate_ptx80.csv", "gpu_validate_recheck.csv"]
     for name in records:
         versions = set()
+        if not os.path.exists(os.path.join(data, name)):  # a rung of ladder.def not yet validated on a GPU
+            bad += 1
+            print(f"{name}: no such record (flashlab-gpu validate --version V --csv figures/data/{name})")
+            continue
         for r in rows_of(os.path.join(data, name)):
             corner = {"none": None, "top-left": "top-left", "bottom-right": "bottom-right"}[r["corner"]]
             m = model(r["algo"], r["N"], r["d"], r["Br"], r["Bc"], r["M_eff"], r["dtype"], r["pass"], corner, r["Nk"])
@@ -350,13 +359,13 @@ def main():
                   f"{r['write_ratio']}), model bytes now {m['hbm_bytes']}, counted {counted}")
         seen.add((int(r["version"]), r["pass"]))
         checked += 1
-    if {v for v, _ in seen} != set(range(1, 14)) or {p for _, p in seen} != {"fwd", "bwd"}:
+    if {v for v, _ in seen} != set(ladder.versions(src)) or {p for _, p in seen} != {"fwd", "bwd"}:
         bad += 1
         print(f"gpu_ncu_versions*.csv: covers {sorted(seen)}, not every version")
     same = {}
     for r in rows_of(os.path.join(data, "gpu_ncu_same_bytes.csv")):
         N, d, br, bc = int(r["N"]), int(r["d"]), int(r["Br"]), int(r["Bc"])
-        m = count(cli, "flash2", N, d, br, bc, kernel_footprint("flash2", d, br, bc, False), r["dtype"], "fwd")
+        m = count(cli, "flash2", N, d, br, bc, kernel_footprint(cli, "flash2", d, br, bc, False), r["dtype"], "fwd")
         counted = int(r["counter_read_B_per_head"]) + int(r["counter_write_B_per_head"])
         sm_ratio = int(r["sm_read_B"]) / (int(r["heads"]) * int(r["counter_read_B_per_head"]))
         same.setdefault(d, set()).add(counted)
@@ -373,7 +382,7 @@ def main():
         algo = "standard" if v in (8, 11) else "flash2"
         bwd = r["pass"] == "bwd"
         br, bc, d = int(r["Br"]), int(r["Bc"]), 64
-        m = count(cli, algo, 1024, d, br, bc, kernel_footprint(algo, d, br, bc, bwd), "fp16", r["pass"],
+        m = count(cli, algo, 1024, d, br, bc, kernel_footprint(cli, algo, d, br, bc, bwd), "fp16", r["pass"],
                   batch=64, heads=16)
         if int(m["hbm_bytes"]) != int(r["counter_bytes"]) or r["counter_bytes"] != r["model_bytes"]:
             bad += 1
@@ -382,6 +391,11 @@ def main():
     b_, n_ = check_all_runs(src, data, *claims(src))
     bad += b_
     checked += n_
+    # docs/performance.md: every generated table as bench/records.py prints it from the records,
+    # every number of its prose one of those tables' numbers
+    for line in records_page.check_page(os.path.join(src, "docs", "performance.md")):
+        bad += 1
+        print(line)
     print(f"check_gpu_records: {checked} cases checked in all, {bad} differ")
     # the summaries and figures still read the records (those of versions 12 and 13: check_runs)
     for script, args in (("summarize_sdpa.py", ["gpu_sdpa.csv", "gpu_sdpa_run1.csv"]),

@@ -13,7 +13,9 @@ in a copy of them (or in the texts and the ledger it reads):
   the claims: ranges swapped between versions in the README or in performance.md;
   the source: a record's kernel hash or commit wrong, its `# kernel source:` line missing, the
     ledger's line gone or wrong;
-  the runs: missing or unpaired runs, a summary line misquoted in performance.md.
+  the runs: missing or unpaired runs, a summary line misquoted in performance.md;
+  the page (records.check_page): a number of performance.md's prose no table holds, an edited
+    table row, a range's upper end, a block of a command not bench/records.py's, no blocks.
 And two variants it must accept: the records as they are, and version 13 tied through its claims
 naming the commit it measured instead of the ledger.
 
@@ -29,7 +31,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_gpu_records as cgr  # noqa: E402
-import sdpa_rules  # noqa: E402  (bench/, on the path through check_gpu_records)
+import records  # noqa: E402  (bench/, on the path through check_gpu_records)
+import sdpa_rules  # noqa: E402
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(SRC, "figures", "data")
@@ -218,6 +221,39 @@ ACCEPTED = [
 ]
 
 
+# A wrong docs/performance.md each (old text, new text); records.check_page must report it.
+PAGE_PLANTS = [
+    ("a ratio of the prose that no table holds", "least ratio 1.004", "least ratio 1.006"),
+    ("an edited table row", "| 64 | no | 16 | 1.032-1.314 |", "| 64 | no | 16 | 1.032-1.324 |"),
+    ("the upper end of a range in the prose", "(0.693-0.840)", "(0.693-0.850)"),
+    ("a block of a command that is not bench/records.py's", "<!-- records: python3 bench/records.py rungs -->",
+     "<!-- records: python3 bench/summarize_fig2.py rungs -->"),
+    ("a time in the prose no table holds", "in 4.54 ms", "in 4.45 ms"),
+    ("every generated block dropped", "<!-- records:", "<!-- dropped:"),
+]
+
+
+def check_page_plants(tmp):
+    """records.check_page on docs/performance.md (no difference expected) and on each PAGE_PLANTS
+    copy (a difference expected); returns the failures."""
+    page = os.path.join(SRC, "docs", "performance.md")
+    text = open(page, encoding="utf-8").read()
+    failures = len(records.check_page(page))
+    print(f"docs/performance.md as it is: {failures} differences (0 expected)")
+    for what, old, new in PAGE_PLANTS:
+        if old not in text:
+            print(f"{what}: the page no longer has {old!r} to plant it in")
+            failures += 1
+            continue
+        copy = os.path.join(tmp, "performance.md")
+        with open(copy, "w", encoding="utf-8") as f:
+            f.write(text.replace(old, new))
+        bad = records.check_page(copy)
+        print(f"{what}: {'caught: ' + bad[0] if bad else 'NOT CAUGHT'}")
+        failures += not bad
+    return failures
+
+
 def main():
     readme, perf = cgr.claims(SRC)
     base_ledger = cgr.ledger_rows(SRC)
@@ -251,9 +287,11 @@ def main():
             if not ok:
                 print(f"  expected '{expect}' in:\n{out}")
             failures += not ok
+        failures += check_page_plants(tmp)
     finally:
         shutil.rmtree(tmp)
-    print(f"check_gpu_records_test: {len(PLANTS)} planted faults, {len(ACCEPTED)} accepted variants, {failures} failures")
+    print(f"check_gpu_records_test: {len(PLANTS) + len(PAGE_PLANTS)} planted faults, {len(ACCEPTED)} accepted variants, "
+          f"{failures} failures")
     return 1 if failures else 0
 
 

@@ -1,20 +1,21 @@
 /* gpu_order.h: a schedule's tile accesses in the order a GPU runs them (docs/l2_model.md §2).
  *
- * The model's schedules (sim/sched_*.c) list their tile loads and stores in program order.  The
- * CUDA kernels (kernels/attn_*.cu) run the same loads and stores, split over a grid of thread
- * blocks (CTAs).  Here each kernel of a schedule is described as its kernel file launches it:
- * its grid (which blockIdx owns which tiles), each CTA's accesses in its program order, and its
- * shared memory per CTA.  The GPU order (rule G1) runs the CTAs in launch order in waves of
+ * The model's schedules (src/schedules/) list their tile loads and stores in program order.
+ * The CUDA kernels of versions 1-6 of the ladder (kernels/ladder/v01_standard_fwd.cu to
+ * v06_standard_bwd.cu) run the same loads and stores, split over a grid of thread blocks (CTAs).
+ * Here each kernel of a schedule is described as its kernel file launches it: its grid (which
+ * blockIdx owns which tiles), each CTA's accesses in its program order, and its shared memory per
+ * CTA, the grid and shared memory from the kernels' own plain-C layouts (kernel_tiles.h).  The GPU order (rule G1) runs the CTAs in launch order in waves of
  * (SMs x CTAs per SM) resident at once; within a wave the CTAs advance in lock step, one tile
  * access each per step (CTA c's k-th access at step k + skew * c; skew = 0 except flash1's
  * wavefront, where CTA j trails CTA j-1 by one query block, rule G2).
  *
  * Modelled: standard forward (fl_std_scores, fl_std_softmax_row or _3pass, fl_std_pv) and
- * backward (kernels/attn_standard_bwd.cu: fl_std_nn, fl_std_nt, fl_std_dsoftmax_row or _2pass,
+ * backward (version 6: fl_std_nn, fl_std_nt, fl_std_dsoftmax_row or _2pass,
  * fl_std_nn, fl_std_nn), flash1 forward (fl_flash1_init, fl_flash1_fwd), flash2 forward
  * (fl_flash2_fwd) and backward (fl_flash2_bwd_pre, the wavefront fl_flash_bwd), flash1 backward
  * (fl_flash1_bwd_init, fl_flash_bwd style FA1); one head, no mask.
- * The element totals per tensor equal fl_run's counts for the same problem (tests/test_l2_order.c).
+ * The element totals per tensor equal fl_run's counts for the same problem (tests/unit/analysis/test_l2_order.c).
  */
 #ifndef FL_GPU_ORDER_H
 #define FL_GPU_ORDER_H
@@ -50,15 +51,15 @@ typedef enum {
     FL_GK_STD_SOFTMAX_ROW, FL_GK_STD_SOFTMAX_3PASS, /* a CTA per row of S */
     FL_GK_STD_DSOFTMAX_ROW, FL_GK_STD_DSOFTMAX_2PASS, /* a CTA per row of P, dP */
     FL_GK_FLASH1_INIT, FL_GK_FLASH1, FL_GK_FLASH2,
-    FL_GK_FLASH2_BWD_PRE, FL_GK_FLASH2_BWD, /* kernels/attn_flash2_bwd.cu, style FA2 */
-    FL_GK_FLASH1_BWD_INIT, FL_GK_FLASH1_BWD /* the same file, style FA1 */
+    FL_GK_FLASH2_BWD_PRE, FL_GK_FLASH2_BWD, /* version 4 (kernels/common/flash_bwd_loop.cuh, style FA2) */
+    FL_GK_FLASH1_BWD_INIT, FL_GK_FLASH1_BWD /* version 5 (the same loop, style FA1) */
 } fl_gk_kind;
 
 typedef struct {
     fl_gk_kind kind;
     const char *name;  /* the __global__ function's name */
     int64_t ctas;      /* grid size */
-    int64_t smem;      /* shared memory per CTA, bytes (dynamic + static), from the kernel file */
+    int64_t smem;      /* shared memory per CTA, bytes (dynamic + static), from kernel_tiles.h */
     int64_t per_sm;    /* CTAs resident per SM (rule G3, or the override) */
     int64_t skew;      /* steps CTA c starts after CTA c-1 within its wave (rule G2) */
     int ta, tb, tc;    /* NT: A, B, C; NN: P, V, O (tensor ids) */
@@ -73,7 +74,7 @@ typedef struct {
     int64_t smem_reserved;   /* 1 KiB per CTA reserved by the system */
     int64_t threads_per_sm;  /* 2048 */
     int64_t max_ctas_per_sm; /* 32 */
-    int64_t threads;         /* per CTA: FL_THREADS = 128 in kernels/common.cuh */
+    int64_t threads;         /* per CTA: FL_THREADS of kernel_tiles.h */
     int64_t ctas_per_sm;     /* 0 = from the rule G3; else this for every kernel */
 } fl_gpu_machine;
 

@@ -7,7 +7,7 @@
  *   fl_load  (HBM -> SRAM): counts nr*nc reads  on the tensor   (docs/model.md rule R1)
  *   fl_store (SRAM -> HBM): counts nr*nc writes on the tensor   (docs/model.md rule R2)
  *
- * and computes only on buffers (sim/ops.h).  Nothing else is counted: scalars a schedule keeps
+ * and computes only on buffers (ops.h).  Nothing else is counted: scalars a schedule keeps
  * per row (a register) cost no SRAM (rule R3).
  *
  * Two modes.  FL_COMPUTE allocates real storage (double) for tensors and buffers and really

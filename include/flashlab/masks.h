@@ -1,6 +1,6 @@
 /* masks.h: which keys a query may attend to; the one place the mask semantics live.
- * docs/model.md §masks (rules K1-K4).  Used by reference/ (the oracle) and by every schedule
- * in sim/ (tile skipping), never re-implemented elsewhere.
+ * docs/model.md §masks (rules K1-K4).  Used by every schedule in src/schedules/ (tile skipping),
+ * never re-implemented elsewhere; the oracle checks it with its own rule (reference/ref_mask.h).
  *
  * A mask is the intersection of up to three constraints on query i (0 <= i < Nq) and key j
  * (0 <= j < Nk), all expressed on the diagonal offset j - i:

@@ -42,7 +42,8 @@ void fl_regimes_print(FILE *out, const fl_regime_point *pts, size_t n);
 fl_status fl_regimes_write_path(const char *path);
 
 /* The gnuplot variables of figure (g): gpu = the GPU records beside the scripts
- * (scripts/data/gpu_validate.csv) when that file can be read, else ''. */
+ * (data/gpu_validate.csv in the folder `scripts`: figures/data/gpu_validate.csv in the repository)
+ * when that file can be read, else ''. */
 void fl_regimes_gnuplot_vars(const char *scripts, char *vars, size_t n);
 
 #endif

@@ -3,7 +3,7 @@
  * fl_run is the one entry point the CLI, the tests, the notebooks (through the shared library)
  * and the GPU harness use to get model counts.  It validates the problem, chooses blocks,
  * computes the closed form (refusing sizes whose counts overflow 64 bits), builds a machine of
- * capacity M, adds Q, K, V, O (packed over batch and heads: sim/segments.h), executes the
+ * capacity M, adds Q, K, V, O (packed over batch and heads: src/problem/segments.h), executes the
  * schedule over every (batch, head) segment and copies the counters out.  In FL_COMPUTE mode the
  * inputs are random (uniform in [-1, 1), from p->seed) and the output O is compared with
  * reference/ (and flash2's logsumexp L with the reference's).
@@ -70,7 +70,7 @@ fl_status fl_compute_check(const fl_problem *p);
 fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
                  fl_result *r);
 
-/* Values in and out of a compute run, in the packed layout of sim/segments.h (query rows
+/* Values in and out of a compute run, in the packed layout of src/problem/segments.h (query rows
  * heads * Tq, key rows kv_heads * Tk; Tq = batch * N, or N with varlen).  Inputs NULL are
  * random as in fl_run; outputs NULL are not copied.  L has one value per query row. */
 typedef struct {

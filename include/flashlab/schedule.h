@@ -227,7 +227,7 @@ fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b);
 int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
 
 /* The closed forms of docs/model.md §4: (C0) standard, (C1) flash1, (C2) flash2, and with the
- * variants (sim/closed_variants.c): masks (C2m, C1m), heads and varlen (sums over segments),
+ * variants (src/schedules/dispatch.c): masks (C2m, C1m), heads and varlen (sums over segments),
  * GQA groups (C2g), backward (C0b, C1b, C2b).  b is the forward's blocks; a backward pass uses
  * fl_blocks_choose_pass(p, 1).  p->pass selects fwd, bwd or their sum.
  * FL_EOVERFLOW (naming --N and --d) if a count does not fit in 64 bits. */

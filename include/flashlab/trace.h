@@ -12,7 +12,7 @@
  *   tensor_writes    loads / stores, i.e. the machine's rules R1/R2 seen from outside);
  *   step             1, 2, ... per run;
  *   reads, writes    the machine's totals so far, counted from the run's first visible event (a
- *                    backward-only run hides the forward that produces its inputs: sim/run.h).
+ *                    backward-only run hides the forward that produces its inputs: run.h).
  *
  * CSV columns (a contract, docs/labs/lab2.md and figures/trace_*.gp read them):
  *   algo,step,event,tensor,buf,r0,c0,nr,nc,tile_r,tile_c,sram_used,sram_capacity,

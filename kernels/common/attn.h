@@ -1,28 +1,18 @@
 /* attn.h: the kernels' host interface, shared by the ladder files and the harness.
  *
  * The ladder (kernels/ladder/, llm.c dev/cuda style: plainest first, one version a file, each
- * file's header says what changed from the rung before and what it costs):
+ * file's header says what changed from the rung before and what it costs) is listed once, in
+ * kernels/ladder/ladder.def: versions 1-6 the paper's algorithms literally (standard, flash1,
+ * flash2, forward and backward), 7-13 the same schedules on the tensor cores (mma.sync, then
+ * Hopper's wgmma, TMA and warp specialization).  `flashlab-gpu list` prints the list.
  *
- *   v01_standard_fwd.cu        standard forward (Algorithm 0): S, P materialized in HBM
- *   v02_flash1_fwd.cu          FlashAttention forward (Algorithm 1) literally: O, l, m in HBM
- *   v03_flash2_fwd.cu          FlashAttention-2 forward: query-owned, O and L written once
- *   v04_flash2_bwd.cu          FlashAttention-2 backward (Algorithm 2): recomputation, dQ in HBM
- *   v05_flash1_bwd.cu          FlashAttention backward (Algorithm 4): the same loop from O, l, m
- *   v06_standard_bwd.cu        standard backward (Algorithm 3): dP, dS materialized
- *   v07_flash2_fwd_mma.cu      version 3 on the tensor cores (mma.sync, cp.async prefetch, heads)
- *   v08_standard_fwd_mma.cu    version 1 on the tensor cores
- *   v09_flash2_bwd_mma.cu      version 4 on the tensor cores, dQ by red.global.add
- *   v10_flash2_fwd_wgmma.cu    version 7 with Hopper's wgmma (sm_90a)
- *   v11_standard_bwd_mma.cu    version 6 on the tensor cores
- *   v12_flash2_fwd_ws.cu       version 10 warp-specialized: TMA ring, producer and consumer warpgroups
- *   v13_flash2_bwd_ws.cu       version 9 with wgmma, warp-specialized as version 12
- *
- * Every kernel variant (schedule x storage type x head dim x tile sizes) is one entry of its
- * version's table; fl_versions() lists the versions, each with its table, what it needs of the
- * GPU (arch.cuh) and its probe.  An entry's launch() runs the whole schedule (all its kernels, in
- * order); m_eff is the model's footprint of its tiles in elements, from the tile traits
- * (traits.cuh), which the harness checks equal to the model's fl_footprint before it compares any
- * count; smem is the most shared memory one of its kernels takes.
+ * The list of the rungs is read here, by the harness's registry, the fast library, CMake and
+ * the scripts.  Every kernel variant (schedule x storage type x head dim x tile sizes) is one
+ * entry of its version's table (constexpr); fl_versions() lists the versions, each with its
+ * table, what it needs of the GPU (arch.cuh) and its probe.  An entry's launch() runs the whole
+ * schedule (all its kernels, in order); m_eff is the model's footprint of its tiles in elements,
+ * from the tile traits (traits.cuh), which the harness checks equal to the model's fl_footprint
+ * before it compares any count; smem is the most shared memory one of its kernels takes.
  */
 #ifndef FL_KERNELS_ATTN_H
 #define FL_KERNELS_ATTN_H
@@ -72,16 +62,43 @@ struct fl_gpu_args {
 
 typedef void (*fl_launch_fn)(const fl_gpu_args *a);
 
+/* The bit of HBM tensor t (common.cuh's numbering) in a set of tensors. */
+#define FL_BIT(t) (1u << (t))
+
+/* A pass of one of the model's schedules as the harness meets its kernels: the model's name, and
+ * the HBM tensors the pass's launch is handed (which the harness allocates, fills or poisons; the
+ * harness checks that the model moves no element of a tensor outside this set). */
+struct fl_sched_pass {
+    const char *algo;   /* "standard", "flash1", "flash2": the model's schedule name (fl_algo_parse) */
+    int bwd;            /* 0: forward; 1: backward (reads O and the statistics of a forward run first) */
+    unsigned hbm;       /* FL_BIT(FL_T_x) of every tensor the pass reads or writes */
+    int nk_ok;          /* its kernels take queries and keys of different numbers (Nk != N) */
+};
+#define FL_HBM_QKVO (FL_BIT(FL_T_Q) | FL_BIT(FL_T_K) | FL_BIT(FL_T_V) | FL_BIT(FL_T_O))
+#define FL_HBM_GRADS (FL_BIT(FL_T_dO) | FL_BIT(FL_T_dQ) | FL_BIT(FL_T_dK) | FL_BIT(FL_T_dV))
+/* standard (Algorithms 0 and 3): S, P materialized; the backward reads P (not O) and materializes
+ * dP, dS.  A backward's forward run has its own pass (ladder.def's fwd rung). */
+inline constexpr fl_sched_pass FL_STANDARD_FWD = {"standard", 0, FL_HBM_QKVO | FL_BIT(FL_T_S) | FL_BIT(FL_T_P), 0};
+inline constexpr fl_sched_pass FL_STANDARD_BWD = {
+    "standard", 1, FL_BIT(FL_T_Q) | FL_BIT(FL_T_K) | FL_BIT(FL_T_V) | FL_BIT(FL_T_P) | FL_HBM_GRADS | FL_BIT(FL_T_dP) | FL_BIT(FL_T_dS), 0};
+/* flash1 (Algorithms 1 and 4): the running O (fp32), l, m in HBM; the wavefront's flags */
+inline constexpr fl_sched_pass FL_FLASH1_FWD = {"flash1", 0, FL_HBM_QKVO | FL_BIT(FL_T_l) | FL_BIT(FL_T_m) | FL_BIT(FL_T_FLAGS), 0};
+inline constexpr fl_sched_pass FL_FLASH1_BWD = {
+    "flash1", 1, FL_HBM_QKVO | FL_BIT(FL_T_l) | FL_BIT(FL_T_m) | FL_HBM_GRADS | FL_BIT(FL_T_FLAGS), 0};
+/* flash2 (FlashAttention-2): L = logsumexp; the backward's D = rowsum(dO o O) (and flags: version 4) */
+inline constexpr fl_sched_pass FL_FLASH2_FWD = {"flash2", 0, FL_HBM_QKVO | FL_BIT(FL_T_L), 1};
+inline constexpr fl_sched_pass FL_FLASH2_BWD = {
+    "flash2", 1, FL_HBM_QKVO | FL_BIT(FL_T_L) | FL_HBM_GRADS | FL_BIT(FL_T_D) | FL_BIT(FL_T_FLAGS), 0};
+
 struct fl_kernel_info {
-    const char *algo;   /* "standard", "flash1", "flash2": the model's schedule name */
-    int version;        /* 1-13, the ladder file vNN_*.cu */
+    const fl_sched_pass *s; /* its schedule and pass */
+    int version;        /* the rung, kernels/ladder/ladder.def */
     int dtype;          /* fl_dtype of Q, K, V (and S, P) */
     int o_dtype;        /* fl_dtype of O: the storage type, except flash1's fp32 running O */
     int d, Br, Bc;
     long m_eff;         /* on-chip footprint of the tiles, elements (tile traits) */
     int causal_ok;      /* the kernel implements the causal mask */
     fl_launch_fn launch;
-    int bwd;            /* 0: forward; 1: backward (reads O, L of a forward run first) */
     long smem;          /* the most shared memory (dynamic + static) one of its kernels takes, bytes */
     int persistent = 0; /* 1: a persistent grid (each CTA loops over tiles; fl_gpu_args.ctas caps it) */
 };
@@ -101,30 +118,46 @@ struct fl_version_info {
     int version;
     const char *file;    /* kernels/ladder/vNN_*.cu */
     const char *what;
+    int lib;             /* also in libflashlab_kernels.so */
+    int fwd;             /* a backward rung: the forward rung run first for its O and statistics */
     int (*needs)(void);  /* FL_NEED_BASE, FL_NEED_SM80, FL_NEED_SM90A: the file's FL_V_NEEDS */
     const fl_kernel_info *(*table)(int *n);
     void (*probe)(fl_probe_result *r);
 };
 
-/* The versions, 1 to 13 in order (harness/registry.cu). */
+/* The rungs of kernels/ladder/ladder.def, in order (harness/registry.cu). */
 const fl_version_info *fl_versions(int *n);
 
+/* Rung v of the ladder, or NULL. */
+const fl_version_info *fl_version(int v);
+
 /* Each ladder file's table and probe (defined there by FL_LADDER_FILE). */
-#define FL_LADDER_DECL(v) \
+#define FL_RUNG(v, stem, lib, fwd, what) \
     const fl_kernel_info *fl_v##v##_kernels(int *n); \
     void fl_v##v##_probe(fl_probe_result *r); \
     int fl_v##v##_needs(void);
-FL_LADDER_DECL(01) FL_LADDER_DECL(02) FL_LADDER_DECL(03) FL_LADDER_DECL(04) FL_LADDER_DECL(05) FL_LADDER_DECL(06)
-FL_LADDER_DECL(07) FL_LADDER_DECL(08) FL_LADDER_DECL(09) FL_LADDER_DECL(10) FL_LADDER_DECL(11)
-FL_LADDER_DECL(12) FL_LADDER_DECL(13)
+#include "../ladder/ladder.def"
+
+/* The version number of a rung's two digits NN (01 -> 1): 1NN - 100, never an octal literal. */
+#define FL_RUNG_NUMBER(v) (1##v - 100)
 
 #define FL_CDIV(a, b) (((a) + (b) - 1) / (b))
+
+/* Every entry of a rung's table (constexpr) names the rung's version. */
+constexpr bool fl_table_is_version(const fl_kernel_info *t, size_t n, int v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].version != v) return false;
+    return true;
+}
 
 /* Defines, in a ladder file, fl_vNN_kernels (the table and its length), fl_vNN_needs (need) and
  * fl_vNN_probe: a one-thread kernel compiled with the file's own code, which writes
  * __CUDA_ARCH__ and the sm_90a feature flag it was compiled with and whether the file's kernels
  * are real there (FL_CODE_HAS(need)). */
 #define FL_LADDER_FILE(v, table, need)                                                          \
+    static_assert(fl_table_is_version(table, sizeof table / sizeof table[0], FL_RUNG_NUMBER(v)),   \
+                  "every entry of the table names the file's version");                          \
     const fl_kernel_info *fl_v##v##_kernels(int *n)                                             \
     {                                                                                           \
         *n = (int)(sizeof table / sizeof table[0]);                                             \

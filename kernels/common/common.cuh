@@ -30,8 +30,9 @@
         }                                                                                      \
     } while (0)
 
-/* Threads per CTA for every kernel: 4 warps. */
-#define FL_THREADS 128
+/* FL_THREADS, the threads per CTA of the kernels that do not choose their own (4 warps), is
+ * defined with their tile layouts in include/flashlab/kernel_tiles.h. */
+#include <flashlab/kernel_tiles.h>
 
 /* HBM tensors a kernel may touch, in one numbering shared with the harness (names as in the
  * model's fl_result.t[].name).  The last two are not the model's data, reported apart and never

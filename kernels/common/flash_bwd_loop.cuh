@@ -23,16 +23,11 @@
 
 enum { FA1 = 1, FA2 = 2 };
 
-/* Tile traits (traits.cuh): the buffers in the order they are carved; FA2 has no l_i, O_i. */
-template <int D, int BR, int BC, int STYLE> __host__ __device__ constexpr fl_tiles<13> fl_flash_bwd_tiles()
+/* Tile traits (traits.cuh) from include/flashlab/kernel_tiles.h's layout: the buffers in the order
+ * they are carved; FA2 has no l_i, O_i. */
+template <int D, int BR, int BC, int STYLE> __host__ __device__ constexpr auto fl_flash_bwd_tiles()
 {
-    constexpr int fa1 = STYLE == FA1;
-    return {{{"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"dK_j", BC, D, 0, 4, 1, 1, FL_SMEM},
-             {"dV_j", BC, D, 0, 4, 1, 1, FL_SMEM}, {"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM}, {"dO_i", BR, D, 1, 4, 1, 1, FL_SMEM},
-             {"S_ij/P_ij", BR, BC, 1, 4, 1, 1, FL_SMEM}, {"dP_ij/dS_ij", BR, BC, 1, 4, 1, 1, FL_SMEM},
-             {fa1 ? "m_i" : "L_i", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"D_i", BR, 1, 0, 4, 1, 1, FL_SMEM},
-             {"l_i", fa1 ? BR : 0, 1, 0, 4, 1, 1, FL_SMEM}, {"O_i", fa1 ? BR : 0, D, 0, 4, 1, 1, FL_SMEM},
-             {"dQ_i", BR, D, 0, 4, 1, 1, FL_REGS}}};
+    return fl_make_tiles({FL_TILES_FLASH_BWD(D, BR, BC, STYLE == FA1)});
 }
 
 /* STYLE FA2: FlashAttention-2 Algorithm 2 (L and D from HBM).  STYLE FA1: FlashAttention

@@ -89,7 +89,7 @@ template <class... P> static int fl_wavefront_grid(void (*kern)(P...), const fl_
         fprintf(stderr, "flashlab-gpu: %s: no CTA fits on an SM\n", ti.kernel);
         exit(1);
     }
-    return Tc < per_sm * nsm ? Tc : per_sm * nsm;
+    return (int)fl_grid_wavefront(Tc, (int64_t)per_sm * nsm);
 }
 
 /* A cooperative launch of kern over grid CTAs of FL_THREADS threads, the arguments converted to

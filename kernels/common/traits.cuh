@@ -2,7 +2,9 @@
  * footprint both come from the list.
  *
  * Each kernel of the ladder has a constexpr function returning its fl_tiles: one fl_tile_buf per
- * buffer, in the order the kernel carves them out of its shared memory.  From that one list:
+ * buffer, in the order the kernel carves them out of its shared memory.  The lists of versions
+ * 1-6 are plain C, in include/flashlab/kernel_tiles.h, which the model of the GPU order
+ * (src/analysis/gpu_order.c) reads too; so is the arithmetic below.  From that one list:
  *
  *   footprint()     the elements of the buffers the model counts (model = 1), one stage each:
  *                   the kernel's M_eff, static_asserted equal to include/flashlab/footprint.h's
@@ -27,17 +29,7 @@
 
 #include <stddef.h>
 
-enum fl_where { FL_SMEM, FL_STATIC, FL_REGS };
-
-struct fl_tile_buf {
-    const char *name;
-    long rows, cols;  /* the tile the model sees: rows x cols elements */
-    int pad;          /* extra columns a row in shared memory (bank conflicts); not in the model */
-    int esize;        /* bytes per element on chip */
-    int stages;       /* copies in shared memory (2: prefetch); the model counts one */
-    int model;        /* 1: part of the model's footprint */
-    fl_where where;
-};
+#include <flashlab/kernel_tiles.h> /* fl_tile_buf, fl_where, the layouts of versions 1-6, the arithmetic */
 
 /* What the harness records of a kernel's tiles (host side, no templates). */
 struct fl_tile_info {
@@ -49,54 +41,26 @@ struct fl_tile_info {
 template <int NB> struct fl_tiles {
     fl_tile_buf b[NB];
 
-    __host__ __device__ constexpr long footprint() const
-    {
-        long s = 0;
-        for (int i = 0; i < NB; i++)
-            if (b[i].model) s += b[i].rows * b[i].cols;
-        return s;
-    }
-    __host__ __device__ constexpr size_t bytes_of(int i) const
-    {
-        return (size_t)b[i].rows * (size_t)(b[i].cols + b[i].pad) * (size_t)b[i].esize * (size_t)b[i].stages;
-    }
+    __host__ __device__ constexpr long footprint() const { return fl_tiles_footprint(b, NB); }
+    __host__ __device__ constexpr size_t bytes_of(int i) const { return fl_tile_bytes(&b[i]); }
     /* Byte offset of buffer k in the dynamic shared memory (FL_SMEM buffers only). */
-    __host__ __device__ constexpr size_t offset(int k) const
-    {
-        size_t o = 0;
-        for (int i = 0; i < k; i++)
-            if (b[i].where == FL_SMEM) {
-                o = (o + (size_t)b[i].esize - 1) / (size_t)b[i].esize * (size_t)b[i].esize;
-                o += bytes_of(i);
-            }
-        return b[k].where == FL_SMEM ? (o + (size_t)b[k].esize - 1) / (size_t)b[k].esize * (size_t)b[k].esize : o;
-    }
-    __host__ __device__ constexpr size_t dyn_bytes() const
-    {
-        size_t o = 0;
-        for (int i = 0; i < NB; i++)
-            if (b[i].where == FL_SMEM) o = offset(i) + bytes_of(i);
-        return o;
-    }
-    __host__ __device__ constexpr size_t static_bytes() const
-    {
-        size_t o = 0;
-        for (int i = 0; i < NB; i++)
-            if (b[i].where == FL_STATIC) o += bytes_of(i);
-        return o;
-    }
-    __host__ __device__ constexpr size_t smem_model_bytes() const
-    {
-        size_t o = 0;
-        for (int i = 0; i < NB; i++)
-            if (b[i].model && b[i].where != FL_REGS) o += (size_t)b[i].rows * (size_t)b[i].cols * (size_t)b[i].esize;
-        return o;
-    }
+    __host__ __device__ constexpr size_t offset(int k) const { return fl_tiles_offset(b, NB, k); }
+    __host__ __device__ constexpr size_t dyn_bytes() const { return fl_tiles_dyn_bytes(b, NB); }
+    __host__ __device__ constexpr size_t static_bytes() const { return fl_tiles_static_bytes(b, NB); }
+    __host__ __device__ constexpr size_t smem_model_bytes() const { return fl_tiles_smem_model_bytes(b, NB); }
     fl_tile_info info(const char *kernel) const
     {
         return {kernel, footprint(), dyn_bytes(), static_bytes(), smem_model_bytes()};
     }
 };
+
+/* The traits of a list of buffers, its length deduced: fl_make_tiles({FL_TILES_FLASH2_FWD(D, BR, BC)}). */
+template <int NB> __host__ __device__ constexpr fl_tiles<NB> fl_make_tiles(const fl_tile_buf (&b)[NB])
+{
+    fl_tiles<NB> t{};
+    for (int i = 0; i < NB; i++) t.b[i] = b[i];
+    return t;
+}
 
 /* A compile-time constant (forces a constexpr call to be evaluated by the compiler). */
 template <class U, U v> struct fl_const {

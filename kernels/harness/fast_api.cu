@@ -1,5 +1,5 @@
-/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels, versions 7-13, built
- * without counters), for bench/gpu_sdpa.py: Python loads the library with ctypes and passes
+/* fast_api.cu: the C interface of libflashlab_kernels.so (the fast kernels: the rungs of
+ * kernels/ladder/ladder.def marked lib, built without counters), for bench/gpu_sdpa.py: Python loads the library with ctypes and passes
  * PyTorch's device pointers and stream, so that our kernels and PyTorch SDPA's backends run in
  * one process on the same inputs.  Tensors are contiguous (B, H, N, d): nbh = B * H slices.
  * fl_fast_runs_here says which kernels run on the current GPU (attn.h, fl_why_not_here).
@@ -8,19 +8,19 @@
 
 #include "attn.h"
 
-/* The fast versions, in the order their kernels are numbered here. */
+/* The rungs of ladder.def built into this library (lib = 1), in its order: their kernels are
+ * numbered here in that order. */
 struct fast_version {
     const fl_kernel_info *(*table)(int *n);
     void (*probe)(fl_probe_result *r);
     int (*needs)(void);
 };
-static const fast_version fast_versions[] = {{fl_v07_kernels, fl_v07_probe, fl_v07_needs},
-                                             {fl_v08_kernels, fl_v08_probe, fl_v08_needs},
-                                             {fl_v09_kernels, fl_v09_probe, fl_v09_needs},
-                                             {fl_v10_kernels, fl_v10_probe, fl_v10_needs},
-                                             {fl_v11_kernels, fl_v11_probe, fl_v11_needs},
-                                             {fl_v12_kernels, fl_v12_probe, fl_v12_needs},
-                                             {fl_v13_kernels, fl_v13_probe, fl_v13_needs}};
+#define FL_LIB_0(...)
+#define FL_LIB_1(...) __VA_ARGS__,
+static const fast_version fast_versions[] = {
+#define FL_RUNG(v, stem, lib, fwd, what) FL_LIB_##lib({fl_v##v##_kernels, fl_v##v##_probe, fl_v##v##_needs})
+#include "../ladder/ladder.def"
+};
 
 /* Kernel i and its version's entry. */
 static const fl_kernel_info *fast_kernel(int i, const fast_version **fv = NULL)
@@ -45,9 +45,9 @@ int fl_fast_describe(int i, char *algo, int *version, int *bwd, int *dtype, int 
 {
     const fl_kernel_info *k = fast_kernel(i);
     if (!k) return -1;
-    strncpy(algo, k->algo, 15);
+    strncpy(algo, k->s->algo, 15);
     algo[15] = 0;
-    *version = k->version; *bwd = k->bwd; *dtype = k->dtype; *d = k->d; *Br = k->Br; *Bc = k->Bc;
+    *version = k->version; *bwd = k->s->bwd; *dtype = k->dtype; *d = k->d; *Br = k->Br; *Bc = k->Bc;
     return 0;
 }
 

@@ -2,8 +2,10 @@
  * inputs, checks them against the fp64 reference, and compares their byte counters with the
  * model's counts (fl_run in FL_COUNT mode, the only source of model counts).
  *
- *   flashlab-gpu list                         the versions and kernel variants built in, and (with a GPU)
- *                                             which of them run on it
+ *   flashlab-gpu list (or --list)             the versions and kernel variants built in, and (with a GPU)
+ *                                             which of them run on it; no GPU needed: every kernel's
+ *                                             footprint and pass checked against the model (exit 1
+ *                                             when one fails)
  *   flashlab-gpu run --algo A --N N --d D --Br B --Bc B [--dtype fp16] [--causal] [--reps R]
  *                                             one case, per-tensor table (used under ncu)
  *   flashlab-gpu validate [--csv FILE] [--quick]
@@ -48,15 +50,6 @@ static std::vector<const fl_kernel_info *> all_kernels()
     return v;
 }
 
-static const fl_version_info *version_info(int version)
-{
-    int nv;
-    const fl_version_info *vs = fl_versions(&nv);
-    for (int i = 0; i < nv; i++)
-        if (vs[i].version == version) return &vs[i];
-    return NULL;
-}
-
 /* ---- what runs on this GPU ------------------------------------------------------------------ */
 /* The probe of each version, run once (needs a GPU). */
 static const fl_probe_result &probe_of(int version)
@@ -64,7 +57,7 @@ static const fl_probe_result &probe_of(int version)
     static fl_probe_result pr[64];
     static bool done[64];
     if (!done[version]) {
-        version_info(version)->probe(&pr[version]);
+        fl_version(version)->probe(&pr[version]);
         done[version] = true;
     }
     return pr[version];
@@ -82,7 +75,7 @@ static std::string code_name(const fl_probe_result &p)
 static const char *unavailable(const fl_kernel_info *k)
 {
     static char why[256];
-    return fl_why_not_here(k, probe_of(k->version), version_info(k->version)->needs(), why, sizeof why);
+    return fl_why_not_here(k, probe_of(k->version), fl_version(k->version)->needs(), why, sizeof why);
 }
 
 /* The versions with at least one variant that runs here, as "1-6, 8" (needs a GPU). */
@@ -111,7 +104,7 @@ static std::string runnable_versions()
 static const fl_kernel_info *find_kernel(const char *algo, int dtype, int d, int Br, int Bc, int bwd = 0, int version = 0)
 {
     for (auto k : all_kernels())
-        if (!strcmp(k->algo, algo) && k->dtype == dtype && k->d == d && k->Br == Br && k->Bc == Bc && k->bwd == bwd &&
+        if (!strcmp(k->s->algo, algo) && k->dtype == dtype && k->d == d && k->Br == Br && k->Bc == Bc && k->s->bwd == bwd &&
             (!version || k->version == version))
             return k;
     return NULL;
@@ -192,7 +185,7 @@ static const char *csv_header =
 static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
     const fl_kernel_info *k = c.k;
-    fprintf(f, "%s,%s,%s,%d,%s,%d,%d,%d,%d,%d,%ld,", c.tag, k->algo, k->bwd ? "bwd" : "fwd", k->version, fl_dtype_names[k->dtype],
+    fprintf(f, "%s,%s,%s,%d,%s,%d,%d,%d,%d,%d,%ld,", c.tag, k->s->algo, k->s->bwd ? "bwd" : "fwd", k->version, fl_dtype_names[k->dtype],
             c.N, k->d, k->Br, k->Bc, c.causal, o.m_eff);
     if (o.model_ok)
         fprintf(f, "%lld,%lld,", o.model_reads, o.model_writes);
@@ -213,7 +206,7 @@ static void csv_row(FILE *f, const fl_gpu_case &c, const fl_gpu_outcome &o)
 static void print_case(const fl_gpu_case &c, const fl_gpu_outcome &o)
 {
     const fl_kernel_info *k = c.k;
-    printf("%-6s %-8s %s %-4s N=%-5d", c.tag, k->algo, k->bwd ? "bwd" : "fwd", fl_dtype_names[k->dtype], c.N);
+    printf("%-6s %-8s %s %-4s N=%-5d", c.tag, k->s->algo, k->s->bwd ? "bwd" : "fwd", fl_dtype_names[k->dtype], c.N);
     if (c.Nk && c.Nk != c.N) printf(" Nk=%-5d", c.Nk);
     printf(" d=%-3d Br=%-3d Bc=%-3d %s M_eff=%-6ld ", k->d, k->Br, k->Bc,
            c.causal == 1 ? "causal-TL" : c.causal == 2 ? "causal-BR" : "full     ", o.m_eff);
@@ -278,8 +271,8 @@ static int cmd_run(int argc, char **argv)
     if (bwd && N > 2048) check = 0; /* the full fp64 backward reference is O(N^2 d) on the CPU */
     if (!k) return bad("--algo/--dtype/--d/--Br/--Bc: no such kernel is built (see flashlab-gpu list)");
     if (causal && !k->causal_ok) return bad("--causal: this schedule has no causal kernel");
-    if (Nk && Nk != N && (bwd || strcmp(algo, "flash2")))
-        return bad("--Nk: only the flash2 forward kernel takes Nk != N");
+    if (Nk && Nk != N && !k->s->nk_ok)
+        return bad("--Nk: this kernel takes Nk = N only (the flash2 forwards take Nk != N)");
     if (int g = need_gpu()) return g;
     if (const char *why = unavailable(k)) {
         fprintf(stderr, "flashlab-gpu: version %d does not run on this GPU: %s (see flashlab-gpu list)\n", k->version, why);
@@ -339,18 +332,18 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
     std::vector<fl_gpu_case> cases;
     uint64_t sd = (uint64_t)seed;
     auto add = [&](const fl_kernel_info *k, int N, int causal, const char *tag, int Nk = 0) {
-        fl_gpu_case c = {k, N, causal, sd++, tag, !k->bwd || N <= 1024, 0, Nk}; /* bwd reference: O(N^2 d) */
+        fl_gpu_case c = {k, N, causal, sd++, tag, !k->s->bwd || N <= 1024, 0, Nk}; /* bwd reference: O(N^2 d) */
         cases.push_back(c);
     };
     std::vector<const fl_kernel_info *> ks; /* optionally only some (sanitizers are slow) */
     std::vector<std::string> skipped;       /* variants that do not run on this GPU, and why */
     for (auto k : all_kernels())
-        if ((!only_algo || !strcmp(k->algo, only_algo)) && (only_dt < 0 || k->dtype == only_dt) &&
-            (!only_d || k->d == only_d) && (only_pass < 0 || k->bwd == only_pass) &&
+        if ((!only_algo || !strcmp(k->s->algo, only_algo)) && (only_dt < 0 || k->dtype == only_dt) &&
+            (!only_d || k->d == only_d) && (only_pass < 0 || k->s->bwd == only_pass) &&
             (!only_version || k->version == only_version)) {
             if (const char *why = unavailable(k)) {
                 char b[512];
-                snprintf(b, sizeof b, "v%d %s %s d=%d %dx%d: %s", k->version, k->algo, fl_dtype_names[k->dtype], k->d, k->Br,
+                snprintf(b, sizeof b, "v%d %s %s d=%d %dx%d: %s", k->version, k->s->algo, fl_dtype_names[k->dtype], k->d, k->Br,
                          k->Bc, why);
                 skipped.push_back(b);
             } else {
@@ -361,7 +354,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
         for (auto k : ks) {
             add(k, 200, 0, "quick");
             if (k->causal_ok) add(k, 200, 2, "quick");
-            if (!strcmp(k->algo, "flash2") && !k->bwd) /* unequal lengths, both corners */
+            if (k->s->nk_ok) /* unequal lengths, both corners */
                 for (int cm = 0; cm <= 2; cm++) {
                     add(k, 77, cm, "quick", 200);
                     add(k, 200, cm, "quick", 77);
@@ -385,7 +378,7 @@ static int cmd_validate(int argc, char **argv, int argc0, char **argv0)
                 for (int N : {1000, 4096}) add(k, N, 2, "causal");
             /* queries != keys (decode-like and the reverse), no mask and both causal corners; the
              * seeds' 2 x 5 and 5 x 2 examples among them */
-            if (!strcmp(k->algo, "flash2") && !k->bwd && k->dtype == FL_F16 &&
+            if (k->s->nk_ok && k->dtype == FL_F16 &&
                 (k->version >= 7 || (k->Br == k->Bc && ((k->d == 64 && k->Br == 64) || (k->d == 128 && k->Br == 32)))))
                 for (auto nn : {std::pair<int, int>(1000, 4096), {4096, 1000}, {2, 5}, {5, 2}})
                     for (int cm = 0; cm <= 2; cm++) add(k, nn.first, cm, "Nq!=Nk", nn.second);
@@ -502,6 +495,29 @@ static int cmd_curve(int argc, char **argv, int argc0, char **argv0)
     return 0;
 }
 
+/* Every kernel against the model, no GPU needed: its footprint equals fl_footprint and its pass
+ * holds every tensor the model moves (fl_gpu_case_model at N = 200, no mask).  Prints one line;
+ * returns the number of kernels that fail (each named on stderr). */
+static int check_models(void)
+{
+    int bad = 0, n = 0;
+    for (auto k : all_kernels()) {
+        fl_gpu_case c = {k, 200, 0, 1, "list", 0, 0, 0};
+        fl_gpu_outcome o;
+        memset(&o, 0, sizeof o);
+        fl_gpu_case_model(&c, &o);
+        n++;
+        if (!o.model_ok) {
+            fprintf(stderr, "flashlab-gpu: v%d %s %s %s d=%d %dx%d: %s\n", k->version, k->s->algo, k->s->bwd ? "bwd" : "fwd",
+                    fl_dtype_names[k->dtype], k->d, k->Br, k->Bc, o.model_msg);
+            bad++;
+        }
+    }
+    printf("\nmodel (no GPU): %d of %d kernels have the model's footprint and a pass holding every tensor the "
+           "model moves (N = 200)\n", n - bad, n);
+    return bad;
+}
+
 static int cmd_list(void)
 {
     int nv;
@@ -517,7 +533,7 @@ static int cmd_list(void)
     } else {
         printf("no GPU: which versions run is not probed (each needs the GPU below or newer)\n\n");
     }
-    printf("%-3s %-24s %-7s %s\n", "v", "file", "needs", gpu ? "on this GPU" : "");
+    printf("%-3s %-24s %-7s %s\n", "v", "file", "needs", "what");
     for (int i = 0; i < nv; i++) {
         std::string here;
         if (gpu) {
@@ -525,23 +541,25 @@ static int cmd_list(void)
             here = !p.ran ? std::string("no: the binary has no code for this GPU") : !p.has ? "no: the code loaded is " + code_name(p)
                                                                                             : "yes (" + code_name(p) + " code)";
         }
-        printf("%-3d %-24s %-7s %s\n", vs[i].version, vs[i].file, fl_need_name(vs[i].needs()), here.c_str());
+        printf("%-3d %-24s %-7s %s%s%s\n", vs[i].version, vs[i].file, fl_need_name(vs[i].needs()), vs[i].what,
+               gpu ? "; on this GPU: " : "", here.c_str());
     }
     printf("\n%-8s %-4s %-2s %-5s %-5s %-4s %-4s %-4s %-7s %-6s %-7s %s\n", "algo", "pass", "v", "dtype", "O", "d", "Br", "Bc",
            "M_eff", "causal", "smem", gpu ? "runs here" : "");
     for (auto k : all_kernels()) {
         const char *why = gpu ? unavailable(k) : NULL;
-        printf("%-8s %-4s %-2d %-5s %-5s %-4d %-4d %-4d %-7ld %-6s %-7ld %s\n", k->algo, k->bwd ? "bwd" : "fwd", k->version,
+        printf("%-8s %-4s %-2d %-5s %-5s %-4d %-4d %-4d %-7ld %-6s %-7ld %s\n", k->s->algo, k->s->bwd ? "bwd" : "fwd", k->version,
                fl_dtype_names[k->dtype], fl_dtype_names[k->o_dtype], k->d, k->Br, k->Bc, k->m_eff, k->causal_ok ? "yes" : "no",
                k->smem, !gpu ? "" : why ? why : "yes");
     }
-    return 0;
+    return check_models() ? 1 : 0;
 }
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: flashlab-gpu COMMAND [options]   build: %s\n\n"
-               "  list       the versions and kernel variants built in; with a GPU, which of them run on it\n"
+               "  list       the versions and kernel variants built in (--list too; no GPU needed),\n"
+               "             each checked against the model; with a GPU, which of them run on it\n"
                "  run        one kernel: --algo standard|flash1|flash2 --N N --d 64|128 --Br B --Bc B\n"
                "             [--dtype fp32|fp16|bf16] [--causal] [--bwd] [--seed S] [--reps R] [--no-check]\n"
                "             [--version V]: that version of the kernel (7-11: the fast ones; default the first)\n"
@@ -560,7 +578,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
-    if (!strcmp(cmd, "list")) return cmd_list();
+    if (!strcmp(cmd, "list") || !strcmp(cmd, "--list")) return cmd_list();
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "validate")) return cmd_validate(argc - 2, argv + 2, argc, argv);
     if (!strcmp(cmd, "curve")) return cmd_curve(argc - 2, argv + 2, argc, argv);

@@ -1,12 +1,15 @@
 /* gpu_case.h: one validation case of the GPU harness: run a kernel once on random inputs and
  * compare it with the model and with the reference.
  *
- * fl_gpu_case_run
+ * fl_gpu_case_run (gpu_case.cu; its pieces in gpu_case_parts.h)
  *   1. model counts: fl_run(FL_COUNT) on the same schedule, N, d, Br, Bc, with M = the kernel's
  *      footprint M_eff (its tile traits; checked equal to fl_footprint first), elem_bytes of the
  *      storage type; a model that cannot be run is a failure, never a pass;
- *   2. inputs: Q, K, V uniform in [-1, 1) from reference/rng (never zeros), rounded to the
- *      storage type; outputs poisoned with 0xFF bytes (NaN in every type) before the run;
+ *   2. inputs: Q, K, V uniform in [-1, 1) from include/flashlab/rng.h (never zeros), rounded to the
+ *      storage type; a buffer for every HBM tensor of the kernel's schedule and pass (attn.h's
+ *      fl_sched_pass, checked to hold every tensor the model moves), outputs and workspaces
+ *      poisoned with 0xFF bytes (NaN in every type) before the run; a backward runs the forward
+ *      of its rung's forward rung (kernels/ladder/ladder.def) first, uncounted;
  *   3. one counted, timed launch of the whole schedule, every kernel of it recorded (launch.cuh);
  *   4. the tiles against the launched kernels: each kernel's static shared memory
  *      (cudaFuncGetAttributes) equal to its traits', its dynamic shared memory the traits', the
@@ -62,6 +65,11 @@ struct fl_gpu_outcome {
     int ok;                           /* model run, tiles checked, counts equal (counters build) and
                                        * accuracy passed */
 };
+
+/* Step 1 alone (no GPU): the model's counts of case c into o (model_ok, model_msg, model_rd/wr,
+ * model totals); model_ok = 0 with the reason when the kernel's footprint is not the model's,
+ * the model refuses the case, or the model moves a tensor outside the kernel's pass (attn.h). */
+void fl_gpu_case_model(const fl_gpu_case *c, fl_gpu_outcome *o);
 
 /* Runs one case; returns 0 when it ran (ok says whether it passed), nonzero on a setup error
  * (message printed). */

@@ -12,8 +12,9 @@
  *                   write O_i                                   N^2 + Nd*Tr reads, Nd writes (C0.4)
  * Costs.  Bytes: at N = 4096, d = 64, fp16 the 2N^2 writes and 2-4 N^2 reads of S and P are
  * 128-192 MB against 1.5 MB for Q, K, V, O: the quadratic term FlashAttention removes.  Time:
- * scalar fp32 FMAs from shared memory, no tensor cores (H200, fp16, d = 128, 64 x 64 tiles:
- * 5.5 ms at N = 4096, 25.1 ms at N = 16384; kernels/NOTES.md run 2).
+ * scalar fp32 FMAs from shared memory, no tensor cores (H200, fp16, d = 128, 64 x 64 tiles, one
+ * counted launch: 5.3 ms at N = 4096, 22.8 ms at N = 16384; figures/data/gpu_validate_all.csv,
+ * column ms).
  *
  * On chip (tile traits below; fp32): scores: Q_i, K_j (rows padded by one word against bank
  * conflicts), the S tile in registers; pv: P_ij, V_j, O_i; both (F0) elements.  The softmax's row
@@ -26,19 +27,19 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* Tile traits (traits.cuh): the kernels' buffers, in the order they are carved. */
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<3> v01_scores_tiles()
+/* Tile traits (traits.cuh) from the layouts of include/flashlab/kernel_tiles.h, which the model
+ * of the GPU order reads too: scores Q_i, K_j (the A and B of C = A B^T), the S tile in
+ * registers; pv P_ij, V_j, O_i. */
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v01_scores_tiles()
 {
-    return {{{"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM}, {"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"S_ij", BR, BC, 0, 4, 1, 1, FL_REGS}}};
+    return fl_make_tiles({FL_TILES_PRODUCT_NT(D, BR, BC)});
 }
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<3> v01_pv_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v01_pv_tiles()
 {
-    return {{{"P_ij", BR, BC, 0, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 4, 1, 1, FL_SMEM}, {"O_i", BR, D, 0, 4, 1, 1, FL_SMEM}}};
+    return fl_make_tiles({FL_TILES_PRODUCT_NN(D, BR, BC)});
 }
 /* the softmax: a row of S on chip (N <= M_eff) or none, and the block reduction's scratch */
-static fl_tiles<2> v01_softmax_tiles(long row)
-{
-    return {{{"S row", 1, row, 0, 4, 1, 1, FL_SMEM}, {"red", 1, FL_THREADS / 32, 0, 4, 1, 0, FL_STATIC}}};
-}
+static fl_tiles<2> v01_softmax_tiles(long row) { return fl_make_tiles({FL_TILES_ROW(row)}); }
 
 template <class T, int D, int BR, int BC>
 __global__ void __launch_bounds__(FL_THREADS)
@@ -187,10 +188,10 @@ template <class T, int D, int BR, int BC> static void launch_standard(const fl_g
     static_assert(ts.footprint() == fl_fp_eval(fl_fp_coef FL_FP_STANDARD, BR, BC, D) && tp.footprint() == ts.footprint(),
                   "the tiles are the model's (F0) with Bd = d");
     static_assert(ts.dyn_bytes() <= FL_SMEM_MAX && tp.dyn_bytes() <= FL_SMEM_MAX, "tiles do not fit in shared memory");
-    const int N = a->N, Tr = FL_CDIV(N, BR);
+    const int N = a->N, Tr = (int)fl_grid_blocks(N, BR);
     fl_launch(fl_std_scores<T, D, BR, BC>, ts.info("fl_std_scores"), dim3(Tr), dim3(FL_THREADS), a->stream, a->log,
               (const T *)a->Q, (const T *)a->K, (T *)a->S, N, 1.0f / sqrtf((float)D), a->cnt);
-    if ((long)N <= ts.footprint()) /* eq. (C0.3): the row fits in M */
+    if (fl_row_fits(N, ts.footprint())) /* eq. (C0.3): the row fits in M */
         fl_launch(fl_std_softmax_row<T>, v01_softmax_tiles(N).info("fl_std_softmax_row"), dim3(N), dim3(FL_THREADS),
                   a->stream, a->log, (const T *)a->S, (T *)a->P, N, a->cnt);
     else
@@ -201,14 +202,14 @@ template <class T, int D, int BR, int BC> static void launch_standard(const fl_g
 }
 
 #define K0(T, DT, D, BR, BC)                                                                                       \
-    {"standard", 1, DT, DT, D, BR, BC, v01_scores_tiles<D, BR, BC>().footprint(), 0, launch_standard<T, D, BR, BC>, 0, \
+    {&FL_STANDARD_FWD, 1, DT, DT, D, BR, BC, v01_scores_tiles<D, BR, BC>().footprint(), 0, launch_standard<T, D, BR, BC>, \
      (long)(v01_pv_tiles<D, BR, BC>().dyn_bytes() > v01_scores_tiles<D, BR, BC>().dyn_bytes()                      \
                 ? v01_pv_tiles<D, BR, BC>().dyn_bytes()                                                            \
                 : v01_scores_tiles<D, BR, BC>().dyn_bytes())}
 #define K0_SWEEP(T, DT, D) K0(T, DT, D, 16, 16), K0(T, DT, D, 32, 32), K0(T, DT, D, 64, 64), K0(T, DT, D, 64, 128)
 #define K0_PAIR(T, DT, D) K0(T, DT, D, 32, 32), K0(T, DT, D, 64, 64)
 
-static const fl_kernel_info standard_table[] = {
+static constexpr fl_kernel_info standard_table[] = {
     K0_SWEEP(__half, FL_F16, 64), K0_SWEEP(__half, FL_F16, 128),
     K0_PAIR(float, FL_F32, 64), K0_PAIR(float, FL_F32, 128),
     K0_PAIR(__nv_bfloat16, FL_BF16, 64), K0_PAIR(__nv_bfloat16, FL_BF16, 128),

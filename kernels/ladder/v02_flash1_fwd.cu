@@ -5,9 +5,10 @@
  * outer loop, so the running O_i, l_i, m_i cross HBM twice per key block (below); at N = 4096,
  * d = 64 that is 52 MB read and 36 MB written at 64 x 128 tiles (fp16, O fp32) against version
  * 1's 135 MB and 68 MB (64 x 64; docs/validation.md).  Time on the H200 (fp16, d = 128,
- * 64 x 128): 15.6 ms at N = 4096, 62.7 ms at N = 16384, against version 1's 5.5 and 25.1 ms at
- * 64 x 64 (kernels/NOTES.md run 2): fewer bytes, more time, because these scalar kernels are bound
- * by their arithmetic and the wavefront's hand-offs, not by HBM.
+ * 64 x 128, one counted launch): 13.9 ms at N = 4096, 53.0 ms at N = 16384, against version 1's
+ * 5.3 and 22.8 ms at 64 x 64 (figures/data/gpu_validate_all.csv, column ms): fewer bytes, more
+ * time, because these scalar kernels are bound by their arithmetic and the wavefront's
+ * hand-offs, not by HBM.
  *
  * The schedule is src/schedules/flash1.c line for line:
  *   line 2   O = 0, l = 0, m = -inf written to HBM          fl_flash1_init: Nd + 2N writes
@@ -52,15 +53,12 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* Tile traits (traits.cuh): the buffers in the order they are carved. */
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<11> v02_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v02_tiles()
 {
-    return {{{"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 4, 1, 1, FL_SMEM}, {"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM},
-             {"O_i", BR, D, 0, 4, 1, 1, FL_SMEM}, {"S_ij", BR, BC, 1, 4, 1, 1, FL_SMEM}, {"l_i", BR, 1, 0, 4, 1, 1, FL_SMEM},
-             {"m_i", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"mt", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"lt", BR, 1, 0, 4, 1, 1, FL_SMEM},
-             {"mnew", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"lnew", BR, 1, 0, 4, 1, 1, FL_SMEM}}};
+    return fl_make_tiles({FL_TILES_FLASH1_FWD(D, BR, BC)});
 }
 /* the initialisation streams: no tiles */
-static fl_tiles<1> v02_init_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
+static fl_tiles<1> v02_init_tiles() { return fl_make_tiles({FL_TILES_NONE}); }
 
 /* line 2: O = 0, l = 0, m = -inf in HBM. */
 __global__ void __launch_bounds__(FL_THREADS)
@@ -203,7 +201,7 @@ template <class T, int D, int BR, int BC> static void launch_flash1(const fl_gpu
     const int Tc = FL_CDIV(a->N, BC), Tr = FL_CDIV(a->N, BR);
     const int grid = fl_wavefront_grid(kern, ti, Tc);
     const long Nd = (long)a->N * D;
-    fl_launch(fl_flash1_init, v02_init_tiles().info("fl_flash1_init"), dim3(FL_CDIV(Nd, FL_THREADS) < 1024 ? FL_CDIV(Nd, FL_THREADS) : 1024),
+    fl_launch(fl_flash1_init, v02_init_tiles().info("fl_flash1_init"), dim3((int)fl_grid_stride(Nd, FL_THREADS)),
               dim3(FL_THREADS), a->stream, a->log, (float *)a->O, a->l, a->m, a->N, D, a->cnt);
     CUDA_CHECK(cudaMemsetAsync(a->flags, 0, (size_t)Tr * sizeof(unsigned), a->stream)); /* the hand-off starts at 0 */
     fl_launch_coop(kern, ti, grid, a->stream, a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (float *)a->O, a->l,
@@ -211,12 +209,12 @@ template <class T, int D, int BR, int BC> static void launch_flash1(const fl_gpu
 }
 
 #define K1(T, DT, D, BR, BC) \
-    {"flash1", 2, DT, FL_F32, D, BR, BC, v02_tiles<D, BR, BC>().footprint(), 1, launch_flash1<T, D, BR, BC>, 0, \
+    {&FL_FLASH1_FWD, 2, DT, FL_F32, D, BR, BC, v02_tiles<D, BR, BC>().footprint(), 1, launch_flash1<T, D, BR, BC>, \
      (long)v02_tiles<D, BR, BC>().dyn_bytes()}
 #define K1_SWEEP(T, DT, D) K1(T, DT, D, 16, 16), K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64), K1(T, DT, D, 64, 128)
 #define K1_PAIR(T, DT, D) K1(T, DT, D, 32, 32), K1(T, DT, D, 64, 64)
 
-static const fl_kernel_info flash1_table[] = {
+static constexpr fl_kernel_info flash1_table[] = {
     K1_SWEEP(__half, FL_F16, 64), K1_SWEEP(__half, FL_F16, 128),
     K1_PAIR(float, FL_F32, 64), K1_PAIR(float, FL_F32, 128),
     K1_PAIR(__nv_bfloat16, FL_BF16, 64), K1_PAIR(__nv_bfloat16, FL_BF16, 128),

@@ -5,8 +5,9 @@
  * and L_i written at the end), and no wavefront is needed: the CTAs are independent.  What it
  * costs: K and V are read once per query block instead of once; at N = 4096, d = 64, 64 x 64,
  * fp16 that is 67.6 MB read and 0.5 MB written (version 2, 64 x 128: 52 MB and 36 MB;
- * docs/validation.md).  Time on the H200 (fp16, d = 128, 64 x 64): 7.1 ms at N = 4096, 57.1 ms at
- * N = 16384 (kernels/NOTES.md run 2), still scalar fp32 arithmetic.
+ * docs/validation.md).  Time on the H200 (fp16, d = 128, 64 x 64, one counted launch): 10.4 ms
+ * at N = 4096, 101.0 ms at N = 16384 (figures/data/gpu_validate_all.csv, column ms), still
+ * scalar fp32 arithmetic.
  *
  * The schedule is src/schedules/flash2.c line for line: one CTA per query block i of Br rows.
  *   line 4   load Q_i                         Br*d reads of Q
@@ -40,11 +41,9 @@
 
 /* Tile traits (traits.cuh): the buffers in the order they are carved; the rescale row is the
  * model's per-row register of rule R3, not a buffer of (F2). */
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<8> v03_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v03_tiles()
 {
-    return {{{"Q_i", BR, D, 1, 4, 1, 1, FL_SMEM}, {"K_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"V_j", BC, D, 0, 4, 1, 1, FL_SMEM},
-             {"S_ij", BR, BC, 1, 4, 1, 1, FL_SMEM}, {"O_i", BR, D, 0, 4, 1, 1, FL_SMEM}, {"m_i", BR, 1, 0, 4, 1, 1, FL_SMEM},
-             {"l_i", BR, 1, 0, 4, 1, 1, FL_SMEM}, {"alpha", BR, 1, 0, 4, 1, 0, FL_SMEM}}};
+    return fl_make_tiles({FL_TILES_FLASH2_FWD(D, BR, BC)});
 }
 
 template <class T, int D, int BR, int BC>
@@ -147,18 +146,18 @@ template <class T, int D, int BR, int BC> static void launch_flash2(const fl_gpu
     static_assert(tl.dyn_bytes() <= FL_SMEM_MAX, "flash2 tiles do not fit in shared memory");
     const int Nk = a->Nk ? a->Nk : a->N;
     const long off = a->causal == 2 ? (long)Nk - a->N : 0; /* bottom-right: j <= i + Nk - Nq */
-    fl_launch(fl_flash2_fwd<T, D, BR, BC>, tl.info("fl_flash2_fwd"), dim3(FL_CDIV(a->N, BR)), dim3(FL_THREADS), a->stream,
-              a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
+    fl_launch(fl_flash2_fwd<T, D, BR, BC>, tl.info("fl_flash2_fwd"), dim3((int)fl_grid_blocks(a->N, BR)), dim3(FL_THREADS),
+              a->stream, a->log, (const T *)a->Q, (const T *)a->K, (const T *)a->V, (T *)a->O, a->L, a->N, Nk, a->causal, off,
               1.0f / sqrtf((float)D), a->cnt);
 }
 
 #define K2(T, DT, D, BR, BC) \
-    {"flash2", 3, DT, DT, D, BR, BC, v03_tiles<D, BR, BC>().footprint(), 1, launch_flash2<T, D, BR, BC>, 0, \
+    {&FL_FLASH2_FWD, 3, DT, DT, D, BR, BC, v03_tiles<D, BR, BC>().footprint(), 1, launch_flash2<T, D, BR, BC>, \
      (long)v03_tiles<D, BR, BC>().dyn_bytes()}
 #define K2_SWEEP(T, DT, D) K2(T, DT, D, 16, 16), K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64), K2(T, DT, D, 128, 64)
 #define K2_PAIR(T, DT, D) K2(T, DT, D, 32, 32), K2(T, DT, D, 64, 64)
 
-static const fl_kernel_info flash2_table[] = {
+static constexpr fl_kernel_info flash2_table[] = {
     K2_SWEEP(__half, FL_F16, 64), K2_SWEEP(__half, FL_F16, 128),
     K2_PAIR(float, FL_F32, 64), K2_PAIR(float, FL_F32, 128),
     K2_PAIR(__nv_bfloat16, FL_BF16, 64), K2_PAIR(__nv_bfloat16, FL_BF16, 128),

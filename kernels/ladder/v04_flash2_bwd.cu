@@ -6,8 +6,8 @@
  * the price of recomputing S and P.  What it costs: dQ_i is read and written in HBM once per
  * (key block, query block) pair, as the paper's algorithm writes it: at N = 4096, d = 64, 64 x 64,
  * fp16 the counters measure 138 MB read and 69 MB written (docs/validation.md), against 302 MB and
- * 69 MB for the standard backward; H200 time (fp16, d = 128, 32 x 32): 14.9 ms at N = 4096,
- * 79.5 ms at N = 16384 (kernels/NOTES.md run 3).
+ * 69 MB for the standard backward; H200 time (fp16, d = 128, 32 x 32, one counted launch):
+ * 11.1 ms at N = 4096, 71.5 ms at N = 16384 (figures/data/gpu_validate_all.csv, column ms).
  *
  * The schedule is src/schedules/flash_bwd.c (style FA2) line for line:
  *   fl_flash2_bwd_pre  line 3-4, per row: load O_i, dO_i; write D_i = rowsum(dO_i o O_i) and
@@ -26,7 +26,7 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* the preprocessing streams: no tiles */
-static fl_tiles<1> v04_pre_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
+static fl_tiles<1> v04_pre_tiles() { return fl_make_tiles({FL_TILES_NONE}); }
 
 /* lines 3-4: D = rowsum(dO o O), dQ = 0, a warp per row. */
 template <class T>
@@ -52,17 +52,17 @@ template <class T, int D, int BR, int BC> static void launch_flash2_bwd(const fl
     static_assert(fl_flash_bwd_tiles<D, BR, BC, FA2>().footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH2_BWD, BR, BC, D),
                   "the tiles are the model's (F2b)");
     const int N = a->N;
-    const int pre_grid = FL_CDIV(N, FL_THREADS / 32) < 1024 ? FL_CDIV(N, FL_THREADS / 32) : 1024;
+    const int pre_grid = (int)fl_grid_stride(N, FL_THREADS / 32); /* a warp a row */
     fl_launch(fl_flash2_bwd_pre<T>, v04_pre_tiles().info("fl_flash2_bwd_pre"), dim3(pre_grid), dim3(FL_THREADS), a->stream,
               a->log, (const T *)a->O, (const T *)a->dO, a->Dv, a->dQ, N, D, a->cnt);
     fl_launch_flash_bwd_loop<T, D, BR, BC, FA2>(a);
 }
 
 #define K2B(T, DT, D, BR, BC) \
-    {"flash2", 4, DT, DT, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA2>().footprint(), 1, launch_flash2_bwd<T, D, BR, BC>, 1, \
+    {&FL_FLASH2_BWD, 4, DT, DT, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA2>().footprint(), 1, launch_flash2_bwd<T, D, BR, BC>, \
      (long)fl_flash_bwd_tiles<D, BR, BC, FA2>().dyn_bytes()}
 
-static const fl_kernel_info flash2_bwd_table[] = {
+static constexpr fl_kernel_info flash2_bwd_table[] = {
     K2B(__half, FL_F16, 64, 16, 16), K2B(__half, FL_F16, 64, 32, 32), K2B(__half, FL_F16, 64, 64, 64),
     K2B(__half, FL_F16, 128, 16, 16), K2B(__half, FL_F16, 128, 32, 32), K2B(__half, FL_F16, 128, 64, 64),
     K2B(float, FL_F32, 64, 32, 32), K2B(float, FL_F32, 128, 32, 32),

@@ -18,7 +18,7 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* the initialisation streams: no tiles */
-static fl_tiles<1> v05_init_tiles() { return {{{"none", 0, 0, 0, 4, 1, 0, FL_SMEM}}}; }
+static fl_tiles<1> v05_init_tiles() { return fl_make_tiles({FL_TILES_NONE}); }
 
 /* line 4: dQ = 0, dK = 0, dV = 0 in HBM. */
 template <class T>
@@ -40,17 +40,17 @@ template <class T, int D, int BR, int BC> static void launch_flash1_bwd(const fl
     static_assert(fl_flash_bwd_tiles<D, BR, BC, FA1>().footprint() == fl_fp_eval(fl_fp_coef FL_FP_FLASH1_BWD, BR, BC, D),
                   "the tiles are the model's (F1b)");
     const long Nd = (long)a->N * D;
-    const int ig = FL_CDIV(Nd, FL_THREADS) < 1024 ? (int)FL_CDIV(Nd, FL_THREADS) : 1024;
+    const int ig = (int)fl_grid_stride(Nd, FL_THREADS);
     fl_launch(fl_flash1_bwd_init<T>, v05_init_tiles().info("fl_flash1_bwd_init"), dim3(ig), dim3(FL_THREADS), a->stream,
               a->log, a->dQ, (T *)a->dK, (T *)a->dV, Nd, a->cnt);
     fl_launch_flash_bwd_loop<T, D, BR, BC, FA1>(a);
 }
 
 #define K1B(T, DT, D, BR, BC) \
-    {"flash1", 5, DT, FL_F32, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA1>().footprint(), 1, launch_flash1_bwd<T, D, BR, BC>, 1, \
+    {&FL_FLASH1_BWD, 5, DT, FL_F32, D, BR, BC, fl_flash_bwd_tiles<D, BR, BC, FA1>().footprint(), 1, launch_flash1_bwd<T, D, BR, BC>, \
      (long)fl_flash_bwd_tiles<D, BR, BC, FA1>().dyn_bytes()}
 
-static const fl_kernel_info flash1_bwd_table[] = {
+static constexpr fl_kernel_info flash1_bwd_table[] = {
     K1B(__half, FL_F16, 64, 16, 16), K1B(__half, FL_F16, 64, 32, 32), K1B(__half, FL_F16, 64, 64, 64),
     K1B(__half, FL_F16, 128, 16, 16), K1B(__half, FL_F16, 128, 32, 32),
     K1B(float, FL_F32, 64, 32, 32), K1B(__nv_bfloat16, FL_BF16, 64, 32, 32),

@@ -26,20 +26,17 @@
 #define FL_V_NEEDS FL_NEED_BASE
 
 /* Tile traits (traits.cuh).  nt: A_i, B_j (rows padded by a word), the C tile in registers. */
-template <int D, int BR, int BC> __host__ __device__ constexpr fl_tiles<3> v06_nt_tiles()
+template <int D, int BR, int BC> __host__ __device__ constexpr auto v06_nt_tiles()
 {
-    return {{{"A_i", BR, D, 1, 4, 1, 1, FL_SMEM}, {"B_j", BC, D, 1, 4, 1, 1, FL_SMEM}, {"C_ij", BR, BC, 0, 4, 1, 1, FL_REGS}}};
+    return fl_make_tiles({FL_TILES_PRODUCT_NT(D, BR, BC)});
 }
 /* nn: the P tile (BO x BS, or BS x BO transposed), V rows, O rows */
-template <int D, int BO, int BS> __host__ __device__ constexpr fl_tiles<3> v06_nn_tiles()
+template <int D, int BO, int BS> __host__ __device__ constexpr auto v06_nn_tiles()
 {
-    return {{{"P tile", BO, BS, 0, 4, 1, 1, FL_SMEM}, {"V rows", BS, D, 0, 4, 1, 1, FL_SMEM}, {"O rows", BO, D, 0, 4, 1, 1, FL_SMEM}}};
+    return fl_make_tiles({FL_TILES_PRODUCT_NN(D, BO, BS)});
 }
 /* dsoftmax: a row of P and one of dP on chip (2N <= M_eff) or none, and the reduction scratch */
-static fl_tiles<2> v06_dsoftmax_tiles(long rows2)
-{
-    return {{{"P, dP rows", 1, rows2, 0, 4, 1, 1, FL_SMEM}, {"red", 1, FL_THREADS / 32, 0, 4, 1, 0, FL_STATIC}}};
-}
+static fl_tiles<2> v06_dsoftmax_tiles(long rows2) { return fl_make_tiles({FL_TILES_ROW(rows2)}); }
 
 /* C = alpha A B^T (C: N x N, A, B: N x D), tiles of BR rows of A and BC rows of B; A_i is loaded
  * once per row block (Td = 1).  Tensor ids are compile-time (the counters live in registers). */
@@ -177,7 +174,7 @@ template <class T, int D, int BR, int BC> static void launch_standard_bwd(const 
                       tnt.footprint() == tt.footprint(),
                   "the tiles are the model's (F0) with Bd = d, both passes");
     static_assert(tt.dyn_bytes() <= FL_SMEM_MAX && tnt.dyn_bytes() <= FL_SMEM_MAX, "tiles do not fit in shared memory");
-    const int N = a->N, Tr = FL_CDIV(N, BR), Tc = FL_CDIV(N, BC);
+    const int N = a->N, Tr = (int)fl_grid_blocks(N, BR), Tc = (int)fl_grid_blocks(N, BC);
     const float scale = 1.0f / sqrtf((float)D);
     const T *P = (const T *)a->P, *dO = (const T *)a->dO, *Q = (const T *)a->Q, *K = (const T *)a->K,
             *V = (const T *)a->V;
@@ -189,7 +186,7 @@ template <class T, int D, int BR, int BC> static void launch_standard_bwd(const 
     fl_launch(fl_std_nt<T, D, BR, BC, FL_T_dO, FL_T_V, FL_T_dP>, tnt.info("fl_std_nt (dP)"), dim3(Tr), dim3(FL_THREADS),
               a->stream, a->log, dO, V, dPb, N, 1.0f, a->cnt);
     /* 3: dS = P o (dP - D), eq. (C0b): the two rows on chip when 2N <= M_eff */
-    if (2L * N <= tnt.footprint())
+    if (fl_row_fits(2L * N, tnt.footprint()))
         fl_launch(fl_std_dsoftmax_row<T>, v06_dsoftmax_tiles(2L * N).info("fl_std_dsoftmax_row"), dim3(N), dim3(FL_THREADS),
                   a->stream, a->log, P, (const T *)dPb, dSb, N, a->cnt);
     else
@@ -204,12 +201,12 @@ template <class T, int D, int BR, int BC> static void launch_standard_bwd(const 
 }
 
 #define K0B(T, DT, D, BR, BC) \
-    {"standard", 6, DT, DT, D, BR, BC, v06_nt_tiles<D, BR, BC>().footprint(), 0, launch_standard_bwd<T, D, BR, BC>, 1, \
+    {&FL_STANDARD_BWD, 6, DT, DT, D, BR, BC, v06_nt_tiles<D, BR, BC>().footprint(), 0, launch_standard_bwd<T, D, BR, BC>, \
      (long)(v06_nn_tiles<D, BC, BR>().dyn_bytes() > v06_nt_tiles<D, BR, BC>().dyn_bytes()                          \
                 ? v06_nn_tiles<D, BC, BR>().dyn_bytes()                                                            \
                 : v06_nt_tiles<D, BR, BC>().dyn_bytes())}
 
-static const fl_kernel_info standard_bwd_table[] = {
+static constexpr fl_kernel_info standard_bwd_table[] = {
     K0B(__half, FL_F16, 64, 16, 16), K0B(__half, FL_F16, 64, 32, 32), K0B(__half, FL_F16, 64, 64, 64),
     K0B(__half, FL_F16, 128, 32, 32), K0B(__half, FL_F16, 128, 64, 64),
     K0B(float, FL_F32, 64, 32, 32), K0B(__nv_bfloat16, FL_BF16, 64, 32, 32),

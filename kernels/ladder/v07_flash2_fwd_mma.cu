@@ -3,9 +3,9 @@
  * What changed from version 6 (and from version 3, whose schedule this is): the products run on
  * the tensor cores, the next key block is prefetched while this one is computed, and the grid
  * covers batch x heads.  What it costs: the same bytes as version 3 (every count equal to the
- * model's); what it buys: on the H200 (fp16, d = 128, N = 4096, 128 x 64)
- * 328 TFLOP/s, 0.94 of PyTorch SDPA's FlashAttention-2, where version 3 ran at 1.2 TFLOP/s on one
- * head (kernels/NOTES.md, "Optimisations" 1-2).
+ * model's); what it buys: on the H200 (fp16, d = 128, N = 4096, 128 x 64, 8 x 16 heads)
+ * 336 TFLOP/s, 0.96 of PyTorch SDPA's FlashAttention-2 (figures/data/gpu_sdpa.csv), where version
+ * 3 runs on CUDA cores, one head a launch.
  *
  * The same schedule as version 3 (src/schedules/flash2.c; docs/model.md eq. C2): one CTA per query
  * block i of Br rows: load Q_i once; for each key block j (causal: only those left of the block's
@@ -14,7 +14,7 @@
  * Nd + N: the byte counters (-DFL_COUNTERS) count every chunk that crosses HBM and
  * `flashlab-gpu validate` checks them equal to fl_run's counts.
  *
- * What makes it fast (kernels/NOTES.md, "Optimisations", has the prediction and measurement of each):
+ * What makes it fast (docs/journal/runs.md, "Optimisations", has the prediction and measurement of each):
  *   - mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate); 4 warps, each owns WM*16 query rows;
  *     S and P stay in registers (the C fragments of S are the A fragments of P V);
  *   - K_j, V_j arrive by cp.async into a second shared-memory stage while block j-1 is computed
@@ -134,13 +134,13 @@ template <class T, int D, int WM, int BC> static void launch_fast_fwd(const fl_g
 }
 
 #define K7(T, DT, D, WM, BC)                                                                                    \
-    {"flash2", 7, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), 1, \
-     launch_fast_fwd<T, D, WM, BC>, 0, (long)v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()}
+    {&FL_FLASH2_FWD, 7, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), 1, \
+     launch_fast_fwd<T, D, WM, BC>, (long)v07_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()}
 #define K7_SET(T, DT) K7(T, DT, 64, 1, 64), K7(T, DT, 64, 2, 64), K7(T, DT, 64, 2, 128), \
                       K7(T, DT, 128, 1, 64), K7(T, DT, 128, 2, 32), K7(T, DT, 128, 2, 64)
 /* fp16, d = 64 also sweeps the block sizes for the paper's Figure 2 (GPT-2 medium) */
 #define K7_FIG2(T, DT) K7(T, DT, 64, 1, 32), K7(T, DT, 64, 1, 128), K7(T, DT, 64, 2, 32)
 
-static const fl_kernel_info fast_fwd_table[] = {K7_SET(__half, FL_F16), K7_FIG2(__half, FL_F16), K7_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_fwd_table[] = {K7_SET(__half, FL_F16), K7_FIG2(__half, FL_F16), K7_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(07, fast_fwd_table, FL_V_NEEDS)

@@ -5,8 +5,8 @@
  * is fast.  What it costs: the model's bytes, S and P included (26.0 GB at d = 128, N = 4096,
  * batch 8 x 16 heads, 128 x 64 tiles), moved in 7.0 ms on the H200, 3.72 TB/s, 86 % of its 4.3
  * TB/s copy ceiling (3.09 TB/s before S was stored as whole 32-byte sectors, tc_gemm.cuh;
- * figures/data/gpu_sdpa_v8_v9_v10_v11.csv): several times faster than SDPA's unfused math
- * backend, slower than version 7 by the bytes (kernels/NOTES.md, "Optimisations" 6).
+ * figures/data/gpu_sdpa_v8_v9_v10_v11.csv): 3.4-6.3x SDPA's unfused math backend over the
+ * benchmark's shapes (figures/data/gpu_sdpa.csv), slower than version 7 by the bytes.
  *
  * Version 1's schedule (src/schedules/standard.c, Algorithm 0; docs/model.md eqs. C0.1-C0.4) with the
  * whole head dimension in one chunk (Bd = d):
@@ -18,8 +18,8 @@
  *   step 3  fl_tc_nn         per query block i: O_i = 0; for each key block j: load P_ij, V_j,
  *                            O_i += P_ij V_j; write O_i once                   reads N^2 + Nd Tr
  * S and P are stored in the storage type (fp16 / bf16), as version 1 and the model (elem_bytes).
- * Products (kernels/tc_gemm.cuh, shared with version 11): mma.sync m16n8k16 through
- * kernels/mma.cuh, K_j / (P_ij, V_j) prefetched into a
+ * Products (kernels/common/tc_gemm.cuh, shared with version 11): mma.sync m16n8k16 through
+ * kernels/common/mma.cuh, K_j / (P_ij, V_j) prefetched into a
  * second shared-memory stage by cp.async, 4 warps of WM*16 rows.  This is the "standard
  * attention" of the FlashAttention paper's Figure 2, made as fast as its own schedule allows.
  */
@@ -141,14 +141,14 @@ template <class T, int D, int WM, int BC> static void launch_fast_std(const fl_g
 }
 
 #define K8(T, DT, D, WM, BC)                                                                                           \
-    {"standard", 8, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), \
-     1, launch_fast_std<T, D, WM, BC>, 0,                                                                              \
+    {&FL_STANDARD_FWD, 8, DT, DT, D, (FL_THREADS / 32) * WM * 16, BC, fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().footprint(), \
+     1, launch_fast_std<T, D, WM, BC>,                                                                              \
      (long)(fl_tc_nn_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes() >                                        \
                     fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()                                   \
                 ? fl_tc_nn_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes()                                     \
                 : fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, BC>().dyn_bytes())}
 #define K8_SET(T, DT) K8(T, DT, 64, 1, 64), K8(T, DT, 64, 2, 128), K8(T, DT, 128, 1, 64), K8(T, DT, 128, 2, 64)
 
-static const fl_kernel_info fast_std_table[] = {K8_SET(__half, FL_F16), K8_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_std_table[] = {K8_SET(__half, FL_F16), K8_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(08, fast_std_table, FL_V_NEEDS)

@@ -5,8 +5,8 @@
  * without the wavefront: dQ_i += dS K_j goes to L2 as reductions (red.global.add), so the CTAs of
  * different key blocks need no hand-off.  What it costs: the model's bytes (dQ_i read and
  * written once per (key block, query block) pair, now by the L2's atomic units); on the H200
- * (fp16, d = 128, N = 4096) 12.7 ms against PyTorch SDPA's FlashAttention-2 backward at 8.8 ms,
- * 0.70-0.97 of it over the benchmark's shapes (kernels/NOTES.md, "Optimisations" 5).
+ * (fp16, d = 128, N = 4096, 8 x 16 heads) 13.0 ms against PyTorch SDPA's FlashAttention-2
+ * backward at 9.5 ms, 0.70-0.97 of it over the benchmark's shapes (figures/data/gpu_sdpa.csv).
  *
  * The same schedule as version 4 (src/schedules/flash_bwd.c; docs/model.md §backward, F2b):
  *   fl_fast_bwd_pre  line 3-4  dQ = 0 (fp32, in HBM), D = rowsum(dO o O)  reads 2Nd, writes Nd + N
@@ -24,7 +24,7 @@
  * fp32 accumulator is the output the model counts (rule R8); fl_tc_round (tc_gemm.cuh) rounds it into the
  * storage type when the caller asks (a.dQout, PyTorch's dQ): a pass outside the schedule, used by
  * the benchmark and not counted.
- * Products through kernels/mma.cuh; Q_i, dO_i, L_i, D_i are prefetched by cp.async into a second
+ * Products through kernels/common/mma.cuh; Q_i, dO_i, L_i, D_i are prefetched by cp.async into a second
  * stage while block i-1 is computed (extra SRAM beside M_eff = F2b, as version 7).
  */
 #include "attn.h"
@@ -186,9 +186,9 @@ template <class T, int D, int BR> static void launch_fast_bwd(const fl_gpu_args 
 }
 
 #define K9(T, DT, D, BR) \
-    {"flash2", 9, DT, DT, D, BR, 64, v09_tiles<D, BR>().footprint(), 1, launch_fast_bwd<T, D, BR>, 1, (long)v09_tiles<D, BR>().dyn_bytes()}
+    {&FL_FLASH2_BWD, 9, DT, DT, D, BR, 64, v09_tiles<D, BR>().footprint(), 1, launch_fast_bwd<T, D, BR>, (long)v09_tiles<D, BR>().dyn_bytes()}
 #define K9_SET(T, DT) K9(T, DT, 64, 64), K9(T, DT, 64, 128), K9(T, DT, 128, 64)
 
-static const fl_kernel_info fast_bwd_table[] = {K9_SET(__half, FL_F16), K9_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_bwd_table[] = {K9_SET(__half, FL_F16), K9_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(09, fast_bwd_table, FL_V_NEEDS)

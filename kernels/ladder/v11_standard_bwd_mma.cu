@@ -3,8 +3,8 @@
  * What changed from version 10: version 6's schedule (dP and dS through HBM) on the tensor cores,
  * over batch x heads, with the products of version 8 (tc_gemm.cuh).  What it costs: the model's
  * bytes, the N x N tensors included; on the H200 it runs 3.0-4.0x faster than PyTorch SDPA's
- * unfused math backward and slower than version 9 by its bytes (kernels/NOTES.md, "Optimisations"
- * 7), and 1.09-1.26x faster than that since dP is stored as whole 32-byte sectors (tc_gemm.cuh).
+ * unfused math backward over the benchmark's shapes (figures/data/gpu_sdpa.csv) and slower than
+ * version 9 by its bytes; dP is stored as whole 32-byte sectors (tc_gemm.cuh).
  *
  * Version 6's schedule (src/schedules/standard_bwd.c, the FlashAttention paper's Algorithm 3, from P
  * saved in HBM by the forward; docs/model.md eq. C0b) with Bd = d, Br = Bc:
@@ -118,12 +118,12 @@ template <class T, int D, int WM> static void launch_fast_std_bwd(const fl_gpu_a
 }
 
 #define K11(T, DT, D, WM)                                                                                               \
-    {"standard", 11, DT, DT, D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16,                             \
+    {&FL_STANDARD_BWD, 11, DT, DT, D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16,                             \
      fl_tc_nt_tiles<D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16>().footprint(), 1,                     \
-     launch_fast_std_bwd<T, D, WM>, 1,                                                                                  \
+     launch_fast_std_bwd<T, D, WM>,                                                                                  \
      (long)fl_tc_tn_tiles<D, (FL_THREADS / 32) * WM * 16, (FL_THREADS / 32) * WM * 16>().dyn_bytes()}
 #define K11_SET(T, DT) K11(T, DT, 64, 1), K11(T, DT, 64, 2), K11(T, DT, 128, 1)
 
-static const fl_kernel_info fast_std_bwd_table[] = {K11_SET(__half, FL_F16), K11_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info fast_std_bwd_table[] = {K11_SET(__half, FL_F16), K11_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(11, fast_std_bwd_table, FL_V_NEEDS)

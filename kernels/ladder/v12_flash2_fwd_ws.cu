@@ -12,20 +12,23 @@
  *     (wgmma's transpose bit, fl_desc_mn), where version 10 rewrote V_j^T in shared memory each step;
  *   - K_j and V_j freed apart: K_j's stage as soon as S_j has landed, V_j's after P_j V_j (with one
  *     barrier for both, the overlap below left K_{j+1} no time to arrive);
- *   - three switches, picked by measurement (v12_pick): overlap inside a warpgroup (the consumer
- *     issues S_j = Q_i K_j^T and O += P_{j-1} V_{j-1} together and runs the softmax of S_j while
- *     the second product runs, rescaling O only when it has landed: fl_softmax_p, fl_rescale_o),
- *     ping-pong among the consumer warpgroups, a persistent grid;
- *   - the instruction stream (steps 11 and 12 of docs/performance.md): descriptors built once and
- *     stepped by constants, stages as rings, the warp index broadcast so that all of it stays in
- *     the uniform datapath; one pipeline across a CTA's tiles (Q_i in two stages, the next tile's
- *     S_0 issued with this tile's last P V);
- *   - the epilogue (steps 14 and 15): O written by the bulk tensor copy engine from each warp's
- *     stage, started and not waited for (v12_store_o); at d = 64 with two consumer warpgroups the
- *     next tile found at the start of a tile.
+ *   - overlap inside a warpgroup (the consumer issues S_j = Q_i K_j^T and O += P_{j-1} V_{j-1}
+ *     together and runs the softmax of S_j while the second product runs, rescaling O only when it
+ *     has landed: fl_softmax_p, fl_rescale_o), ping-pong among the consumer warpgroups (they take
+ *     turns to issue their products), a persistent grid; each measured against the kernel without
+ *     it (docs/journal/data/gpu_sdpa_v12_steps.csv and gpu_sdpa_v12_steps_kv.csv; the kernel
+ *     without them is in git history, docs/journal/v12_forward.md says where);
+ *   - the instruction stream (docs/journal/data/gpu_ab_v12_step11.csv, gpu_ab_v12_step12.csv):
+ *     descriptors built once and stepped by constants, stages as rings, the warp index broadcast
+ *     so that all of it stays in the uniform datapath; one pipeline across a CTA's tiles (Q_i in
+ *     two stages, the next tile's S_0 issued with this tile's last P V);
+ *   - the epilogue (docs/journal/data/gpu_ab_v12_step15.csv): O written by the bulk tensor copy
+ *     engine from each warp's stage, started and not waited for (v12_store_o); at d = 64 with two
+ *     consumer warpgroups the next tile found at the start of a tile.
  * What it costs: the same bytes as versions 3, 7 and 10 (the schedule is theirs; the copy engine
  * reads only the elements of a box inside the tensor), a second score tile in registers (P of the
- * previous step, packed to 16 bits), a second stage of Q_i in shared memory, and sm_90a.  What it buys: measured in docs/performance.md.
+ * previous step, packed to 16 bits), a second stage of Q_i in shared memory, and sm_90a.  What it
+ * buys: docs/performance.md (figures/data/gpu_sdpa_v12_run1.csv to gpu_sdpa_v12_run4.csv).
  *
  * The schedule (src/schedules/flash2.c; docs/model.md eq. C2): one tile per query block of Br = 64
  * rows a consumer warpgroup (128 or 192) and head, in version 10's order (query blocks of a head
@@ -42,36 +45,11 @@
 
 #define FL_V_NEEDS FL_NEED_SM90A
 
-/* The steps of docs/performance.md, each a compile-time switch of the kernel so that each can be
- * measured against the one before:
- *   OV    overlap inside a warpgroup: the softmax of S_j while P_{j-1} V_{j-1} runs
- *   PP    ping-pong: the consumer warpgroups take turns to issue their products (needs OV)
- *   PERS  a persistent grid: one CTA an SM, each looping over the tiles
- * Measured on the H200 (figures/data/gpu_sdpa_v12_steps.csv, _steps_kv.csv): with K_j and V_j
- * freed apart, OV and PP together beat step 1 on every quick shape (OV alone loses at d = 64),
- * and PERS helps without masks; with causal masks it helps only when its units are pairs of tiles
- * of equal total length (figures/data/gpu_sdpa_v12_causal_orders.csv).
- * Building with -DFL_V12_STEP=1..4 forces step 1 (none), 2 (OV), 3 (OV, PP) or 4 (all three, no
- * pairs) on every shape, and -DFL_V12_CAUSAL=0, 3 or 4 one causal order, to measure them again. */
-struct v12_cfg {
-    int ov, pp, pers, pair;
-};
-static inline v12_cfg v12_pick(int causal)
-{
-#ifdef FL_V12_STEP
-    (void)causal;
-    return {FL_V12_STEP >= 2, FL_V12_STEP >= 3, FL_V12_STEP >= 4, 0};
-#elif defined(FL_V12_CAUSAL)
-    /* the causal orders of docs/performance.md: 0 a CTA a tile (the hardware's scheduler), 4 a
-     * CTA a pair, 3 (the choice) persistent, pairs */
-    return causal ? v12_cfg{1, 1, FL_V12_CAUSAL == 3, FL_V12_CAUSAL >= 3} : v12_cfg{1, 1, 1, 0};
-#else
-    /* every shape: overlap, ping-pong and the persistent grid; with causal masks its units are
-     * pairs of tiles, the longest with the shortest (v12_sched), so that CTA b's static share,
-     * units b, b + gridDim.x, ..., is as long as every other CTA's */
-    return causal ? v12_cfg{1, 1, 1, 1} : v12_cfg{1, 1, 1, 0};
-#endif
-}
+/* The tile order: with causal masks the persistent grid's work units are pairs of tiles, the
+ * longest with the shortest (v12_sched), so that CTA b's static share, units b, b + gridDim.x, ...,
+ * is as long as every other CTA's; without masks a unit is one tile.  Measured against a CTA a
+ * tile and the longest-first orders: docs/journal/data/gpu_sdpa_v12_causal_orders.csv. */
+static inline int v12_pairs(int causal) { return causal ? 1 : 0; }
 
 /* Which tiles a CTA runs, in which order.  The tiles are the query blocks x heads; head-major
  * (the query blocks of a head together: version 10's grid order, so that the CTAs running at
@@ -158,7 +136,7 @@ __device__ __forceinline__ void v12_store_o(const float (&o)[1][D / 8][4], const
     }
 }
 
-template <class T, int D, int NWG, int BC, int ST, int OV, int PP>
+template <class T, int D, int NWG, int BC, int ST>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_constant__ fl_gtmap<const T, FL_T_K> Km,
           const __grid_constant__ fl_gtmap<const T, FL_T_V> Vm, const __grid_constant__ fl_gtmap<T, FL_T_O> Om,
@@ -170,9 +148,8 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     /* registers a thread (FlashAttention-3's split): the producer gives up what the consumers take */
     constexpr int RP = NWG == 2 ? 24 : 32, RC = NWG == 2 ? 240 : 160;
     static_assert(128 * RP + 128 * NWG * RC <= 65536, "the register file holds both roles");
-    static_assert(!PP || OV, "ping-pong needs the overlap");
-    /* the next tile found at the start of a tile (step 14): measured +2-3 % at d = 64 on 128 x 128;
-     * on 192 x 128 ptxas then spills and at d = 128 it did not help */
+    /* the next tile found at the start of a tile (docs/journal/data/gpu_ab_v12_step14.csv): +2-3 %
+     * at d = 64 on 128 x 128; on 192 x 128 ptxas then spills and at d = 128 it did not help */
     constexpr bool HOIST = D == 64 && NWG == 2;
     constexpr auto tl = v12_tiles<D, BR, BC, ST>();
     extern __shared__ __align__(1024) unsigned char fl_smem[];
@@ -248,10 +225,10 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     float s[1][BC / 8][4];
     float(&sd)[BC / 2] = *reinterpret_cast<float(*)[BC / 2]>(&s[0][0][0]);
     unsigned p[BC / 16][4];
-    /* ping-pong (PP): the consumer warpgroups take turns, in a ring, to issue their products, named
+    /* ping-pong: the consumer warpgroups take turns, in a ring, to issue their products, named
      * barrier 1 + w being warpgroup w's turn; warpgroup 0 goes first */
-    const auto my_turn = [&]() { if constexpr (PP != 0) fl_named_sync(1 + cw, 256); };
-    const auto your_turn = [&]() { if constexpr (PP != 0) fl_named_arrive(1 + (cw + 1) % NWG, 256); };
+    const auto my_turn = [&]() { fl_named_sync(1 + cw, 256); };
+    const auto your_turn = [&]() { fl_named_arrive(1 + (cw + 1) % NWG, 256); };
     if (cw == NWG - 1) your_turn();
     /* the descriptors of this warpgroup's rows of Q_i and of the first stages of K and V; a stage's
      * are these advanced by whole stages */
@@ -302,7 +279,7 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
     int t = 0, bh;
     FlQueryBlock qb;
     bool have = next_tile(t, bh, qb);
-    if (OV && have) {
+    if (have) {
         /* The tiles of this CTA are one pipeline: each step issues S_j and P_{j-1} V_{j-1} together,
          * and the step after a tile's last S issues the next tile's S_0 with this tile's last
          * P V (its Q_i is in the other Q stage), so the softmax of S_0 runs while that product
@@ -396,35 +373,6 @@ fl_ws_fwd(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __grid_con
             }
             t = t2, bh = bh2, qb = qb2, have = have2;
         }
-    } else {
-        for (; have; t++, have = next_tile(t, bh, qb)) { /* step 1: a tile at a time, nothing overlapped */
-            const int jm = fl_first_masked_block<BC>(qb.r0 + wrow, Nk, causal, off);
-            fl_zero(o);
-            fresh(mrow, lrow);
-            qwait();
-            for (int j = 0; j < qb.nkb; j++) {
-                kwait();
-                fl_wgmma_fence();
-                v12_qk<T, D, BR, BC>(sd, dq(), dk());
-                fl_wgmma_commit();
-                fl_wgmma_wait0();
-                fl_reg_fence(sd);
-                krelease();
-                mask(j, qb.r0, jm);
-                fl_softmax_step<1, BC, D>(s, o, mrow, lrow, scale_log2);
-                fl_pack_afrag<T, BC>(s, p);
-                vwait();
-                fl_reg_fence(od);
-                fl_wgmma_fence();
-                v12_pv<T, D, BC>(od, p, dv());
-                fl_wgmma_commit();
-                fl_wgmma_wait0();
-                fl_reg_fence(od);
-                vrelease();
-            }
-            qrelease();
-            finish(o, mrow, lrow, bh, qb.r0);
-        }
     }
     if (cw == 0) my_turn(); /* the last warpgroup's last hand-off, so that no arrival is left pending */
     if (lane == 0) fl_bulk_wait<0>(); /* this warp's copies of O are done with the stage */
@@ -451,27 +399,22 @@ template <class T, int D, int NWG, int BC, int ST> static void launch_ws_fwd(con
     const fl_gtmap<const T, FL_T_V> vm((const T *)a->V, D, Nk, nbh, BC, "flash2 (v12): V");
     const fl_gtmap<T, FL_T_O> om((T *)a->O, D, a->N, nbh, 16, "flash2 (v12): O"); /* a warp's 16 rows */
     static int nsm = 0;
-    const v12_cfg cfg = v12_pick(a->causal);
-    const long units = v12_sched{FL_CDIV(a->N, BR), nbh, cfg.pair}.units();
-    if (cfg.pers && !nsm) nsm = fl_sm_count();
-    const int cap = a->ctas > 0 ? a->ctas : nsm; /* validation asks for few */
-    const dim3 grid(cfg.pers ? (int)(units < cap ? units : cap) : (int)units);
+    const int pair = v12_pairs(a->causal);
+    const long units = v12_sched{FL_CDIV(a->N, BR), nbh, pair}.units();
+    if (!nsm) nsm = fl_sm_count();
+    const int cap = a->ctas > 0 ? a->ctas : nsm; /* a persistent grid; validation asks for few CTAs */
+    const dim3 grid((int)(units < cap ? units : cap));
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
-    const auto go = [&](auto kern) {
-        fl_launch(kern, tl.info("fl_ws_fwd"), grid, dim3(128 * (NWG + 1)), a->stream, a->log, qm, km, vm, om, a->L, nbh, a->N, Nk,
-                  a->causal, off, cfg.pair, sl2, a->cnt);
-    };
-    if (!cfg.ov) go(fl_ws_fwd<T, D, NWG, BC, ST, 0, 0>);
-    else if (!cfg.pp) go(fl_ws_fwd<T, D, NWG, BC, ST, 1, 0>);
-    else go(fl_ws_fwd<T, D, NWG, BC, ST, 1, 1>);
+    fl_launch(fl_ws_fwd<T, D, NWG, BC, ST>, tl.info("fl_ws_fwd"), grid, dim3(128 * (NWG + 1)), a->stream, a->log, qm, km, vm,
+              om, a->L, nbh, a->N, Nk, a->causal, off, pair, sl2, a->cnt);
 }
 
 /* NWG consumer warpgroups (Br = 64 NWG query rows), Bc keys a block, ST stages of K_j and V_j */
 #define K12(T, DT, D, NWG, BC, ST) \
-    {"flash2", 12, DT, DT, D, 64 * NWG, BC, v12_tiles<D, 64 * NWG, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, NWG, BC, ST>, 0, \
+    {&FL_FLASH2_FWD, 12, DT, DT, D, 64 * NWG, BC, v12_tiles<D, 64 * NWG, BC, ST>().footprint(), 1, launch_ws_fwd<T, D, NWG, BC, ST>, \
      (long)v12_tiles<D, 64 * NWG, BC, ST>().dyn_bytes(), 1}
 #define K12_SET(T, DT) K12(T, DT, 64, 2, 128, 3), K12(T, DT, 64, 3, 128, 3), K12(T, DT, 128, 2, 128, 2)
 
-static const fl_kernel_info ws_fwd_table[] = {K12_SET(__half, FL_F16), K12_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info ws_fwd_table[] = {K12_SET(__half, FL_F16), K12_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(12, ws_fwd_table, FL_V_NEEDS)

@@ -15,8 +15,9 @@
  * What it costs: the same bytes as versions 4 and 9 for the same tiles (the schedule is theirs);
  * a second dS^T buffer, the second stage of Q_i, dO_i, L_i, D_i and the barriers in shared memory
  * beyond the model's footprint; sm_90a.  What it buys: 1.30-1.57x PyTorch SDPA's FlashAttention-2
- * backward and 0.69-0.97x its cuDNN backward on the benchmark's 64 shapes (docs/performance.md,
- * "Version 13", each step's prediction and measurement).
+ * backward and 0.69-0.97x its cuDNN backward on the benchmark's 64 shapes
+ * (figures/data/gpu_sdpa_v13_run1.csv, gpu_sdpa_v13_run2.csv; each step's prediction and
+ * measurement: docs/journal/v13_backward.md).
  *
  * The schedule (src/schedules/flash_bwd.c; docs/model.md §backward, F2b), per CTA (key block j of
  * Bc = 128 keys, one head):
@@ -284,10 +285,10 @@ template <class T, int D, int BR, int BC, int ST> static void launch_ws_bwd(cons
 
 /* Br queries a step, Bc = 128 keys a CTA (two consumer warpgroups of 64), ST stages of Q_i, dO_i */
 #define K13(T, DT, D, BR, ST) \
-    {"flash2", 13, DT, DT, D, BR, 128, v13_tiles<D, BR, 128, ST>().footprint(), 1, launch_ws_bwd<T, D, BR, 128, ST>, 1, \
+    {&FL_FLASH2_BWD, 13, DT, DT, D, BR, 128, v13_tiles<D, BR, 128, ST>().footprint(), 1, launch_ws_bwd<T, D, BR, 128, ST>, \
      (long)v13_tiles<D, BR, 128, ST>().dyn_bytes()}
 #define K13_SET(T, DT) K13(T, DT, 64, 128, 2), K13(T, DT, 128, 64, 2)
 
-static const fl_kernel_info ws_bwd_table[] = {K13_SET(__half, FL_F16), K13_SET(__nv_bfloat16, FL_BF16)};
+static constexpr fl_kernel_info ws_bwd_table[] = {K13_SET(__half, FL_F16), K13_SET(__nv_bfloat16, FL_BF16)};
 
 FL_LADDER_FILE(13, ws_bwd_table, FL_V_NEEDS)

@@ -1,12 +1,24 @@
-/* gpu_order.c: the kernels of kernels/attn_standard.cu, attn_flash1.cu, attn_flash2.cu,
- * attn_standard_bwd.cu and attn_flash2_bwd.cu (both styles) as grids of CTAs with per-CTA tile-access lists, and their GPU order (gpu_order.h,
- * docs/l2_model.md rules G1-G3). */
+/* gpu_order.c: the kernels of versions 1-6 of the ladder (kernels/ladder/v01_standard_fwd.cu to
+ * v06_standard_bwd.cu; the backward loop of versions 4 and 5 in kernels/common/flash_bwd_loop.cuh)
+ * as grids of CTAs with per-CTA tile-access lists, and their GPU order (gpu_order.h,
+ * docs/l2_model.md rules G1-G3).  Their grids and shared memory come from the kernels' own plain-C
+ * layouts, include/flashlab/kernel_tiles.h. */
 #include <flashlab/gpu_order.h>
+#include <flashlab/kernel_tiles.h>
 #include <flashlab/schedule.h>
 
 #include <string.h>
 
-#define CHUNK 128 /* FL_THREADS: the softmax and init kernels move one element per thread per step */
+#define CHUNK FL_THREADS       /* the softmax and init kernels move one element per thread per step */
+#define PRE_ROWS (FL_THREADS / 32) /* flash2's backward preprocessing: a warp a row */
+
+/* Shared memory of a CTA whose buffers are the list given (kernel_tiles.h), dynamic + static, bytes. */
+static int64_t smem_of(const fl_tile_buf *b, int n)
+{
+    return (int64_t)(fl_tiles_dyn_bytes(b, n) + fl_tiles_static_bytes(b, n));
+}
+#define SMEM(...) \
+    smem_of((const fl_tile_buf[]){__VA_ARGS__}, (int)(sizeof((const fl_tile_buf[]){__VA_ARGS__}) / sizeof(fl_tile_buf)))
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -44,7 +56,7 @@ static void kernel(fl_gpu_sched *s, fl_gk_kind kind, const char *name, int64_t c
 /* a product kernel: NT (C = A B^T, CTA per bo rows of A, B in steps of bs) */
 static void nt(fl_gpu_sched *s, const char *name, int A, int B, int C, int64_t bo, int64_t bs)
 {
-    kernel(s, FL_GK_NT, name, cdiv(s->N, bo), 4 * (bo + bs) * (s->d + 1), 0);
+    kernel(s, FL_GK_NT, name, fl_grid_blocks(s->N, bo), SMEM(FL_TILES_PRODUCT_NT(s->d, bo, bs)), 0);
     fl_gpu_kernel *k = &s->k[s->nkernels - 1];
     k->ta = A, k->tb = B, k->tc = C, k->bo = bo, k->bs = bs;
 }
@@ -52,7 +64,7 @@ static void nt(fl_gpu_sched *s, const char *name, int A, int B, int C, int64_t b
 /* NN: O = P V (transp = 0) or P^T V, a CTA per bo rows of O, the sum in steps of bs */
 static void nn(fl_gpu_sched *s, const char *name, int P, int V, int O, int64_t bo, int64_t bs, int transp)
 {
-    kernel(s, FL_GK_NN, name, cdiv(s->N, bo), 4 * (bo * bs + bs * s->d + bo * s->d), 0);
+    kernel(s, FL_GK_NN, name, fl_grid_blocks(s->N, bo), SMEM(FL_TILES_PRODUCT_NN(s->d, bo, bs)), 0);
     fl_gpu_kernel *k = &s->k[s->nkernels - 1];
     k->ta = P, k->tb = V, k->tc = O, k->bo = bo, k->bs = bs, k->transp = transp;
 }
@@ -79,14 +91,14 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
     switch (algo) {
     case FL_ALGO_STANDARD:
         tensor(s, FL_GT_P, "P", N, N, eb);
-        if (!bwd) { /* kernels/attn_standard.cu launch_standard */
+        if (!bwd) { /* version 1, kernels/ladder/v01_standard_fwd.cu launch_standard */
             tensor(s, FL_GT_O, "O", N, d, eb);
             tensor(s, FL_GT_S, "S", N, N, eb);
             nt(s, "fl_std_scores", FL_GT_Q, FL_GT_K, FL_GT_S, Br, Bc);
-            if (N <= s->M_eff) kernel(s, FL_GK_STD_SOFTMAX_ROW, "fl_std_softmax_row", N, 4 * N + 4 * (CHUNK / 32), 0);
-            else kernel(s, FL_GK_STD_SOFTMAX_3PASS, "fl_std_softmax_3pass", N, 4 * (CHUNK / 32), 0);
+            if (fl_row_fits(N, s->M_eff)) kernel(s, FL_GK_STD_SOFTMAX_ROW, "fl_std_softmax_row", N, SMEM(FL_TILES_ROW(N)), 0);
+            else kernel(s, FL_GK_STD_SOFTMAX_3PASS, "fl_std_softmax_3pass", N, SMEM(FL_TILES_ROW(0)), 0);
             nn(s, "fl_std_pv", FL_GT_P, FL_GT_V, FL_GT_O, Br, Bc, 0);
-        } else { /* kernels/attn_standard_bwd.cu launch_standard_bwd; dQ in fp32 */
+        } else { /* version 6, kernels/ladder/v06_standard_bwd.cu launch_standard_bwd; dQ in fp32 */
             tensor(s, FL_GT_dO, "dO", N, d, eb);
             tensor(s, FL_GT_dP, "dP", N, N, eb);
             tensor(s, FL_GT_dS, "dS", N, N, eb);
@@ -95,47 +107,46 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
             tensor(s, FL_GT_dV, "dV", N, d, eb);
             nn(s, "fl_std_nn (dV)", FL_GT_P, FL_GT_dO, FL_GT_dV, Bc, Br, 1);
             nt(s, "fl_std_nt (dP)", FL_GT_dO, FL_GT_V, FL_GT_dP, Br, Bc);
-            if (2 * N <= s->M_eff) kernel(s, FL_GK_STD_DSOFTMAX_ROW, "fl_std_dsoftmax_row", N, 8 * N + 4 * (CHUNK / 32), 0);
-            else kernel(s, FL_GK_STD_DSOFTMAX_2PASS, "fl_std_dsoftmax_2pass", N, 4 * (CHUNK / 32), 0);
+            if (fl_row_fits(2 * N, s->M_eff))
+                kernel(s, FL_GK_STD_DSOFTMAX_ROW, "fl_std_dsoftmax_row", N, SMEM(FL_TILES_ROW(2 * N)), 0);
+            else kernel(s, FL_GK_STD_DSOFTMAX_2PASS, "fl_std_dsoftmax_2pass", N, SMEM(FL_TILES_ROW(0)), 0);
             nn(s, "fl_std_nn (dQ)", FL_GT_dS, FL_GT_K, FL_GT_dQ, Br, Bc, 0);
             nn(s, "fl_std_nn (dK)", FL_GT_dS, FL_GT_Q, FL_GT_dK, Bc, Br, 1);
         }
         break;
-    case FL_ALGO_FLASH1: { /* kernels/attn_flash1.cu launch_flash1: running O, l, m in fp32 */
+    case FL_ALGO_FLASH1: { /* version 2, kernels/ladder/v02_flash1_fwd.cu launch_flash1: running O, l, m in fp32 */
         tensor(s, FL_GT_O, "O", N, d, 4);
         tensor(s, FL_GT_l, "l", N, 1, 4);
         tensor(s, FL_GT_m, "m", N, 1, 4);
-        if (bwd) { /* kernels/attn_flash2_bwd.cu launch_flash_bwd<FA1>: dQ in fp32 */
+        if (bwd) { /* version 5, kernels/ladder/v05_flash1_bwd.cu (flash_bwd_loop.cuh, FA1): dQ in fp32 */
             tensor(s, FL_GT_dO, "dO", N, d, eb);
             tensor(s, FL_GT_dQ, "dQ", N, d, 4);
             tensor(s, FL_GT_dK, "dK", N, d, eb);
             tensor(s, FL_GT_dV, "dV", N, d, eb);
-            kernel(s, FL_GK_FLASH1_BWD_INIT, "fl_flash1_bwd_init", min64(cdiv(N * d, CHUNK), 1024), 0, 0);
-            kernel(s, FL_GK_FLASH1_BWD, "fl_flash_bwd (FA1)", 0,
-                   4 * (2 * Bc * (d + 1) + 2 * Bc * d + 2 * Br * (d + 1) + 2 * Br * (Bc + 1) + 2 * Br + Br + Br * d), 7);
+            kernel(s, FL_GK_FLASH1_BWD_INIT, "fl_flash1_bwd_init", fl_grid_stride(N * d, FL_THREADS), SMEM(FL_TILES_NONE), 0);
+            kernel(s, FL_GK_FLASH1_BWD, "fl_flash_bwd (FA1)", 0, SMEM(FL_TILES_FLASH_BWD(d, Br, Bc, 1)), 7);
             break;
         }
-        kernel(s, FL_GK_FLASH1_INIT, "fl_flash1_init", min64(cdiv(N * d, CHUNK), 1024), 0, 0);
-        const int64_t smem = 4 * (Bc * (d + 1) + Bc * d + Br * (d + 1) + Br * d + Br * (Bc + 1) + 6 * Br);
-        kernel(s, FL_GK_FLASH1, "fl_flash1_fwd", 0, smem, 7); /* skew: one query-block step (7 accesses) */
+        kernel(s, FL_GK_FLASH1_INIT, "fl_flash1_init", fl_grid_stride(N * d, FL_THREADS), SMEM(FL_TILES_NONE), 0);
+        /* skew: one query-block step (7 accesses) */
+        kernel(s, FL_GK_FLASH1, "fl_flash1_fwd", 0, SMEM(FL_TILES_FLASH1_FWD(d, Br, Bc)), 7);
         break;
     }
-    case FL_ALGO_FLASH2: /* kernels/attn_flash2.cu launch_flash2 */
+    case FL_ALGO_FLASH2: /* version 3, kernels/ladder/v03_flash2_fwd.cu launch_flash2 */
         tensor(s, FL_GT_O, "O", N, d, eb);
         tensor(s, FL_GT_L, "L", N, 1, 4);
-        if (bwd) { /* kernels/attn_flash2_bwd.cu launch_flash_bwd<FA2>: dQ and D in fp32 */
+        if (bwd) { /* version 4, kernels/ladder/v04_flash2_bwd.cu (flash_bwd_loop.cuh, FA2): dQ and D in fp32 */
             tensor(s, FL_GT_dO, "dO", N, d, eb);
             tensor(s, FL_GT_D, "D", N, 1, 4);
             tensor(s, FL_GT_dQ, "dQ", N, d, 4);
             tensor(s, FL_GT_dK, "dK", N, d, eb);
             tensor(s, FL_GT_dV, "dV", N, d, eb);
-            kernel(s, FL_GK_FLASH2_BWD_PRE, "fl_flash2_bwd_pre", min64(cdiv(N, CHUNK / 32), 1024), 0, 0);
-            kernel(s, FL_GK_FLASH2_BWD, "fl_flash_bwd", 0,
-                   4 * (2 * Bc * (d + 1) + 2 * Bc * d + 2 * Br * (d + 1) + 2 * Br * (Bc + 1) + 2 * Br), 6);
+            /* a warp a row */
+            kernel(s, FL_GK_FLASH2_BWD_PRE, "fl_flash2_bwd_pre", fl_grid_stride(N, PRE_ROWS), SMEM(FL_TILES_NONE), 0);
+            kernel(s, FL_GK_FLASH2_BWD, "fl_flash_bwd", 0, SMEM(FL_TILES_FLASH_BWD(d, Br, Bc, 0)), 6);
             break;
         }
-        kernel(s, FL_GK_FLASH2, "fl_flash2_fwd", s->Tr,
-               4 * (Br * (d + 1) + Bc * (d + 1) + Bc * d + Br * (Bc + 1) + Br * d + 3 * Br), 0);
+        kernel(s, FL_GK_FLASH2, "fl_flash2_fwd", fl_grid_blocks(N, Br), SMEM(FL_TILES_FLASH2_FWD(d, Br, Bc)), 0);
         break;
     default:
         return fl_fail(FL_EINVAL, "{algo}: the L2 model describes the kernels of standard, flash1 and flash2 only");
@@ -143,7 +154,7 @@ fl_status fl_gpu_sched_build(fl_algo algo, int bwd, int64_t N, int64_t d, int64_
     for (int k = 0; k < s->nkernels; k++) FL_TRY(occupancy(mc, &s->k[k]));
     for (int k = 0; k < s->nkernels; k++) /* the wavefronts are cooperative: at most what is resident */
         if (s->k[k].kind == FL_GK_FLASH1 || s->k[k].kind == FL_GK_FLASH2_BWD || s->k[k].kind == FL_GK_FLASH1_BWD)
-            s->k[k].ctas = min64(s->Tc, s->k[k].per_sm * mc->sms);
+            s->k[k].ctas = fl_grid_wavefront(s->Tc, s->k[k].per_sm * mc->sms);
     uint64_t at = 0; /* 2 MiB-aligned bases, in the order above */
     for (int t = 0; t < FL_GT_COUNT; t++) {
         if (!s->t[t].used) continue;
@@ -181,7 +192,7 @@ int64_t fl_gpu_cta_len(const fl_gpu_sched *s, int kk, int64_t cta)
     case FL_GK_FLASH1: return flash1_nj(s, k, cta) * (2 + 7 * s->Tr);
     case FL_GK_FLASH2: return 1 + 2 * s->Tc + 2;
     case FL_GK_FLASH2_BWD_PRE: /* 4 rows (one a warp) per iteration: O, dO read; D, dQ written */
-        return 4 * (cta * 4 < s->N ? cdiv(s->N - cta * 4, k->ctas * 4) : 0);
+        return 4 * (cta * PRE_ROWS < s->N ? cdiv(s->N - cta * PRE_ROWS, k->ctas * PRE_ROWS) : 0);
     case FL_GK_FLASH2_BWD: return flash1_nj(s, k, cta) * (4 + 6 * s->Tr);
     case FL_GK_FLASH1_BWD_INIT: return 3 * init_n(s->N * s->d, cta, k->ctas);
     case FL_GK_FLASH1_BWD: return flash1_nj(s, k, cta) * (4 + 7 * s->Tr);
@@ -280,7 +291,8 @@ void fl_gpu_cta_access(const fl_gpu_sched *s, int kk, int64_t cta, int64_t i, fl
         return;
     }
     case FL_GK_FLASH2_BWD_PRE: {
-        const int64_t q0 = cta * 4 + (i / 4) * k->ctas * 4, nq = min64(4, N - q0), e = i % 4;
+        /* each step: PRE_ROWS rows of O, dO read; D, dQ written (4 accesses) */
+        const int64_t q0 = cta * PRE_ROWS + (i / 4) * k->ctas * PRE_ROWS, nq = min64(PRE_ROWS, N - q0), e = i % 4;
         static const int ts[4] = {FL_GT_O, FL_GT_dO, FL_GT_D, FL_GT_dQ};
         tile(a, ts[e], e >= 2, q0, 0, nq, e == 2 ? 1 : d);
         return;

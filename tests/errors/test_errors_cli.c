@@ -221,9 +221,9 @@ Test(errors_cli, long_schedule_name_is_shown_cut)
 }
 
 /* A pool of 2^61 - 1 pages: the K cache of pool x page-size rows does not fit 64 bits, and the
- * machine (src/run/run_ext.c adding tensor K) says "decode: tensor K must have a positive size
+ * machine (src/machine/machine.c, adding tensor K) says "decode: tensor K must have a positive size
  * that fits 64 bits", naming no option.  Enabled when decode's problem check
- * (src/problem/problem_ext.c) refuses such a pool naming --pool-pages. */
+ * (src/problem/problem.c) refuses such a pool naming --pool-pages. */
 Test(errors_cli, huge_pool_names_pool_pages)
 {
     EXPECT_BAD_NAMES("--pool-pages", "count", "--algo", "decode", "--N", "4", "--Nk", "100", "--page-size", "16",

@@ -158,7 +158,7 @@ Test(errors_regress, regress_block_search_at_int64_max)
 }
 
 /* fuzz_problem finding: sizes beyond 2^61 - 1 from the library API (the CLI stops there) made
- * the mask's Nq + Nk overflow (UBSan, reference/masks.c) and reached block rules and closed
+ * the mask's Nq + Nk overflow (UBSan, the masks module, src/mask/masks.c) and reached block rules and closed
  * forms never written for them; fl_problem_check now refuses every size field above
  * FL_SIZE_MAX, naming it. */
 Test(errors_regress, regress_sizes_above_FL_SIZE_MAX_refused)
@@ -327,8 +327,8 @@ Test(errors_regress, regress_blocksparse_refused_before_its_mask_walk)
                      "--max-events", "1000");
 }
 
-/* B2: decode (and the other schedules of run_ext.c) sum hbm_bytes without an overflow check:
- * this prints hbm_bytes = -5944681274676338432 (UBSan: run_ext.c, signed overflow). */
+/* B2: decode (and the other schedules the run module ran apart then) summed hbm_bytes without an
+ * overflow check: this printed hbm_bytes = -5944681274676338432 (UBSan: signed overflow). */
 Test(errors_regress, regress_decode_bytes_overflow_refused)
 {
     EXPECT_BAD_NAMES("--N", "count", "--algo", "decode", "--N", "64", "--M", "2305843009213693951", "--Br", "2", "--Nk",

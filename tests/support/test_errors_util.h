@@ -1,7 +1,7 @@
 /* test_errors_util.h: running the flashlab CLI from a test (fork + exec, stdout and stderr
  * captured) and the assertions the error catalogue (docs/errors.md) makes about a bad input:
  * exit status 2, nothing on stdout, exactly one line "flashlab: <option>: <rule>" on stderr.
- * Header-only (static helpers) for the tests/test_errors_*.c files. */
+ * Header-only (static helpers) for the tests/errors/test_errors_*.c files. */
 #ifndef FL_TEST_ERRORS_UTIL_H
 #define FL_TEST_ERRORS_UTIL_H
 

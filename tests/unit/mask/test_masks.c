@@ -1,4 +1,4 @@
-/* test_masks.c: the keep rule (reference/masks.h, docs/model.md K1-K4) against the seeds' keep
+/* test_masks.c: the keep rule (include/flashlab/masks.h, docs/model.md K1-K4) against the seeds' keep
  * matrices, and the O(1) tile classification and block ranges against a brute-force scan of
  * every entry, over a grid of shapes, corners, windows and tile sizes (non-multiples included). */
 #include <criterion/criterion.h>

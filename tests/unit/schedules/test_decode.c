@@ -1,5 +1,5 @@
 /* test_decode.c: decode with a KV cache (flash-decoding on the machine): counts equal eq. (CD)
- * and values match the reference (bottom-right and other masks via reference/masks.h) over a
+ * and values match the reference (bottom-right and other masks via include/flashlab/masks.h) over a
  * grid of query and cache lengths, contiguous and paged caches, page sizes and splits; the
  * paged layout gives the contiguous values bit for bit; KV reads dominate a one-token decode;
  * the padding of the last page must be finite (and is checked); bad tables are refused. */

@@ -1,8 +1,8 @@
 /* test_masks_sched.c: masks in the schedules (docs/model.md K1-K4, C2m, C1m): over a grid of
  * (Nq, Nk) shapes (unequal, non-multiples of the blocks), every causal corner and windows, for
  * every schedule and pass: counts equal the closed form, values and gradients match the
- * reference (which shares reference/masks.h), fully masked tiles are never loaded, and the
- * causal square case equals the textbook Tr(Tr+1)/2 tiles. */
+ * reference (whose own mask rule checks include/flashlab/masks.h), fully masked tiles are never
+ * loaded, and the causal square case equals the textbook Tr(Tr+1)/2 tiles. */
 #include "grid.h"
 
 /* "all" (one head), from the registry: the schedules whose masks this file checks. */
