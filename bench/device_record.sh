@@ -90,7 +90,7 @@ log "device_record.sh: steps $STEPS; commit $FLASHLAB_COMMIT; deadline ${DEADLIN
 
 if has stage; then
   log stage
-  for p in .whl-dsl/part-* .whl-dsl/SHA256SUMS .whl-dsl/SHA256SUMS.tar; do
+  for p in .whl-dsl/part-* .whl-dsl/SHA256SUMS .whl-dsl/NAME; do
     [ -f "$p" ] && mkdir -p "$STAGE/.whl-dsl" && cp "$p" "$STAGE/.whl-dsl/" && echo "staged $p" | tee -a "$SUMMARY"
   done
   [ -d .devwork ] && cp -r .devwork "$STAGE/" && echo "staged .devwork" | tee -a "$SUMMARY"
@@ -119,9 +119,15 @@ if has install; then
   fi
   dsl=$STAGE/.whl-dsl
   mkdir -p "$dsl"
-  [ -d .whl-dsl ] && cp .whl-dsl/part-* .whl-dsl/SHA256SUMS* "$dsl/" 2>/dev/null
-  if [ -f "$dsl/SHA256SUMS" ] && (cd "$dsl" && sha256sum -c --quiet SHA256SUMS 2>/dev/null); then
-    cat "$dsl"/part-* | xz -dc | tar -x -C "$SITE" && echo "the DSL's CUDA 13 libraries unpacked into $SITE" | tee -a "$SUMMARY"
+  [ -d .whl-dsl ] && cp .whl-dsl/part-* .whl-dsl/SHA256SUMS .whl-dsl/NAME "$dsl/" 2>/dev/null
+  if [ -f "$dsl/SHA256SUMS" ] && [ -f "$dsl/NAME" ] && (cd "$dsl" && sha256sum -c --quiet SHA256SUMS 2>/dev/null); then
+    # the parts join into the wheel whose sha256 bench/device_wheels.txt pins (checked before pip)
+    whl=$WORK/$(cat "$dsl/NAME")
+    pin=$(grep -o 'nvidia-cutlass-dsl-libs-cu13==[^ ]* --hash=sha256:[0-9a-f]*' bench/device_wheels.txt | sed 's/.*sha256://')
+    cat "$dsl"/part-* >"$whl" && [ "$(sha256sum <"$whl" | cut -d' ' -f1)" = "$pin" ] &&
+      "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$whl" >>"$L/pip.log" 2>&1 &&
+      echo "the DSL's CUDA 13 libraries ($(cat "$dsl/NAME"), sha256 as pinned) installed into $SITE" | tee -a "$SUMMARY" ||
+      echo "the DSL's CUDA 13 libraries: the joined wheel is not the pinned one or did not install: $(tail -2 "$L/pip.log")" | tee -a "$SUMMARY"
   else
     echo "the DSL's CUDA 13 libraries: parts missing or not verifying in $dsl ($(ls "$dsl" 2>/dev/null | tr '\n' ' ')): FlashAttention-4 will not import" | tee -a "$SUMMARY"
   fi

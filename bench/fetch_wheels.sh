@@ -5,12 +5,14 @@
 #   .whl/      the wheels (about 9 MB) that bench/device_record.sh installs (pip --no-index --no-deps
 #              --target); carry it (the device README's Notes);
 #   .whl-dsl/  nvidia-cutlass-dsl-libs-cu13 (the CUDA 13 flavour of the DSL's compiler, 88 MiB as a
-#              wheel: alone over the 64 MiB one call carries): unpacked, xz-compressed (about 61 MiB)
-#              and split into parts of 31 MiB (part-00, part-01), with SHA256SUMS; each call carries one
-#              part and bench/device_record.sh stage keeps it on the machine, which unpacks them
-#              once all are there (device_record.sh's header says the calls).
-# Both folders are git-ignored.  Run from the repository root; needs pip, unzip and xz; the
-# compression takes about 10 minutes on two cores (once: a folder that verifies is kept).
+#              wheel: alone over the 64 MiB one call carries) split as it is into parts of 30 MiB
+#              (part-00 .. part-02), with SHA256SUMS of the parts and NAME, the wheel's file name; each
+#              call carries one part and bench/device_record.sh stage keeps it on the machine, which
+#              joins and installs the wheel once all parts are there (device_record.sh's header says
+#              the calls).  Nothing is recompressed: the wheel's own sha256 (bench/device_wheels.txt)
+#              is checked again on the machine.
+# Both folders are git-ignored.  Run from the repository root; needs pip and split (a folder that
+# verifies is kept).
 #   usage: bash bench/fetch_wheels.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,19 +27,18 @@ python3 -m pip download -q --no-deps --require-hashes "${PLAT[@]}" -d .whl -r .w
 rm -f .whl/requirements.txt
 n=$(ls .whl/*.whl | wc -l)
 [ "$n" -eq "$(grep -c '^[a-z]' bench/device_wheels.txt)" ] || { echo "fetch_wheels: $n wheels in .whl, not one a line of bench/device_wheels.txt (an old one left?)" >&2; exit 1; }
-if (cd .whl-dsl && [ -f SHA256SUMS ] && sha256sum -c --quiet SHA256SUMS); then
+if (cd .whl-dsl && [ -f SHA256SUMS ] && [ -f NAME ] && sha256sum -c --quiet SHA256SUMS); then
   echo "fetch_wheels: .whl-dsl verifies (SHA256SUMS): kept"
 else
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   echo "$LIBS --hash=sha256:$LIBS_SHA" > "$tmp/req.txt"
   python3 -m pip download -q --no-deps --require-hashes "${PLAT[@]}" -d "$tmp" -r "$tmp/req.txt"
-  mkdir "$tmp/x"
-  unzip -q "$tmp"/nvidia_cutlass_dsl_libs_cu13-*.whl -d "$tmp/x"
+  whl=$(cd "$tmp" && ls nvidia_cutlass_dsl_libs_cu13-*.whl)
   rm -f .whl-dsl/*
-  tar -C "$tmp/x" -cf - . | xz -T0 -9 -c > "$tmp/libs.tar.xz"
-  split -b 31M -d -a 2 "$tmp/libs.tar.xz" .whl-dsl/part-
-  (cd .whl-dsl && sha256sum part-* > SHA256SUMS && echo "$(sha256sum < "$tmp/libs.tar.xz" | cut -d' ' -f1)  libs.tar.xz" >> SHA256SUMS.tar)
+  split -b 30M -d -a 2 "$tmp/$whl" .whl-dsl/part-
+  echo "$whl" > .whl-dsl/NAME
+  (cd .whl-dsl && sha256sum part-* > SHA256SUMS)
 fi
 du -sh .whl .whl-dsl/part-*
-echo "fetch_wheels: carry .whl in the call that installs, one .whl-dsl part (and .whl-dsl/SHA256SUMS) a call before it"
+echo "fetch_wheels: carry .whl in the call that installs, one .whl-dsl part (with .whl-dsl/SHA256SUMS and NAME) a call"
