@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# device_v14.sh: versions 13, 14 and 15 (14 deterministic) of the backward on the GPU machine, in one
+# call of at most 6 minutes, from binaries built here (bench/device_prepare.sh: .devwork/bin.tar.xz).
+#
+#   here:   bash bench/device_prepare.sh          (or only its build and pack; the wheels are not needed)
+#   call:   carry [".devwork"]   command: bash bench/device_v14.sh
+#
+# Steps (each bounded by its timeout and by what is left of DEADLINE, 340 s from the start; a step
+# whose budget no longer fits is skipped and says so):
+#   install   unpacks the binaries into $WORK/bin
+#   machine   GPU, driver, clocks, torch and cuDNN versions
+#   validate  flashlab-gpu validate --version 13, 14, 15 (counters against the model, values against
+#             the fp64 reference: the validation matrix, causal and not, odd N; one head a case),
+#             one process each, at once -> gpu_validate_v{13,14,15}.csv
+#   bench1    the record set (64 shapes: --shapes all; B x 16 heads, odd N among them), backward only,
+#             versions 13, 14, 15 beside sdpa-fa2 and sdpa-cudnn, interleaved and rotated; accuracy of
+#             every implementation on ALL heads after the timing -> gpu_sdpa_v14_run1.csv
+#   bench2    the same again (a second run: the spread the ratios are read against) -> _run2.csv
+#   ncu       Nsight Compute against the counters, versions 14 and 15 (kernels/ncu_versions.conf's
+#             rows of 14 and 15) -> gpu_ncu_versions_14_15.csv
+# then the summary: each version's ranges against cuDNN and FA2 (bench/summarize_sdpa.py) and a
+# table of the backward's median ms a shape (bench/bwd_table.py) in $OUT/summary.txt; every CSV
+# and log in $OUT (data/, logs/).
+#
+# DRY_RUN=1 (no GPU): runs what needs none and stops at the first command that needs the GPU,
+# printing it; DRY_RUN=all prints every step's GPU commands without running any.
+# usage: OUT=DIR [DRY_RUN=1|all] [PYTHON=python3] bash bench/device_v14.sh [steps...]
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+OUT=${OUT:?set OUT (the device sets it)}
+DRY_RUN=${DRY_RUN:-}
+PYTHON=${PYTHON:-python3}
+START=$(date +%s)
+DEADLINE=${DEADLINE:-340}
+WORK=${WORK:-/tmp/flashlab-v14}
+B=$WORK/bin
+L=$OUT/logs
+D=$OUT/data
+STEPS=${*:-"install machine validate bench1 bench2 ncu"}
+mkdir -p "$L" "$D" "$WORK"
+export FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-$(cat .devwork/commit 2>/dev/null | head -1)}
+FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-unknown}
+export PYTHONUNBUFFERED=1
+SUMMARY=$OUT/summary.txt
+VERSIONS="13 14 15"
+log() { echo "=== $(date -u +%H:%M:%S) +$(($(date +%s) - START))s $*" | tee -a "$SUMMARY"; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+left() { echo $((DEADLINE - ($(date +%s) - START))); }
+fits() { if [ "$(left)" -ge "$1" ]; then return 0; fi; log "$2 SKIPPED: $1 s needed, $(left) s left"; return 1; }
+# gpu TIMEOUT LOGFILE CMD...: a command that needs the GPU, bounded by TIMEOUT, its output in LOGFILE
+gpu() {
+  local t=$1 logf=$2; shift 2
+  if [ -n "$DRY_RUN" ]; then
+    echo "would run (timeout ${t}s, log $logf): $*" | tee -a "$SUMMARY"
+    if [ "$DRY_RUN" = 1 ]; then log "dry run: stopped at the first command that needs the GPU"; exit 0; fi
+    return 0
+  fi
+  timeout "$t" "$@" >"$logf" 2>&1
+  local rc=$?
+  echo "rc=$rc ($t s max): $*" >>"$L/rc.txt"
+  return $rc
+}
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort | tail -1 || true)
+BENCH=(--lib "$B/libflashlab_kernels.so" --flashlab "$B/flashlab" --shapes all --no-fwd --only-versions "${VERSIONS// /,}"
+       --backends "sdpa-fa2,sdpa-cudnn" --warmup-ms 20 --rep-ms 50 --min-reps 20)
+: >"$SUMMARY"
+log "device_v14.sh: steps $STEPS; commit $FLASHLAB_COMMIT; deadline ${DEADLINE}s${DRY_RUN:+; DRY_RUN=$DRY_RUN}"
+
+if has install; then
+  log install
+  mkdir -p "$B"
+  if [ -f .devwork/bin.tar.xz ]; then
+    tar -xJf .devwork/bin.tar.xz -C "$WORK" && chmod +x "$B"/flashlab* && echo "binaries: $(ls "$B" | tr '\n' ' ')" | tee -a "$SUMMARY"
+  else
+    echo "no .devwork/bin.tar.xz: run bench/device_prepare.sh here and carry .devwork" | tee -a "$SUMMARY"
+    exit 2
+  fi
+  for f in bench/gpu_sdpa.py bench/summarize_sdpa.py bench/bwd_table.py scripts/ncu_traffic.sh kernels/ncu_versions.conf; do
+    [ -f "$f" ] || { echo "MISSING $f" | tee -a "$SUMMARY"; exit 2; }
+  done
+  for v in $VERSIONS; do "$PYTHON" bench/kernel_source.py "$v" | tee -a "$SUMMARY"; done
+fi
+[ -d "$B/lib" ] && export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+if has machine; then
+  log machine
+  gpu 30 "$L/machine.txt" bash -c "nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv;
+    $B/flashlab-gpu list | grep -E '^ *(13|14|15) ';
+    $PYTHON -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch.cuda.get_device_name(0))'"
+  head -8 "$L/machine.txt" | tee -a "$SUMMARY"
+fi
+
+if has validate && fits 100 validate; then
+  log "validate: versions $VERSIONS, one process each, at once"
+  for v in $VERSIONS; do
+    gpu 90 "$L/validate_v$v.log" "$B/flashlab-gpu" validate --version "$v" --csv "$D/gpu_validate_v$v.csv" &
+  done
+  wait
+  for v in $VERSIONS; do echo "validate v$v: $(tail -1 "$L/validate_v$v.log" 2>/dev/null)" | tee -a "$SUMMARY"; done
+fi
+
+for run in bench1 bench2; do
+  if has $run && fits 140 $run; then
+    k=${run#bench}
+    log "$run: the record set, backward, versions $VERSIONS, sdpa-fa2, sdpa-cudnn, interleaved -> gpu_sdpa_v14_run$k.csv"
+    gpu 140 "$L/$run.log" "$PYTHON" bench/gpu_sdpa.py "${BENCH[@]}" --csv "$D/gpu_sdpa_v14_run$k.csv"
+    echo "$run rc=$?" | tee -a "$SUMMARY"
+  fi
+done
+
+if has ncu && fits 60 ncu; then
+  log "ncu: versions 14 and 15 against the counters (kernels/ncu_versions.conf)"
+  if [ -n "$NCU" ] || [ -n "$DRY_RUN" ]; then
+    grep -E '^(14|15) ' kernels/ncu_versions.conf >"$WORK/ncu_14_15.conf"
+    gpu 55 "$L/ncu.log" scripts/ncu_traffic.sh "$B" "$D/gpu_ncu_versions_14_15.csv" "$WORK/ncu_14_15.conf"
+    echo "ncu rc=$?" | tee -a "$SUMMARY"; tail -4 "$L/ncu.log" 2>/dev/null | tee -a "$SUMMARY"
+  else
+    echo "no ncu" | tee -a "$SUMMARY"
+  fi
+fi
+
+if [ -z "$DRY_RUN" ]; then
+  runs=$(ls "$D"/gpu_sdpa_v14_run[12].csv 2>/dev/null)
+  if [ -n "$runs" ]; then
+    for v in $VERSIONS; do
+      # shellcheck disable=SC2086
+      "$PYTHON" bench/summarize_sdpa.py $runs --version "$v" >"$L/summary_v$v.txt" 2>&1
+      grep -E '^(bwd|cudnn)' "$L/summary_v$v.txt" | sed "s/^/v$v /" | tee -a "$SUMMARY"
+    done
+    # shellcheck disable=SC2086
+    "$PYTHON" bench/bwd_table.py $runs --versions "${VERSIONS// /,}" | tee -a "$SUMMARY"
+  fi
+fi
+log done
