@@ -2,8 +2,9 @@
 # device_v14.sh: versions 13, 14 and 15 (14 deterministic) of the backward on the GPU machine, in one
 # call of at most 6 minutes, from binaries built here (bench/device_prepare.sh: .devwork/bin.tar.xz).
 #
-#   here:   bash bench/device_prepare.sh          (or only its build and pack; the wheels are not needed)
-#   call:   carry [".devwork"]   command: bash bench/device_v14.sh
+#   here:   ONLY_BUILD=1 bash bench/device_prepare.sh   (builds for sm_90a, packs .devwork; no wheels)
+#           OUT=$(mktemp -d) DRY_RUN=all bash bench/device_v14.sh   (every GPU command it would run)
+#   call:   carry [".devwork"]   command: bash bench/device_v14.sh   (timeout_s 400)
 #
 # Steps (each bounded by its timeout and by what is left of DEADLINE, 340 s from the start; a step
 # whose budget no longer fits is skipped and says so):
@@ -14,7 +15,8 @@
 #             one process each, at once -> gpu_validate_v{13,14,15}.csv
 #   bench1    the record set (64 shapes: --shapes all; B x 16 heads, odd N among them), backward only,
 #             versions 13, 14, 15 beside sdpa-fa2 and sdpa-cudnn, interleaved and rotated; accuracy of
-#             every implementation on ALL heads after the timing -> gpu_sdpa_v14_run1.csv
+#             every implementation on ALL heads after the timing -> gpu_sdpa_v14_run1.csv (and a copy
+#             named gpu_sdpa_v15_run1.csv: the records check reads a version's runs by name)
 #   bench2    the same again (a second run: the spread the ratios are read against) -> _run2.csv
 #   ncu       Nsight Compute against the counters, versions 14 and 15 (kernels/ncu_versions.conf's
 #             rows of 14 and 15) -> gpu_ncu_versions_14_15.csv
@@ -105,6 +107,8 @@ for run in bench1 bench2; do
     log "$run: the record set, backward, versions $VERSIONS, sdpa-fa2, sdpa-cudnn, interleaved -> gpu_sdpa_v14_run$k.csv"
     gpu 140 "$L/$run.log" "$PYTHON" bench/gpu_sdpa.py "${BENCH[@]}" --csv "$D/gpu_sdpa_v14_run$k.csv"
     echo "$run rc=$?" | tee -a "$SUMMARY"
+    # the same run is version 15's (and 13's again): tests/check_gpu_records.py reads a version's runs by name
+    [ -f "$D/gpu_sdpa_v14_run$k.csv" ] && cp "$D/gpu_sdpa_v14_run$k.csv" "$D/gpu_sdpa_v15_run$k.csv"
   fi
 done
 
