@@ -33,11 +33,11 @@
  *     atomics): 0.69-0.97x cuDNN becomes about 0.75-1.05x;
  *   - DET: +3 to +10 % over version 14 (the skew of one step between consecutive key blocks at the
  *     start of each wave, and the wait for completion instead of the read a step).
- * Not done, with its predicted gain: tile shapes per d (FlashAttention-3's Br = 64 at d = 128 is
- * version 13's; at d = 64 it takes Br = 128 as here: ~0 %); longest-first order of key blocks for
- * causal (the grid already runs a head's key blocks longest first, head by head, so the tail is one
- * short block: < 2 %); L_i and D_i by bulk copy (two 512-byte loads a step by the producer's
- * lanes, off the consumers' path: < 1 %).
+ * Not done, with its predicted gain: other tile shapes per d (kept: 128 x 128 at d = 64, 64 x 128
+ * at d = 128, version 13's; no prediction without a sweep on the GPU); longest-first order of key
+ * blocks for causal (the grid already runs a head's key blocks longest first, head by head, so
+ * the tail is one short block: < 2 %); L_i and D_i by bulk copy (two loads of Br fp32 a step by
+ * the producer's lanes, off the consumers' path: < 1 %).
  *
  * Version 13's header describes the schedule, the operands and the split of dQ_i between the two
  * consumer warpgroups; only line 15's last half (the reduction into HBM) differs here.
