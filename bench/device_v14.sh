@@ -45,23 +45,8 @@ FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-unknown}
 export PYTHONUNBUFFERED=1
 SUMMARY=$OUT/summary.txt
 VERSIONS="13 14 15"
-log() { echo "=== $(date -u +%H:%M:%S) +$(($(date +%s) - START))s $*" | tee -a "$SUMMARY"; }
-has() { [[ " $STEPS " == *" $1 "* ]]; }
-left() { echo $((DEADLINE - ($(date +%s) - START))); }
-fits() { if [ "$(left)" -ge "$1" ]; then return 0; fi; log "$2 SKIPPED: $1 s needed, $(left) s left"; return 1; }
-# gpu TIMEOUT LOGFILE CMD...: a command that needs the GPU, bounded by TIMEOUT, its output in LOGFILE
-gpu() {
-  local t=$1 logf=$2; shift 2
-  if [ -n "$DRY_RUN" ]; then
-    echo "would run (timeout ${t}s, log $logf): $*" | tee -a "$SUMMARY"
-    if [ "$DRY_RUN" = 1 ]; then log "dry run: stopped at the first command that needs the GPU"; exit 0; fi
-    return 0
-  fi
-  timeout "$t" "$@" >"$logf" 2>&1
-  local rc=$?
-  echo "rc=$rc ($t s max): $*" >>"$L/rc.txt"
-  return $rc
-}
+# shellcheck source=bench/device_steps.sh
+. bench/device_steps.sh  # the working directory is the repository root (cd above)
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort | tail -1 || true)
 BENCH=(--lib "$B/libflashlab_kernels.so" --flashlab "$B/flashlab" --shapes all --no-fwd --only-versions "${VERSIONS// /,}"
        --backends "sdpa-fa2,sdpa-cudnn" --warmup-ms 20 --rep-ms 50 --min-reps 20)
