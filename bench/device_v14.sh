@@ -13,6 +13,9 @@
 #   validate  flashlab-gpu validate --version 13, 14, 15 (counters against the model, values against
 #             the fp64 reference: the validation matrix, causal and not, odd N; one head a case),
 #             one process each, at once -> gpu_validate_v{13,14,15}.csv
+#   same      versions 15 and 14 run three times on the same inputs (bench/same_grads.py, all heads
+#             of two shapes, causal and not): 15's dQ, dK, dV must be bitwise the same every run;
+#             14's dQ may differ (the order of its reductions), its dK and dV may not
 #   bench1    the record set (64 shapes: --shapes all; B x 16 heads, odd N among them), backward only,
 #             versions 13, 14, 15 beside sdpa-fa2 and sdpa-cudnn, interleaved and rotated; accuracy of
 #             every implementation on ALL heads after the timing -> gpu_sdpa_v14_run1.csv (and a copy
@@ -38,7 +41,7 @@ WORK=${WORK:-/tmp/flashlab-v14}
 B=$WORK/bin
 L=$OUT/logs
 D=$OUT/data
-STEPS=${*:-"install machine validate bench1 bench2 ncu"}
+STEPS=${*:-"install machine validate same bench1 bench2 ncu"}
 mkdir -p "$L" "$D" "$WORK"
 export FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-$(cat .devwork/commit 2>/dev/null | head -1)}
 FLASHLAB_COMMIT=${FLASHLAB_COMMIT:-unknown}
@@ -62,7 +65,7 @@ if has install; then
     echo "no .devwork/bin.tar.xz: run bench/device_prepare.sh here and carry .devwork" | tee -a "$SUMMARY"
     exit 2
   fi
-  for f in bench/gpu_sdpa.py bench/summarize_sdpa.py bench/bwd_table.py scripts/ncu_traffic.sh kernels/ncu_versions.conf; do
+  for f in bench/gpu_sdpa.py bench/same_grads.py bench/summarize_sdpa.py bench/bwd_table.py scripts/ncu_traffic.sh kernels/ncu_versions.conf; do
     [ -f "$f" ] || { echo "MISSING $f" | tee -a "$SUMMARY"; exit 2; }
   done
   for v in $VERSIONS; do "$PYTHON" bench/kernel_source.py "$v" | tee -a "$SUMMARY"; done
@@ -84,6 +87,15 @@ if has validate && fits 100 validate; then
   done
   wait
   for v in $VERSIONS; do echo "validate v$v: $(tail -1 "$L/validate_v$v.log" 2>/dev/null)" | tee -a "$SUMMARY"; done
+fi
+
+if has same && fits 80 same; then
+  log "same: versions 15 and 14 run three times on the same inputs, dQ, dK, dV compared bitwise"
+  for v in 15 14; do
+    gpu 40 "$L/same_v$v.log" "$PYTHON" bench/same_grads.py "$B/libflashlab_kernels.so" "$v" --shapes quick --runs 3
+    echo "same v$v rc=$? (15 must be 0; 14 may differ in dQ only): $(tail -1 "$L/same_v$v.log" 2>/dev/null)" | tee -a "$SUMMARY"
+    grep -h DIFFERENT "$L/same_v$v.log" 2>/dev/null | head -4 | tee -a "$SUMMARY"
+  done
 fi
 
 for run in bench1 bench2; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_device_v14.sh: bench/device_v14.sh and bench/bwd_table.py without a GPU.
 #   1. device_v14.sh, DRY_RUN=all in a copy of the tree with stub binaries: validates versions 13,
-#      14 and 15, times them on the record set (--shapes all) beside sdpa-fa2 and sdpa-cudnn, twice,
+#      14 and 15, runs 14 and 15 again on the same inputs (bench/same_grads.py), times them on the record set (--shapes all) beside sdpa-fa2 and sdpa-cudnn, twice,
 #      and runs ncu on kernels/ncu_versions.conf's rows of 14 and 15 (both there); its step
 #      deadline is within 6 minutes; without .devwork it stops with exit 2 and one line;
 #   2. bwd_table.py's range of version 13 against cuDNN on its record equals bench/summarize_sdpa.py's
@@ -28,9 +28,10 @@ rc=$?
 d=$(cat "$T/dry.txt")
 ok=1
 for v in 13 14 15; do [[ "$d" == *"validate --version $v --csv"* ]] || ok=0; done
+for v in 14 15; do [[ "$d" == *"bench/same_grads.py $T/work/bin/libflashlab_kernels.so $v "* ]] || ok=0; done
 [ "$(grep -c -- '--shapes all --no-fwd --only-versions 13,14,15 --backends sdpa-fa2,sdpa-cudnn' "$T/dry.txt")" = 2 ] || ok=0
 [ "$(grep -cE '^(14|15) flash2 ' "$T/work/ncu_14_15.conf" 2>/dev/null)" = 2 ] || ok=0
-check "dry run: validate 13-15, two timed runs of the record set, ncu rows of 14 and 15" "$([ $rc = 0 ] && [ $ok = 1 ]; echo $?)" "rc $rc: $d"
+check "dry run: validate 13-15, same_grads of 14 and 15, two timed runs of the record set, ncu rows of 14 and 15" "$([ $rc = 0 ] && [ $ok = 1 ]; echo $?)" "rc $rc: $d"
 deadline=$(grep -oE 'deadline [0-9]+s' "$T/dry.txt" | grep -oE '[0-9]+')
 check "the deadline ($deadline s; a step starts only when its timeout fits before it) within 6 minutes" \
   "$([ -n "$deadline" ] && [ "$deadline" -le 360 ]; echo $?)" "$deadline"
