@@ -303,7 +303,9 @@ fl_ws_bwd_bulk(const __grid_constant__ fl_gtmap<const T, FL_T_Q> Qm, const __gri
 }
 
 /* The deterministic variant's semaphores: n words zeroed on stream s before the launch (a
- * workspace of the launcher's own, grown as needed and kept for the process). */
+ * workspace of the launcher's own, grown as needed and kept for the process: one deterministic
+ * launch at a time, as the harness and the benchmark run them; two on concurrent streams would
+ * share the words). */
 static unsigned *v14_semaphores(long n, cudaStream_t s)
 {
     static unsigned *p = nullptr;
