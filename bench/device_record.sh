@@ -45,6 +45,7 @@ DRY_RUN=${DRY_RUN:-}
 PYTHON=${PYTHON:-python3}
 START=$(date +%s)
 DEADLINE=${DEADLINE:-570}
+RUN_S=${RUN_S:-110}   # one timed run of the record set (about 90 s without FlashAttention-4)
 STAGE=${STAGE:-/tmp/flashlab-stage}
 SITE=${SITE:-/tmp/flashlab-site}
 WORK=${WORK:-/tmp/flashlab-record}
@@ -104,11 +105,13 @@ if has install; then
   mkdir -p "$dsl"
   [ -d .whl-dsl ] && cp .whl-dsl/part-* .whl-dsl/SHA256SUMS .whl-dsl/NAME "$dsl/" 2>/dev/null
   if [ -f "$dsl/SHA256SUMS" ] && [ -f "$dsl/NAME" ] && (cd "$dsl" && sha256sum -c --quiet SHA256SUMS 2>/dev/null); then
-    # the parts join into the wheel whose sha256 bench/device_wheels.txt pins (checked before pip)
+    # the parts join into the wheel whose sha256 bench/device_wheels.txt pins (checked first); it is
+    # unpacked into $SITE, not pip-installed: pip --target skips a top-level folder that exists already
+    # (nvidia_cutlass_dsl/, from libs-base), and this wheel only adds files under it
     whl=$WORK/$(cat "$dsl/NAME")
     pin=$(grep -o 'nvidia-cutlass-dsl-libs-cu13==[^ ]* --hash=sha256:[0-9a-f]*' bench/device_wheels.txt | sed 's/.*sha256://')
     cat "$dsl"/part-* >"$whl" && [ "$(sha256sum <"$whl" | cut -d' ' -f1)" = "$pin" ] &&
-      "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$whl" >>"$L/pip.log" 2>&1 &&
+      "$PYTHON" -m zipfile -e "$whl" "$SITE" >>"$L/pip.log" 2>&1 &&
       echo "the DSL's CUDA 13 libraries ($(cat "$dsl/NAME"), sha256 as pinned) installed into $SITE" | tee -a "$SUMMARY" ||
       echo "the DSL's CUDA 13 libraries: the joined wheel is not the pinned one or did not install: $(tail -2 "$L/pip.log")" | tee -a "$SUMMARY"
   else
@@ -144,11 +147,11 @@ if has fa4warm && fits 120 fa4warm; then
 fi
 
 for run in bench1 bench2 cold; do
-  if has $run && fits 110 $run; then
+  if has $run && fits "$RUN_S" $run; then
     k=${run#bench}; extra=(); name=gpu_sdpa_record_run$k.csv
     [ $run = cold ] && { extra=(--cold); name=gpu_sdpa_record_cold_run1.csv; }
     log "$run: the record set, $([ $run = cold ] && echo cold || echo interleaved, warm) -> $name"
-    gpu 110 "$L/$run.log" "$PYTHON" bench/gpu_sdpa.py "${BENCH[@]}" "${extra[@]}" --csv "$WORK/data/$name"
+    gpu "$RUN_S" "$L/$run.log" "$PYTHON" bench/gpu_sdpa.py "${BENCH[@]}" "${extra[@]}" --csv "$WORK/data/$name"
     echo "$run rc=$?" | tee -a "$SUMMARY"
     sed -n '/^shape/,$p' "$L/$run.log" 2>/dev/null | head -40 >>"$SUMMARY"
     pack
