@@ -10,7 +10,6 @@
 #      the staging, the install (the wheels into a temporary site and FlashAttention-4's import, where
 #      PYTHON is a Python 3.12 with torch), up to the first command that needs the GPU.
 # All of .devwork, .whl, .whl-dsl is git-ignored.  usage: [PYTHON=...] bash bench/device_prepare.sh [BUILD_DIR]
-# ONLY_BUILD=1: steps 1 and 2 only (what bench/device_v14.sh needs: it carries .devwork alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-device}
@@ -26,10 +25,6 @@ commit=$(git rev-parse --short=7 HEAD)
 [ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit+dirty"
 echo "$commit" > .devwork/commit
 tar -C .devwork -cJf .devwork/bin.tar.xz bin && rm -rf .devwork/bin
-if [ -n "${ONLY_BUILD:-}" ]; then
-  echo ".devwork: $(du -sh .devwork | cut -f1) (commit $commit); ONLY_BUILD: no wheels, no dry run"
-  exit 0
-fi
 bash bench/fetch_wheels.sh
 size() {  # bytes of the paths that exist among $@ (0 for none)
   local p have=()

@@ -61,10 +61,27 @@ export PYTHONUNBUFFERED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTI
 # module) on the path: name that folder too
 export PYTHONPATH=$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}
 SUMMARY=$WORK/summary.txt
-# shellcheck source=bench/device_steps.sh
-. bench/device_steps.sh  # the working directory is the repository root (cd above)
+log() { echo "=== $(date -u +%H:%M:%S) +$(($(date +%s) - START))s $*" | tee -a "$SUMMARY"; }
 pack() { [ -n "$DRY_RUN" ] && return 0; tar -C "$WORK" -czf "$OUT/record.tgz.tmp" data logs summary.txt 2>/dev/null &&
          mv "$OUT/record.tgz.tmp" "$OUT/record.tgz"; cp "$SUMMARY" "$OUT/summary.txt" 2>/dev/null || true; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+left() { echo $((DEADLINE - ($(date +%s) - START))); }
+# fits BUDGET STEP: whether BUDGET seconds are left of the deadline (else the step is skipped, said so)
+fits() { if [ "$(left)" -ge "$1" ]; then return 0; fi; log "$2 SKIPPED: $1 s needed, $(left) s left (run it in a later call)"; return 1; }
+# gpu TIMEOUT LOGFILE CMD...: a command that needs the GPU, bounded by TIMEOUT, its output in LOGFILE;
+# DRY_RUN=1 stops at the first one, DRY_RUN=all only prints it
+gpu() {
+  local t=$1 logf=$2; shift 2
+  if [ -n "$DRY_RUN" ]; then
+    echo "would run (timeout ${t}s, log $logf): $*" | tee -a "$SUMMARY"
+    if [ "$DRY_RUN" = 1 ]; then log "dry run: stopped at the first command that needs the GPU"; exit 0; fi
+    return 0
+  fi
+  timeout "$t" "$@" >"$logf" 2>&1
+  local rc=$?
+  echo "rc=$rc ($t s max): $*" >>"$L/rc.txt"
+  return $rc
+}
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort | tail -1 || true)
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1 || true)
 BENCH=(--lib "$B/libflashlab_kernels.so" --flashlab "$B/flashlab" --shapes all --only-versions "12,13"

@@ -112,8 +112,7 @@ def source_hash(tree, version):
 
 def provenance_line(version, digest, paths, commit):
     """The `# kernel source:` line (without "# ") a record carries for one version of ours."""
-    own = re.compile(rf"kernels/ladder/v{int(version):02d}_\w+\.cu")  # its own file (a rung may include another's)
-    first = next((p for p in paths if own.fullmatch(p)), next((p for p in paths if p.startswith("kernels/ladder/")), "?"))
+    first = next((p for p in paths if p.startswith("kernels/ladder/")), "?")
     return (f"kernel source: version {int(version)} sha256 {digest} of {len(paths)} files ({first} and what it "
             f"includes, bench/kernel_source.py) at commit {commit or 'unknown'}")
 

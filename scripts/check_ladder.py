@@ -96,8 +96,8 @@ def self_test(root):
                                                            "v09_flash2_bwd_mma, 1, 0,"), "names forward rung 0"),
         "a backward on another schedule's forward": (lambda d: edit(d, ladder.DEF, "v11_standard_bwd_mma, 1, 8,",
                                                                      "v11_standard_bwd_mma, 1, 7,"), "names forward rung 7"),
-        "a plan naming no rung": (lambda d: append(d, "kernels/ncu_versions.conf", "99 flash2 fp16 4096 64 64 64 fwd ^x 0\n"),
-                                  "version 99 is not a rung"),
+        "a plan naming no rung": (lambda d: append(d, "kernels/ncu_versions.conf", "14 flash2 fp16 4096 64 64 64 fwd ^x 0\n"),
+                                  "version 14 is not a rung"),
         "a line that is no rung": (lambda d: edit(d, ladder.DEF, "FL_RUNG(02, v02_flash1_fwd, 0, 0,",
                                                   "FL_RUNG(02, v02_flash1_fwd, 0,"), "not FL_RUNG("),
     }

@@ -12,10 +12,8 @@
  *                               (cp.async exists from sm_80; only versions that need sm_80 use it)
  *   red_add, red_add2           red.global.add of 1 or 2 fp32 values: each element one read and
  *                               one write (the L2 reads and writes it: the model's load and store)
- *   red_add_bulk                cp.reduce.async.bulk .add.f32 of n fp32 values from shared memory
- *                               (sm_90): each element one read and one write, as red_add
  *   ld_acquire, st_release,     synchronisation words (tensor "flags"): each one read or write
- *   ld_volatile, exch, add_release
+ *   ld_volatile, exch
  *
  * and, for the bulk tensor copy engine (TMA, sm_90), the counted tensor map fl_gtmap<T, TENSOR>:
  *
@@ -218,22 +216,6 @@ template <class T, int TENSOR> class fl_gptr {
 #endif
     }
 
-    /* dQ[i, i + n) += the n fp32 values at s in shared memory, by one bulk reduction on the copy
-     * engine (cp.reduce.async.bulk, sm_90): the L2 reads and writes each element, as red_add.  The
-     * address of element i and s are 16-byte aligned and n * 4 is a multiple of 16.  One thread
-     * issues it, after the threads that wrote s made their writes visible to the copy engine
-     * (fence.proxy.async, then a barrier among them); it joins this thread's bulk group
-     * (fl_bulk_commit), which must be waited for (fl_bulk_wait_read) before s is written again, and
-     * (fl_bulk_wait) before its sums are announced to another CTA or the CTA ends. */
-    __device__ __forceinline__ void red_add_bulk(FlCount &c, long i, const void *s, int n) const
-    {
-        static_assert(std::is_same<elem, float>::value, "a bulk fp32 reduction");
-        c.template read<TENSOR>(n);
-        c.template write<TENSOR>(n);
-        FL_SM90A_ASM("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
-                     ::"l"(p_ + i), "r"(fl_smem_u32(s)), "r"(n * 4) : "memory");
-    }
-
     /* Synchronisation words: a load that acquires and a store that releases at GPU scope (what a
      * CTA wrote before the release is seen after the acquire), a volatile load, an exchange. */
     __device__ __forceinline__ unsigned ld_acquire(FlCount &c, long i) const
@@ -254,15 +236,6 @@ template <class T, int TENSOR> class fl_gptr {
     {
         c.template read<TENSOR>(1);
         return *(volatile T *)(p_ + i);
-    }
-    /* Word i += v, releasing at GPU scope (what this thread wrote before, completed bulk
-     * reductions included once fenced with fl_fence_proxy_async_global, is seen by a thread that
-     * acquires the sum): one write. */
-    __device__ __forceinline__ void add_release(FlCount &c, long i, unsigned v) const
-    {
-        static_assert(sizeof(elem) == 4, "32-bit flags");
-        c.template write<TENSOR>(1);
-        asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p_ + i), "r"(v) : "memory");
     }
     __device__ __forceinline__ void exch(FlCount &c, long i, elem v) const
     {

@@ -70,10 +70,6 @@ __device__ __forceinline__ void fl_wgmma_wait0() { fl_wgmma_wait<0>(); }
 /* Shared memory written by this thread (cp.async, st.shared, stmatrix) becomes visible to the
  * tensor cores' async proxy; a barrier must follow before they read it. */
 __device__ __forceinline__ void fl_fence_proxy_async() { FL_SM90A_ASM("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-/* Orders this thread's global accesses of the generic proxy (loads that acquired, atomics) with
- * its bulk copies and reductions of the async proxy, both ways (a deterministic hand-off of
- * bulk-reduced sums between CTAs: acquire, fence, reduce, wait, fence, release). */
-__device__ __forceinline__ void fl_fence_proxy_async_global() { FL_SM90A_ASM("fence.proxy.async.global;\n" ::: "memory"); }
 /* This thread's bulk copies issued since the last commit become one bulk group (fl_gtmap::store). */
 __device__ __forceinline__ void fl_bulk_commit() { FL_SM90A_ASM("cp.async.bulk.commit_group;\n" ::: "memory"); }
 /* Waits until at most N of this thread's bulk groups still read their shared memory. */
