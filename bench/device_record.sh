@@ -7,13 +7,16 @@
 #   here:   bash bench/device_prepare.sh   builds for sm_90a into .devwork/bin.tar.xz with the commit
 #           (.devwork/commit), fetches the wheels (bench/fetch_wheels.sh: .whl, .whl-dsl) and dry-runs
 #           this script; it prints what each call carries and how big that is (64 MiB at most a call)
-#   call 1: carry [".devwork", ".whl-dsl/part-00", ".whl-dsl/SHA256SUMS"]
-#           command: bash bench/device_record.sh stage
-#   call 2: carry [".whl", ".whl-dsl/part-01", ".whl-dsl/SHA256SUMS", ".fa4cache"]
-#           command: bash bench/device_record.sh
-#           while the machine is still warm from call 1 (30 s): staged files live on that machine only;
-#           if it went back, call 1 again.  Steps the deadline left out: a third call naming them
-#           (bash bench/device_record.sh install validate sanitize wide), again after call 1 if needed.
+#   call 1: carry [".devwork", ".whl-dsl/part-00", ".whl-dsl/SHA256SUMS", ".whl-dsl/NAME"]
+#           command: bash bench/device_record.sh stage install machine validate sanitize
+#   call 2: carry [".whl-dsl/part-01", ".whl-dsl/SHA256SUMS", ".whl-dsl/NAME"]
+#           command: bash bench/device_record.sh stage install ncu
+#   call 3: carry [".whl", ".whl-dsl/part-02", ".whl-dsl/SHA256SUMS", ".whl-dsl/NAME", ".fa4cache"]
+#           command: RUN_S=150 bash bench/device_record.sh stage install machine fa4warm bench1 bench2 cold
+#           each while the machine is still warm from the call before (30 s): staged files live on
+#           that machine only; if it went back, start again at call 1.  Steps the deadline left out
+#           (each says so): a fourth call naming them (bash bench/device_record.sh install wide ...).
+#           Calls 1-3 of 2026-12-05 (docs/journal/runs.md, runs 55-57) took 42, 49 and 421 s.
 #
 # Steps (default: every step but stage, in this order; each bounded by its timeout and by what is left
 # of DEADLINE, 570 s from the start: a step whose budget no longer fits is skipped and says so):
