@@ -106,6 +106,7 @@ int fl_cmd_optimize(int argc, char **argv)
             printf(usage, fl_popts_usage);
             return 0;
         }
+        if (fl_popts_flag(&po, name, iv, &e)) continue;
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--M") == 0) fl_list_free(&Ms), e = fl_list_parse(name, v, 1, INT64_MAX / 4, &Ms);
         else if (strcmp(name, "--top") == 0) e = fl_parse_i64(name, v, 1, 1000000, &top);

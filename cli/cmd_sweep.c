@@ -173,6 +173,7 @@ int fl_cmd_sweep(int argc, char **argv)
             else s.M_upto_Nd = 1;
             continue;
         }
+        if (fl_popts_flag(&po, name, iv, &e)) continue;
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--algo") == 0) e = fl_list_parse_algos(v, s.algos, &s.nalgos), algo_all = !strcmp(v, "all");
         else if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);

@@ -57,7 +57,7 @@ int main(void)
     FIELD(fl_result, closed); FIELD(fl_result, fwd_total); FIELD(fl_result, bwd_total);
     FIELD(fl_result, segments); FIELD(fl_result, computed); FIELD(fl_result, max_abs_err);
     FIELD(fl_result, rel_err); FIELD(fl_result, lse_rel_err); FIELD(fl_result, dq_rel_err);
-    FIELD(fl_result, dk_rel_err); FIELD(fl_result, dv_rel_err);
+    FIELD(fl_result, dk_rel_err); FIELD(fl_result, dv_rel_err); FIELD(fl_result, dsink_rel_err);
     END();
     BEGIN(fl_event);
     FIELD(fl_event, kind); FIELD(fl_event, tensor); FIELD(fl_event, buf); FIELD(fl_event, r0);

@@ -182,7 +182,7 @@ except OSError as e:
 # Mirrors of the C structures (status.h, machine.h, problem.h, run.h, masks.h)
 
 NAME_LEN = 16
-MAX_TENSORS = 16
+MAX_TENSORS = 24
 MAX_BUFS = 32
 MODES = {"count": 0, "compute": 1}
 CAUSAL = {"none": 0, "top-left": 1, "bottom-right": 2}
@@ -253,7 +253,7 @@ class Result(C.Structure):
                 ("bwd_total", C.c_int64), ("segments", C.c_int64), ("computed", C.c_int),
                 ("max_abs_err", C.c_double), ("rel_err", C.c_double),
                 ("lse_rel_err", C.c_double), ("dq_rel_err", C.c_double),
-                ("dk_rel_err", C.c_double), ("dv_rel_err", C.c_double)]
+                ("dk_rel_err", C.c_double), ("dv_rel_err", C.c_double), ("dsink_rel_err", C.c_double)]
 
 
 class Event(C.Structure):
@@ -549,6 +549,8 @@ def problem(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, 
             setattr(p, k, _CHOICES[k][_choice(k, v, tuple(_CHOICES[k]))])
         elif kind == "int64":
             setattr(target, k, _int(k, v))
+        elif kind == "int":   # the switches (sinks, alibi, deterministic) take True/False too
+            setattr(target, k, _cint(k, int(v) if isinstance(v, bool) else v))
         elif kind == "uint64":
             setattr(target, k, _u64(k, v))
         elif kind == "double":
@@ -639,6 +641,8 @@ class RunResult:
         self.rel_err = r.rel_err if r.computed else None
         self.max_abs_err = r.max_abs_err if r.computed else None
         self.grad_rel_err = (r.dq_rel_err, r.dk_rel_err, r.dv_rel_err) if r.computed else None
+        self.dsink_rel_err = r.dsink_rel_err if r.computed and r.p.sinks and r.p.pass_ & 2 else None
+        self.d_v = r.p.d_v or r.p.d
 
     def __repr__(self):
         return (f"<{self.algo} N={self.N} d={self.d} M={self.M} Br={self.Br} Bc={self.Bc}: "

@@ -60,7 +60,9 @@ static int64_t group_of(const ctx *c, fl_algo a)
 
 static int64_t footprint(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    return fl_footprint_pass(a, bwd, group_of(c, a), c->p->d, Br, Bc, Bd);
+    fl_problem q = *c->p;
+    q.algo = a;
+    return fl_footprint_of(&q, bwd, group_of(c, a), Br, Bc, Bd);
 }
 
 /* Whether the schedule's footprint depends on a chunk Bd of d. */

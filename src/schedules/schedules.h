@@ -37,7 +37,7 @@ fl_status fl_schedule_flash2_bwd(fl_machine *m, const fl_problem *p, const fl_bl
  * (C0b) in standard_bwd.c; (C1b) with fa1 = 1 and (C2b) with fa1 = 0 in flash_bwd.c): added
  * into *r through the overflow flag c. */
 void fl_closed_standard_bwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r);
-void fl_closed_flash_bwd(ck *c, int fa1, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r);
+void fl_closed_flash_bwd(ck *c, int fa1, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r);
 
 /* The counts of standard's two tiled products (standard.c; used by both its passes'
  * closed forms): _nt for C = A B^T of na x d by nb x d; _nn for O = P V (np x nk by nk x d) or,

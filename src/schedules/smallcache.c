@@ -104,9 +104,9 @@ fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_bl
 
 /* ---- rules: footprint, blocks, closed form ---- */
 
-int64_t fl_smallcache_footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+int64_t fl_smallcache_footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    (void)bwd, (void)G, (void)d;
+    (void)p, (void)bwd, (void)G;
     ck c = {0};
     /* (Fsc) Br Bc + (Br + Bc) Bd + 3 Br */
     const int64_t f = add(&c, add(&c, mul(&c, Br, Bc), mul(&c, add(&c, Br, Bc), Bd)), mul(&c, 3, Br));
@@ -115,7 +115,7 @@ int64_t fl_smallcache_footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64
 
 static int fits(const fl_problem *p, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    const int64_t f = fl_smallcache_footprint(0, 1, p->d, Br, Bc, Bd);
+    const int64_t f = fl_smallcache_footprint(p, 0, 1, Br, Bc, Bd);
     return f >= 0 && f <= p->M;
 }
 
@@ -190,7 +190,7 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
     }
     b->Bd = chunk(p, b->Br, b->Bc);
     if (b->Bd < 1) {
-        const int64_t need = fl_smallcache_footprint(0, 1, p->d, b->Br, b->Bc, 1);
+        const int64_t need = fl_smallcache_footprint(p, 0, 1, b->Br, b->Bc, 1);
         if (need < 0)
             return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache blocks Br = %lld, Bc = %lld need more than %lld elements "
                                       "of SRAM (docs/model.md eq. Fsc), more than M = %lld",
@@ -199,7 +199,7 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
                                   "with Bd = 1 (docs/model.md eq. Fsc), more than M = %lld",
                        (long long)b->Br, (long long)b->Bc, (long long)need, (long long)p->M);
     }
-    b->footprint = fl_smallcache_footprint(0, 1, p->d, b->Br, b->Bc, b->Bd);
+    b->footprint = fl_smallcache_footprint(p, 0, 1, b->Br, b->Bc, b->Bd);
     return FL_OK;
 }
 

@@ -22,7 +22,7 @@ fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_bl
 /* (Fsc) Br*Bc + (Br + Bc)*Bd + 3*Br: S_ij, a Q/O chunk, a K/V chunk, and m_i, l_i, a_i.  The
  * forward's; bwd and G are accepted for the descriptor's signature (bwd must be 0, G is 1).
  * -1 on overflow. */
-int64_t fl_smallcache_footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+int64_t fl_smallcache_footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd);
 
 /* Rule (Bsc), overrides p->Br / p->Bc, Bd the largest chunk that fits beside them.  bwd must be
  * 0 (forward only).  FL_ECAPACITY when M < 6; FL_EINVAL naming --Br/--Bc when an override does

@@ -209,9 +209,9 @@ static fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const 
 /* ---- the descriptor: footprint, block rule, closed form, explanation ---- */
 
 /* (F0) Br*Bd + Bc*Bd + Br*Bc: the products' tiles, both passes (docs/model.md §3) */
-static int64_t footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+static int64_t footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    (void)bwd, (void)d;
+    (void)bwd, (void)p;
     return fl_fp_checked((fl_fp_coef)FL_FP_STANDARD, G, Br, Bc, Bd);
 }
 
