@@ -195,9 +195,9 @@ struct fl_schedule {
      * forward of one dense head must be O(1) (optimize counts it as 1).  NULL: 1. */
     int64_t (*closed_form_terms)(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc);
     /* FL_SEARCH_BOUND: a lower bound on the forward's count, over one sequence whose keep rule is
-     * mk, for blocks Br and every Bc <= cmax at head dimension d (lemma O4).  It walks the row
-     * blocks of mk once. */
-    double (*count_floor)(const fl_mask *mk, int64_t d, int64_t Br, int64_t cmax);
+     * mk, for blocks Br and every Bc <= cmax at head dimensions d (Q, K) and dv (V, O) (lemma
+     * O4).  It walks the row blocks of mk once. */
+    double (*count_floor)(const fl_mask *mk, int64_t d, int64_t dv, int64_t Br, int64_t cmax);
 
     /* The FlashAttention paper's Figure 2 traffic for this schedule (fwd+bwd, A100), as printed
      * in the report's table; NULL: none. */

@@ -240,7 +240,7 @@ static double count_floor(ctx *c, fl_algo a, const shapes *s, int64_t Br, int64_
 {
     double total = 0.0;
     for (int64_t k = 0; k < s->n; k++)
-        total += fl_schedule_get(a)->count_floor(&s->mk[k], c->p->d, Br, cmax) * (double)s->times[k];
+        total += fl_schedule_get(a)->count_floor(&s->mk[k], c->p->d, fl_problem_dv(c->p), Br, cmax) * (double)s->times[k];
     c->work += s->n * fl_cdiv(c->nq, Br);
     return total;
 }

@@ -62,11 +62,25 @@ int64_t fl_seg_max_group(const fl_qkvo *io);
 /* The longest sequence's key length. */
 int64_t fl_seg_max_nk(const fl_qkvo *io);
 
+struct fl_vrun;
+
+/* What the forward's products do beside the arithmetic (docs/model.md §14): x->sg set, the
+ * score rules (cap, ALiBi, mask) on each tile of C = A B^T; a_which / b_which (FL_VQ, FL_VK,
+ * FL_VV of variants.h, or -1), fp8 scale factors at scale rows a_sbase / b_sbase of the operand A
+ * (rows) and of B (the summed operand V in _nn).  NULL: none. */
+typedef struct {
+    struct fl_vrun *vr;
+    const fl_seg *sg;
+    int a_which, b_which;
+    int64_t a_sbase, b_sbase;
+} fl_std_extra;
+
 /* standard's two tiled products (standard.c), shared by its forward and backward, on
- * blocks (Br, Bc, Bd) (eq. (F0)), through the three buffers of fl_std_bufs_alloc (X: Br x Bd,
- * Y: Bc x Bd, Z: Br x Bc), which the caller allocates once for many products:
+ * blocks (Br, Bc, Bd) (eq. (F0); a product of a narrower d takes chunks of min(Bd, d)), through
+ * the three buffers of fl_std_bufs_alloc (X: Br x Bd, Y: Bc x Bd, Z: Br x Bc), which the caller
+ * allocates once for many products:
  *   _nt: C[c0 + i, j] = alpha sum_k A[a0 + i, k] B[b0 + j, k] for i < na, j < nb (C = A B^T),
- *        entries the mask mk drops (if not NULL) set to -inf;
+ *        then (x) the segment's score rules, entries its mask drops -inf;
  *   _nn: O[o0 + i, k] (+)= alpha sum_j P[p0 + i, j] V[v0 + j, k] (O = P V: i < np, j < nk) or,
  *        with transP, alpha sum_i P[p0 + i, j] V[v0 + i, k] (O = P^T V: rows j < nk); with acc
  *        each output tile starts from its value in HBM (read-modify-write) instead of 0. */
@@ -74,10 +88,10 @@ fl_status fl_std_bufs_alloc(fl_machine *m, const fl_blocks *b, fl_buf *B[3]);
 void fl_std_bufs_free(fl_machine *m, fl_buf *B[3]);
 fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int A_t,
                             int64_t a0, int64_t na, int B_t, int64_t b0, int64_t nb, int C_t,
-                            int64_t c0, double alpha, const fl_mask *mk);
+                            int64_t c0, double alpha, const fl_std_extra *x);
 fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int P_t,
                             int64_t p0, int64_t np, int64_t nk, int V_t, int64_t v0, int O_t,
-                            int64_t o0, double alpha, int transP, int acc);
+                            int64_t o0, double alpha, int transP, int acc, const fl_std_extra *x);
 
 /* Makes *b a live buffer of rows x cols: keeps it when it already is one of that shape, else
  * frees it (if live) and allocates anew.  *b NULL: allocates. */

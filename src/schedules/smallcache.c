@@ -32,51 +32,57 @@
 #include <flashlab/ops.h>
 #include "base/checked.h"
 #include "problem/segments.h"
+#include "variants.h"
 
 static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, const fl_seg *sg,
-                         fl_buf **B, double scale, int64_t d)
+                         fl_buf **B, fl_vrun *vr)
 {
-    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    const fl_var *v = vr->v;
+    const int64_t Br = b->Br, Bc = b->Bc, dq = v->dq, dv = v->dv;
+    const int64_t Bq = fl_min64(b->Bd, dq), Bv = fl_min64(b->Bd, dv); /* the chunks of d and d_v */
     fl_buf *S = B[0], *X = B[1], *Y = B[2], *mi = B[3], *li = B[4], *ai = B[5];
+    FL_TRY(fl_vrun_segment(m, vr, sg, FL_V_SINK | FL_V_RNG)); /* sink, dropout seed (rule R3b) */
     for (int64_t r0 = 0; r0 < sg->Nq; r0 += Br) { /* line 1 */
         const int64_t br = fl_min64(Br, sg->Nq - r0), qr = sg->q0 + r0;
         int64_t j0, j1;
         fl_mask_block_range(&sg->mask, r0, br, Bc, &j0, &j1);
         if (j0 >= j1) { /* no key: O_i = 0 */
-            fl_op_fill(X, br, Bd, 0.0);
-            for (int64_t c0 = 0; c0 < d; c0 += Bd)
-                FL_TRY(fl_store(m, X, io->O, qr, c0, br, fl_min64(Bd, d - c0)));
+            fl_op_fill(X, br, Bv, 0.0);
+            for (int64_t c0 = 0; c0 < dv; c0 += Bv)
+                FL_TRY(fl_store(m, X, io->O, qr, c0, br, fl_min64(Bv, dv - c0)));
             continue;
         }
-        fl_op_fill(mi, br, 1, -INFINITY); /* line 2 */
+        fl_op_fill(mi, br, 1, -INFINITY); /* line 2 (with a sink: m_i = sink, l_i = 1, rule SK) */
         fl_op_fill(li, br, 1, 0.0);
+        fl_var_osm_init(vr, mi, li, br, br);
         for (int64_t j = j0; j < j1; j++) { /* line 3 */
             const int64_t c0 = j * Bc, bc = fl_min64(Bc, sg->Nk - c0), kr = sg->k0 + c0;
-            for (int64_t k0 = 0; k0 < d; k0 += Bd) { /* line 4 */
-                const int64_t bk = fl_min64(Bd, d - k0);
-                FL_TRY(fl_load(m, X, io->Q, qr, k0, br, bk));
-                FL_TRY(fl_load(m, Y, io->K, kr, k0, bc, bk));
-                fl_op_matmul(S, X, Y, br, bc, bk, 1, scale, k0 > 0);
+            for (int64_t k0 = 0; k0 < dq; k0 += Bq) { /* line 4 */
+                const int64_t bk = fl_min64(Bq, dq - k0);
+                FL_TRY(fl_vrun_load(m, vr, FL_VQ, X, io->Q, qr, k0, br, bk, sg->qs0, r0));
+                FL_TRY(fl_vrun_load(m, vr, FL_VK, Y, io->K, kr, k0, bc, bk, sg->ks0, c0));
+                fl_op_matmul(S, X, Y, br, bc, bk, 1, v->scale, k0 > 0);
             }
-            if (fl_mask_tile(&sg->mask, r0, br, c0, bc) == FL_TILE_PARTIAL) /* line 5 */
-                fl_tile_mask(S, &sg->mask, r0, br, br, c0, bc);
+            fl_var_scores(vr, sg, S, r0, br, br, c0, bc, fl_mask_tile(&sg->mask, r0, br, c0, bc)); /* line 5 */
             if (fl_computes(m))
-                for (int64_t r = 0; r < br; r++)
-                    ai->x[r] = fl_osm_step(&mi->x[r], &li->x[r], NULL, 0, S->x + r * Bc, bc, NULL, 0,
-                                           S->x + r * Bc);
-            for (int64_t c = 0; c < d; c += Bd) { /* line 6 */
-                const int64_t bk = fl_min64(Bd, d - c);
+                for (int64_t r = 0; r < br; r++) {
+                    ai->x[r] = fl_osm_step(&mi->x[r], &li->x[r], NULL, 0, S->x + r * Bc, bc, NULL, 0, S->x + r * Bc);
+                    const double *w = fl_var_drop_row(vr, sg, r0, br, r, c0, bc); /* P~ = P o Z / (1 - p) */
+                    for (int64_t c = 0; w && c < bc; c++) S->x[r * Bc + c] *= w[c];
+                }
+            for (int64_t c = 0; c < dv; c += Bv) { /* line 6 */
+                const int64_t bk = fl_min64(Bv, dv - c);
                 if (j > j0) FL_TRY(fl_load(m, X, io->O, qr, c, br, bk));
                 else fl_op_fill(X, br, bk, 0.0);
-                FL_TRY(fl_load(m, Y, io->V, kr, c, bc, bk));
+                FL_TRY(fl_vrun_load(m, vr, FL_VV, Y, io->V, kr, c, bc, bk, sg->ks0, c0));
                 if (fl_computes(m)) {
                     if (j > j0)
                         for (int64_t r = 0; r < br; r++)
-                            for (int64_t t = 0; t < bk; t++) X->x[r * Bd + t] *= ai->x[r];
+                            for (int64_t t = 0; t < bk; t++) X->x[r * X->cols + t] *= ai->x[r];
                     fl_op_matmul(X, S, Y, br, bk, bc, 0, 1.0, 1);
                     if (j == j1 - 1)
                         for (int64_t r = 0; r < br; r++)
-                            fl_osm_finish(li->x[r], X->x + r * Bd, bk, X->x + r * Bd);
+                            fl_osm_finish(li->x[r], X->x + r * X->cols, bk, X->x + r * X->cols);
                 }
                 FL_TRY(fl_store(m, X, io->O, qr, c, br, bk));
             }
@@ -87,17 +93,23 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
 
 fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
-    const int64_t d = p->d, Br = b->Br, Bc = b->Bc, Bd = b->Bd;
-    const double scale = 1.0 / sqrt((double)d);
+    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    fl_var v;
+    fl_var_of(p, &v);
     fl_buf *B[6];
     const char *names[6] = {"S_ij", "X", "Y", "m_i", "l_i", "a_i"};
     const int64_t rows[6] = {Br, Br, Bc, Br, Br, Br}, cols[6] = {Bc, Bd, Bd, 1, 1, 1};
     for (int k = 0; k < 6; k++) FL_TRY(fl_sram_alloc(m, names[k], rows[k], cols[k], &B[k]));
-    for (int64_t s = 0; s < io.nseg; s++) {
+    fl_vrun vr;
+    FL_TRY(fl_vrun_init(&vr, &v, m, &io, 1, Bc));
+    fl_status s = FL_OK;
+    for (int64_t k = 0; k < io.nseg && !s; k++) {
         fl_seg sg;
-        fl_segment_at(io.segs, s, &sg);
-        FL_TRY(segment(m, b, &io, &sg, B, scale, d));
+        fl_segment_at(io.segs, k, &sg);
+        s = segment(m, b, &io, &sg, B, &vr);
     }
+    fl_vrun_free(&vr);
+    if (s) return s;
     for (int k = 0; k < 6; k++) fl_sram_free(m, B[k]);
     return FL_OK;
 }
@@ -131,13 +143,14 @@ static int64_t largest(const fl_problem *p, int rows, int64_t other, int64_t Bd,
     return lo;
 }
 
-/* The largest chunk Bd <= d that fits beside Br x Bc, 0 if none: (M - Br Bc - 3 Br) / (Br + Bc). */
+/* The largest chunk Bd <= max(d, d_v) that fits beside Br x Bc, 0 if none: (M - Br Bc - 3 Br) /
+ * (Br + Bc).  Q K^T walks d in chunks of min(Bd, d), P V walks d_v in chunks of min(Bd, d_v). */
 static int64_t chunk(const fl_problem *p, int64_t Br, int64_t Bc)
 {
     ck c = {0};
     const int64_t used = add(&c, mul(&c, Br, Bc), mul(&c, 3, Br)), sides = add(&c, Br, Bc);
     if (c.ovf || used >= p->M) return 0;
-    return fl_min64(p->d, (p->M - used) / sides);
+    return fl_min64(fl_max64(p->d, fl_problem_dv(p)), (p->M - used) / sides);
 }
 
 fl_status fl_smallcache_check(const fl_problem *p)
@@ -203,33 +216,51 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
     return FL_OK;
 }
 
-/* (Csc) one segment: row block i (br rows) touching n key blocks that cover cols keys.
- *   n = 0: writes br d, events Td;
- *   n > 0: reads n br d (Q) + 2 d cols (K, V) + (n - 1) br d (O), writes n br d (O),
- *          events Td (5n - 1)  (Esc). */
-static void segment_counts(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
+/* (Csc) one segment: row block i (br rows) touching n key blocks that cover cols keys, Q and K
+ * chunks over d (Tq of them), V and O chunks over d_v (Tv; rule D1).
+ *   n = 0: writes br d_v, events Tv;
+ *   n > 0: reads n br d (Q, per key block) + (d + d_v) cols (K, V) + (n - 1) br d_v (O),
+ *          writes n br d_v (O), events 2 n Tq + Tv (3n - 1)  (Esc);
+ * and the segment's sink and dropout seed, fp8's scale factors in the loop's order (rule R3b). */
+static void segment_counts(ck *c, const fl_var *v, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    const int64_t Td = fl_cdiv(d, b->Bd);
-    if (fl_mask_is_dense(&s->mask)) { /* every row block touches all Tc key blocks, cols = Nk */
-        const int64_t Tr = fl_cdiv(s->Nq, b->Br), Tc = fl_cdiv(s->Nk, b->Bc), Nqd = mul(c, s->Nq, d);
-        r->reads = add(c, r->reads, add(c, mul(c, Nqd, add(c, Tc, Tc - 1)), mul(c, 2, mul(c, mul(c, s->Nk, d), Tr))));
-        r->writes = add(c, r->writes, mul(c, Tc, Nqd));
-        r->events = add(c, r->events, mul(c, mul(c, Tr, Td), add(c, mul(c, 5, Tc), -1)));
+    const int64_t dq = v->dq, dv = v->dv;
+    const int64_t Tq = fl_cdiv(dq, fl_min64(b->Bd, dq)), Tv = fl_cdiv(dv, fl_min64(b->Bd, dv));
+    const int64_t once = fl_var_segment_reads(v, 1, FL_V_SINK | FL_V_RNG);
+    r->reads = add(c, r->reads, once);
+    r->events = add(c, r->events, once);
+    if (fl_mask_is_dense(&s->mask) && !v->fp8) { /* every row block touches all Tc key blocks, cols = Nk */
+        const int64_t Tr = fl_cdiv(s->Nq, b->Br), Tc = fl_cdiv(s->Nk, b->Bc);
+        r->reads = add(c, r->reads, add(c, add(c, mul(c, mul(c, s->Nq, dq), Tc), mul(c, mul(c, s->Nq, dv), Tc - 1)),
+                                        mul(c, mul(c, s->Nk, dq + dv), Tr)));
+        r->writes = add(c, r->writes, mul(c, Tc, mul(c, s->Nq, dv)));
+        r->events = add(c, r->events, mul(c, Tr, add(c, mul(c, 2 * Tc, Tq), mul(c, Tv, 3 * Tc - 1))));
         return;
     }
+    int64_t lq = -1, lk = -1, lv = -1;
     for (int64_t r0 = 0; r0 < s->Nq; r0 += b->Br) {
-        const int64_t br = fl_min64(b->Br, s->Nq - r0), brd = mul(c, br, d);
+        const int64_t br = fl_min64(b->Br, s->Nq - r0);
         int64_t j0, j1;
         fl_mask_block_range(&s->mask, r0, br, b->Bc, &j0, &j1);
         if (j0 >= j1) {
-            r->writes = add(c, r->writes, brd);
-            r->events = add(c, r->events, Td);
+            r->writes = add(c, r->writes, mul(c, br, dv));
+            r->events = add(c, r->events, Tv);
             continue;
         }
         const int64_t n = j1 - j0, cols = fl_min64(s->Nk, j1 * b->Bc) - j0 * b->Bc;
-        r->reads = add(c, r->reads, add(c, mul(c, add(c, n, n - 1), brd), mul(c, 2, mul(c, d, cols))));
-        r->writes = add(c, r->writes, mul(c, n, brd));
-        r->events = add(c, r->events, mul(c, Td, 5 * n - 1));
+        r->reads = add(c, r->reads, add(c, add(c, mul(c, n, mul(c, br, dq)), mul(c, n - 1, mul(c, br, dv))),
+                                        mul(c, dq + dv, cols)));
+        r->writes = add(c, r->writes, mul(c, n, mul(c, br, dv)));
+        r->events = add(c, r->events, add(c, mul(c, 2 * n, Tq), mul(c, Tv, 3 * n - 1)));
+        for (int64_t j = j0; v->fp8 && j < j1; j++) { /* Q and K per chunk of d, V per chunk of d_v */
+            const int64_t c0 = j * b->Bc, c1 = fl_min64(s->Nk, c0 + b->Bc);
+            int64_t x = 0;
+            for (int64_t k = 0; k < Tq; k++)
+                x += fl_var_scales_entered(v, s->qs0, r0, r0 + br, &lq) + fl_var_scales_entered(v, s->ks0, c0, c1, &lk);
+            for (int64_t k = 0; k < Tv; k++) x += fl_var_scales_entered(v, s->ks0, c0, c1, &lv);
+            r->reads = add(c, r->reads, x);
+            r->events = add(c, r->events, x);
+        }
     }
 }
 
@@ -238,17 +269,20 @@ fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_block
     if (bwd) return fl_fail(FL_EINVAL, "{pass}: smallcache is forward only");
     fl_segments sg;
     FL_TRY(fl_segments_build(p, fl_problem_group(p), &sg));
+    fl_var v;
+    fl_var_of(p, &v);
     ck c = {0};
     fl_counts r = {0};
-    /* every segment of a sequence has the same shape (the K/V head does not matter forward):
-     * one per sequence, times the query heads (and the batch without varlen) */
+    /* every segment of a sequence has the same counts (the K/V head does not matter forward; fp8's
+     * scale rows are offsets only): one per sequence, times the query heads (and the batch
+     * without varlen) */
     const int64_t per = sg.Hq / sg.G, nseq = sg.cq ? sg.nseq : (sg.nseg ? 1 : 0);
     const int64_t times = mul(&c, per, sg.cq ? 1 : p->batch);
     for (int64_t i = 0; i < nseq && !c.ovf; i++) {
         fl_seg s;
         fl_counts f = {0};
         fl_segment_at(&sg, i * per, &s);
-        segment_counts(&c, &s, b, p->d, &f);
+        segment_counts(&c, &v, &s, b, &f);
         r.reads = add(&c, r.reads, mul(&c, times, f.reads));
         r.writes = add(&c, r.writes, mul(&c, times, f.writes));
         r.events = add(&c, r.events, mul(&c, times, f.events));
@@ -266,8 +300,8 @@ fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_block
 int64_t fl_smallcache_events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
 {
     (void)bb;
-    /* (Esc): every row block of every segment makes at least Td events (its O chunks) */
-    const int64_t Td = fl_cdiv(p->d, b->Bd), n = p->cu_seqlens_q ? p->batch : 1;
+    /* (Esc): every row block of every segment makes at least Tv events (its O chunks) */
+    const int64_t dv = fl_problem_dv(p), Td = fl_cdiv(dv, fl_min64(b->Bd, dv)), n = p->cu_seqlens_q ? p->batch : 1;
     int64_t total = 0, t;
     for (int64_t s = 0; s < n; s++) {
         const int64_t nq = p->cu_seqlens_q ? p->cu_seqlens_q[s + 1] - p->cu_seqlens_q[s] : p->N;
@@ -300,17 +334,19 @@ static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int
 /* Lemma O4's bound (docs/model.md §7) on (Csc) for blocks Br and any Bc <= cmax over one sequence
  * kept by mk: a row block keeping K keys (the span of its kept keys) touches at least
  * ceil(K / Bc) >= ceil(K / cmax) key blocks covering at least K keys, and moves
- * br d (3n - 1) + 2 d cols; one keeping none writes br d. */
-static double count_floor(const fl_mask *mk, int64_t d_, int64_t Br, int64_t cmax)
+ * br (n (d + 2 d_v) - d_v) + (d + d_v) cols; one keeping none writes br d_v.  The variants' scalars
+ * (sinks, the dropout seed, fp8's scale factors) only add to the count. */
+static double count_floor(const fl_mask *mk, int64_t d_, int64_t dv_, int64_t Br, int64_t cmax)
 {
-    const double d = (double)d_;
+    const double d = (double)d_, dv = (double)dv_;
     double seg = 0.0;
     for (int64_t r0 = 0; r0 < mk->Nq; r0 += Br) {
         const int64_t br = fl_min64(Br, mk->Nq - r0);
         int64_t j0, j1;
         fl_mask_block_range(mk, r0, br, 1, &j0, &j1); /* with unit key blocks: the kept span */
-        if (j1 <= j0) seg += (double)br * d;
-        else seg += (double)br * d * (3.0 * (double)fl_cdiv(j1 - j0, cmax) - 1.0) + 2.0 * d * (double)(j1 - j0);
+        if (j1 <= j0) seg += (double)br * dv;
+        else
+            seg += (double)br * ((double)fl_cdiv(j1 - j0, cmax) * (d + 2.0 * dv) - dv) + (d + dv) * (double)(j1 - j0);
     }
     return seg;
 }
@@ -319,7 +355,8 @@ const fl_schedule fl_sched_smallcache = {
     .name = "smallcache",
     .summary = "exact attention below M = d^2 (Saha & Ye): both products blocked over d, fused with the online softmax",
     .flags = FL_SCHED_O_FP32 | FL_SCHED_CHUNKS_D,
-    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN |
+               (FL_ACCEPT_VARIANTS & ~FL_ACCEPT_DETERMINISTIC), /* forward only: no dQ to order */
     .blocks = fl_smallcache_blocks,
     .footprint = fl_smallcache_footprint,
     .closed_form = fl_smallcache_closed_form,

@@ -105,7 +105,7 @@ void fl_var_scores(const fl_vrun *r, const fl_seg *sg, fl_buf *S, int64_t r0, in
 {
     if (!S->x) return;
     const fl_var *v = r->v;
-    const int tf = fl_var_transforms(v), masked = kind == FL_TILE_PARTIAL;
+    const int tf = fl_var_transforms(v), masked = kind != FL_TILE_FULL; /* standard computes empty tiles too */
     if (!tf && !masked) return;
     const int64_t off = sg->Nk - sg->Nq; /* ALiBi's diagonal: i + Nk - Nq - j */
     for (int64_t q = 0; q < rows; q++) {

@@ -47,7 +47,7 @@ enum { FL_V_SINK = 1, FL_V_RNG = 2 };
 
 /* A loop's state for the variants: the tensors, the registers of the current segment, and (compute
  * mode) scratch for the dropout weights of one row of a tile. */
-typedef struct {
+typedef struct fl_vrun {
     const fl_var *v;
     const fl_qkvo *io;
     int64_t G;           /* query heads a segment stacks */

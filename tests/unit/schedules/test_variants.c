@@ -206,15 +206,34 @@ Test(variants, the_scalars_and_the_free_variants)
         p.batch = 2, p.heads = 3, p.pass = FL_PASS_FWD_BWD, p.causal = FL_CAUSAL_BOTTOM_RIGHT;
         const fl_result plain = counted(&p);
         fl_problem q = p;
-        q.softcap = 2.0, q.alibi = 1;
-        cr_assert_eq(counted(&q).total, plain.total, "%s: softcap and ALiBi move nothing", fl_algo_name(p.algo));
+        q.alibi = 1;
+        cr_assert_eq(counted(&q).total, plain.total, "%s: ALiBi moves nothing", fl_algo_name(p.algo));
+        q.softcap = 2.0;
+        const fl_result cap = counted(&q);
+        if (fl_algo_flags(p.algo) & FL_SCHED_MATERIALIZES) /* its backward reads the capped S for dS */
+            cr_assert_eq(cap.total, plain.total + tensor_reads(&cap, "S") - tensor_reads(&plain, "S"),
+                         "%s: the cap costs the reads of S in step 3", fl_algo_name(p.algo));
+        else
+            cr_assert_eq(cap.total, plain.total, "%s: softcap moves nothing", fl_algo_name(p.algo));
+        q.pass = FL_PASS_FWD;
+        p.pass = FL_PASS_FWD;
+        cr_assert_eq(counted(&q).total, counted(&p).total, "%s: the forward of a cap costs nothing", fl_algo_name(p.algo));
+        p.pass = FL_PASS_FWD_BWD;
         q = p, q.dropout = 0.1;
         const fl_result dr = counted(&q);
-        cr_assert_eq(tensor_reads(&dr, "rng"), 2 * 6 * 2, "%s: the seed and offset per segment and pass", fl_algo_name(p.algo));
-        cr_assert_eq(dr.total, plain.total + 2 * 6 * 2, "%s: dropout moves its seed alone", fl_algo_name(p.algo));
+        if (fl_algo_flags(p.algo) & FL_SCHED_MATERIALIZES) { /* stores P~ and Z; the backward reads Z */
+            cr_assert_eq(tensor_reads(&dr, "rng"), 2 * 6, "%s: the seed and offset per segment, forward", fl_algo_name(p.algo));
+            const int64_t NN = 2 * 3 * 33 * 33; /* batch x heads x Nq x Nk */
+            cr_assert_eq(dr.total, plain.total + 2 * 6 + 2 * NN + NN, "%s: P~ and Z written, Z read", fl_algo_name(p.algo));
+        } else {
+            cr_assert_eq(tensor_reads(&dr, "rng"), 2 * 6 * 2, "%s: the seed and offset per segment and pass", fl_algo_name(p.algo));
+            cr_assert_eq(dr.total, plain.total + 2 * 6 * 2, "%s: dropout moves its seed alone", fl_algo_name(p.algo));
+        }
         q = p, q.sinks = 1;
         const fl_result sk = counted(&q);
-        cr_assert_eq(tensor_reads(&sk, "sink"), 6 * 2, "%s: a sink per segment and pass", fl_algo_name(p.algo));
+        /* standard's backward takes the sink's probability from P (1 - sum_j P_ij): no load */
+        const int passes = fl_algo_flags(p.algo) & FL_SCHED_MATERIALIZES ? 1 : 2;
+        cr_assert_eq(tensor_reads(&sk, "sink"), 6 * passes, "%s: a sink per segment and pass", fl_algo_name(p.algo));
     }
 }
 
