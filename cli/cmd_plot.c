@@ -1,4 +1,4 @@
-/* cmd_plot.c: `flashlab plot`: figures (a)-(d) of docs/analysis.md with gnuplot.
+/* cmd_plot.c: `flashlab plot`: figures (a)-(d), (g) and (h) of docs/analysis.md with gnuplot.
  *
  * The sweeps behind the figures run here (count-only machine), their CSVs go to DIR/data/ with
  * provenance lines, and figures/fig_*.gp turn them into PNG, PDF and SVG in DIR/.  Everything is
@@ -18,6 +18,7 @@
 #include "analysis.h"
 #include "args.h"
 #include "cli.h"
+#include <flashlab/headdim.h>
 #include <flashlab/regimes.h>
 #include <flashlab/schedule.h>
 
@@ -128,6 +129,7 @@ static const figure figs[] = {
     {"fig_c_traffic_vs_Bc", "fig_c_traffic_vs_Bc.gp", "fig_c_traffic_vs_Bc.csv"},
     {"fig_d_ratio_vs_M", "fig_d_ratio_vs_M.gp", "fig_d_ratio_vs_M.csv"},
     {"fig_g_bounds_vs_M", "fig_g_bounds_vs_M.gp", "fig_g_bounds_vs_M.csv"}, /* regimes.c */
+    {"fig_h_traffic_vs_d", "fig_h_traffic_vs_d.gp", "fig_h_traffic_vs_d.csv"}, /* headdim.c */
 };
 
 enum { NFIGS = (int)(sizeof figs / sizeof figs[0]), NFILES = NFIGS * 4 };
@@ -299,13 +301,16 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log)
         goto out;
     snprintf(path, sizeof path, "%s/data/%s", dir, figs[4].data);
     if ((e = fl_regimes_write_path(path))) goto out;
+    snprintf(path, sizeof path, "%s/data/%s", dir, figs[5].data);
+    if ((e = fl_headdim_write_path(path))) goto out;
 
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < NFIGS; i++) {
         const fl_select s = {fl_algo_with_role(FL_SCHED_PAPER_LAW), 0, 64, i == 1 ? 98304 : 0, FL_REGIME_PAPER};
         if (i < 2 && (e = fl_law_constant(i == 1 ? &tb : &ta, &s, FL_SHAPE_N2D2_M, &c))) goto out;
         if (i < 2) snprintf(vars, sizeof vars, "c1=%.6g; M=98304; d=64", c.c);
         else snprintf(vars, sizeof vars, "M=98304; d=64; c1=0");
         if (i == 4) fl_regimes_gnuplot_vars(scripts, vars, sizeof vars);
+        if (i == 5) fl_headdim_gnuplot_vars(vars, sizeof vars);
         for (int k = 0; k < 3; k++) {
             if (log) fprintf(log, "figures: %s.%s\n", figs[i].name, fmts[k]);
             if ((e = gnuplot(scripts, dir, &figs[i], fmts[k], vars))) goto out;
@@ -319,7 +324,7 @@ out:
 
 static const char *usage =
     "usage: flashlab plot [--out DIR] [--scripts DIR]\n"
-    "Runs the sweeps behind figures (a)-(d) and (g) (docs/analysis.md) on the count-only machine and\n"
+    "Runs the sweeps behind figures (a)-(d), (g) and (h) (docs/analysis.md) on the count-only machine and\n"
     "draws them with gnuplot as PNG, PDF and SVG into DIR (data CSVs in DIR/data/).\n\n"
     "  --out DIR      output directory (created if missing)        [flashlab-figures]\n"
     "  --scripts DIR  the gnuplot scripts (figures/ of the source)  [$FLASHLAB_FIGURES_DIR or built-in]\n"
@@ -352,6 +357,6 @@ int fl_cmd_plot(int argc, char **argv)
     if (!e) e = fl_outdir_commit(od); /* every file, or none */
     else fl_outdir_abort(od);
     if (e) return fl_cli_error(e);
-    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d) and (g), and their data in data/)\n", dir, n);
+    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), (g) and (h), and their data in data/)\n", dir, n);
     return 0;
 }

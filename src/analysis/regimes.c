@@ -27,7 +27,7 @@ int fl_regime_scheds(fl_algo *out)
 static fl_regime_point *store;
 static size_t nstore;
 
-static fl_status point(fl_regime_point *pt)
+fl_status fl_regime_point_at(fl_regime_point *pt)
 {
     fl_problem p = fl_problem_default();
     p.N = pt->N, p.d = pt->d, p.M = pt->M;
@@ -48,8 +48,9 @@ static fl_status point(fl_regime_point *pt)
         if (s == FL_ECAPACITY) continue; /* its smallest tiles do not fit: no point */
         if (s) return s;
         if (r.total != r.closed.total)
-            return fl_fail(FL_EBOUNDS, "figure (g): %s at M = %" PRId64 " counted %" PRId64 ", its closed form says %" PRId64,
-                           fl_algo_name(p.algo), pt->M, r.total, r.closed.total);
+            return fl_fail(FL_EBOUNDS, "regimes: %s at d = %" PRId64 ", M = %" PRId64 " counted %" PRId64
+                                       ", its closed form says %" PRId64,
+                           fl_algo_name(p.algo), pt->d, pt->M, r.total, r.closed.total);
         pt->count[k] = r.total;
     }
     return FL_OK;
@@ -68,7 +69,7 @@ fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n)
         for (size_t i = 0; i < sizeof dims / sizeof dims[0] && !s; i++)
             for (int64_t M = dims[i]; M <= REGIME_N * dims[i] && !s; M *= 2, k++) {
                 v[k].N = REGIME_N, v[k].d = dims[i], v[k].M = M;
-                s = point(&v[k]);
+                s = fl_regime_point_at(&v[k]);
             }
         if (s) {
             free(v);
@@ -93,6 +94,11 @@ fl_status fl_regimes_write_csv(FILE *f, const fl_regime_point *pts, size_t n)
                "optimum of flashlab optimize (docs/model.md §7),\n# the lower bound of docs/bounds.md (floor: LB0, "
                "product: LB1); '-': the schedule's smallest tiles do not fit\n",
             FLASHLAB_VERSION, REGIME_N);
+    return fl_regimes_write_rows(f, pts, n, "figure (g)");
+}
+
+fl_status fl_regimes_write_rows(FILE *f, const fl_regime_point *pts, size_t n, const char *what)
+{
     fl_algo sched[FL_ALGO_MAX];
     const int ns = fl_regime_scheds(sched);
     fputs("N,d,M", f);
@@ -106,16 +112,43 @@ fl_status fl_regimes_write_csv(FILE *f, const fl_regime_point *pts, size_t n)
                 fl_algo_name(p->opt.best.algo), p->opt.best.Br, p->opt.best.Bc, p->opt.lb.bound, p->opt.lb.floor,
                 p->opt.lb.product);
     }
-    return ferror(f) ? fl_fail(FL_EIO, "figure (g): writing its data failed") : FL_OK;
+    return ferror(f) ? fl_fail(FL_EIO, "%s: writing its data failed", what) : FL_OK;
 }
 
 static double ratio(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : 0.0; }
 
-/* M / d^2 as a short text: 1/64, 1/4, 1, 16. */
+/* M / d^2 as a short text: 1/64, 1/4, 1, 16 when exact, else three digits (0.96, 10.7). */
 static void fraction(char *buf, size_t n, int64_t M, int64_t d)
 {
-    if (M >= d * d) snprintf(buf, n, "%" PRId64, M / (d * d));
-    else snprintf(buf, n, "1/%" PRId64, d * d / M);
+    if (M >= d * d && M % (d * d) == 0) snprintf(buf, n, "%" PRId64, M / (d * d));
+    else if (M < d * d && (d * d) % M == 0) snprintf(buf, n, "1/%" PRId64, d * d / M);
+    else snprintf(buf, n, "%.3g", (double)M / ((double)d * (double)d));
+}
+
+void fl_regimes_print_header(FILE *out, int ns, const fl_algo *sched, int *width)
+{
+    fprintf(out, "  %4s %8s %6s  %-22s %12s %6s ", "d", "M", "M/d^2", "optimum (Br x Bc)", "lower bound", "/bound");
+    for (int k = 0; k < ns; k++) {
+        const int len = (int)strlen(fl_algo_name(sched[k]));
+        width[k] = len > 7 ? len : 7;
+        fprintf(out, " %*s", width[k], fl_algo_name(sched[k]));
+    }
+    fputc('\n', out);
+}
+
+void fl_regimes_print_row(FILE *out, const fl_regime_point *p, int ns, const int *width)
+{
+    char fr[24], op[40], cs[16];
+    fraction(fr, sizeof fr, p->M, p->d);
+    snprintf(op, sizeof op, "%s %" PRId64 " x %" PRId64, fl_algo_name(p->opt.best.algo), p->opt.best.Br, p->opt.best.Bc);
+    fprintf(out, "  %4" PRId64 " %8" PRId64 " %6s  %-22s %12" PRId64 " %6.2f ", p->d, p->M, fr, op, p->opt.lb.bound,
+            ratio(p->opt.best.total, p->opt.lb.bound));
+    for (int k = 0; k < ns; k++) {
+        if (p->count[k] < 0) snprintf(cs, sizeof cs, "-");
+        else snprintf(cs, sizeof cs, "%.1f", ratio(p->count[k], p->opt.lb.bound));
+        fprintf(out, " %*s", width[k], cs);
+    }
+    fputc('\n', out);
 }
 
 void fl_regimes_print(FILE *out, const fl_regime_point *pts, size_t n)
@@ -126,30 +159,13 @@ void fl_regimes_print(FILE *out, const fl_regime_point *pts, size_t n)
     fl_algo sched[FL_ALGO_MAX];
     int width[FL_ALGO_MAX];
     const int ns = fl_regime_scheds(sched);
-    fprintf(out, "  %4s %8s %6s  %-22s %12s %6s ", "d", "M", "M/d^2", "optimum (Br x Bc)", "lower bound", "/bound");
-    for (int k = 0; k < ns; k++) {
-        const int len = (int)strlen(fl_algo_name(sched[k]));
-        width[k] = len > 7 ? len : 7;
-        fprintf(out, " %*s", width[k], fl_algo_name(sched[k]));
-    }
-    fputc('\n', out);
+    fl_regimes_print_header(out, ns, sched, width);
     for (size_t i = 0; i < n; i++) {
         const fl_regime_point *p = &pts[i];
         int64_t q = p->M / p->d; /* print M = d 4^k */
-        int k = 0;
         while (q > 1 && q % 4 == 0) q /= 4;
         if (q != 1 && !(p->M == p->N * p->d)) continue;
-        char fr[24], op[40], cs[16];
-        fraction(fr, sizeof fr, p->M, p->d);
-        snprintf(op, sizeof op, "%s %" PRId64 " x %" PRId64, fl_algo_name(p->opt.best.algo), p->opt.best.Br, p->opt.best.Bc);
-        fprintf(out, "  %4" PRId64 " %8" PRId64 " %6s  %-22s %12" PRId64 " %6.2f ", p->d, p->M, fr, op,
-                p->opt.lb.bound, ratio(p->opt.best.total, p->opt.lb.bound));
-        for (k = 0; k < ns; k++) {
-            if (p->count[k] < 0) snprintf(cs, sizeof cs, "-");
-            else snprintf(cs, sizeof cs, "%.1f", ratio(p->count[k], p->opt.lb.bound));
-            fprintf(out, " %*s", width[k], cs);
-        }
-        fputc('\n', out);
+        fl_regimes_print_row(out, p, ns, width);
     }
     for (int large = 0; large < 2; large++) {
         char names[128] = "";
