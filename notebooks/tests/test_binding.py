@@ -75,6 +75,31 @@ class GivenOptions(Case):
                      True)
 
 
+class Variants(Case):
+    """The variants are problem fields: the binding takes them as keywords (docs/model.md §14)."""
+
+    def test_every_variant_computes_the_reference(self):
+        self.returns("outcome(lambda: (lambda r: (r.rel_err <= 1e-12, r.dsink_rel_err <= 1e-12, r.d_v, "
+                     "r.total == r.closed_total))(fl.run('flash2', N=40, d=12, d_v=7, M=3000, mode='compute', "
+                     "pass_='fwd+bwd', heads=2, sinks=True, softcap=3.0, alibi=True, dropout=0.2, deterministic=True)))",
+                     (True, True, 7, True))
+        self.returns("outcome(lambda: fl.run('standard', N=40, d=12, M=3000, mode='compute', elem_bytes=1, "
+                     "scale_block=8).rel_err <= 1e-12)", True)
+
+    def test_the_counts_move_with_the_variants(self):
+        # d_v = 7 < d = 12 moves fewer V and O elements; the sinks add a read per segment and pass
+        self.returns("outcome(lambda: fl.run('flash2', N=40, d=12, d_v=7, M=3000).total < "
+                     "fl.run('flash2', N=40, d=12, M=3000).total)", True)
+        self.returns("outcome(lambda: fl.run('flash2', N=40, d=12, M=3000, heads=2, sinks=True).total - "
+                     "fl.run('flash2', N=40, d=12, M=3000, heads=2).total)", 2)
+
+    def test_a_schedule_without_one_refuses_it(self):
+        self.refused("outcome(lambda: fl.run('memeff', N=64, d=8, M=4000, sinks=True))", "sinks:", "memeff")
+        self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, elem_bytes=1, pass_='bwd'))",
+                     "fp8 is forward only")
+        self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, deterministic=True))", "deterministic:")
+
+
 class OsmStates(Case):
     def test_a_state_that_no_softmax_reaches(self):
         self.refused("outcome(lambda: fl.OsmState(2, m=float('nan'), l=1.0, u=[0.0, 0.0]))", "m = nan")
