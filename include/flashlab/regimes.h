@@ -32,6 +32,10 @@ fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n);
  * its closed form (FL_EBOUNDS otherwise), and fl_optimize's optimum and bound. */
 fl_status fl_regime_point_at(fl_regime_point *pt);
 
+/* Computes the points v[0..n) (N, d, M set by the caller) with fl_regime_point_at and keeps v
+ * as *store (n points in *nstore); on an error frees v, keeps nothing and returns it. */
+fl_status fl_regimes_keep(fl_regime_point *v, size_t n, fl_regime_point **store, size_t *nstore);
+
 /* Writes the column line and one row per point (the columns below), without provenance lines;
  * FL_EIO naming `what` when a write fails. */
 fl_status fl_regimes_write_rows(FILE *f, const fl_regime_point *pts, size_t n, const char *what);

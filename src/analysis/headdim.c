@@ -46,17 +46,9 @@ fl_status fl_headdim_collect(const fl_regime_point **pts, size_t *n)
         fl_regime_point *v = calloc((size_t)nM * NDIMS, sizeof *v);
         if (!v) return fl_fail(FL_ENOMEM, "figure (h): out of memory");
         size_t k = 0;
-        fl_status s = FL_OK;
-        for (int i = 0; i < nM && !s; i++)
-            for (int j = 0; j < NDIMS && !s; j++, k++) {
-                v[k].N = HEADDIM_N, v[k].d = dims[j], v[k].M = Ms[i];
-                s = fl_regime_point_at(&v[k]);
-            }
-        if (s) {
-            free(v);
-            return s;
-        }
-        store = v, nstore = k;
+        for (int i = 0; i < nM; i++)
+            for (int j = 0; j < NDIMS; j++, k++) v[k].N = HEADDIM_N, v[k].d = dims[j], v[k].M = Ms[i];
+        FL_TRY(fl_regimes_keep(v, k, &store, &nstore));
     }
     *pts = store, *n = nstore;
     return FL_OK;

@@ -65,19 +65,24 @@ fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n)
         fl_regime_point *v = calloc(cap, sizeof *v);
         if (!v) return fl_fail(FL_ENOMEM, "figure (g): out of memory");
         size_t k = 0;
-        fl_status s = FL_OK;
-        for (size_t i = 0; i < sizeof dims / sizeof dims[0] && !s; i++)
-            for (int64_t M = dims[i]; M <= REGIME_N * dims[i] && !s; M *= 2, k++) {
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+            for (int64_t M = dims[i]; M <= REGIME_N * dims[i]; M *= 2, k++)
                 v[k].N = REGIME_N, v[k].d = dims[i], v[k].M = M;
-                s = fl_regime_point_at(&v[k]);
-            }
-        if (s) {
-            free(v);
-            return s;
-        }
-        store = v, nstore = k;
+        FL_TRY(fl_regimes_keep(v, k, &store, &nstore));
     }
     *pts = store, *n = nstore;
+    return FL_OK;
+}
+
+fl_status fl_regimes_keep(fl_regime_point *v, size_t n, fl_regime_point **store, size_t *nstore)
+{
+    fl_status s = FL_OK;
+    for (size_t k = 0; k < n && !s; k++) s = fl_regime_point_at(&v[k]);
+    if (s) {
+        free(v);
+        return s;
+    }
+    *store = v, *nstore = n;
     return FL_OK;
 }
 
