@@ -216,6 +216,10 @@ void fl_emit_explain(FILE *out, const fl_result *r)
     const fl_schedule *sc = fl_schedule_get(p->algo);
     const int chunks_d = (sc->flags & FL_SCHED_CHUNKS_D) != 0;
     if (sc->explain) sc->explain(out, p, b);
+    if (fl_problem_dv(p) != p->d) /* rule D1: one line serves every schedule's footprint */
+        fprintf(out, "  d_v = %" PRId64 " != d: each footprint's d terms split, Q and K tiles d wide, V and O tiles d_v\n"
+                     "    wide (docs/model.md rule D1; F2: Br*(d + d_v) + Bc*(d + d_v) + Br*Bc + 2*Br)\n",
+                fl_problem_dv(p));
     fprintf(out, "  %schosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s",
             p->pass == FL_PASS_BWD ? "forward (runs to produce the backward's inputs; not counted) " : "",
             b->overridden ? " (override)" : "",
