@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <flashlab/footprint.h>
+#include <flashlab/footprint_split.h>
 #include <flashlab/schedule.h>
 
 #include "base/checked.h"
@@ -50,7 +51,7 @@ fl_status fl_rule_finish(const fl_rule *r, fl_blocks *b, const char *label, int6
 /* rd*R*D + cd*C*D + rc*R*C + r*R (footprint.h) with R = G*Br, C = Bc, D = Bd; -1 on overflow. */
 int64_t fl_fp_checked(fl_fp_coef k, int64_t G, int64_t Br, int64_t Bc, int64_t Bd);
 
-/* fl_fp2_eval (footprint.h: Q-side columns Dq, V-side Dv) with R = G*Br, C = Bc; -1 on overflow. */
+/* fl_fp2_eval (footprint_split.h: Q-side columns Dq, V-side Dv) with R = G*Br, C = Bc; -1 on overflow. */
 int64_t fl_fp_checked2(fl_fp_split k, int64_t G, int64_t Br, int64_t Bc, int64_t Dq, int64_t Dv);
 
 /* A footprint larger than 2^63 - 1 as text ("more than ..."), else the number, for messages. */
