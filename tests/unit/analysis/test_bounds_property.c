@@ -113,8 +113,11 @@ static void attention(uint64_t *st, tally *t, int64_t *cu)
     cr_assert_eq(s, FL_OK, "%s", fl_last_error());
     cr_assert_geq(o.best.total, lb.bound);
     for (int i = 0; i < n; i++)
-        cr_assert_leq(o.best.total, counts[i], "optimize %ld above a schedule's %ld (N %ld Nk %ld d %ld M %ld)",
-                      (long)o.best.total, (long)counts[i], (long)p.N, (long)p.Nk, (long)p.d, (long)p.M);
+        cr_assert_leq(o.best.total, counts[i],
+                      "optimize %ld (%s) above a schedule's %ld (N %ld Nk %ld d %ld M %ld pass %d causal %d window %ld,%ld "
+                      "heads %ld/%ld batch %ld varlen %d)", (long)o.best.total, fl_algo_name(o.best.algo), (long)counts[i],
+                      (long)p.N, (long)p.Nk, (long)p.d, (long)p.M, p.pass, p.causal, (long)p.window_left,
+                      (long)p.window_right, (long)p.heads, (long)p.kv_heads, (long)p.batch, p.cu_seqlens_q != NULL);
     t->optimized++;
 }
 
