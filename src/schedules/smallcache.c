@@ -123,84 +123,107 @@ int64_t fl_smallcache_footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64
     return c.ovf ? -1 : f;
 }
 
-static int fits(const fl_problem *p, int64_t Br, int64_t Bc, int64_t Bd)
+static int fits(const fl_problem *p, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    const int64_t f = fl_smallcache_footprint(0, 1, p->d, Br, Bc, Bd);
+    const int64_t f = fl_smallcache_footprint(bwd, 1, p->d, Br, Bc, Bd);
     return f >= 0 && f <= p->M;
 }
 
-/* Largest x in [1, hi] with fits(Br = x) (rows) or fits(Bc = x); 0 if none (fits is monotone). */
-static int64_t largest(const fl_problem *p, int rows, int64_t other, int64_t Bd, int64_t hi)
+typedef struct {
+    const fl_problem *p;
+    int bwd;
+    int64_t Br;
+} bc_ctx;
+
+static int bc_fits(int64_t Bc, const void *ctx)
 {
-    int64_t lo = 0;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo + 1) / 2;
-        if (rows ? fits(p, mid, other, Bd) : fits(p, other, mid, Bd)) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
+    const bc_ctx *k = ctx;
+    return fits(k->p, k->bwd, k->Br, Bc, 1);
 }
 
-/* The largest chunk Bd <= d that fits beside Br x Bc, 0 if none: (M - Br Bc - 3 Br) / (Br + Bc). */
-static int64_t chunk(const fl_problem *p, int64_t Br, int64_t Bc)
+/* The largest Bc in [1, hi] that fits with Br and Bd = 1, 0 if none (fitting is monotone). */
+static int64_t largest_bc(const fl_problem *p, int bwd, int64_t Br, int64_t hi)
 {
-    ck c = {0};
-    const int64_t used = add(&c, mul(&c, Br, Bc), mul(&c, 3, Br)), sides = add(&c, Br, Bc);
-    if (c.ovf || used >= p->M) return 0;
-    return fl_min64(p->d, (p->M - used) / sides);
+    const bc_ctx k = {p, bwd, Br};
+    return fl_largest(hi, bc_fits, &k);
 }
+
+/* The largest chunk Bd <= d that fits beside Br x Bc, 0 if none: both footprints grow by Br + Bc
+ * per unit of Bd, so (M - footprint at Bd = 0) / (Br + Bc). */
+static int64_t chunk(const fl_problem *p, int bwd, int64_t Br, int64_t Bc)
+{
+    const int64_t used = fl_smallcache_footprint(bwd, 1, p->d, Br, Bc, 0);
+    if (used < 0 || used >= p->M) return 0;
+    return fl_min64(p->d, (p->M - used) / (Br + Bc));
+}
+
+/* The two block rules differ in their numbers only (docs/model.md §4.6, §12.1). */
+typedef struct {
+    int64_t num, den;          /* the score tiles take A = floor(num M / den) */
+    int64_t tiles;             /* score tiles on chip: Br Bc per tile, tiles Br Bc in all */
+    double shape;              /* Br near sqrt(shape A) */
+    double q_tc, q_one, k_tr;  /* the dense count per d: Nq (q_tc Tc + q_one) + k_tr Nk Tr */
+    const char *what, *label;  /* in messages */
+} rule;
+
+static const rule rules[2] = {
+    {2, 3, 1, 2.0 / 3.0, 3.0, -1.0, 2.0, "smallcache", "Fsc"},          /* (Bsc) */
+    {12, 19, 2, 7.0 / 10.0, 5.0, 0.0, 7.0, "smallcache backward", "Fscb"} /* (Bscb) */
+};
 
 fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
 {
+    const rule *u = &rules[bwd != 0];
     int64_t nq, nk;
-    if (bwd) return fl_smallcache_bwd_blocks(p, b);
     fl_problem_lengths(p, &nq, &nk);
     memset(b, 0, sizeof *b);
-    /* (Bsc) the tiles take about two thirds of M, A = floor(2M/3), and the two chunk buffers and
-     * the row vectors the rest (so Bd grows like sqrt(M)/5: fewer tile events).  Among the Br
-     * within 32 of sqrt(2A/3) (where 3/Bc + 2/Br, the shape of (Csc), is least on Br Bc = A),
-     * the tallest Br that holds every key (Bc = Nk) and Br = Nq, each with Bc = min(Nk,
-     * floor(A/Br)) -- or the largest Bc that fits with Bd = 1 when that does not -- the pair
-     * with the least dense count Nq (3 Tc - 1) + 2 Nk Tr (per d) of the longest sequence; then
-     * Bd the largest chunk that fits beside Br x Bc. */
-    const int64_t A = fl_max64(1, p->M / 3 * 2 + (p->M % 3) * 2 / 3);
-    const int64_t r = (int64_t)floor(sqrt(2.0 * (double)A / 3.0));
+    /* (Bsc), (Bscb): the score tiles take A (about 2/3 of M forward, 12/19 backward) and the two
+     * chunk buffers and the row vectors the rest (so Bd grows like sqrt(M): fewer tile events).
+     * Among the Br within 32 of sqrt(shape A) (where the shape of (Csc), resp. (Cscb), is least
+     * on tiles Br Bc = A), the tallest Br that holds every key and Br = Nq, each with
+     * Bc = min(Nk, floor(A / (tiles Br))) -- or the largest Bc that fits with Bd = 1 when that does
+     * not -- the pair with the least dense count of the longest sequence; then Bd the largest
+     * chunk that fits beside Br x Bc. */
+    const int64_t A = fl_max64(u->tiles, p->M / u->den * u->num + (p->M % u->den) * u->num / u->den);
+    const int64_t r = (int64_t)floor(sqrt(u->shape * (double)A));
     int64_t Br = 0, Bc = 0;
     double best = 0.0;
     int64_t cand[67], nc = 0;
     for (int64_t x = fl_max64(1, r - 32); x <= r + 32 && x <= nq; x++) cand[nc++] = x;
-    cand[nc++] = fl_min64(nq, fl_max64(1, A / nk));
+    cand[nc++] = fl_min64(nq, fl_max64(1, A / (u->tiles * nk)));
     cand[nc++] = nq;
     for (int64_t k = 0; k < nc; k++) {
         const int64_t br = cand[k];
-        int64_t bc = fl_min64(nk, A / br);
-        if (bc < 1 || !fits(p, br, bc, 1)) bc = largest(p, 0, br, 1, nk);
+        int64_t bc = fl_min64(nk, A / (u->tiles * br));
+        if (bc < 1 || !fits(p, bwd, br, bc, 1)) bc = largest_bc(p, bwd, br, nk);
         if (bc < 1) continue;
-        const double v = (double)nq * (double)(3 * fl_cdiv(nk, bc) - 1) + 2.0 * (double)nk * (double)fl_cdiv(nq, br);
+        const double v = (double)nq * (u->q_tc * (double)fl_cdiv(nk, bc) + u->q_one) +
+                         u->k_tr * (double)nk * (double)fl_cdiv(nq, br);
         if (!Br || v < best) best = v, Br = br, Bc = bc;
     }
     if (!Br)
         return fl_fail(FL_ECAPACITY,
-                       "{M}: smallcache needs at least 6 elements of SRAM for its smallest tiles "
-                       "(Br = Bc = Bd = 1, docs/model.md eq. Fsc); M = %lld is too small", (long long)p->M);
+                       "{M}: %s needs at least 6 elements of SRAM for its smallest tiles "
+                       "(Br = Bc = Bd = 1, docs/model.md eq. %s); M = %lld is too small", u->what, u->label,
+                       (long long)p->M);
     b->Br = Br, b->Bc = Bc;
     if (p->Br || p->Bc) {
         b->overridden = 1;
         if (p->Br) b->Br = p->Br;
         if (p->Bc) b->Bc = p->Bc;
     }
-    b->Bd = chunk(p, b->Br, b->Bc);
+    b->Bd = chunk(p, bwd, b->Br, b->Bc);
     if (b->Bd < 1) {
-        const int64_t need = fl_smallcache_footprint(0, 1, p->d, b->Br, b->Bc, 1);
+        const int64_t need = fl_smallcache_footprint(bwd, 1, p->d, b->Br, b->Bc, 1);
         if (need < 0)
-            return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache blocks Br = %lld, Bc = %lld need more than %lld elements "
-                                      "of SRAM (docs/model.md eq. Fsc), more than M = %lld",
-                           (long long)b->Br, (long long)b->Bc, (long long)INT64_MAX, (long long)p->M);
-        return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
-                                  "with Bd = 1 (docs/model.md eq. Fsc), more than M = %lld",
-                       (long long)b->Br, (long long)b->Bc, (long long)need, (long long)p->M);
+            return fl_fail(FL_EINVAL, "{Br}/{Bc}: %s blocks Br = %lld, Bc = %lld need more than %lld elements "
+                                      "of SRAM (docs/model.md eq. %s), more than M = %lld",
+                           u->what, (long long)b->Br, (long long)b->Bc, (long long)INT64_MAX, u->label, (long long)p->M);
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: %s blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
+                                  "with Bd = 1 (docs/model.md eq. %s), more than M = %lld",
+                       u->what, (long long)b->Br, (long long)b->Bc, (long long)need, u->label, (long long)p->M);
     }
-    b->footprint = fl_smallcache_footprint(0, 1, p->d, b->Br, b->Bc, b->Bd);
+    b->footprint = fl_smallcache_footprint(bwd, 1, p->d, b->Br, b->Bc, b->Bd);
     return FL_OK;
 }
 

@@ -3,7 +3,7 @@
  *
  * Exact attention for SRAM smaller than d^2 (Saha & Ye, arXiv 2402.07443, §4): every product
  * is blocked over d, so no tile needs a whole row of d.  docs/model.md §4.6 states the forward's
- * loop, footprint (Fsc), block rule (Bsc) and closed form (Csc), §12.4 the backward's (Fscb,
+ * loop, footprint (Fsc), block rule (Bsc) and closed form (Csc), §12.1 the backward's (Fscb,
  * Bscb, Cscb); docs/bounds.md why both attain Theta(N^2 d / sqrt M) there.  The forward writes the
  * logsumexp L that the backward recomputes P from. */
 #ifndef FL_SCHED_SMALLCACHE_H
@@ -43,9 +43,6 @@ fl_status fl_schedule_smallcache_bwd(fl_machine *m, const fl_problem *p, const f
  * and L_i, D_i.  -1 on overflow. */
 int64_t fl_smallcache_bwd_footprint(int64_t Br, int64_t Bc, int64_t Bd);
 
-/* Rule (Bscb) with p's overrides, Bd the largest chunk that fits.  Errors as fl_smallcache_blocks. */
-fl_status fl_smallcache_bwd_blocks(const fl_problem *p, fl_blocks *b);
-
 /* (Cscb), (Escb) of one segment, added into *r through the overflow flag c. */
 void fl_smallcache_bwd_segment(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r);
 
@@ -55,8 +52,9 @@ double fl_smallcache_bwd_count_floor(const fl_mask *mk, int64_t d, int64_t Br, i
 
 /* A lower bound on the tile events of a run with forward blocks b and backward blocks bb (NULL
  * without a backward), cheap, saturating at INT64_MAX: every row block of every segment stores
- * its O in Td chunks (Esc), and the backward's step 0 makes 2 Td + 1 events per block (Escb).  For the descriptor's events_floor, checked against --max-events before the closed
- * form walks the row blocks of a masked problem. */
+ * its O in Td chunks (Esc), and the backward's step 0 makes 2 Td + 1 events per block (Escb).
+ * For the descriptor's events_floor, checked against --max-events before the closed form walks
+ * the row blocks of a masked problem. */
 int64_t fl_smallcache_events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb);
 
 /* `count --explain`: the block rule and what it derived. */

@@ -1,7 +1,7 @@
 /* smallcache_bwd.c: the backward of smallcache -- exact attention gradients when SRAM holds less
  * than d^2 elements.  Every product walks d in chunks of Bd, as the forward's do (Saha & Ye's
  * "d split"; Li et al., arXiv 2410.09397, give the small-cache backward's order
- * Theta(N^2 d / sqrt M)).  docs/model.md §12.4 (loop, Fscb, Bscb, Cscb, Escb).
+ * Theta(N^2 d / sqrt M)).  docs/model.md §12.1 (loop, Fscb, Bscb, Cscb, Escb).
  *
  * The forward saved L = m + log l per row (smallcache.c); P is recomputed from Q, K and L.  Two
  * score tiles, S_ij (then P_ij) and dP_ij (then dS_ij), and two chunk buffers, X (Br x Bd: a Q,
@@ -189,7 +189,7 @@ fl_status fl_schedule_smallcache_bwd(fl_machine *m, const fl_problem *p, const f
     return FL_OK;
 }
 
-/* ---- rules: footprint, blocks, closed form, count floor ---- */
+/* ---- rules: footprint, closed form, count floor (the block rule Bscb: smallcache.c) ---- */
 
 int64_t fl_smallcache_bwd_footprint(int64_t Br, int64_t Bc, int64_t Bd)
 {
@@ -199,82 +199,7 @@ int64_t fl_smallcache_bwd_footprint(int64_t Br, int64_t Bc, int64_t Bd)
     return c.ovf ? -1 : f;
 }
 
-static int fits(const fl_problem *p, int64_t Br, int64_t Bc, int64_t Bd)
-{
-    const int64_t f = fl_smallcache_bwd_footprint(Br, Bc, Bd);
-    return f >= 0 && f <= p->M;
-}
-
-/* The largest chunk Bd <= d that fits beside Br x Bc, 0 if none: (M - 2 Br Bc - 2 Br) / (Br + Bc). */
-static int64_t chunk(const fl_problem *p, int64_t Br, int64_t Bc)
-{
-    ck c = {0};
-    const int64_t used = add(&c, mul(&c, 2, mul(&c, Br, Bc)), mul(&c, 2, Br)), sides = add(&c, Br, Bc);
-    if (c.ovf || used >= p->M) return 0;
-    return fl_min64(p->d, (p->M - used) / sides);
-}
-
-/* The largest Bc in [1, hi] that fits with Br and Bd = 1, 0 if none (fitting is monotone). */
-static int64_t largest_bc(const fl_problem *p, int64_t Br, int64_t hi)
-{
-    int64_t lo = 0;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo + 1) / 2;
-        if (fits(p, Br, mid, 1)) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
-fl_status fl_smallcache_bwd_blocks(const fl_problem *p, fl_blocks *b)
-{
-    int64_t nq, nk;
-    fl_problem_lengths(p, &nq, &nk);
-    memset(b, 0, sizeof *b);
-    /* (Bscb) as (Bsc): the two score tiles take about 12/19 of M, 2 Br Bc ~ A = floor(12M/19);
-     * among the Br within 32 of sqrt(7A/10) (where 7/Br + 5/Bc, the shape of (Cscb), is least on
-     * 2 Br Bc = A: Br ~ 1.4 Bc), the tallest Br that holds every key and Br = Nq -- each with
-     * Bc = min(Nk, floor(A / 2Br)), or the largest Bc that fits with Bd = 1 when that does not --
-     * the pair with the least dense count 5 Nq Tc + 7 Nk Tr (per d) of the longest sequence;
-     * then Bd the largest chunk that fits. */
-    const int64_t A = fl_max64(2, p->M / 19 * 12 + (p->M % 19) * 12 / 19);
-    const int64_t r = (int64_t)floor(sqrt(7.0 * (double)A / 10.0));
-    int64_t Br = 0, Bc = 0, cand[67], nc = 0;
-    double best = 0.0;
-    for (int64_t x = fl_max64(1, r - 32); x <= r + 32 && x <= nq; x++) cand[nc++] = x;
-    cand[nc++] = fl_min64(nq, fl_max64(1, A / (2 * nk)));
-    cand[nc++] = nq;
-    for (int64_t k = 0; k < nc; k++) {
-        const int64_t br = cand[k];
-        int64_t bc = fl_min64(nk, A / (2 * br));
-        if (bc < 1 || !fits(p, br, bc, 1)) bc = largest_bc(p, br, nk);
-        if (bc < 1) continue;
-        const double v = 5.0 * (double)nq * (double)fl_cdiv(nk, bc) + 7.0 * (double)nk * (double)fl_cdiv(nq, br);
-        if (!Br || v < best) best = v, Br = br, Bc = bc;
-    }
-    if (!Br)
-        return fl_fail(FL_ECAPACITY,
-                       "{M}: smallcache backward needs at least 6 elements of SRAM for its smallest tiles "
-                       "(Br = Bc = Bd = 1, docs/model.md eq. Fscb); M = %lld is too small", (long long)p->M);
-    b->Br = Br, b->Bc = Bc;
-    if (p->Br || p->Bc) {
-        b->overridden = 1;
-        if (p->Br) b->Br = p->Br;
-        if (p->Bc) b->Bc = p->Bc;
-    }
-    b->Bd = chunk(p, b->Br, b->Bc);
-    if (b->Bd < 1) {
-        const int64_t need = fl_smallcache_bwd_footprint(b->Br, b->Bc, 1);
-        return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache backward blocks Br = %lld, Bc = %lld need %s%lld elements of "
-                                  "SRAM with Bd = 1 (docs/model.md eq. Fscb), more than M = %lld",
-                       (long long)b->Br, (long long)b->Bc, need < 0 ? "more than " : "",
-                       (long long)(need < 0 ? INT64_MAX : need), (long long)p->M);
-    }
-    b->footprint = fl_smallcache_bwd_footprint(b->Br, b->Bc, b->Bd);
-    return FL_OK;
-}
-
-/* (Cscb), (Escb) for one segment (docs/model.md §12.4). */
+/* (Cscb), (Escb) for one segment (docs/model.md §12.1). */
 void fl_smallcache_bwd_segment(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
 {
     const int64_t Br = b->Br, Bc = b->Bc, Td = fl_cdiv(d, b->Bd), f = s->kv_first;
