@@ -188,7 +188,7 @@ fl_status fl_bound_print(FILE *out, const fl_table *t, const fl_table *dt, int b
             "  below M = d² schedules go under it.  flash1 is Theta(N²d²/M) over [d, Nd] (Bc ~ M/4d blocks,\n"
             "  Tc ~ 4Nd/M passes of ~3Nd elements: the constant ~12 where M >= 8d², 14 below), the optimal\n"
             "  shape only for M >= d²; below d² smallcache attains N²d/sqrt(M), ~6 N²d/sqrt(M) forward and\n"
-            "  ~21 backward (docs/model.md §4.6, §12.4).  `flashlab optimize` prints the optimum of every\n"
+            "  ~21 backward (docs/model.md §4.6, §12.1).  `flashlab optimize` prints the optimum of every\n"
             "  schedule and block pair and its ratio to the bound; `flashlab bound --problem` the bound of\n"
             "  any one problem.  Standard attention is Theta(Nd + N²) while its tiles hold all of d\n"
             "  (M >= 3d²) and a row of S fits in SRAM (N <= M); with less SRAM it re-reads P once per\n"

@@ -1,5 +1,5 @@
 /* test_bwd_masks.c: the backward passes skip what a causal mask or window drops (docs/model.md
- * (C0bm), §12.4): standard's backward moves the hand count of a small causal problem, a causal
+ * (C0bm), §12.1): standard's backward moves the hand count of a small causal problem, a causal
  * backward of every schedule moves less than its dense one, and the sums over a mask's rows
  * (fl_mask_row_sums, used by (C0bm.3)) equal a scan of every entry.  Gradients against the
  * reference: the conformance suite and test_masks_sched. */

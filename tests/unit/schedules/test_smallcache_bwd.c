@@ -1,4 +1,4 @@
-/* test_smallcache_bwd.c: the small-cache backward (docs/model.md §12.4).  Its dense counts equal
+/* test_smallcache_bwd.c: the small-cache backward (docs/model.md §12.1).  Its dense counts equal
  * (Cscb) written out independently; over M = 4d .. d^2/2 at N = 4096 its slope in M is -1/2
  * within one standard error (GSL's fit, as `flashlab bound` fits) with a steady constant, and it
  * moves less than flash2's backward there; and every branch-and-bound count floor of optimize's
@@ -57,7 +57,7 @@ Test(smallcache_bwd, dense_count_is_the_textbook_form)
     cr_assert_eq(n, 48);
 }
 
-/* docs/model.md §12.4: over M = 4d .. d^2/2 (x2) at N = 4096, Theta(N^2 d / sqrt M): the slope
+/* docs/model.md §12.1: over M = 4d .. d^2/2 (x2) at N = 4096, Theta(N^2 d / sqrt M): the slope
  * of ln count on ln M is -1/2 within one standard error, the constant count sqrt(M) / (N^2 d)
  * stays in [21.0, 21.5], and flash2's backward (where it fits) moves more. */
 Test(smallcache_bwd, slope_is_minus_one_half_below_d_squared)
