@@ -19,7 +19,8 @@ typedef struct {
 
 /* The schedules drawn beside the optimum, each at its default rule: those in the family of one
  * dense head for the forward or the backward (a search for the pass, no group stacked), in
- * registry order.  Returns their number. */
+ * registry order, less one whose forward loop and block rule an earlier one has (on a dense head
+ * it counts alike: standard-skip).  Returns their number. */
 int fl_regime_scheds(fl_algo *out);
 
 /* The grid of figure (g): the forward and the backward alone, one dense head, N = 4096, d = 64

@@ -19,7 +19,14 @@ int fl_regime_scheds(fl_algo *out)
     int n = 0;
     for (int a = 0; a < fl_schedule_count(); a++) {
         const fl_schedule *s = fl_schedule_get((fl_algo)a);
-        if ((s->search[0] || s->search[1]) && !(s->flags & FL_SCHED_STACKS_GROUP)) out[n++] = (fl_algo)a;
+        if (!(s->search[0] || s->search[1]) || (s->flags & FL_SCHED_STACKS_GROUP)) continue;
+        int same = 0; /* the forward loop and block rule of one drawn already: on a dense head the
+                         same counts (standard-skip differs from standard under masks only) */
+        for (int k = 0; k < n; k++) {
+            const fl_schedule *t = fl_schedule_get(out[k]);
+            same |= t->fwd == s->fwd && t->blocks == s->blocks;
+        }
+        if (!same) out[n++] = (fl_algo)a;
     }
     return n;
 }

@@ -30,17 +30,18 @@ extern "C" {
  * saved (standard: P; flash1: l, m; flash2 and flash2-gqa: L), found by name, and write dQ,
  * dK, dV. */
 fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
+fl_status fl_schedule_standard_skip_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
 fl_status fl_schedule_flash1_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
 fl_status fl_schedule_flash2_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io);
 
 /* The closed forms of the backward passes, per segment, beside their loops (docs/model.md
  * (C0b) in standard_bwd.c; (C1b) with fa1 = 1 and (C2b) with fa1 = 0 in flash_bwd.c): added
  * into *r through the overflow flag c. */
-void fl_closed_standard_bwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r);
+void fl_closed_standard_bwd(ck *c, int skip, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r);
 
-/* Lemma O4's bound on standard's backward count (C0b)/(C0bm) over one query head of p kept by mk,
- * for blocks Br and every Bc <= cmax (docs/model.md §7): masks make that count rise with the blocks
- * too (tiles cover what the mask drops), so lemma O3 no longer holds. */
+/* Lemma O4's bound on standard-skip's backward count (C0bm) over one query head of p kept by mk,
+ * for blocks Br and every Bc <= cmax (docs/model.md §7): skipping makes that count rise with the
+ * blocks too (tiles cover what the mask drops), so lemma O3 does not hold for it. */
 double fl_standard_bwd_count_floor(const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax);
 void fl_closed_flash_bwd(ck *c, int fa1, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r);
 

@@ -339,7 +339,14 @@ static void segment_fwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_bl
 
 static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    if (bwd) fl_closed_standard_bwd(c, p, s, b, r);
+    if (bwd) fl_closed_standard_bwd(c, 0, p, s, b, r);
+    else segment_fwd(c, p, s, b, r);
+}
+
+static void segment_counts_skip(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b,
+                                fl_counts *r)
+{
+    if (bwd) fl_closed_standard_bwd(c, 1, p, s, b, r);
     else segment_fwd(c, p, s, b, r);
 }
 
@@ -376,6 +383,12 @@ static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, f
     return fl_closed_tiled(p, bwd, b, closed_plain, segment_counts, out);
 }
 
+/* standard-skip: (C0) forward, (C0bm) backward */
+static fl_status closed_form_skip(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    return fl_closed_tiled(p, bwd, b, closed_plain, segment_counts_skip, out);
+}
+
 static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
 {
     (void)b;
@@ -387,14 +400,14 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
                          : "cannot hold a row (N > M): 3 passes, 3 reads + 1 write per element");
 }
 
-/* Block terms a closed form walks per sequence: one, but a masked backward walks its row and key
- * blocks (C0bm) (optimize's work measure, schedule.h). */
+/* Block terms a closed form walks per sequence: one, but standard-skip's masked backward walks its
+ * row and key blocks (C0bm) (optimize's work measure, schedule.h). */
 static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc)
 {
     return bwd && !dense ? fl_cdiv(nq, Br) + fl_cdiv(nk, Bc) : 1;
 }
 
-/* Lemma O4's floor of the backward (the forward is searched by lemma O3). */
+/* Lemma O4's floor of standard-skip's backward (the forward is searched by lemma O3). */
 static double count_floor(int bwd, const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax)
 {
     return bwd ? fl_standard_bwd_count_floor(p, mk, Br, cmax) : 0.0;
@@ -413,8 +426,27 @@ const fl_schedule fl_sched_standard = {
     .bwd = fl_schedule_standard_bwd,
     .explain = explain,
     .explain_bwd = "rule B0 on the same tiling; dS rows need 2*Nk <= M to fit (else two passes)",
+    .search = {FL_SEARCH_FRONTIER, FL_SEARCH_FRONTIER},
+    .paper_fig2 = "40.3 GB",
+};
+
+/* standard-skip: standard whose backward skips what a mask drops (C0bm); the same forward, blocks
+ * and footprint.  Not one of "all": standard stands for the framework pipeline (and the GPU
+ * kernels validated against it), mask-oblivious in both passes. */
+const fl_schedule fl_sched_standard_skip = {
+    .name = "standard-skip",
+    .summary = "standard whose backward (Algorithm 3) skips the tiles and keys a causal mask or window drops",
+    .flags = FL_SCHED_MATERIALIZES | FL_SCHED_CHUNKS_D,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD,
+    .blocks = blocks,
+    .footprint = footprint,
+    .closed_form = closed_form_skip,
+    .events_floor = fl_events_floor_tiled,
+    .fwd = fl_schedule_standard,
+    .bwd = fl_schedule_standard_skip_bwd,
+    .explain = explain,
+    .explain_bwd = "rule B0 on the same tiling; only the tiles and keys the mask keeps (docs/model.md C0bm)",
     .search = {FL_SEARCH_FRONTIER, FL_SEARCH_BOUND},
     .closed_form_terms = closed_form_terms,
     .count_floor = count_floor,
-    .paper_fig2 = "40.3 GB",
 };

@@ -96,10 +96,11 @@ static fl_status dsoftmax(fl_machine *m, const fl_problem *p, int P_t, int dP_t,
     return FL_OK;
 }
 
-/* The mask the backward skips by: NULL for a dense one (nothing to skip; the dense forms) */
-static const fl_mask *dropping(const fl_mask *mk) { return fl_mask_is_dense(mk) ? NULL : mk; }
+/* The mask the backward skips by: NULL without skipping or for a dense one (nothing to skip; the
+ * dense forms) */
+static const fl_mask *dropping(const fl_mask *mk, int skip) { return !skip || fl_mask_is_dense(mk) ? NULL : mk; }
 
-fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+static fl_status run_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io, int skip)
 {
     const int64_t nk = fl_seg_max_nk(&io), d = p->d;
     const double scale = 1.0 / sqrt((double)d);
@@ -115,17 +116,17 @@ fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_
     for (int64_t s = 0; s < io.nseg; s++) { /* 1: dV = P^T dO */
         fl_segment_at(io.segs, s, &sg);
         FL_TRY(fl_std_product_nn(m, b, B, d, P_t, sg.q0, sg.Nq, sg.Nk, io.dO, sg.q0, io.dV, sg.k0, 1.0, 1,
-                                 !sg.kv_first, dropping(&sg.mask)));
+                                 !sg.kv_first, dropping(&sg.mask, skip)));
     }
     for (int64_t s = 0; s < io.nseg; s++) { /* 2: dP = dO V^T */
         fl_segment_at(io.segs, s, &sg);
         FL_TRY(fl_std_product_nt(m, b, B, d, io.dO, sg.q0, sg.Nq, io.V, sg.k0, sg.Nk, dP_t, sg.q0, 1.0,
-                                 dropping(&sg.mask), 1));
+                                 dropping(&sg.mask, skip), 1));
     }
     fl_std_bufs_free(m, B);
     for (int64_t s = 0; s < io.nseg; s++) { /* 3: dS = P o (dP - D) */
         fl_segment_at(io.segs, s, &sg);
-        FL_TRY(dsoftmax(m, p, P_t, dP_t, dS_t, sg.q0, sg.Nq, sg.Nk, dropping(&sg.mask), &Pr, &Gr));
+        FL_TRY(dsoftmax(m, p, P_t, dP_t, dS_t, sg.q0, sg.Nq, sg.Nk, dropping(&sg.mask, skip), &Pr, &Gr));
     }
     fl_sram_free(m, Pr);
     fl_sram_free(m, Gr);
@@ -133,26 +134,36 @@ fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_
     for (int64_t s = 0; s < io.nseg; s++) { /* 4: dQ = dS K / sqrt(d) */
         fl_segment_at(io.segs, s, &sg);
         FL_TRY(fl_std_product_nn(m, b, B, d, dS_t, sg.q0, sg.Nq, sg.Nk, io.K, sg.k0, io.dQ, sg.q0, scale, 0, 0,
-                                 dropping(&sg.mask)));
+                                 dropping(&sg.mask, skip)));
     }
     for (int64_t s = 0; s < io.nseg; s++) { /* 5: dK = dS^T Q / sqrt(d) */
         fl_segment_at(io.segs, s, &sg);
         FL_TRY(fl_std_product_nn(m, b, B, d, dS_t, sg.q0, sg.Nq, sg.Nk, io.Q, sg.q0, io.dK, sg.k0, scale, 1,
-                                 !sg.kv_first, dropping(&sg.mask)));
+                                 !sg.kv_first, dropping(&sg.mask, skip)));
     }
     fl_std_bufs_free(m, B);
     return FL_OK;
 }
 
+fl_status fl_schedule_standard_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+{
+    return run_bwd(m, p, b, io, 0);
+}
+
+fl_status fl_schedule_standard_skip_bwd(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
+{
+    return run_bwd(m, p, b, io, 1);
+}
+
 /* ---- the closed form of this loop ---- */
 
-/* (C0b) one segment: the five steps above (docs/model.md §backward); with a mask that drops
- * entries, (C0bm): the tiles and keys it keeps */
-void fl_closed_standard_bwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r)
+/* (C0b) one segment: the five steps above (docs/model.md §backward); with skip and a mask that
+ * drops entries, (C0bm): the tiles and keys it keeps */
+void fl_closed_standard_bwd(ck *c, int skip, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
     const int64_t nq = s->Nq, nk = s->Nk, M = p->M, d = p->d;
     const int a = !s->kv_first;
-    const fl_mask *mk = dropping(&s->mask);
+    const fl_mask *mk = dropping(&s->mask, skip);
     fl_closed_std_nn(c, b, d, nq, nk, 1, a, mk, r); /* 1: dV = P^T dO */
     fl_closed_std_nt(c, b, d, nq, nk, mk, r);       /* 2: dP = dO V^T */
     int64_t rows = nq, kept = mul(c, nq, nk), chunks = 0; /* 3: dS (C0b.3), (C0bm.3) */
@@ -175,7 +186,7 @@ void fl_closed_standard_bwd(ck *c, const fl_problem *p, const fl_seg *s, const f
 
 double fl_standard_bwd_count_floor(const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax)
 {
-    /* Lemma O4's bound on (C0b)/(C0bm) for blocks Br and every Bc <= cmax (docs/model.md §7).
+    /* Lemma O4's bound on (C0bm) (and (C0b), the dense case) for blocks Br and every Bc <= cmax (docs/model.md §7).
      * With Bc >= 1 the chunk is at most Bd1 = the largest beside Br x 1, so Td >= Td1.  Over one
      * query head of mk:
      *  steps 1, 5 (dV, dK): P/dS tiles Td sum_j span_j bc_j >= Td1 s1 (s1 the kept entries: a key
