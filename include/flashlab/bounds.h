@@ -15,11 +15,11 @@
  *            backward: those of dP_ij, dV, dQ and dK), the maximum of the segment program of
  *            docs/bounds.md §2 (RP-f, RP-b), so traffic >= R (ceil(W / f_R) - 1), W the products
  *            the outputs need; the largest over a grid of R.  Per dense head: forward
- *            >= 1.49 N^2 d^2/M - 2M for M >= d^2 and >= 1.49 N^2 d/sqrt(M) - 2M below; backward
- *            >= 2.5 N^2 d^2/M - 2M and >= 2.5 N^2 d/sqrt(M) - 2M (the constants of
- *            docs/bounds.md §2.6, tending to 1.64 and 2.82 (forward), 4 and 4 (backward) far from
- *            M = d^2).  Assumes classical products (each needed entry the sum of its products,
- *            formed from operand values on chip) and no value outside SRAM across a tile event.
+ *            >= 1.46 N^2 d^2/M - 4M for M >= d^2 and >= 1.46 N^2 d/sqrt(M) - 4M below; backward
+ *            >= 2.5 N^2 d^2/M - 4M and >= 2.5 N^2 d/sqrt(M) - 4M (docs/bounds.md §2.6; tending to
+ *            1.64 and 2.83 forward, 4 and 4 backward, far from M = d^2).  Assumes classical
+ *            products (each needed entry the sum of its products, formed from operand values on
+ *            chip) and no value outside SRAM across a tile event.
  *   bound    max(floor, product).
  *
  * Everything is exact integer arithmetic except W / f_R, which is evaluated in long double with
