@@ -154,11 +154,13 @@ def count_cmds():
                "--N 256 --d 32 --M 300 --pass bwd --heads 4 --kv-heads 2 --window 16,0",
                "--N 100 --d 16 --M 400 --pass bwd --Br 7 --Bc 13", "--N 64 --d 16 --M 5 --pass bwd"):
         add("--algo smallcache", sc)
-    # standard's backward skips the tiles a mask drops, rows that fit and rows that do not
+    # standard-skip's backward skips the tiles a mask drops (rows of P that fit and rows that do
+    # not); standard's does not
     for sb in ("--N 512 --d 32 --M 8192 --pass bwd --causal top-left",
                "--N 512 --d 32 --M 512 --pass bwd --causal bottom-right --Nk 300",
                "--N 512 --d 32 --M 8192 --pass fwd+bwd --window 32,0 --heads 4 --kv-heads 2"):
-        add("--algo standard", sb)
+        add("--algo standard-skip,standard", sb)
+    add("--algo standard-skip --N 100 --d 16 --M 2048 --pass bwd --explain", fmts=("table",))
     # softmax alone
     for sm in ("--N 100 --Nk 300 --M 256", "--N 100 --Nk 300 --M 4096", "--N 1 --Nk 1 --M 2",
                "--N 64 --Nk 1000 --M 100", "--N 64 --Nk 64 --M 64 --Bc 7",
@@ -225,7 +227,7 @@ def run_cmds():
     add("--algo softmax-safe,softmax-online --N 30 --Nk 70 --M 4096 --seed 5")
     add("--algo smallcache --N 50 --d 24 --M 200 --pass fwd+bwd --causal bottom-right --Nk 40")
     add("--algo smallcache --N 40 --d 16 --M 150 --pass bwd --heads 4 --kv-heads 2 --window 6,0")
-    add("--algo standard --N 40 --d 8 --M 600 --pass bwd --causal top-left --Br 7 --Bc 5")
+    add("--algo standard-skip --N 40 --d 8 --M 600 --pass bwd --causal top-left --Br 7 --Bc 5")
     add("--algo all --N 32 --d 8 --M 1024 --heads 2 --kv-heads 1 --explain", fmts=("table",))
     return [golden.command(a) for a in out]
 
