@@ -275,6 +275,38 @@ Test(bounds, segment_programs_meet_their_limits)
     cr_assert(isinf(fl_segment_program(FL_PRODUCTS_FWD, 0.0, 1.0)) && isinf(fl_segment_program(FL_PRODUCTS_BWD, 1.0, 0.0)));
 }
 
+/* docs/bounds.md §2.6, the table of constants: C(kappa) = max over the R grid of (2 or 4) r / phi
+ * (per N^2 d^2 / M, so divided by sqrt(kappa), where kappa = d^2 / M <= 1), as printed to two
+ * decimals; and the bound of a dense head at N = 2^20 (where the - R is negligible) meets the
+ * same constant through fl_lower_bound_of. */
+Test(bounds, segment_programs_give_the_tables_constants)
+{
+    const double kappas[] = {1e-6, 1.0 / 64, 0.25, 1.0, 4.0, 64.0, 1e6};
+    const double table[][2] = {{1.64, 3.98}, {1.64, 3.73}, {1.64, 3.12}, {1.48, 2.53},
+                               {2.13, 3.61}, {2.77, 3.96}, {2.81, 3.98}};
+    for (int i = 0; i < 7; i++)
+        for (int kind = 0; kind < 2; kind++) {
+            double c = 0.0;
+            for (int j = 0; j < FL_SEGMENT_NR; j++) {
+                const double r = fl_segment_r(j);
+                c = fmax(c, (kind ? 4.0 : 2.0) * r / fl_segment_program((fl_products)kind, kappas[i], r) /
+                                (kappas[i] < 1.0 ? sqrt(kappas[i]) : 1.0));
+            }
+            cr_assert(fabs(c - table[i][kind]) <= 0.005 + 1e-9, "%s kappa %g: C %.4f, the table %.2f",
+                      kind ? "bwd" : "fwd", kappas[i], c, table[i][kind]);
+            if (kappas[i] < 1e-3 || kappas[i] > 1e3) continue;
+            const int64_t N = 1 << 20, d = 64, M = (int64_t)llround(64.0 * 64.0 / kappas[i]);
+            fl_problem p = prob(N, d, M);
+            p.pass = kind ? FL_PASS_BWD : FL_PASS_FWD;
+            const fl_lower_bound lb = lb_of(&p);
+            const double Nd = (double)N, dd = (double)d, Md = (double)M;
+            const double shape = kappas[i] <= 1.0 ? Nd * Nd * dd * dd / Md : Nd * Nd * dd / sqrt(Md);
+            const double got = (double)(lb.product + lb.segment) / shape;
+            cr_assert(fabs(got - c) <= 1e-3 * c, "%s kappa %g: bound / shape %.4f, C %.4f", kind ? "bwd" : "fwd",
+                      kappas[i], got, c);
+        }
+}
+
 /* docs/bounds.md §2.6, per dense head: forward >= 1.46 N^2 d^2 / M - 4M for M >= d^2 and
  * >= 1.46 N^2 d / sqrt(M) - 4M below; backward >= 2.5 of the same; and nearer the limits
  * (M >= 64 d^2, M <= d^2 / 64) forward >= 1.62 and >= 2.74, backward >= 3.7 and >= 3.93. */
