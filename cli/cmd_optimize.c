@@ -16,8 +16,8 @@
 static const char *usage =
     "usage: flashlab optimize [options]\n"
     "The least HBM traffic (elements) of exact attention under capacity M over a family of\n"
-    "schedules: standard, flash1, flash2, flash2-gqa (when --kv-heads < --heads) and smallcache\n"
-    "(forward only), every block pair (Br, Bc) that fits, the forward's and the backward's chosen\n"
+    "schedules: standard, flash1, flash2, flash2-gqa (when --kv-heads < --heads) and smallcache,\n"
+    "every block pair (Br, Bc) that fits, the forward's and the backward's chosen\n"
     "separately, d chunked where the schedule does.  The minimum is exact (docs/model.md §7); the\n"
     "best candidates are executed on the count-only machine, and each row prints the `count`\n"
     "command(s) that replay it.  The lower bound is docs/bounds.md's.\n"

@@ -61,19 +61,6 @@ typedef struct {
     int64_t d, Br, Bc;
 } ctx;
 
-/* C[0:mm, 0:n] += alpha A[0:k, 0:mm]^T B[0:k, 0:n] */
-static void matmul_tn(fl_buf *C, const fl_buf *A, const fl_buf *B, int64_t mm, int64_t n, int64_t k,
-                      double alpha)
-{
-    if (!C->x) return;
-    for (int64_t t = 0; t < k; t++)
-        for (int64_t i = 0; i < mm; i++) {
-            const double a = alpha * A->x[t * A->cols + i];
-            if (a == 0.0) continue;
-            for (int64_t j = 0; j < n; j++) C->x[i * C->cols + j] += a * B->x[t * B->cols + j];
-        }
-}
-
 /* Moves the G per-head tiles of br rows between the stacked buffer b and tensor t. */
 static fl_status load_g(fl_machine *m, fl_buf *b, int t, const fl_seg *sg, int64_t r0, int64_t br,
                         int64_t nc)
@@ -161,7 +148,7 @@ static void tile_grads(const ctx *c, bufs *B, const fl_seg *sg, int64_t r0, int6
             s[q] = c->style == FA1 ? exp(s[q] - B->mi->x[r]) / B->ri->x[r] : exp(s[q] - B->ri->x[r]);
         }
     }
-    matmul_tn(B->dVj, B->Sij, B->dOi, bc, d, rows, 1.0);               /* line 12 */
+    fl_matmul_tn(B->dVj, B->Sij, B->dOi, bc, d, rows, 1.0);             /* line 12 */
     fl_op_matmul(B->dPij, B->dOi, B->Vj, rows, bc, d, 1, 1.0, 0);      /* line 13 */
     for (int64_t r = 0; r < rows; r++)                                 /* line 14 */
         for (int64_t q = 0; q < bc; q++) {
@@ -169,7 +156,7 @@ static void tile_grads(const ctx *c, bufs *B, const fl_seg *sg, int64_t r0, int6
             *g = B->Sij->x[r * B->Sij->cols + q] * (*g - B->Di->x[r]);
         }
     fl_op_matmul(B->dQi, B->dPij, B->Kj, rows, d, bc, 0, c->scale, 1); /* line 15 */
-    matmul_tn(B->dKj, B->dPij, B->Qi, bc, d, rows, c->scale);          /* line 16 */
+    fl_matmul_tn(B->dKj, B->dPij, B->Qi, bc, d, rows, c->scale);        /* line 16 */
 }
 
 static fl_status segment(fl_machine *m, const fl_qkvo *io, const fl_seg *sg, const ctx *c, bufs *B)

@@ -148,6 +148,19 @@ def count_cmds():
         add("--algo memeff --N 100 --d 16 --M 4096", mb)
     add("--algo memeff --N 1 --d 1 --M 64")
     add("--algo memeff --N 333 --d 24 --M 3000 --Br 17")
+    # smallcache, both passes; the backward's block rule, overrides, masks, heads
+    for sc in ("--N 1024 --d 128 --M 2048", "--N 1024 --d 128 --M 2048 --pass bwd --explain",
+               "--N 300 --d 64 --M 512 --pass fwd+bwd --causal bottom-right --Nk 200",
+               "--N 256 --d 32 --M 300 --pass bwd --heads 4 --kv-heads 2 --window 16,0",
+               "--N 100 --d 16 --M 400 --pass bwd --Br 7 --Bc 13", "--N 64 --d 16 --M 5 --pass bwd"):
+        add("--algo smallcache", sc)
+    # standard-skip's backward skips the tiles a mask drops (rows of P that fit and rows that do
+    # not); standard's does not
+    for sb in ("--N 512 --d 32 --M 8192 --pass bwd --causal top-left",
+               "--N 512 --d 32 --M 512 --pass bwd --causal bottom-right --Nk 300",
+               "--N 512 --d 32 --M 8192 --pass fwd+bwd --window 32,0 --heads 4 --kv-heads 2"):
+        add("--algo standard-skip,standard", sb)
+    add("--algo standard-skip --N 100 --d 16 --M 2048 --pass bwd --explain", fmts=("table",))
     # softmax alone
     for sm in ("--N 100 --Nk 300 --M 256", "--N 100 --Nk 300 --M 4096", "--N 1 --Nk 1 --M 2",
                "--N 64 --Nk 1000 --M 100", "--N 64 --Nk 64 --M 64 --Bc 7",
@@ -212,6 +225,9 @@ def run_cmds():
     add("--algo softmax-safe,softmax-online --N 30 --Nk 70 --M 16")
     add("--algo softmax-safe,softmax-online --N 1 --Nk 1 --M 3")
     add("--algo softmax-safe,softmax-online --N 30 --Nk 70 --M 4096 --seed 5")
+    add("--algo smallcache --N 50 --d 24 --M 200 --pass fwd+bwd --causal bottom-right --Nk 40")
+    add("--algo smallcache --N 40 --d 16 --M 150 --pass bwd --heads 4 --kv-heads 2 --window 6,0")
+    add("--algo standard-skip --N 40 --d 8 --M 600 --pass bwd --causal top-left --Br 7 --Bc 5")
     add("--algo all --N 32 --d 8 --M 1024 --heads 2 --kv-heads 1 --explain", fmts=("table",))
     return [golden.command(a) for a in out]
 
@@ -242,6 +258,17 @@ def bound_cmds():
         "bound --N 256:2048:x2 --d 16,32 --M 256:16384:x2 --all-N",
         "bound --N 512,1024 --d 64 --M 1024:65536:x4",
         "bound --N 128:1024:x2 --d 8,16,32 --M 128:8192:x2 --all-N",
+        # the lower bound of one problem, any that flashlab accepts
+        "bound --problem --help",
+        "bound --problem --N 4096 --d 64 --M 4096",
+        "bound --problem --N 4096 --d 64 --M 256 --pass bwd --causal bottom-right --format csv",
+        "bound --problem --N 2048 --d 128 --M 65536 --pass fwd+bwd --heads 8 --kv-heads 2",
+        "bound --problem --N 100 --d 16 --M 2048 --cu-seqlens-q 0,30,100 --window 8,0",
+        "bound --problem --algo decode --N 1 --Nk 32768 --d 128 --page-size 256 --splits 4 --causal bottom-right",
+        "bound --problem --algo blocksparse --N 4096 --d 64 --M 65536 --density 0.25 --format csv",
+        "bound --problem --algo softmax-online --N 100 --Nk 300",
+        "bound --problem --N 4096 --d 64 --M 4096 --Br 7 --algo nosuch",
+        "bound --problem --N 4096 --d 64 --M 4096 --output b.csv --format csv",
     )]
     cmds.append(golden.command(S("bound --input s.csv"),
                                setup='"$FLASHLAB" sweep --N 256:2048:x2 --d 32,64 '
@@ -268,6 +295,8 @@ def optimize_cmds():
         "optimize --N 512 --d 32 --M 8192 --window 32,0",
         "optimize --N 512 --d 32 --M 8192 --pass fwd+bwd",
         "optimize --N 512 --d 32 --M 8192 --pass bwd --causal top-left",
+        "optimize --N 1024 --d 128 --M 512:16384:x4 --pass bwd",
+        "optimize --N 1024 --d 128 --M 2048 --pass fwd+bwd --causal bottom-right --format csv",
         "optimize --N 100 --d 16 --M 2048 --cu-seqlens-q 0,30,100",
         "optimize --N 1 --d 1 --M 64",
         "optimize --N 256 --d 64 --sram h100 --dtype fp32",
