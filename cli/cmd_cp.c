@@ -32,7 +32,7 @@ static const char *usage =
     "  --per-device    a row for every device (default: the busiest and the least busy)\n"
     "  --overlap-table for every host, the fewest tokens per device whose compute hides the\n"
     "                  transfers of the forward (simulated), beside the closed form and the ring\n"
-    "                  attention paper's Table 2 (its problem: one dense head, 2-byte elements)\n"
+    "                  attention paper's Table 2 (its problem: MHA, 2-byte elements, no mask)\n"
     "  --format F      table or csv                                                [table]\n"
     "  --output FILE   write to FILE (atomically)\n"
     "  the problem: --N, --d, --M, --sram, --dtype, --causal, --batch, --heads, --kv-heads, --pass,\n"
@@ -150,8 +150,8 @@ static fl_status report(FILE *out, const opts *o, const fl_cp_result *r)
     if (n_min) {
         const double c = (double)o->flops * (double)Hkv * p->elem_bytes / (2.0 * (double)p->heads * (double)o->link_bw);
         fprintf(out, "\noverlap (forward): transfers hidden from %" PRId64 " tokens per device (simulated; here %" PRId64
-                     "); the closed form for dense steps is c >= F Hkv e / (2 H B) = %.1f (eq. CP-O)\n",
-                n_min, r->n, c);
+                     "); for dense steps the closed form is c >= F Hkv e / (2 H B) = %.1f (eq. CP-O)%s\n",
+                n_min, r->n, c, p->causal ? ", and a causal step keeps about half its pairs: about twice that" : "");
     } else if (s->kind == FL_CP_ULYSSES && s->P > 1) {
         fprintf(out, "\noverlap: none; the all-to-alls of Ulysses come before and after the kernel (eq. CP-T)\n");
     }
@@ -167,18 +167,21 @@ static fl_status overlap_table(FILE *out, const opts *o)
     const fl_problem *p = &o->s.p;
     const int64_t Hkv = p->kv_heads ? p->kv_heads : p->heads;
     int64_t n_min[32];
+    /* the paper's numbers are for its problem only: MHA, 2-byte elements, no mask */
+    const int papers = Hkv == p->heads && p->elem_bytes == 2 && p->causal == FL_CAUSAL_NONE;
     for (int i = 0; i < nh && i < 32; i++) FL_TRY(fl_cp_min_rows(&o->s, h[i].flops, h[i].link_bw, &n_min[i]));
     fprintf(out, "flashlab cp --overlap-table: the fewest tokens per device c whose forward compute hides its transfers\n"
                  "(%s, P = %" PRId64 ", d = %" PRId64 ", %" PRId64 " heads, %" PRId64 " K/V, %d-byte elements, mask %s; "
-                 "simulated), beside c = F Hkv e / (2 H B) (eq. CP-O) and Liu et al. 2310.01889 Table 2 (x1e3)\n\n",
-            fl_cp_name(o->s.kind), o->s.P, p->d, p->heads, Hkv, p->elem_bytes, fl_causal_name(p->causal));
+                 "simulated), beside c = F Hkv e / (2 H B) (eq. CP-O) and Liu et al. 2310.01889 Table 2 (x1e3)%s\n\n",
+            fl_cp_name(o->s.kind), o->s.P, p->d, p->heads, Hkv, p->elem_bytes, fl_causal_name(p->causal),
+            papers ? "" : ";\nthe paper's columns are for MHA (a K/V head per query head) in 2-byte elements, no mask: not this problem");
     fprintf(out, "%-13s %8s %8s %10s %12s %8s %10s %8s\n", "host", "TFLOP/s", "GB/s", "c (model)", "closed form",
             "paper c", "s = 6c", "paper s");
     for (int i = 0; i < nh && i < 32; i++) {
         const double c = (double)h[i].flops * (double)Hkv * p->elem_bytes / (2.0 * (double)p->heads * (double)h[i].link_bw);
         char pc[16] = "-", ps[16] = "-";
-        if (h[i].paper_c > 0) snprintf(pc, sizeof pc, "%.1f", h[i].paper_c / 1e3);
-        if (h[i].paper_s > 0) snprintf(ps, sizeof ps, "%.1f", h[i].paper_s / 1e3);
+        if (papers && h[i].paper_c > 0) snprintf(pc, sizeof pc, "%.1f", h[i].paper_c / 1e3);
+        if (papers && h[i].paper_s > 0) snprintf(ps, sizeof ps, "%.1f", h[i].paper_s / 1e3);
         fprintf(out, "%-13s %8.4g %8.4g %10" PRId64 " %12.1f %8s %10.1f %8s\n", h[i].name, h[i].flops / 1e12,
                 h[i].link_bw / 1e9, n_min[i], c, pc, 6.0 * n_min[i] / 1e3, ps);
     }
