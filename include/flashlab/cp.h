@@ -58,7 +58,8 @@ typedef struct {
     fl_cp_kind kind;
     int64_t P;     /* devices, 1 .. FL_CP_MAX_DEVICES */
     fl_problem p;  /* the whole problem (above) */
-    int link_only; /* 1: count the links and FLOPs only, not HBM (no kernel runs) */
+    int link_only; /* 1: count the links and FLOPs only, not HBM (no kernel runs); a kernel
+                    * problem then has at most FL_CP_MAX_ROWS rows (FL_EINVAL) */
 } fl_cp_spec;
 
 /* What one device does in one pass. */

@@ -180,14 +180,17 @@ static fl_status op(ctx *c, int kind, int64_t rows, int64_t a, int64_t b, int64_
     memset(out, 0, sizeof *out);
     if (kind == K_KERNEL) { /* a: causal, b: window_right */
         int64_t pairs;
-        FL_TRY(fl_cp_pairs(rows, (fl_causal)a, b, &pairs));
-        out->pairs = mul(c, mul(c, pairs, h), batch);
-        if (!s->link_only) {
+        if (!s->link_only) { /* first: fl_run refuses a kernel of more than max_events tile events */
             const fl_problem q = fl_cp_kernel_problem(s, rows, (fl_causal)a, b, h, hk, bwd);
             fl_result r;
             FL_TRY(fl_run(&q, FL_COUNT, NULL, NULL, &r));
             out->reads = r.reads, out->writes = r.writes, out->bytes = r.bytes;
+        } else if (rows > FL_CP_MAX_ROWS) {
+            return fl_fail(FL_EINVAL, "N: a link-only model counts the pairs of each step row by row, at most %lld rows "
+                                      "(got %lld)", (long long)FL_CP_MAX_ROWS, (long long)rows);
         }
+        FL_TRY(fl_cp_pairs(rows, (fl_causal)a, b, &pairs));
+        out->pairs = mul(c, mul(c, pairs, h), batch);
     } else if (!s->link_only && kind == K_MERGE_O) { /* rows: query rows over heads and batch */
         const ew_tensor t[] = {{"O", d, eb, 1, 1}, {"L", 1, FL_STAT_BYTES, 1, 1}, {"O_step", d, eb, 1, 0},
                                {"L_step", 1, FL_STAT_BYTES, 1, 0}};

@@ -259,4 +259,13 @@ Test(cp, refusals)
     fl_cp_spec u = spec(FL_CP_ULYSSES, 4, 8, 4, 4, 0, FL_PASS_FWD);
     int64_t c;
     cr_assert_eq(fl_cp_min_rows(&u, 1, 1, &c), FL_EINVAL);
+    /* a link-only model of a step too long to count row by row is refused, not run for hours */
+    fl_cp_spec big = spec(FL_CP_RING, 1, INT64_C(1) << 40, 1, 1, 0, FL_PASS_FWD);
+    big.link_only = 1;
+    fl_cp_result r;
+    cr_assert_eq(fl_cp_run(&big, &r), FL_EINVAL);
+    cr_assert(strstr(fl_last_error(), "row by row"), "%s", fl_last_error());
+    /* and a full one is refused by the kernel's own event limit */
+    big.link_only = 0;
+    cr_assert_eq(fl_cp_run(&big, &r), FL_EINVAL);
 }
