@@ -20,6 +20,7 @@ int fl_cmd_l2(int argc, char **argv);      /* flashlab l2 (cmd_l2.c) */
 int fl_cmd_l2_launch(int argc, char **argv); /* flashlab l2 --launch (cmd_l2_launch.c) */
 int fl_cmd_schedules(int argc, char **argv); /* flashlab schedules (cmd_schedules.c) */
 int fl_cmd_cp(int argc, char **argv);      /* flashlab cp (cmd_cp.c) */
+int fl_cmd_merge(int argc, char **argv);   /* flashlab merge (cmd_merge.c) */
 
 /* Prints "flashlab: <last error>" on stderr, in the CLI's words, and returns fl_exit_code(s). */
 int fl_cli_error(int s);

@@ -23,6 +23,7 @@ static const struct {
     {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
     {"l2", fl_cmd_l2, "predict DRAM bytes of a kernel schedule through an L2 (three levels)"},
     {"schedules", fl_cmd_schedules, "list the registered schedules: all, optimize's family, roles"},
+    {"merge", fl_cmd_merge, "join the CSVs of a sharded sweep or optimize (--shard I/N) into the run's CSV"},
     {"cp", fl_cmd_cp, "context parallelism: HBM and link traffic of P devices (ring, striped, ulysses)"},
 };
 

@@ -57,6 +57,8 @@ fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
     if (s->nM < 1) return fl_fail(FL_EINVAL, "{M}: the sweep needs at least one value");
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
     if (nBr < 1 || nBc < 1) return fl_fail(FL_EINVAL, "{Br}/{Bc}: the sweep needs at least one value");
+    if (s->nshards > 1 && (s->shard < 0 || s->shard >= s->nshards))
+        return fl_fail(FL_EINVAL, "{shard}: shard %lld of %lld does not exist", (long long)s->shard + 1, (long long)s->nshards);
     int64_t n = 0, grid = s->nalgos;
     const int64_t dims[] = {s->nN, s->nd, s->nM, nBr, nBc};
     for (int i = 0; i < 5; i++)
@@ -70,6 +72,12 @@ fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
             for (int k = 0; k < s->nM; k++) n += in_grid(s, s->N[i], s->d[j], s->M[k]);
     *configs = n * s->nalgos * nBr * nBc;
     return FL_OK;
+}
+
+int64_t fl_sweep_shard_size(const fl_sweep_spec *s, int64_t configs)
+{
+    if (s->nshards <= 1) return configs;
+    return configs / s->nshards + (s->shard < configs % s->nshards);
 }
 
 /* A lower bound of p's tile events, as fl_run bounds them before walking a closed form: every
@@ -102,13 +110,15 @@ static int64_t config_events(const fl_problem *p)
     return p->max_events > 0 && ev > p->max_events ? 0 : ev;
 }
 
-/* Calls fn on the problem of every configuration of the grid, in sweep order, until it returns
- * nonzero. */
+/* Calls fn on the problem of every configuration of the grid that the spec's shard owns, in sweep
+ * order, until it returns nonzero. */
 static void for_each_config(const fl_sweep_spec *s, int (*fn)(const fl_problem *p, void *ctx), void *ctx)
 {
     const int64_t *Br = s->Br ? s->Br : &zero, *Bc = s->Bc ? s->Bc : &zero;
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
     fl_problem p = s->base ? *s->base : fl_problem_default();
+    int64_t idx = -1; /* the configuration's number in the grid */
+    const int64_t every = s->nshards > 1 ? s->nshards : 1, mine = s->nshards > 1 ? s->shard : 0;
     p.elem_bytes = s->elem_bytes;
     p.max_events = s->max_events;
     for (int a = 0; a < s->nalgos; a++)
@@ -118,6 +128,7 @@ static void for_each_config(const fl_sweep_spec *s, int (*fn)(const fl_problem *
                     if (!in_grid(s, s->N[i], s->d[j], s->M[k])) continue;
                     for (int u = 0; u < nBr; u++)
                         for (int v = 0; v < nBc; v++) {
+                            if (++idx % every != mine) continue;
                             p.algo = (fl_algo)s->algos[a];
                             p.N = s->N[i];
                             p.d = s->d[j];
@@ -139,6 +150,7 @@ static int add_events(const fl_problem *p, void *ctx)
 fl_status fl_sweep_estimate(const fl_sweep_spec *s, int64_t *configs, int64_t *events)
 {
     FL_TRY(fl_sweep_size(s, configs));
+    *configs = fl_sweep_shard_size(s, *configs);
     *events = 0;
     for_each_config(s, add_events, events);
     return FL_OK;
@@ -182,7 +194,11 @@ static int run_one(const fl_problem *p, void *vctx)
 
 fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs)
 {
-    if (s->max_total_events <= 0) return fl_sweep_size(s, configs);
+    if (s->max_total_events <= 0) {
+        FL_TRY(fl_sweep_size(s, configs));
+        *configs = fl_sweep_shard_size(s, *configs);
+        return FL_OK;
+    }
     int64_t events;
     FL_TRY(fl_sweep_estimate(s, configs, &events));
     if (events <= s->max_total_events) return FL_OK;

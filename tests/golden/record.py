@@ -32,7 +32,7 @@ def S(*words):
 def help_cmds():
     cmds = [[], ["--help"], ["--version"], ["help"], ["count", "-h"]]
     for c in ("count", "run", "sweep", "bound", "plot", "report", "optimize", "trace", "l2",
-              "example", "schedules", "cp"):
+              "example", "schedules", "cp", "merge"):
         cmds.append([c, "--help"])
     cmds += [["schedules"], ["schedules", "--format", "csv"]]   # the registry as a table
     return [golden.command(a) for a in cmds]
@@ -379,10 +379,22 @@ def cp_cmds():
     return [golden.command(a) for a in out]
 
 
+def shard_cmds():
+    """Shards of sweep and optimize, and merge: joined, and refused."""
+    sw = '"$FLASHLAB" sweep --N 64:512:x2 --d 16 --M 1024,4096 --shard %d/3 --output s%d.csv'
+    make = "; ".join(sw % (i, i) for i in (1, 2, 3))
+    out = [golden.command(S("sweep --N 64:512:x2 --d 16 --M 1024,4096 --shard 2/3")),
+           golden.command(S("optimize --N 256 --d 32 --M 1024:16384:x2 --format csv --shard 1/2")),
+           golden.command(S("merge s3.csv s1.csv s2.csv"), setup=make),
+           golden.command(S("merge s1.csv s2.csv --output m.csv"), setup=make),
+           golden.command(S("sweep --shard 4/3")), golden.command(S("merge"))]
+    return out
+
+
 GROUPS = (("report", report_cmds), ("help", help_cmds), ("count", count_cmds), ("run", run_cmds),
           ("sweep", sweep_cmds), ("bound", bound_cmds), ("optimize", optimize_cmds),
           ("l2", l2_cmds), ("trace", trace_cmds), ("example", example_cmds),
-          ("errors", errors_cmds), ("cp", cp_cmds))
+          ("errors", errors_cmds), ("cp", cp_cmds), ("shard", shard_cmds))
 
 
 def main():
