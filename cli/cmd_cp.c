@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/cp.h>
 #include <flashlab/output.h>
 #include <flashlab/schedule.h>
@@ -24,7 +24,8 @@ static const char *usage =
     "bandwidth, and the fewest tokens per device whose compute hides the transfers.\n\n"
     "  --devices P     devices, 1 to 4096, dividing N (and for ulysses the heads)     [8]\n"
     "  --cp S          ring, striped (ring with token i on device i mod P) or ulysses [ring]\n"
-    "  --algo A        each device's kernel: flash2 or flash2-gqa                    [flash2]\n"
+    "  --algo A        each device's kernel, a schedule that saves each row's logsumexp\n"
+    "                  (a wrong one is refused with the list)          [the default schedule]\n"
     "  --host H        FLOP rate and link bandwidth: a100-nvlink, a100-ib, tpu-v3, tpu-v4,\n"
     "                  tpu-v5e (Liu et al. Table 2), h100-nvlink4, h100-ib-ndr    [h100-nvlink4]\n"
     "  --tflops F      FLOP rate of one device in TFLOP/s (overrides --host)\n"

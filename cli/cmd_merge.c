@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/merge.h>
 #include <flashlab/output.h>
 #include "cli.h"

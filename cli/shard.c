@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <flashlab/args.h>
+#include "args.h"
 #include <flashlab/merge.h>
 #include "cli.h"
 

@@ -3,6 +3,7 @@
  * docs/context_parallel.md). */
 #include <flashlab/cp.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,9 +36,16 @@ fl_status fl_cp_check(const fl_cp_spec *s)
     if (!fl_cp_name(s->kind)) return fl_fail(FL_EINVAL, "context-parallel schedule: unknown value %d", (int)s->kind);
     if (s->P < 1 || s->P > FL_CP_MAX_DEVICES)
         return fl_fail(FL_EINVAL, "P (devices): must be 1 to %d, got %lld", FL_CP_MAX_DEVICES, (long long)s->P);
-    if (p->algo != FL_ALGO_FLASH2 && p->algo != FL_ALGO_FLASH2_GQA)
-        return fl_fail(FL_EINVAL, "schedule %s: each device runs flash2 or flash2-gqa (the kernels that save the "
-                                  "logsumexp the merges need)", fl_algo_name(p->algo) ? fl_algo_name(p->algo) : "?");
+    const unsigned f = fl_algo_flags(p->algo);
+    if (!(f & FL_SCHED_SAVES_LSE) || (f & FL_SCHED_OWN_PROBLEM)) {
+        fl_algo ok[FL_ALGO_MAX];
+        char names[256] = "";
+        const int n = fl_algos_with(FL_SCHED_SAVES_LSE, ok);
+        for (int i = 0; i < n; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", fl_algo_name(ok[i]));
+        return fl_fail(FL_EINVAL, "schedule %s: each device's kernel must save the logsumexp the merges need (%s)",
+                       fl_algo_name(p->algo) ? fl_algo_name(p->algo) : "?", names);
+    }
     if (p->Nk && p->Nk != p->N)
         return fl_fail(FL_EINVAL, "Nk: context parallelism here splits self-attention (Nk = N), got Nk = %lld",
                        (long long)p->Nk);

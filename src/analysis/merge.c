@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <flashlab/args.h>
 
 #define MAX_PRELUDE 64
 

@@ -13,6 +13,9 @@
 #include "run.h"
 #include "schedule.h"
 
+/* The schedules a device may run: those that save the logsumexp. */
+static int kernels(fl_algo *out) { return fl_algos_with(FL_SCHED_SAVES_LSE, out); }
+
 static fl_cp_spec spec(fl_cp_kind k, int64_t P, int64_t n, int64_t H, int64_t Hkv, int causal, fl_pass pass)
 {
     fl_cp_spec s;
@@ -87,15 +90,19 @@ Test(cp, closed_forms_equal_the_executed_counts_for_P_1_to_64)
 }
 
 /* The same with the GQA schedule, batch 1, and the backward alone. */
-Test(cp, closed_forms_hold_for_flash2_gqa_and_each_pass)
+Test(cp, closed_forms_hold_for_every_kernel_and_each_pass)
 {
-    for (int64_t P = 1; P <= 16; P *= 2)
-        for (int k = FL_CP_RING; k <= FL_CP_ULYSSES; k++)
-            for (int pass = FL_PASS_FWD; pass <= FL_PASS_BWD; pass++) {
-                fl_cp_spec s = spec((fl_cp_kind)k, P, 3, 16, 4, 1, (fl_pass)pass);
-                s.p.algo = FL_ALGO_FLASH2_GQA, s.p.batch = 1;
-                check_all(&s);
-            }
+    fl_algo ks[FL_ALGO_MAX];
+    const int nk = kernels(ks);
+    cr_assert_geq(nk, 2, "a kernel that stacks GQA groups and one that does not");
+    for (int a = 0; a < nk; a++)
+        for (int64_t P = 1; P <= 16; P *= 2)
+            for (int k = FL_CP_RING; k <= FL_CP_ULYSSES; k++)
+                for (int pass = FL_PASS_FWD; pass <= FL_PASS_BWD; pass++) {
+                    fl_cp_spec s = spec((fl_cp_kind)k, P, 3, 16, 4, 1, (fl_pass)pass);
+                    s.p.algo = ks[a], s.p.batch = 1;
+                    check_all(&s);
+                }
 }
 
 /* A wrong model is caught: ring's counts are not striped's closed forms (causal, P >= 2), and
@@ -125,11 +132,13 @@ Test(cp, the_comparisons_tell_schedules_apart)
 /* P = 1 is today's single device: the same kernel counts and bytes, no merge, no link. */
 Test(cp, one_device_is_the_single_device_run)
 {
+    fl_algo ks[FL_ALGO_MAX];
+    const int nk = kernels(ks);
     for (int k = FL_CP_RING; k <= FL_CP_ULYSSES; k++)
         for (int causal = 0; causal < 2; causal++)
-            for (int algo = FL_ALGO_FLASH2; algo <= FL_ALGO_FLASH2_GQA; algo++) {
+            for (int a = 0; a < nk; a++) {
                 fl_cp_spec s = spec((fl_cp_kind)k, 1, 300, 8, 2, causal, FL_PASS_FWD_BWD);
-                s.p.algo = (fl_algo)algo, s.p.d = 64, s.p.M = 98304;
+                s.p.algo = ks[a], s.p.d = 64, s.p.M = 98304;
                 fl_cp_result r;
                 fl_result one;
                 cr_assert_eq(fl_cp_run(&s, &r), FL_OK, "%s", fl_last_error());
@@ -242,7 +251,12 @@ Test(cp, refusals)
     bad[1].s.P = FL_CP_MAX_DEVICES + 1, bad[1].says = "P (devices)";
     bad[2].s.p.N = 30, bad[2].says = "P must divide N";
     bad[3].s.kind = FL_CP_ULYSSES, bad[3].s.P = 8, bad[3].says = "heads";
-    bad[4].s.p.algo = FL_ALGO_FLASH1, bad[4].says = "flash2 or flash2-gqa";
+    bad[4].says = "must save the logsumexp";
+    for (int a = 0; a < fl_schedule_count(); a++) /* the first registered schedule that does not */
+        if (!(fl_algo_flags((fl_algo)a) & FL_SCHED_SAVES_LSE)) {
+            bad[4].s.p.algo = (fl_algo)a;
+            break;
+        }
     bad[5].s.p.window_left = 3, bad[5].says = "window";
     bad[6].s.p.Nk = 16, bad[6].says = "Nk";
     bad[7].s.kind = FL_CP_ULYSSES, bad[7].s.p.heads = 12, bad[7].s.p.kv_heads = 3, bad[7].says = "K/V heads";
