@@ -33,6 +33,7 @@ static const char *usage =
     "  --shard I/N     search only the I-th of N round-robin slices of the M list (CSV);\n"
     "                  `flashlab merge` joins the shards into the CSV without --shard\n"
     "%s"
+    FL_JOBS_USAGE
     "  --help          this text\n"
     "(--Br, --Bc and --algo are what is searched: they are not options here.)\n";
 
@@ -115,6 +116,7 @@ int fl_cmd_optimize(int argc, char **argv)
         else if (strcmp(name, "--top") == 0) e = fl_parse_i64(name, v, 1, 1000000, &top);
         else if (strcmp(name, "--max-work") == 0) e = fl_parse_limit(name, v, 1, INT64_MAX / 4, &max_work);
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--shard") == 0) e = fl_shard_parse(name, v, &shard);
         else if (strcmp(name, "--format") == 0) {
             if (strcmp(v, "csv") == 0) csv = 1;
@@ -141,12 +143,17 @@ int fl_cmd_optimize(int argc, char **argv)
     fl_output *o = NULL;
     FILE *out = stdout;
     if (output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o); /* before the work */
-    for (int i = 0; i < nM && !e; i++) { /* search every M (of the shard) before writing anything */
-        if (!fl_shard_owns(&shard, i)) continue;
-        fl_problem p = po.p;
-        if (Ms.n) p.M = Ms.v[i];
-        e = fl_optimize(&p, (int)top, max_work, &res[i]);
-    }
+    fl_problem *ps = calloc((size_t)nM, sizeof *ps);
+    fl_opt *got = calloc((size_t)nM, sizeof *got);
+    int n = 0;
+    if (!e && (!ps || !got)) e = fl_fail(FL_ENOMEM, "optimize: out of memory");
+    for (int i = 0; i < nM && !e; i++) /* the M of this shard, in order */
+        if (fl_shard_owns(&shard, i)) ps[n] = po.p, ps[n++].M = Ms.n ? Ms.v[i] : po.p.M;
+    if (!e) e = fl_optimize_each(ps, n, (int)top, max_work, 0, got); /* every M before writing anything */
+    for (int i = 0, k = 0; i < nM && !e; i++)
+        if (fl_shard_owns(&shard, i)) res[i] = got[k++];
+    free(ps);
+    free(got);
     if (!e) {
         if (csv) {
             fprintf(out, "# flashlab %s optimize: counts in elements from schedules executed on the count-only "

@@ -338,6 +338,7 @@ static const char *usage =
     "draws them with gnuplot as PNG, PDF and SVG into DIR (data CSVs in DIR/data/).\n\n"
     "  --out DIR      output directory (created if missing)        [flashlab-figures]\n"
     "  --scripts DIR  the gnuplot scripts (figures/ of the source)  [$FLASHLAB_FIGURES_DIR or built-in]\n"
+    FL_JOBS_USAGE
     "  --help         this text\n";
 
 int fl_cmd_plot(int argc, char **argv)
@@ -356,6 +357,7 @@ int fl_cmd_plot(int argc, char **argv)
         }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--out") == 0) dir = v;
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--scripts") == 0) scripts = v;
         else e = fl_fail(FL_EINVAL, "%s: unknown option for plot (see flashlab plot --help)", name);
     }

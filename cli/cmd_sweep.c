@@ -53,6 +53,7 @@ static const char *usage =
     "  fixed for every configuration (as for count): --Nk, --causal, --window, --batch, --heads,\n"
     "                  --kv-heads, --pass; decode: --splits, --page-size, --pool-pages, --page-seed;\n"
     "                  blocksparse: --density, --mask-seed\n"
+    FL_JOBS_USAGE
     "  --help          this text\n\n"
     "Order: schedule, then N, d, M, Br, Bc (the last varies fastest), each in the order given.\n"
     "Configurations that cannot run (M below the smallest tile, an override that does not fit,\n"
@@ -187,6 +188,7 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--Bc") == 0) fl_list_free(&Bc), e = fl_list_parse(name, v, 1, big, &Bc);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--max-total-events") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &max_total);
         else if (strcmp(name, "--shard") == 0) e = fl_shard_parse(name, v, &shard);
         else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))

@@ -1,7 +1,6 @@
 /* shard.c: --shard I/N (see shard.h). */
 #include "shard.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -25,22 +24,11 @@ int fl_shard_owns(const fl_shard *s, int64_t k) { return s->n <= 1 || k % s->n =
 
 void fl_shard_comments(FILE *out, const char *command, int argc, char **argv, const fl_shard *s, int64_t configs)
 {
+    static const char *const where[] = {"--jobs=", "--shard=", "--output=", "--progress", NULL};
     if (!s->n) {
         fl_cli_command_comment(out, command, argc, argv);
         return;
     }
-    char **kept = calloc((size_t)argc + 1, sizeof *kept);
-    int n = 0;
-    for (int k = 0; k < argc; k++) {
-        if (!strcmp(argv[k], "--shard") || !strcmp(argv[k], "--output")) {
-            k++; /* and its value */
-            continue;
-        }
-        if (!strncmp(argv[k], "--shard=", 8) || !strncmp(argv[k], "--output=", 9) || !strcmp(argv[k], "--progress"))
-            continue;
-        if (kept) kept[n++] = argv[k];
-    }
-    fl_cli_command_comment(out, command, kept ? n : argc, kept ? kept : argv);
-    free(kept);
+    fl_cli_command_comment_except(out, command, argc, argv, where);
     fl_merge_shard_line(out, s->i, s->n, configs);
 }

@@ -23,9 +23,9 @@ fl_status fl_shard_parse(const char *opt, const char *v, fl_shard *s);
 int fl_shard_owns(const fl_shard *s, int64_t k);
 
 /* Writes the "# command:" provenance line of a CSV and, for a shard, the "# shard:" line after
- * it.  A shard's command line leaves out --shard, --output and --progress, so that every shard of
- * a run names the same command, the one whose stdout the merged CSV equals; configs: the whole
- * run's configurations. */
+ * it.  A shard's command line leaves out --shard, --output, --progress (and, as every command
+ * line, --jobs), so that every shard of a run names the same command, the one whose stdout the
+ * merged CSV equals; configs: the whole run's configurations. */
 void fl_shard_comments(FILE *out, const char *command, int argc, char **argv, const fl_shard *s, int64_t configs);
 
 #endif

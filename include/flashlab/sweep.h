@@ -52,15 +52,20 @@ typedef struct {
                               * and max_events above replace its fields */
     int64_t shard, nshards;  /* run the configurations k with k mod nshards == shard (0 <= shard
                               * < nshards); nshards 0 or 1: every configuration */
+    int jobs;                /* configurations run at once on threads (pool.h); 0: the default
+                              * (fl_pool_set_default_jobs); the results reach the sink in sweep
+                              * order whatever the jobs, so the output is the same */
 } fl_sweep_spec;
 
-/* Receives the sweep's results in order.  Any callback may be NULL.  check, called after each
- * configuration, stops the sweep when it returns a status other than FL_OK (having recorded its
- * message with fl_fail): fl_sweep_run then returns that status (a writer whose output failed). */
+/* Receives the sweep's results in order, on the thread that called fl_sweep_run (whatever the
+ * jobs).  Any callback may be NULL.  check, called after each configuration, stops the sweep when
+ * it returns a status other than FL_OK (having recorded its message with fl_fail): fl_sweep_run
+ * then returns that status (a writer whose output failed). */
 typedef struct {
     void (*row)(const fl_result *r, void *ctx);
     void (*skip)(const fl_problem *p, const char *reason, void *ctx);
-    void (*progress)(int64_t done, int64_t total, void *ctx); /* after each configuration */
+    void (*progress)(int64_t done, int64_t total, void *ctx); /* configurations finished so far
+                                                                * (in any order), as they grow */
     void *ctx;
     fl_status (*check)(void *ctx);
 } fl_sweep_sink;
