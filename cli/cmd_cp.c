@@ -194,7 +194,7 @@ static fl_status named(const char *opt, fl_status e)
 {
     char msg[512];
     if (!e) return e;
-    snprintf(msg, sizeof msg, "%s", fl_last_error());
+    snprintf(msg, sizeof msg, "%s", fl_last_error_raw());
     return fl_fail(e, "%s: %s", opt, msg);
 }
 
@@ -220,9 +220,9 @@ static fl_status parse(int argc, char **argv, opts *o, fl_popts *po, const char 
         }
         FL_TRY(fl_args_value(&a, name, iv, &v));
         if (!strcmp(name, "--devices")) e = fl_parse_i64(name, v, 1, FL_CP_MAX_DEVICES, &o->s.P);
-        else if (!strcmp(name, "--cp")) e = named(name, fl_cp_parse(fl_shown(v), &o->s.kind));
+        else if (!strcmp(name, "--cp")) e = named(name, fl_cp_parse(v, &o->s.kind));
         else if (!strcmp(name, "--algo")) e = fl_algo_parse(v, &po->p.algo);
-        else if (!strcmp(name, "--host")) e = named(name, fl_cp_host_find(fl_shown(v), &o->host)), host = v;
+        else if (!strcmp(name, "--host")) e = named(name, fl_cp_host_find(v, &o->host)), host = v;
         else if (!strcmp(name, "--tflops")) e = parse_rate(name, v, 1e12, &flops);
         else if (!strcmp(name, "--link-gbs")) e = parse_rate(name, v, 1e9, &bw);
         else if (!strcmp(name, "--output")) *output = v;

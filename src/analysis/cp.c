@@ -27,7 +27,7 @@ fl_status fl_cp_parse(const char *s, fl_cp_kind *out)
             *out = (fl_cp_kind)k;
             return FL_OK;
         }
-    return fl_fail(FL_EINVAL, "unknown context-parallel schedule '%s' (choose ring, striped or ulysses)", s ? s : "");
+    return fl_fail(FL_EINVAL, "unknown context-parallel schedule '%s' (choose ring, striped or ulysses)", fl_shown(s ? s : ""));
 }
 
 fl_status fl_cp_check(const fl_cp_spec *s)
@@ -35,7 +35,7 @@ fl_status fl_cp_check(const fl_cp_spec *s)
     const fl_problem *p = &s->p;
     if (!fl_cp_name(s->kind)) return fl_fail(FL_EINVAL, "context-parallel schedule: unknown value %d", (int)s->kind);
     if (s->P < 1 || s->P > FL_CP_MAX_DEVICES)
-        return fl_fail(FL_EINVAL, "P (devices): must be 1 to %d, got %lld", FL_CP_MAX_DEVICES, (long long)s->P);
+        return fl_fail(FL_EINVAL, "{devices}: must be 1 to %d devices, got %lld", FL_CP_MAX_DEVICES, (long long)s->P);
     const unsigned f = fl_algo_flags(p->algo);
     if (!(f & FL_SCHED_SAVES_LSE) || (f & FL_SCHED_OWN_PROBLEM)) {
         fl_algo ok[FL_ALGO_MAX];
@@ -43,24 +43,24 @@ fl_status fl_cp_check(const fl_cp_spec *s)
         const int n = fl_algos_with(FL_SCHED_SAVES_LSE, ok);
         for (int i = 0; i < n; i++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", fl_algo_name(ok[i]));
-        return fl_fail(FL_EINVAL, "schedule %s: each device's kernel must save the logsumexp the merges need (%s)",
+        return fl_fail(FL_EINVAL, "{algo}: schedule %s: each device's kernel must save the logsumexp the merges need (%s)",
                        fl_algo_name(p->algo) ? fl_algo_name(p->algo) : "?", names);
     }
     if (p->Nk && p->Nk != p->N)
-        return fl_fail(FL_EINVAL, "Nk: context parallelism here splits self-attention (Nk = N), got Nk = %lld",
+        return fl_fail(FL_EINVAL, "{Nk}: context parallelism here splits self-attention (Nk = N), got Nk = %lld",
                        (long long)p->Nk);
     if (p->window_left != -1 || p->window_right != -1)
-        return fl_fail(FL_EINVAL, "window: context parallelism here takes no local window");
+        return fl_fail(FL_EINVAL, "{window}: context parallelism here takes no local window");
     if (p->cu_seqlens_q || p->cu_seqlens_k)
-        return fl_fail(FL_EINVAL, "cu_seqlens: context parallelism here splits sequences of equal length");
+        return fl_fail(FL_EINVAL, "{cu_seqlens_q}: context parallelism here splits sequences of equal length");
     FL_TRY(fl_problem_check(p));
     if (p->N % s->P)
-        return fl_fail(FL_EINVAL, "N: the %lld devices hold N / P tokens each, so P must divide N (N = %lld)",
+        return fl_fail(FL_EINVAL, "{N}: the %lld devices hold N / P tokens each, so P must divide N (N = %lld)",
                        (long long)s->P, (long long)p->N);
     const int64_t H = p->heads, Hkv = p->kv_heads ? p->kv_heads : H;
     if (s->kind == FL_CP_ULYSSES && (H % s->P || (Hkv % s->P && s->P % Hkv)))
-        return fl_fail(FL_EINVAL, "heads: Ulysses gives each of the P = %lld devices H / P query heads, so P must divide "
-                                  "the heads (%lld) and divide or be a multiple of the K/V heads (%lld)",
+        return fl_fail(FL_EINVAL, "{heads}: Ulysses gives each of the P = %lld devices H / P query heads, so P must divide "
+                                  "the heads (%lld) and divide or be a multiple of the K/V heads ({kv_heads} = %lld)",
                        (long long)s->P, (long long)H, (long long)Hkv);
     return FL_OK;
 }
@@ -128,7 +128,7 @@ static fl_status elementwise(const fl_cp_spec *s, const char *what, int64_t R, c
     for (int k = 0; k < nt && !e; k++) e = fl_tensor_add(m, t[k].name, R, t[k].cols, t[k].bytes, &id[k]), width += t[k].cols;
     const int64_t rows = fl_min64(R, s->p.M / width);
     if (!e && rows < 1)
-        e = fl_fail(FL_ECAPACITY, "M: the %s needs %lld elements of SRAM for one row of its tensors, M = %lld", what,
+        e = fl_fail(FL_ECAPACITY, "{M}: the %s needs %lld elements of SRAM for one row of its tensors, M = %lld", what,
                     (long long)width, (long long)s->p.M);
     for (int k = 0; k < nt && !e; k++) e = fl_sram_alloc(m, t[k].name, rows, t[k].cols, &b[k]);
     for (int64_t r0 = 0; r0 < R && !e; r0 += rows) {
@@ -153,11 +153,11 @@ static fl_status reduce(const fl_cp_spec *s, int64_t R, int64_t rep, cost *c)
     fl_buf *b[2];
     fl_status e = m ? FL_OK : FL_ENOMEM;
     int64_t Rp;
-    if (!e && !fl_mul_ok(R, rep, &Rp)) e = fl_fail(FL_EOVERFLOW, "N: a reduction of %lld partials overflows", (long long)rep);
+    if (!e && !fl_mul_ok(R, rep, &Rp)) e = fl_fail(FL_EOVERFLOW, "{N}: a reduction of %lld partials overflows", (long long)rep);
     static const char *const names[] = {"dK_part", "dK", "dV_part", "dV"};
     for (int k = 0; k < 4 && !e; k++) e = fl_tensor_add(m, names[k], k % 2 ? R : Rp, d, FL_ACCUM_BYTES, &id[k]);
     if (!e && rows < 1)
-        e = fl_fail(FL_ECAPACITY, "M: the reduction needs %lld elements of SRAM for one row, M = %lld", (long long)(2 * d),
+        e = fl_fail(FL_ECAPACITY, "{M}: the reduction needs %lld elements of SRAM for one row, M = %lld", (long long)(2 * d),
                     (long long)s->p.M);
     if (!e) e = fl_sram_alloc(m, "part", rows, d, &b[0]);
     if (!e) e = fl_sram_alloc(m, "sum", rows, d, &b[1]);
@@ -194,7 +194,7 @@ static fl_status op(ctx *c, int kind, int64_t rows, int64_t a, int64_t b, int64_
             FL_TRY(fl_run(&q, FL_COUNT, NULL, NULL, &r));
             out->reads = r.reads, out->writes = r.writes, out->bytes = r.bytes;
         } else if (rows > FL_CP_MAX_ROWS) {
-            return fl_fail(FL_EINVAL, "N: a link-only model counts the pairs of each step row by row, at most %lld rows "
+            return fl_fail(FL_EINVAL, "{N}: a link-only model counts the pairs of each step row by row, at most %lld rows "
                                       "(got %lld)", (long long)FL_CP_MAX_ROWS, (long long)rows);
         }
         FL_TRY(fl_cp_pairs(rows, (fl_causal)a, b, &pairs));
@@ -397,7 +397,7 @@ fl_status fl_cp_run(const fl_cp_spec *s, fl_cp_result *r)
         e = s->kind == FL_CP_ULYSSES ? ulysses_pass(&x, tl, r->n, bwd) : ring_pass(&x, tl, r->n, bwd, flags, flags + s->P);
     }
     if (!e && c->overflow)
-        e = fl_fail(FL_EOVERFLOW, "N: the context-parallel counts of N = %lld over P = %lld devices do not fit in 64 bits",
+        e = fl_fail(FL_EOVERFLOW, "{N}: the context-parallel counts of N = %lld over P = %lld devices do not fit in 64 bits",
                     (long long)s->p.N, (long long)s->P);
     free(c);
     free(scratch);

@@ -66,7 +66,7 @@ fl_status fl_cp_closed(const fl_cp_spec *s, int64_t dev, int bwd, fl_cp_closed_c
             if (bwd && rep > 1) /* CP-M: dK and dV, each K/V head: rep partials read, the sum written */
                 c->merge_total = mul(&a, mul(&a, 2 * Hkv, rep + 1), mul(&a, mul(&a, n, b), d));
         }
-        return a.overflow ? fl_fail(FL_EOVERFLOW, "N: closed forms overflow") : FL_OK;
+        return a.overflow ? fl_fail(FL_EOVERFLOW, "{N}: closed forms overflow") : FL_OK;
     }
     /* ring, striped: the steps of device dev by kind (CP-S): full blocks, diagonal blocks
      * (causal n x n), shifted blocks (causal n-1 x n-1, striped only) */
@@ -95,5 +95,5 @@ fl_status fl_cp_closed(const fl_cp_spec *s, int64_t dev, int bwd, fl_cp_closed_c
         else
             c->merge_total = mul(&a, mul(&a, 3 * d, add(&a, rq, 2 * rk)), add(&a, mul(&a, merges_n, n), mul(&a, shifted, n - 1)));
     }
-    return a.overflow ? fl_fail(FL_EOVERFLOW, "N: closed forms overflow") : FL_OK;
+    return a.overflow ? fl_fail(FL_EOVERFLOW, "{N}: closed forms overflow") : FL_OK;
 }

@@ -61,7 +61,7 @@ fl_status fl_cp_pairs(int64_t rows, fl_causal causal, int64_t window_right, int6
     for (int64_t i = 0; i < rows; i++) {
         fl_mask_row_range(&mk, i, &lo, &hi);
         if (hi >= lo && !fl_add_ok(sum, hi - lo + 1, &sum))
-            return fl_fail(FL_EOVERFLOW, "N: the kept pairs of a %lld-row step do not fit in 64 bits", (long long)rows);
+            return fl_fail(FL_EOVERFLOW, "{N}: the kept pairs of a %lld-row step do not fit in 64 bits", (long long)rows);
     }
     *pairs = sum;
     return FL_OK;

@@ -40,7 +40,7 @@ fl_status fl_cp_host_find(const char *name, const fl_cp_host **out)
             return FL_OK;
         }
     return fl_fail(FL_EINVAL, "unknown host '%s' (choose a100-nvlink, a100-ib, tpu-v3, tpu-v4, tpu-v5e, "
-                              "h100-nvlink4 or h100-ib-ndr)", name ? name : "");
+                              "h100-nvlink4 or h100-ib-ndr)", fl_shown(name ? name : ""));
 }
 
 void fl_cp_time_of(const fl_cp_result *r, int bwd, int64_t flops, int64_t link_bw, fl_cp_time *t)
@@ -76,9 +76,9 @@ static fl_status hides(const fl_cp_spec *s, int64_t n, int64_t flops, int64_t li
 fl_status fl_cp_min_rows(const fl_cp_spec *s, int64_t flops, int64_t link_bw, int64_t *n_min)
 {
     if (s->kind == FL_CP_ULYSSES || s->P < 2)
-        return fl_fail(FL_EINVAL, "P (devices): the overlap condition is about a ring of P >= 2 devices (got %s, P = %lld)",
+        return fl_fail(FL_EINVAL, "{devices}: the overlap condition is about a ring of P >= 2 devices (got %s, P = %lld)",
                        fl_cp_name(s->kind) ? fl_cp_name(s->kind) : "?", (long long)s->P);
-    if (flops < 1 || link_bw < 1) return fl_fail(FL_EINVAL, "FLOP rate and link bandwidth: must be positive");
+    if (flops < 1 || link_bw < 1) return fl_fail(FL_EINVAL, "{flops} and {link_bw}: the FLOP rate and the link bandwidth must be positive");
     int64_t lo = 0, hi = 1; /* lo fails (or is 0), hi is being tried */
     int yes = 0;
     for (;;) {
@@ -86,7 +86,7 @@ fl_status fl_cp_min_rows(const fl_cp_spec *s, int64_t flops, int64_t link_bw, in
         if (yes) break;
         lo = hi;
         if (hi >= FL_CP_MAX_ROWS)
-            return fl_fail(FL_EINVAL, "N: even %lld tokens per device do not hide the transfers at these rates",
+            return fl_fail(FL_EINVAL, "{N}: even %lld tokens per device do not hide the transfers at these rates",
                            (long long)FL_CP_MAX_ROWS);
         hi *= 2;
     }

@@ -126,7 +126,7 @@ fl_status fl_cp_check_values(const fl_cp_spec *s, double *rel_err)
     int64_t qn, kn, nd;
     if (!fl_mul_ok(w.N, w.d, &nd) || !fl_mul_ok(w.B, w.H, &qn) || !fl_mul_ok(qn, nd, &qn) || !fl_mul_ok(w.B, w.Hkv, &kn) ||
         !fl_mul_ok(kn, nd, &kn) || qn > FL_COMPUTE_MAX_VALUES / 8 || kn > FL_COMPUTE_MAX_VALUES / 8)
-        return fl_fail(FL_EINVAL, "N: a compute run of N = %lld, d = %lld over all heads holds more than %lld values; "
+        return fl_fail(FL_EINVAL, "{N}: a compute run of N = %lld, d = %lld over all heads holds more than %lld values; "
                                   "check values on a smaller problem", (long long)w.N, (long long)w.d,
                        (long long)FL_COMPUTE_MAX_VALUES);
     fl_status e = FL_OK;

@@ -247,8 +247,8 @@ Test(cp, refusals)
         const char *says;
     } bad[8];
     for (int i = 0; i < 8; i++) bad[i].s = spec(FL_CP_RING, 4, 8, 4, 4, 0, FL_PASS_FWD);
-    bad[0].s.P = 0, bad[0].says = "P (devices)";
-    bad[1].s.P = FL_CP_MAX_DEVICES + 1, bad[1].says = "P (devices)";
+    bad[0].s.P = 0, bad[0].says = "devices: must be 1 to";
+    bad[1].s.P = FL_CP_MAX_DEVICES + 1, bad[1].says = "devices: must be 1 to";
     bad[2].s.p.N = 30, bad[2].says = "P must divide N";
     bad[3].s.kind = FL_CP_ULYSSES, bad[3].s.P = 8, bad[3].says = "heads";
     bad[4].says = "must save the logsumexp";
