@@ -218,7 +218,7 @@ int fl_cmd_sweep(int argc, char **argv)
     if (Br.n) s.Br = Br.v, s.nBr = Br.n;
     if (Bc.n) s.Bc = Bc.v, s.nBc = Bc.n;
     if (shard.n && fmt != FL_FMT_CSV) {
-        e = fl_fail(FL_EINVAL, "--shard: shards are CSV (flashlab merge joins them); leave out --format table|json");
+        e = fl_fail(FL_EINVAL, "--shard: shards are CSV (flashlab merge joins them); leave out --format table or json");
         goto fail;
     }
     s.shard = shard.i - 1, s.nshards = shard.n;

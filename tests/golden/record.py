@@ -374,8 +374,7 @@ def cp_cmds():
            S("cp --cp ulysses --devices 8 --N 512 --heads 8 --kv-heads 2 --causal bottom-right --host a100-ib"),
            S("cp --devices 8 --N 65536 --d 128 --heads 32 --kv-heads 8 --causal top-left --tflops 500 --link-gbs 25"),
            S("cp --algo flash2-gqa --devices 2 --N 1000 --heads 4 --kv-heads 1 --pass bwd"),
-           S("cp --devices 3"), S("cp --cp zigzag"), S("cp --algo flash1"), S("cp --window 8,0"),
-           S("cp --cp ulysses --devices 16"), S("cp --overlap-table --cp ulysses"), S("cp --tflops 0")]
+           S("cp --algo flash1"), S("cp --window 8,0")]  # more refusals: errors.txt (docs/errors.md)
     return [golden.command(a) for a in out]
 
 
@@ -387,7 +386,7 @@ def shard_cmds():
            golden.command(S("optimize --N 256 --d 32 --M 1024:16384:x2 --format csv --shard 1/2")),
            golden.command(S("merge s3.csv s1.csv s2.csv"), setup=make),
            golden.command(S("merge s1.csv s2.csv --output m.csv"), setup=make),
-           golden.command(S("sweep --shard 4/3")), golden.command(S("merge"))]
+           golden.command(S("sweep --shard 4/3"))]  # more refusals: errors.txt (docs/errors.md)
     return out
 
 
