@@ -4,6 +4,9 @@
 #
 #   bench/parallel_bench.sh [FLASHLAB] [REPEATS] [JOBS]     (defaults: build/flashlab, 3, 2)
 #
+# (Then, when a C compiler and the build's libflashlab.a are there, bench/pool_makespan.c: the
+# speedup an idle machine can give, replayed from each task's own CPU time; see that file.)
+#
 # Workloads:
 #   report  `flashlab report --out DIR` (the main job: table, the default sweep, fits, figure (g)'s
 #           grid, worked examples, every figure and its data); its stdout and every file of DIR
@@ -69,4 +72,19 @@ for name in sweep report; do
            n, w1 / wj, w1m / wjm, 100 * w1 / wj / j, cj / c1, same }'
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# the model: each task's CPU time replayed on JOBS workers (bench/pool_makespan.c)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+LIB=$(dirname "$FL")/src/libflashlab.a
+if command -v cc > /dev/null && [ -f "$LIB" ] &&
+   cc -std=gnu11 -O2 -I"$SRC/include" -I"$SRC/include/flashlab" "$SRC/bench/pool_makespan.c" "$LIB" -lgsl -lgslcblas -lm \
+      -lpthread -o "$TMP/pool_makespan" 2> /dev/null; then
+  "$TMP/pool_makespan" "$JOBS" > "$TMP/model" || true
+  grep -v '^report_parallel' "$TMP/model" | sed 's/^/model: /'
+  read -r _ pc _ pm < <(grep '^report_parallel' "$TMP/model")
+  read -r c1 _ < <(stats "$TMP/report.c1")
+  awk -v c="$c1" -v pc="$pc" -v pm="$pm" -v j="$JOBS" 'BEGIN {
+    printf "model: report: %.2f s CPU in all (best --jobs 1 run), %.2f s of it serial; predicted wall on an idle %d-core machine %.2f s: speedup %.2fx\n",
+           c, c - pc, j, c - pc + pm, c / (c - pc + pm) }'
+fi
 exit $status

@@ -57,6 +57,11 @@ typedef struct {
                               * order whatever the jobs, so the output is the same */
 } fl_sweep_spec;
 
+/* Configurations in flight (run, waiting for the ones before them to be taken) with `jobs`
+ * threads: the pool's window (pool.h), about 1.2 KB each.  Wide, so a worker keeps going while one
+ * long configuration holds the oldest slot (one configuration of the report's sweep makes a third of its tile events). */
+#define FL_SWEEP_WINDOW(jobs) ((jobs) * 128 > 4096 ? (jobs) * 128 : 4096)
+
 /* Receives the sweep's results in order, on the thread that called fl_sweep_run (whatever the
  * jobs).  Any callback may be NULL.  check, called after each configuration, stops the sweep when
  * it returns a status other than FL_OK (having recorded its message with fl_fail): fl_sweep_run

@@ -243,7 +243,7 @@ fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_swe
     if (stats) *stats = c.st;
     FL_TRY(fl_sweep_check(s, &c.st.configs));
     const int jobs = fl_pool_jobs_or_default(s->jobs);
-    FL_TRY(fl_pool_open(jobs, sizeof(config_slot), 128 * jobs, run_work, run_done,
+    FL_TRY(fl_pool_open(jobs, sizeof(config_slot), FL_SWEEP_WINDOW(jobs), run_work, run_done,
                         sink && sink->progress ? run_progress : NULL, &c, &c.pool));
     for_each_config(s, run_submit, &c);
     const fl_status e = fl_pool_close(c.pool);
