@@ -129,7 +129,7 @@ static const figure figs[] = {
     {"fig_c_traffic_vs_Bc", "fig_c_traffic_vs_Bc.gp", "fig_c_traffic_vs_Bc.csv"},
     {"fig_d_ratio_vs_M", "fig_d_ratio_vs_M.gp", "fig_d_ratio_vs_M.csv"},
     {"fig_g_bounds_vs_M", "fig_g_bounds_vs_M.gp", "fig_g_bounds_vs_M.csv"}, /* regimes.c */
-    {"fig_h_context_parallel", "fig_h_context_parallel.gp", "fig_h_context_parallel.csv"}, /* cp_figure.c */
+    {"fig_i_context_parallel", "fig_i_context_parallel.gp", "fig_i_context_parallel.csv"}, /* cp_figure.c */
 };
 
 enum { NFIGS = (int)(sizeof figs / sizeof figs[0]), NFILES = NFIGS * 4 };
@@ -194,7 +194,7 @@ static fl_status ratio_file(const char *dir, const fl_table *t)
     return fl_output_close_staged(f, "figures", path);
 }
 
-/* Figure (h)'s data: context parallelism against P and N (cp.h). */
+/* Figure (i)'s data: context parallelism against P and N (cp.h). */
 static fl_status cp_file(const char *dir)
 {
     char path[8400];
@@ -334,7 +334,7 @@ out:
 
 static const char *usage =
     "usage: flashlab plot [--out DIR] [--scripts DIR]\n"
-    "Runs the sweeps behind figures (a)-(d), (g) and (h) (docs/analysis.md) on the count-only machine and\n"
+    "Runs the sweeps behind figures (a)-(d), (g) and (i) (docs/analysis.md) on the count-only machine and\n"
     "draws them with gnuplot as PNG, PDF and SVG into DIR (data CSVs in DIR/data/).\n\n"
     "  --out DIR      output directory (created if missing)        [flashlab-figures]\n"
     "  --scripts DIR  the gnuplot scripts (figures/ of the source)  [$FLASHLAB_FIGURES_DIR or built-in]\n"
@@ -369,6 +369,6 @@ int fl_cmd_plot(int argc, char **argv)
     if (!e) e = fl_outdir_commit(od); /* every file, or none */
     else fl_outdir_abort(od);
     if (e) return fl_cli_error(e);
-    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), (g) and (h), and their data in data/)\n", dir, n);
+    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), (g) and (i), and their data in data/)\n", dir, n);
     return 0;
 }

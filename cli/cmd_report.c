@@ -221,7 +221,7 @@ int fl_cmd_report(int argc, char **argv)
         e = fl_outdir_commit(od); /* every file, or none */
         od = NULL;
         if (e) goto fail;
-        fprintf(o.out, "\nFigures (a)-(d), (g) and (h) as PNG, PDF and SVG, and their data, written to %s (%d files, "
+        fprintf(o.out, "\nFigures (a)-(d), (g) and (i) as PNG, PDF and SVG, and their data, written to %s (%d files, "
                        "and data/report_sweep.csv)\n", o.dir, nfiles);
     }
     if (fflush(o.out) != 0 || ferror(o.out)) {

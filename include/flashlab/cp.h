@@ -155,7 +155,7 @@ void fl_cp_time_of(const fl_cp_result *r, int bwd, int64_t flops, int64_t link_b
 #define FL_CP_MAX_ROWS (INT64_C(1) << 24)
 fl_status fl_cp_min_rows(const fl_cp_spec *s, int64_t flops, int64_t link_bw, int64_t *n_min);
 
-/* The data of figure (h) (docs/context_parallel.md §6) as CSV with provenance lines: one causal
+/* The data of figure (i) (docs/context_parallel.md §6) as CSV with provenance lines: one causal
  * layer of 64 heads, 8 K/V heads, d = 128, forward, on h100-nvlink4, for ring, striped and
  * Ulysses; panel P (N = 131072, P = 1, 2, .., 64) and panel N (P = 8, N = 8192 .. 1048576):
  * panel,cp,P,N,link_bytes,flops (the busiest device's), compute_s,link_s,pass_s,exposed_s.

@@ -1,4 +1,4 @@
-/* cp_figure.c: the data of figure (h), link traffic and compute time of context parallelism
+/* cp_figure.c: the data of figure (i), link traffic and compute time of context parallelism
  * against P and against N (docs/context_parallel.md §6). */
 #include <flashlab/cp.h>
 
@@ -30,7 +30,7 @@ fl_status fl_cp_figure_csv(FILE *f)
     fl_cp_spec s = {.kind = FL_CP_RING, .P = 1, .link_only = 1};
     s.p = fl_problem_default();
     s.p.d = 128, s.p.heads = 64, s.p.kv_heads = 8, s.p.causal = FL_CAUSAL_TOP_LEFT, s.p.elem_bytes = 2;
-    fprintf(f, "# flashlab %s: figure (h), context parallelism of one causal attention layer, forward, d = 128, 64 "
+    fprintf(f, "# flashlab %s: figure (i), context parallelism of one causal attention layer, forward, d = 128, 64 "
                "heads, 8 K/V heads, 2-byte elements;\n# per pass the busiest device's link bytes (sent) and FLOPs, "
                "and the pass's times at %s (%.4g TFLOP/s, %.4g GB/s per link and direction)\n"
                "# (docs/context_parallel.md eq. CP-T); panel P: N = 131072, P = 1..64; panel N: P = 8, N = 8192..1048576\n",
@@ -42,5 +42,5 @@ fl_status fl_cp_figure_csv(FILE *f)
         s.P = 8;
         for (s.p.N = 8192; s.p.N <= 1048576; s.p.N *= 2) FL_TRY(row(f, "N", &s, h));
     }
-    return ferror(f) ? fl_fail(FL_EIO, "figure (h): writing its data failed") : FL_OK;
+    return ferror(f) ? fl_fail(FL_EIO, "figure (i): writing its data failed") : FL_OK;
 }

@@ -1,4 +1,4 @@
-# fig_h_context_parallel.gp: (h) context parallelism of one causal attention layer (forward,
+# fig_i_context_parallel.gp: (i) context parallelism of one causal attention layer (forward,
 # d = 128, 64 heads, 8 K/V heads, 2-byte elements) on H100s linked by NVLink 4: the busiest
 # device's compute time (its FLOPs / 989.4 TFLOP/s) and link time (the bytes it sends / 450 GB/s)
 # for ring, striped and Ulysses, against the devices P at N = 131072 (left) and against N at
@@ -20,7 +20,7 @@ set logscale y 10
 set format y '10^{%L}'
 set ylabel 'time per pass of the busiest device (s)'
 set key top right font ',9' spacing 1.0 maxrows 6 width -1 samplen 4
-set multiplot layout 1,2 title "(h) context parallelism, causal forward, 64 heads, 8 K/V, d = 128, H100 NVLink 4: compute (solid) and link (dashed) time\nstriped and Ulysses compute alike (both balanced); ring and striped send alike (K, V of 8 heads); Ulysses also moves Q and O of 64 heads"
+set multiplot layout 1,2 title "(i) context parallelism, causal forward, 64 heads, 8 K/V, d = 128, H100 NVLink 4: compute (solid) and link (dashed) time\nstriped and Ulysses compute alike (both balanced); ring and striped send alike (K, V of 8 heads); Ulysses also moves Q and O of 64 heads"
 sel(p, a, col) = (strcol(1) eq p && strcol(2) eq a) ? column(col) : NaN
 set title 'against the devices P, N = 131072'
 set xlabel 'devices P'
