@@ -19,6 +19,7 @@ int fl_cmd_trace(int argc, char **argv);   /* flashlab trace (cmd_trace.c) */
 int fl_cmd_l2(int argc, char **argv);      /* flashlab l2 (cmd_l2.c) */
 int fl_cmd_l2_launch(int argc, char **argv); /* flashlab l2 --launch (cmd_l2_launch.c) */
 int fl_cmd_schedules(int argc, char **argv); /* flashlab schedules (cmd_schedules.c) */
+int fl_cmd_gpus(int argc, char **argv);      /* flashlab gpus (cmd_gpus.c) */
 
 /* Prints "flashlab: <last error>" on stderr, in the CLI's words, and returns fl_exit_code(s). */
 int fl_cli_error(int s);

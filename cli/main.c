@@ -23,6 +23,7 @@ static const struct {
     {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
     {"l2", fl_cmd_l2, "predict DRAM bytes of a kernel schedule through an L2 (three levels)"},
     {"schedules", fl_cmd_schedules, "list the registered schedules: all, optimize's family, roles"},
+    {"gpus", fl_cmd_gpus, "list the GPU presets: SRAM per SM, SMs, L2, which were measured"},
 };
 
 /* The CLI's spelling of a quantity the library names: its flag, "--" and the name with '-' for
