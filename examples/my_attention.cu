@@ -3,7 +3,8 @@
  *
  *   build:  cmake -S . -B build && cmake --build build --target flashlab_example_attn
  *           (or: nvcc -std=c++17 -O3 -DFL_COUNTERS -arch=sm_80 -I kernels/common -I include
- *                examples/my_attention.cu -o my-attention)
+ *                examples/my_attention.cu -o my-attention; against an installed flashlab,
+ *                -I PREFIX/include/flashlab/cuda -I PREFIX/include: examples/check_installed.sh)
  *   run:    ./build/my-attention --batch 2 --heads 3 --N 1000 --d 64
  *   check:  python3 examples/check_example.py build/my-attention build/flashlab
  *           (the per-tensor counts beside `flashlab count --algo flash2 --Br 64 --Bc 64`'s)
