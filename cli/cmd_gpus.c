@@ -4,9 +4,7 @@
  * those were checked against the GPU.  Nothing here names a GPU: the rows are the presets'. */
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
-#include "args.h"
 #include "cli.h"
 #include <flashlab/presets.h>
 
@@ -22,25 +20,9 @@ static const char *usage =
 
 int fl_cmd_gpus(int argc, char **argv)
 {
-    const char *name, *iv, *v, *format = "table";
-    fl_args a;
-    int k;
-    fl_args_init(&a, argc, argv);
-    while ((k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if (fl_args_flag(name, iv)) return fl_cli_error(FL_EINVAL);
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (fl_args_value(&a, name, iv, &v)) return fl_cli_error(FL_EINVAL);
-        if (strcmp(name, "--format") != 0)
-            return fl_cli_error(fl_fail(FL_EINVAL, "%s: unknown option for gpus (see flashlab gpus --help)", name));
-        if (strcmp(v, "table") && strcmp(v, "csv"))
-            return fl_cli_error(fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table or csv)", fl_shown(v)));
-        format = v;
-    }
-    if (k < 0) return fl_cli_error(FL_EINVAL);
-    const int csv = strcmp(format, "csv") == 0;
+    int csv;
+    const int rc = fl_cli_list_opts(argc, argv, "gpus", usage, &csv);
+    if (rc >= 0) return rc;
     int n;
     const fl_sram_preset *p = fl_sram_presets(&n);
     if (csv) puts("name,device,sram_kib,sms,l2_mib,l2_partitions,checked,source");
