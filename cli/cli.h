@@ -21,6 +21,12 @@ int fl_cmd_l2_launch(int argc, char **argv); /* flashlab l2 --launch (cmd_l2_lau
 int fl_cmd_schedules(int argc, char **argv); /* flashlab schedules (cmd_schedules.c) */
 int fl_cmd_cp(int argc, char **argv);      /* flashlab cp (cmd_cp.c) */
 int fl_cmd_merge(int argc, char **argv);   /* flashlab merge (cmd_merge.c) */
+int fl_cmd_gpus(int argc, char **argv);      /* flashlab gpus (cmd_gpus.c) */
+
+/* The options of a listing command (`flashlab gpus`, `schedules`): --format table|csv (*csv 1
+ * for csv, 0 for table) and --help (usage printed on stdout).  Returns -1 when the command is to
+ * list, else the exit status: 0 after --help, 2 after one line naming the bad option or value. */
+int fl_cli_list_opts(int argc, char **argv, const char *command, const char *usage, int *csv);
 
 /* Prints "flashlab: <last error>" on stderr, in the CLI's words, and returns fl_exit_code(s). */
 int fl_cli_error(int s);

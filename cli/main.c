@@ -26,6 +26,7 @@ static const struct {
     {"schedules", fl_cmd_schedules, "list the registered schedules: all, optimize's family, roles"},
     {"merge", fl_cmd_merge, "join the CSVs of a sharded sweep or optimize (--shard I/N) into the run's CSV"},
     {"cp", fl_cmd_cp, "context parallelism: HBM and link traffic of P devices (ring, striped, ulysses)"},
+    {"gpus", fl_cmd_gpus, "list the GPU presets: SRAM per SM, SMs, L2, which were measured"},
 };
 
 /* The CLI's spelling of a quantity the library names: its flag, "--" and the name with '-' for

@@ -32,9 +32,10 @@ def S(*words):
 def help_cmds():
     cmds = [[], ["--help"], ["--version"], ["help"], ["count", "-h"]]
     for c in ("count", "run", "sweep", "bound", "plot", "report", "optimize", "trace", "l2",
-              "example", "schedules", "cp", "merge"):
+              "example", "schedules", "cp", "merge", "gpus"):
         cmds.append([c, "--help"])
     cmds += [["schedules"], ["schedules", "--format", "csv"]]   # the registry as a table
+    cmds += [["gpus"], ["gpus", "--format", "csv"], ["l2", "--launch", "fwd-q", "--help"]]  # the presets
     return [golden.command(a) for a in cmds]
 
 
@@ -319,6 +320,11 @@ def l2_cmds():
         "l2 --algo flash1 --N 1000 --d 32 --Br 48 --Bc 80 --dtype fp32 --format csv",
         "l2 --algo standard --N 300 --d 16 --Br 32 --Bc 32 --dtype bf16",
         "l2 --algo flash2 --N 256 --d 64 --Br 64 --Bc 64 --output l2.csv --format csv",
+        # whole launches: a GPU preset, an option over it, GQA
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --format csv",
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --gpu a100 --format csv",
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --gpu rtx4090 --sms 64",
+        "l2 --launch bwd-kv --heads 8 --kv-heads 2 --N 512 --d 64 --Br 64 --Bc 64 --atomic-dq --causal",
     )]
     return [golden.command(a) for a in cmds]
 
