@@ -60,7 +60,7 @@ void fl_popts_init(fl_popts *o)
 
 /* A decimal double (nan and inf allowed): strtod over the whole string, which must start with a
  * sign, a digit, a point or a letter of nan/inf (no leading blank) and hold no hexadecimal. */
-static fl_status parse_double(const char *opt, const char *v, double *out)
+fl_status fl_popts_parse_double(const char *opt, const char *v, double *out)
 {
     char *end;
     const char c = *v == '+' || *v == '-' ? v[1] : v[0];
@@ -131,8 +131,8 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
     else if (strcmp(name, "--d") == 0 || strcmp(name, "--d-qk") == 0)
         *s = fl_parse_i64(name, v, 1, big, &p->d), o->keep |= FL_MODEL_KEEP_D;
     else if (strcmp(name, "--d-v") == 0) *s = fl_parse_i64(name, v, 1, big, &p->d_v), o->keep |= FL_MODEL_KEEP_DV;
-    else if (strcmp(name, "--softcap") == 0) *s = parse_double(name, v, &p->softcap), o->keep |= FL_MODEL_KEEP_SOFTCAP;
-    else if (strcmp(name, "--dropout") == 0) *s = parse_double(name, v, &p->dropout);
+    else if (strcmp(name, "--softcap") == 0) *s = fl_popts_parse_double(name, v, &p->softcap), o->keep |= FL_MODEL_KEEP_SOFTCAP;
+    else if (strcmp(name, "--dropout") == 0) *s = fl_popts_parse_double(name, v, &p->dropout);
     else if (strcmp(name, "--scale-block") == 0) *s = fl_parse_i64(name, v, 1, big, &p->scale_block);
     else if (strcmp(name, "--model") == 0) *s = check_model(v), o->model = v;
     else if (strcmp(name, "--M") == 0) *s = fl_parse_i64(name, v, 1, big, &o->M_given);
@@ -165,8 +165,8 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
         o->kv.block_table = o->table;
         p->kv_cache = &o->kv;
     }
-    else if (strcmp(name, "--pad") == 0) *s = parse_double(name, v, &o->kv.pad_value), p->kv_cache = &o->kv;
-    else if (strcmp(name, "--density") == 0) *s = parse_double(name, v, &o->bm.density), p->block_mask = &o->bm;
+    else if (strcmp(name, "--pad") == 0) *s = fl_popts_parse_double(name, v, &o->kv.pad_value), p->kv_cache = &o->kv;
+    else if (strcmp(name, "--density") == 0) *s = fl_popts_parse_double(name, v, &o->bm.density), p->block_mask = &o->bm;
     else if (strcmp(name, "--mask-seed") == 0) *s = fl_parse_u64(name, v, &o->bm.mask_seed), p->block_mask = &o->bm;
     else return 0;
     return 1;

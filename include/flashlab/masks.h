@@ -74,6 +74,13 @@ int fl_mask_keep(const fl_mask *mk, int64_t i, int64_t j);
 /* The keys row i keeps: [*lo, *hi] (inclusive); *lo > *hi when it keeps none. */
 void fl_mask_row_range(const fl_mask *mk, int64_t i, int64_t *lo, int64_t *hi);
 
+/* Over the rows of mk that keep at least one key: their number (*rows), the entries they keep
+ * (*kept = sum of len(i) = hi - lo + 1) and sum ceil(len(i) / C) (*chunks: the chunks of C
+ * columns that cover each row's kept keys from its first).  O(1): len is piecewise linear in i
+ * with at most three pieces (rule K1).  Returns 1; 0 (and zeros) when C < 1 or Nq or Nk is above
+ * 2^31 (the sums could pass 64 bits). */
+int fl_mask_row_sums(const fl_mask *mk, int64_t C, int64_t *rows, int64_t *kept, int64_t *chunks);
+
 typedef enum { FL_TILE_EMPTY = 0, FL_TILE_FULL = 1, FL_TILE_PARTIAL = 2 } fl_tile_kind;
 
 /* Classifies the tile of rows [r0, r0 + nr) and keys [c0, c0 + nc): empty (every entry masked),

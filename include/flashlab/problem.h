@@ -166,6 +166,10 @@ int fl_problem_asks_kv_cache(const fl_problem *p);
 /* 1 when p asks for a block mask (it points at one, blocksparse_mask.h), else 0. */
 int fl_problem_asks_block_mask(const fl_problem *p);
 
+/* 1 when p asks for any variant of docs/model.md §14 that changes its scores or tensors (d_v != d,
+ * sinks, softcap, ALiBi, dropout, fp8), else 0. */
+int fl_problem_asks_variants(const fl_problem *p);
+
 /* Largest value of a size field (N, Nk, d, d_v, M, Br, Bc, batch, heads, kv_heads, window sides, scale_block):
  * 2^61 - 1, the CLI's bound too, so that the sum of any two sizes fits in 64 bits. */
 #define FL_SIZE_MAX (INT64_MAX / 4)

@@ -70,7 +70,10 @@ enum {
                                         and figures (a)-(c) fit to c N²d²/M (its Theorem 2) */
     FL_SCHED_COMPARED = 1u << 8,     /* run at its default blocks beside optimize's result (the
                                         comparison columns of `optimize` and figure (g)) */
-    FL_SCHED_DEFAULT = 1u << 9       /* the schedule of fl_problem_default() (exactly one) */
+    FL_SCHED_DEFAULT = 1u << 9,      /* the schedule of fl_problem_default() (exactly one) */
+    FL_SCHED_SAVES_LSE = 1u << 10    /* writes each query row's logsumexp L beside O, so partial
+                                        outputs over key blocks merge exactly: a device's kernel of
+                                        context parallelism (cp.h) */
 };
 
 /* How `optimize` searches a pass's blocks (docs/model.md §7): the lemma that makes the search
@@ -194,10 +197,10 @@ struct fl_schedule {
      * (Br, Bc) in a pass, dense (no mask, no window) or not: optimize's measure of work.  The
      * forward of one dense head must be O(1) (optimize counts it as 1).  NULL: 1. */
     int64_t (*closed_form_terms)(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc);
-    /* FL_SEARCH_BOUND: a lower bound on the forward's count, over one sequence whose keep rule is
-     * mk, for blocks Br and every Bc <= cmax at head dimensions d (Q, K) and dv (V, O) (lemma
-     * O4).  It walks the row blocks of mk once. */
-    double (*count_floor)(const fl_mask *mk, int64_t d, int64_t dv, int64_t Br, int64_t cmax);
+    /* FL_SEARCH_BOUND: a lower bound on the count of a pass (bwd = 0 forward, 1 backward) of p's
+     * problem (its d and d_v) over one sequence whose keep rule is mk (one query head), for blocks Br and every
+     * Bc <= cmax (lemma O4).  It walks the row blocks (and, backward, the keys) of mk once. */
+    double (*count_floor)(int bwd, const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax);
 
     /* The FlashAttention paper's Figure 2 traffic for this schedule (fwd+bwd, A100), as printed
      * in the report's table; NULL: none. */

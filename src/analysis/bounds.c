@@ -128,34 +128,49 @@ static fl_status need_of_blocks(const fl_problem *p, const fl_blocks *b, fl_need
 
 /* ---- (LB1) ---- */
 
-/* f_R of docs/bounds.md eq. (LB1): an upper bound on the elementary products a segment of R
- * element moves can form, (M + R)^2 / (4d) + h_R with h_R = max over x <= M + R of
- * (x / 2) sqrt(2M + R - x): ((2M + R) / 3)^(3/2) when R >= M, else ((M + R) / 2) sqrt(M). */
-static long double f_of(long double M, long double R, long double d)
+/* R (ceil(W / f) - 1) for W products and segments of R moves forming at most f each (eq. (LB1)):
+ * f rounded up and W rounded down by a relative 1e-9, so ceil can only come out too small;
+ * saturating at INT64_MAX. */
+static int64_t segments_bound(long double W, long double f, long double R)
 {
-    const long double y = 2.0L * M + R;
-    const long double h = R >= M ? powl(y / 3.0L, 1.5L) : (M + R) / 2.0L * sqrtl(M);
-    return (M + R) * (M + R) / (4.0L * d) + h;
+    if (!(W > 0.0L) || !(f > 0.0L) || !isfinite(f)) return 0;
+    const long double segs = ceill(W * (1.0L - 1e-9L) / (f * (1.0L + 1e-9L))) - 1.0L; /* certainly complete */
+    if (segs < 1.0L) return 0;
+    const long double lb = R * segs;
+    return lb >= 9.2e18L ? INT64_MAX : (int64_t)lb;
 }
 
-int64_t fl_product_bound(double W, int64_t d, int64_t M, int64_t *Rbest)
+/* LB1 of a pass (docs/bounds.md eqs. (LB1), (LB1-fb)): over the R grid, the forward's products
+ * against f_f, the backward's against f_b, and with both passes also all of them against
+ * f_f + f_b (a segment forms at most f_f of the one and f_b of the other).  A grid point whose
+ * candidates cannot pass the best so far even with the program's values at a few feasible points
+ * in place of its maximum (fl_segment_products_taken) is skipped: its branch and bound would
+ * change nothing. */
+static int64_t pass_bound(double Wf, double Wb, int64_t d, int64_t M, int64_t *Rbest)
 {
     int64_t best = 0;
     *Rbest = 0;
-    if (!(W > 0.0) || d < 1 || M < 1) return 0;
-    for (int k = -48; k <= 48; k++) {
-        const long double Rl = floorl((long double)M * powl(2.0L, (long double)k / 8.0L));
-        if (Rl < 1.0L || Rl > 4e18L) continue;
-        /* f rounded up and W rounded down by a relative 1e-9: ceil(q) can only be too small */
-        const long double f = f_of((long double)M, Rl, (long double)d) * (1.0L + 1e-9L);
-        const long double q = (long double)W * (1.0L - 1e-9L) / f;
-        const long double segs = ceill(q) - 1.0L; /* segments that are certainly complete */
-        if (segs < 1.0L) continue;
-        const long double lb = Rl * segs;
-        const int64_t v = lb >= 9.2e18L ? INT64_MAX : (int64_t)lb;
-        if (v > best) best = v, *Rbest = (int64_t)Rl;
+    if (d < 1 || M < 1) return 0;
+    for (int j = FL_SEGMENT_NR - 1; j >= 0; j--) {
+        const long double R = floorl((long double)M * (long double)fl_segment_r(j));
+        if (R < 1.0L) continue;
+        long double ceiling = 0.0L; /* the most this R can give */
+        if (Wf > 0.0) ceiling += Wf / fl_segment_products_taken(FL_PRODUCTS_FWD, d, M, j);
+        if (Wb > 0.0) ceiling += Wb / fl_segment_products_taken(FL_PRODUCTS_BWD, d, M, j);
+        if (R * ceiling <= (long double)best) continue;
+        const long double ff = Wf > 0.0 ? fl_segment_products(FL_PRODUCTS_FWD, d, M, j) : 0.0L;
+        const long double fb = Wb > 0.0 ? fl_segment_products(FL_PRODUCTS_BWD, d, M, j) : 0.0L;
+        const int64_t v[3] = {segments_bound(Wf, ff, R), segments_bound(Wb, fb, R),
+                              Wf > 0.0 && Wb > 0.0 ? segments_bound((long double)Wf + Wb, ff + fb, R) : 0};
+        for (int k = 0; k < 3; k++)
+            if (v[k] > best) best = v[k], *Rbest = (int64_t)R;
     }
     return best;
+}
+
+int64_t fl_product_bound(fl_products kind, double W, int64_t d, int64_t M, int64_t *R)
+{
+    return kind == FL_PRODUCTS_FWD ? pass_bound(W, 0.0, d, M, R) : pass_bound(0.0, W, d, M, R);
 }
 
 /* ---- the problem ---- */
@@ -170,8 +185,7 @@ static void add_need(const fl_problem *p, const fl_need *n, int64_t hq, int64_t 
     const int64_t kk2 = sat_mul(hkv, n->k2), kk1 = sat_mul(hkv, n->k1);
     const int64_t qk = sat_mul(d, sat_add(q2, kk2)), v1 = sat_mul(dv, kk1), o1 = sat_mul(dv, q1);
     int64_t rd = 0, wr = 0;
-    const double scores = (double)d * (double)hq * n->s2, dps = (double)dv * (double)hq * n->s2;
-    double W = scores;
+    const double scores = (double)hq * n->s2; /* the needed scores: rows with two or more keys */
     switch (p->pass) {
     case FL_PASS_FWD: /* read Q (r2), K (k2), V (k1); write O (r1) */
         rd = sat_add(qk, v1);
@@ -180,17 +194,20 @@ static void add_need(const fl_problem *p, const fl_need *n, int64_t hq, int64_t 
     case FL_PASS_BWD: /* read dO (r1); write dQ (r2), dK (k2), dV (k1) */
         rd = o1;
         wr = sat_add(qk, v1);
-        W = dps; /* the entries of dP = dO V^T: d_v products each */
         break;
     default: /* both: read Q, K, V, dO; write O, dQ, dK, dV */
         rd = sat_add(sat_add(qk, v1), o1);
         wr = sat_add(sat_add(qk, v1), o1);
-        W = scores + dps; /* the scores and the entries of dP */
         break;
     }
     o->floor_reads = sat_add(o->floor_reads, rd);
     o->floor_writes = sat_add(o->floor_writes, wr);
-    o->products += W;
+    /* a complete product tree needs its inner dimension of operands from each side: with d_qk !=
+     * d_v the smaller one bounds the leaves of either family (docs/bounds.md §2.7), so the
+     * products are counted, and the segments' capacity taken, at min(d, d_v) */
+    const double dm = (double)fl_min64(d, dv);
+    if (p->pass & FL_PASS_FWD) o->products_fwd += 2.0 * dm * scores; /* (W-f) */
+    if (p->pass & FL_PASS_BWD) o->products_bwd += 4.0 * dm * scores; /* (W-b) */
 }
 
 fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bound *o)
@@ -229,9 +246,8 @@ fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bo
         }
     }
     o->floor = sat_add(o->floor_reads, o->floor_writes);
-    /* a complete product tree needs its inner dimension of operands from each side: with d_qk !=
-     * d_v the smaller one bounds the leaves of either family (docs/bounds.md §2.2) */
-    o->product = fl_product_bound(o->products, fl_min64(p->d, fl_problem_dv(p)), p->M, &o->segment);
+    o->products = o->products_fwd + o->products_bwd;
+    o->product = pass_bound(o->products_fwd, o->products_bwd, fl_min64(p->d, fl_problem_dv(p)), p->M, &o->segment);
     o->bound = fl_max64(o->floor, o->product);
     o->small_cache = p->d > p->M / p->d; /* M < d^2, without forming d^2 */
     o->shape = o->small_cache ? o->products / sqrt((double)p->M) : o->products * (double)p->d / (double)p->M;

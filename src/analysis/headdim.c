@@ -47,7 +47,7 @@ fl_status fl_headdim_collect(const fl_regime_point **pts, size_t *n)
         if (!v) return fl_fail(FL_ENOMEM, "figure (h): out of memory");
         size_t k = 0;
         for (int i = 0; i < nM; i++)
-            for (int j = 0; j < NDIMS; j++, k++) v[k].N = HEADDIM_N, v[k].d = dims[j], v[k].M = Ms[i];
+            for (int j = 0; j < NDIMS; j++, k++) v[k].N = HEADDIM_N, v[k].d = dims[j], v[k].M = Ms[i], v[k].pass = FL_PASS_FWD;
         FL_TRY(fl_regimes_keep(v, k, &store, &nstore));
     }
     *pts = store, *n = nstore;

@@ -31,7 +31,7 @@ typedef struct {
     int have[NALGO_MAX][2];
     cand *top;        /* the `ntop` best candidates of a single pass, ascending */
     int ntop, K;
-    int64_t incumbent; /* the least forward count so far (lemma O4's pruning), -1 = none */
+    int64_t incumbent[2]; /* the least count of each pass so far (lemma O4's pruning), -1 = none */
 } ctx;
 
 static int better(const cand *a, const cand *b)
@@ -164,12 +164,12 @@ static fl_status eval(ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, cand *
 }
 
 /* Records a single-pass candidate: the schedule's best for the pass, the top list (when the
- * problem runs that pass alone) and the forward incumbent. */
+ * problem runs that pass alone) and the pass's incumbent. */
 static void consider(ctx *c, int slot, int bwd, const cand *k)
 {
     if (!c->have[slot][bwd] || better(k, &c->best[slot][bwd])) c->best[slot][bwd] = *k, c->have[slot][bwd] = 1;
     if (c->p->pass != FL_PASS_FWD_BWD) top_insert(c, k);
-    if (!bwd && (c->incumbent < 0 || k->total < c->incumbent)) c->incumbent = k->total;
+    if (c->incumbent[bwd] < 0 || k->total < c->incumbent[bwd]) c->incumbent[bwd] = k->total;
 }
 
 /* Lemmas O1 and O2 (docs/model.md §7): one block only adds to the count -- Br for a schedule
@@ -246,39 +246,52 @@ static fl_status shapes_of(const fl_problem *p, shapes *s)
     return FL_OK;
 }
 
-/* Lemma O4's bound on schedule a's count for blocks Br and any Bc <= cmax: its count_floor over
- * every sequence shape, times the query heads that meet it. */
-static double count_floor(ctx *c, fl_algo a, const shapes *s, int64_t Br, int64_t cmax)
+/* Lemma O4's bound on the count of schedule a's pass for blocks Br and any Bc <= cmax: its
+ * count_floor over every sequence shape, times the query heads that meet it. */
+static double count_floor(ctx *c, fl_algo a, int bwd, const shapes *s, int64_t Br, int64_t cmax)
 {
     double total = 0.0;
     for (int64_t k = 0; k < s->n; k++)
-        total += fl_schedule_get(a)->count_floor(&s->mk[k], c->p->d, fl_problem_dv(c->p), Br, cmax) * (double)s->times[k];
-    c->work += s->n * fl_cdiv(c->nq, Br);
+        total += fl_schedule_get(a)->count_floor(bwd, c->p, &s->mk[k], Br, cmax) * (double)s->times[k];
+    c->work += s->n * (fl_cdiv(c->nq, Br) + (bwd ? c->nk : 0));
     return total;
 }
 
-/* Lemma O4: branch and bound over a forward's pairs, against the least forward count so far. */
-static fl_status search_bound(ctx *c, int slot, fl_algo a)
+/* The count a pass of schedule `slot` must go under to matter (lemma O4's incumbent), -1 for
+ * none: alone, the least count of the pass so far (any schedule's); with both passes, where a
+ * candidate is one schedule's two passes, the least total so far less what this schedule's
+ * forward takes at least (its least, once searched; the backward comes second). */
+static int64_t incumbent(const ctx *c, int slot, int bwd)
+{
+    if (c->p->pass != FL_PASS_FWD_BWD) return c->incumbent[bwd];
+    if (!c->ntop) return -1;
+    return bwd && c->have[slot][0] ? c->top[0].total - c->best[slot][0].total : c->top[0].total;
+}
+
+/* Lemma O4: branch and bound over a pass's pairs against incumbent(). */
+static fl_status search_bound(ctx *c, int slot, fl_algo a, int bwd)
 {
     shapes s;
     fl_status st = shapes_of(c->p, &s);
+#define INCUMBENT incumbent(c, slot, bwd)
     for (int64_t Br = 1; !st && Br <= c->nq; Br++) {
-        const int64_t cmax = largest(c, a, 0, 0, Br, 1, c->nk);
+        const int64_t cmax = largest(c, a, bwd, 0, Br, 1, c->nk);
         if (cmax < 1) break;
-        if (c->incumbent >= 0 && count_floor(c, a, &s, Br, cmax) >= (double)c->incumbent) {
+        if (INCUMBENT >= 0 && count_floor(c, a, bwd, &s, Br, cmax) >= (double)INCUMBENT) {
             c->pruned += cmax;
             continue;
         }
         for (int64_t Bc = cmax; !st && Bc >= 1; Bc--) {
-            if (c->incumbent >= 0 && Bc < cmax && count_floor(c, a, &s, Br, Bc) >= (double)c->incumbent) {
+            if (INCUMBENT >= 0 && Bc < cmax && count_floor(c, a, bwd, &s, Br, Bc) >= (double)INCUMBENT) {
                 c->pruned += Bc;
                 break;
             }
             cand k = {0};
-            if (!(st = eval(c, a, 0, Br, Bc, &k))) consider(c, slot, 0, &k);
+            if (!(st = eval(c, a, bwd, Br, Bc, &k))) consider(c, slot, bwd, &k);
         }
         if (!st && c->work > c->max_work) st = over_work(c);
     }
+#undef INCUMBENT
     free(s.mk);
     free(s.times);
     return st;
@@ -427,7 +440,7 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
               base.causal == FL_CAUSAL_NONE && base.window_left == -1 && base.window_right == -1;
     c.dense = base.causal == FL_CAUSAL_NONE && base.window_left == -1 && base.window_right == -1;
     c.max_work = max_work;
-    c.incumbent = -1;
+    c.incumbent[0] = c.incumbent[1] = -1;
     c.K = top;
     if (!(c.top = calloc((size_t)top, sizeof *c.top))) return fl_fail(FL_ENOMEM, "optimize: out of memory");
 
@@ -462,10 +475,7 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
             if ((pb && !bwd) || (!pb && !fwd)) continue;
             switch (fl_schedule_get(a)->search[pb]) {
             case FL_SEARCH_FRONTIER: s = search_frontier(&c, i, a, pb, chunks, nchunks); break;
-            case FL_SEARCH_BOUND: s = pb ? fl_fail(FL_EBOUNDS, "optimize: %s: lemma O4 bounds forward counts only",
-                                                   fl_algo_name(a))
-                                         : search_bound(&c, i, a);
-                break;
+            case FL_SEARCH_BOUND: s = search_bound(&c, i, a, pb); break;
             case FL_SEARCH_ROWS_FREE: s = search_one_free(&c, i, a, pb, 1); break;
             default: s = search_one_free(&c, i, a, pb, 0); break;
             }

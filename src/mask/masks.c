@@ -67,6 +67,48 @@ void fl_mask_row_range(const fl_mask *mk, int64_t i, int64_t *lo, int64_t *hi)
     *hi = mk->has_b ? fl_min64(mk->Nk - 1, i + mk->b) : mk->Nk - 1;
 }
 
+/* sum over x = 1..n of ceil(x / C): C q (q + 1) / 2 + r (q + 1) with n = q C + r */
+static int64_t sum_ceil(int64_t n, int64_t C)
+{
+    const int64_t q = n / C, r = n % C;
+    return C * (q * (q + 1) / 2) + r * (q + 1);
+}
+
+int fl_mask_row_sums(const fl_mask *mk, int64_t C, int64_t *rows, int64_t *kept, int64_t *chunks)
+{
+    /* the pieces on which lo and hi are linear: lo(i) = i + a from -a + 1 on, hi(i) = Nk - 1
+     * from Nk - b on (rule K1) */
+    int64_t cut[4], n = 0;
+    const int64_t Nq = mk->Nq;
+    *rows = *kept = *chunks = 0;
+    if (C < 1 || Nq > (INT64_C(1) << 31) || mk->Nk > (INT64_C(1) << 31)) return 0;
+    cut[n++] = 0;
+    if (mk->has_a && -mk->a + 1 > 0 && -mk->a + 1 < Nq) cut[n++] = -mk->a + 1;
+    if (mk->has_b && mk->Nk - mk->b > 0 && mk->Nk - mk->b < Nq) cut[n++] = mk->Nk - mk->b;
+    if (n == 3 && cut[1] > cut[2]) {
+        const int64_t x = cut[1];
+        cut[1] = cut[2], cut[2] = x;
+    }
+    cut[n] = Nq;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t u = cut[k], v = cut[k + 1] - 1, lo, hi;
+        if (u > v) continue;
+        fl_mask_row_range(mk, u, &lo, &hi);
+        const int64_t lu = hi - lo + 1;
+        fl_mask_row_range(mk, v, &lo, &hi);
+        const int64_t lv = hi - lo + 1;
+        if (lu < 1 && lv < 1) continue; /* len is linear on the piece: no row keeps a key */
+        if (lu < 1) u += 1 - lu;        /* rising: the rows from len = 1 on */
+        if (lv < 1) v -= 1 - lv;        /* falling: the rows up to len = 1 */
+        const int64_t a = lu < 1 ? 1 : lu, b = lv < 1 ? 1 : lv, cnt = v - u + 1;
+        *rows += cnt;
+        *kept += cnt * (a + b) / 2; /* an arithmetic series (cnt (a + b) is even) */
+        if (a == b) *chunks += cnt * ((a + C - 1) / C);
+        else *chunks += a < b ? sum_ceil(b, C) - sum_ceil(a - 1, C) : sum_ceil(a, C) - sum_ceil(b - 1, C);
+    }
+    return 1;
+}
+
 int fl_mask_keep(const fl_mask *mk, int64_t i, int64_t j)
 {
     if (i < 0 || i >= mk->Nq || j < 0 || j >= mk->Nk) return 0; /* outside the matrix: nothing kept */

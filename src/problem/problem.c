@@ -26,6 +26,12 @@ int fl_problem_asks_kv_cache(const fl_problem *p) { return p->kv_cache != NULL; 
 
 int fl_problem_asks_block_mask(const fl_problem *p) { return p->block_mask != NULL; }
 
+int fl_problem_asks_variants(const fl_problem *p)
+{
+    return (p->d_v != 0 && p->d_v != p->d) || p->sinks != 0 || p->softcap != 0.0 || p->alibi != 0 ||
+           p->dropout != 0.0 || p->elem_bytes == 1;
+}
+
 /* The variants of docs/model.md §14 and the combinations that have no meaning. */
 static fl_status check_variants(const fl_problem *p)
 {

@@ -63,19 +63,6 @@ typedef struct {
     fl_vrun *vr;
 } ctx;
 
-/* C[0:mm, 0:n] += alpha A[0:k, 0:mm]^T B[0:k, 0:n] */
-static void matmul_tn(fl_buf *C, const fl_buf *A, const fl_buf *B, int64_t mm, int64_t n, int64_t k,
-                      double alpha)
-{
-    if (!C->x) return;
-    for (int64_t t = 0; t < k; t++)
-        for (int64_t i = 0; i < mm; i++) {
-            const double a = alpha * A->x[t * A->cols + i];
-            if (a == 0.0) continue;
-            for (int64_t j = 0; j < n; j++) C->x[i * C->cols + j] += a * B->x[t * B->cols + j];
-        }
-}
-
 /* Moves the G per-head tiles of br rows between the stacked buffer b and tensor t (at row r0 of
  * tensor row `base` = the segment's rows, or of the partials' block). */
 static fl_status load_g(fl_machine *m, fl_buf *b, int t, const fl_seg *sg, int64_t base, int64_t r0,
@@ -185,11 +172,11 @@ static void tile_grads(const ctx *c, bufs *B, const fl_seg *sg, int64_t r0, int6
     /* line 11: S <- P (times the cap's derivative), dP <- P~ = P o Z / (1 - p) */
     fl_var_bwd_p(vr, sg, B->Sij, B->dPij, c->style == FA1 ? B->mi->x : B->ri->x, c->style == FA1 ? B->ri->x : NULL,
                  r0, br, rows, c0, bc);
-    matmul_tn(B->dVj, B->dPij, B->dOi, bc, dv, rows, 1.0);                /* line 12 */
+    fl_matmul_tn(B->dVj, B->dPij, B->dOi, bc, dv, rows, 1.0);                /* line 12 */
     fl_op_matmul(B->dPij, B->dOi, B->Vj, rows, bc, dv, 1, 1.0, 0);       /* line 13 */
     fl_var_bwd_ds(vr, sg, B->Sij, B->dPij, B->Di->x, r0, br, rows, c0, bc); /* line 14 */
     fl_op_matmul(B->dQi, B->dPij, B->Kj, rows, dq, bc, 0, vr->v->scale, c->dQp_t < 0); /* line 15 */
-    matmul_tn(B->dKj, B->dPij, B->Qi, bc, dq, rows, vr->v->scale);         /* line 16 */
+    fl_matmul_tn(B->dKj, B->dPij, B->Qi, bc, dq, rows, vr->v->scale);         /* line 16 */
 }
 
 /* Deterministic (rule DT): dQ_i = the sum of its partials over the key blocks that touch row

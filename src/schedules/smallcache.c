@@ -17,12 +17,13 @@
  *  6      for each d-chunk c: X = O_i[:, c] (loaded, j > j0) or 0 (j = j0); load V_j[:, c] -> Y;
  *           X = diag(a_i) X + P_ij Y; at j = j1 - 1, X = diag(l_i)^-1 X (0 for l = 0, M0);
  *           store X -> O_i[:, c]                           -> ([j > j0] br + bc) bk reads, br bk writes
+ *  7    L_i = m_i + log l_i (-inf for a row with no key, M0); store L_i          -> br writes
  *
  * O crosses HBM as an accumulator (read, updated and written once per key block): it is priced in
  * fp32 (docs/model.md rule R8).  SRAM: S_ij (Br x Bc), X, Y and the row vectors m_i, l_i, a_i:
  * eq. (Fsc) = Br Bc + (Br + Bc) Bd + 3 Br.  Every product's operands and partial sums live in
- * these buffers between tile events (docs/bounds.md assumption A1).  Forward only; no
- * logsumexp is saved (nothing reads it).
+ * these buffers between tile events (docs/bounds.md assumption A1).  L is what the backward
+ * (smallcache_bwd.c) recomputes P from, as FlashAttention-2's forward saves it.
  */
 #include "smallcache.h"
 
@@ -32,10 +33,11 @@
 #include <flashlab/ops.h>
 #include "base/checked.h"
 #include "problem/segments.h"
+#include "rules.h"
 #include "variants.h"
 
 static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, const fl_seg *sg,
-                         fl_buf **B, fl_vrun *vr)
+                         fl_buf **B, fl_vrun *vr, int L_t)
 {
     const fl_var *v = vr->v;
     const int64_t Br = b->Br, Bc = b->Bc, dq = v->dq, dv = v->dv;
@@ -46,10 +48,12 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
         const int64_t br = fl_min64(Br, sg->Nq - r0), qr = sg->q0 + r0;
         int64_t j0, j1;
         fl_mask_block_range(&sg->mask, r0, br, Bc, &j0, &j1);
-        if (j0 >= j1) { /* no key: O_i = 0 */
+        if (j0 >= j1) { /* no key: O_i = 0, L_i = -inf */
             fl_op_fill(X, br, Bv, 0.0);
             for (int64_t c0 = 0; c0 < dv; c0 += Bv)
                 FL_TRY(fl_store(m, X, io->O, qr, c0, br, fl_min64(Bv, dv - c0)));
+            fl_op_fill(mi, br, 1, -INFINITY);
+            FL_TRY(fl_store(m, mi, L_t, qr, 0, br, 1));
             continue;
         }
         fl_op_fill(mi, br, 1, -INFINITY); /* line 2 (with a sink: m_i = sink, l_i = 1, rule SK) */
@@ -87,6 +91,9 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
                 FL_TRY(fl_store(m, X, io->O, qr, c, br, bk));
             }
         }
+        if (fl_computes(m)) /* line 7 */
+            for (int64_t r = 0; r < br; r++) mi->x[r] = li->x[r] > 0.0 ? mi->x[r] + log(li->x[r]) : -INFINITY;
+        FL_TRY(fl_store(m, mi, L_t, qr, 0, br, 1));
     }
     return FL_OK;
 }
@@ -96,6 +103,8 @@ fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_bl
     const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
     fl_var v;
     fl_var_of(p, &v);
+    int L_t;
+    FL_TRY(fl_tensor_add(m, "L", io.q_rows, 1, 4, &L_t));
     fl_buf *B[6];
     const char *names[6] = {"S_ij", "X", "Y", "m_i", "l_i", "a_i"};
     const int64_t rows[6] = {Br, Br, Bc, Br, Br, Br}, cols[6] = {Bc, Bd, Bd, 1, 1, 1};
@@ -106,7 +115,7 @@ fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_bl
     for (int64_t k = 0; k < io.nseg && !s; k++) {
         fl_seg sg;
         fl_segment_at(io.segs, k, &sg);
-        s = segment(m, b, &io, &sg, B, &vr);
+        s = segment(m, b, &io, &sg, B, &vr, L_t);
     }
     fl_vrun_free(&vr);
     if (s) return s;
@@ -118,109 +127,133 @@ fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_bl
 
 int64_t fl_smallcache_footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    (void)p, (void)bwd, (void)G;
+    (void)G;
+    if (bwd) return fl_smallcache_bwd_footprint(Br, Bc, Bd);
+    (void)p;
     ck c = {0};
     /* (Fsc) Br Bc + (Br + Bc) Bd + 3 Br */
     const int64_t f = add(&c, add(&c, mul(&c, Br, Bc), mul(&c, add(&c, Br, Bc), Bd)), mul(&c, 3, Br));
     return c.ovf ? -1 : f;
 }
 
-static int fits(const fl_problem *p, int64_t Br, int64_t Bc, int64_t Bd)
+static int fits(const fl_problem *p, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    const int64_t f = fl_smallcache_footprint(p, 0, 1, Br, Bc, Bd);
+    const int64_t f = fl_smallcache_footprint(p, bwd, 1, Br, Bc, Bd);
     return f >= 0 && f <= p->M;
 }
 
-/* Largest x in [1, hi] with fits(Br = x) (rows) or fits(Bc = x); 0 if none (fits is monotone). */
-static int64_t largest(const fl_problem *p, int rows, int64_t other, int64_t Bd, int64_t hi)
+typedef struct {
+    const fl_problem *p;
+    int bwd;
+    int64_t Br;
+} bc_ctx;
+
+static int bc_fits(int64_t Bc, const void *ctx)
 {
-    int64_t lo = 0;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo + 1) / 2;
-        if (rows ? fits(p, mid, other, Bd) : fits(p, other, mid, Bd)) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
+    const bc_ctx *k = ctx;
+    return fits(k->p, k->bwd, k->Br, Bc, 1);
 }
 
-/* The largest chunk Bd <= max(d, d_v) that fits beside Br x Bc, 0 if none: (M - Br Bc - 3 Br) /
- * (Br + Bc).  Q K^T walks d in chunks of min(Bd, d), P V walks d_v in chunks of min(Bd, d_v). */
-static int64_t chunk(const fl_problem *p, int64_t Br, int64_t Bc)
+/* The largest Bc in [1, hi] that fits with Br and Bd = 1, 0 if none (fitting is monotone). */
+static int64_t largest_bc(const fl_problem *p, int bwd, int64_t Br, int64_t hi)
 {
-    ck c = {0};
-    const int64_t used = add(&c, mul(&c, Br, Bc), mul(&c, 3, Br)), sides = add(&c, Br, Bc);
-    if (c.ovf || used >= p->M) return 0;
-    return fl_min64(fl_max64(p->d, fl_problem_dv(p)), (p->M - used) / sides);
+    const bc_ctx k = {p, bwd, Br};
+    return fl_largest(hi, bc_fits, &k);
+}
+
+/* The largest chunk Bd <= max(d, d_v) that fits beside Br x Bc, 0 if none: both footprints grow
+ * by Br + Bc per unit of Bd, so (M - footprint at Bd = 0) / (Br + Bc).  Q K^T walks d in chunks of
+ * min(Bd, d), P V walks d_v in chunks of min(Bd, d_v). */
+static int64_t chunk(const fl_problem *p, int bwd, int64_t Br, int64_t Bc)
+{
+    const int64_t used = fl_smallcache_footprint(p, bwd, 1, Br, Bc, 0);
+    if (used < 0 || used >= p->M) return 0;
+    return fl_min64(fl_max64(p->d, fl_problem_dv(p)), (p->M - used) / (Br + Bc));
 }
 
 fl_status fl_smallcache_check(const fl_problem *p)
 {
-    if (p->pass != FL_PASS_FWD)
-        return fl_fail(FL_EINVAL, "{pass}: smallcache is forward only (its O is not normalised until the "
-                                  "last key block, and it saves no logsumexp for a backward)");
+    if (p->pass != FL_PASS_FWD && fl_problem_asks_variants(p))
+        return fl_fail(FL_EINVAL, "{pass}: smallcache's backward takes none of the variants (d_v != d, sinks, "
+                                  "softcap, ALiBi, dropout, fp8); flash1, flash2 and standard run their backward");
     return FL_OK;
 }
 
+/* The two block rules differ in their numbers only (docs/model.md §4.6, §12.1). */
+typedef struct {
+    int64_t num, den;          /* the score tiles take A = floor(num M / den) */
+    int64_t tiles;             /* score tiles on chip: Br Bc per tile, tiles Br Bc in all */
+    double shape;              /* Br near sqrt(shape A) */
+    double q_tc, q_one, k_tr;  /* the dense count per d: Nq (q_tc Tc + q_one) + k_tr Nk Tr */
+    const char *what, *label;  /* in messages */
+} rule;
+
+static const rule rules[2] = {
+    {2, 3, 1, 2.0 / 3.0, 3.0, -1.0, 2.0, "smallcache", "Fsc"},          /* (Bsc) */
+    {12, 19, 2, 7.0 / 10.0, 5.0, 0.0, 7.0, "smallcache backward", "Fscb"} /* (Bscb) */
+};
+
 fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
 {
+    const rule *u = &rules[bwd != 0];
     int64_t nq, nk;
-    FL_TRY(fl_smallcache_check(p));
-    if (bwd) return fl_fail(FL_EINVAL, "{pass}: smallcache is forward only");
     fl_problem_lengths(p, &nq, &nk);
     memset(b, 0, sizeof *b);
-    /* (Bsc) the tiles take about two thirds of M, A = floor(2M/3), and the two chunk buffers and
-     * the row vectors the rest (so Bd grows like sqrt(M)/5: fewer tile events).  Among the Br
-     * within 32 of sqrt(2A/3) (where 3/Bc + 2/Br, the shape of (Csc), is least on Br Bc = A),
-     * the tallest Br that holds every key (Bc = Nk) and Br = Nq, each with Bc = min(Nk,
-     * floor(A/Br)) -- or the largest Bc that fits with Bd = 1 when that does not -- the pair
-     * with the least dense count Nq (3 Tc - 1) + 2 Nk Tr (per d) of the longest sequence; then
-     * Bd the largest chunk that fits beside Br x Bc. */
-    const int64_t A = fl_max64(1, p->M / 3 * 2 + (p->M % 3) * 2 / 3);
-    const int64_t r = (int64_t)floor(sqrt(2.0 * (double)A / 3.0));
+    /* (Bsc), (Bscb): the score tiles take A (about 2/3 of M forward, 12/19 backward) and the two
+     * chunk buffers and the row vectors the rest (so Bd grows like sqrt(M): fewer tile events).
+     * Among the Br within 32 of sqrt(shape A) (where the shape of (Csc), resp. (Cscb), is least
+     * on tiles Br Bc = A), the tallest Br that holds every key and Br = Nq, each with
+     * Bc = min(Nk, floor(A / (tiles Br))) -- or the largest Bc that fits with Bd = 1 when that does
+     * not -- the pair with the least dense count of the longest sequence; then Bd the largest
+     * chunk that fits beside Br x Bc. */
+    const int64_t A = fl_max64(u->tiles, p->M / u->den * u->num + (p->M % u->den) * u->num / u->den);
+    const int64_t r = (int64_t)floor(sqrt(u->shape * (double)A));
     int64_t Br = 0, Bc = 0;
     double best = 0.0;
     int64_t cand[67], nc = 0;
     for (int64_t x = fl_max64(1, r - 32); x <= r + 32 && x <= nq; x++) cand[nc++] = x;
-    cand[nc++] = fl_min64(nq, fl_max64(1, A / nk));
+    cand[nc++] = fl_min64(nq, fl_max64(1, A / (u->tiles * nk)));
     cand[nc++] = nq;
     for (int64_t k = 0; k < nc; k++) {
         const int64_t br = cand[k];
-        int64_t bc = fl_min64(nk, A / br);
-        if (bc < 1 || !fits(p, br, bc, 1)) bc = largest(p, 0, br, 1, nk);
+        int64_t bc = fl_min64(nk, A / (u->tiles * br));
+        if (bc < 1 || !fits(p, bwd, br, bc, 1)) bc = largest_bc(p, bwd, br, nk);
         if (bc < 1) continue;
-        const double v = (double)nq * (double)(3 * fl_cdiv(nk, bc) - 1) + 2.0 * (double)nk * (double)fl_cdiv(nq, br);
+        const double v = (double)nq * (u->q_tc * (double)fl_cdiv(nk, bc) + u->q_one) +
+                         u->k_tr * (double)nk * (double)fl_cdiv(nq, br);
         if (!Br || v < best) best = v, Br = br, Bc = bc;
     }
     if (!Br)
         return fl_fail(FL_ECAPACITY,
-                       "{M}: smallcache needs at least 6 elements of SRAM for its smallest tiles "
-                       "(Br = Bc = Bd = 1, docs/model.md eq. Fsc); M = %lld is too small", (long long)p->M);
+                       "{M}: %s needs at least 6 elements of SRAM for its smallest tiles "
+                       "(Br = Bc = Bd = 1, docs/model.md eq. %s); M = %lld is too small", u->what, u->label,
+                       (long long)p->M);
     b->Br = Br, b->Bc = Bc;
     if (p->Br || p->Bc) {
         b->overridden = 1;
         if (p->Br) b->Br = p->Br;
         if (p->Bc) b->Bc = p->Bc;
     }
-    b->Bd = chunk(p, b->Br, b->Bc);
+    b->Bd = chunk(p, bwd, b->Br, b->Bc);
     if (b->Bd < 1) {
-        const int64_t need = fl_smallcache_footprint(p, 0, 1, b->Br, b->Bc, 1);
+        const int64_t need = fl_smallcache_footprint(p, bwd, 1, b->Br, b->Bc, 1);
         if (need < 0)
-            return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache blocks Br = %lld, Bc = %lld need more than %lld elements "
-                                      "of SRAM (docs/model.md eq. Fsc), more than M = %lld",
-                           (long long)b->Br, (long long)b->Bc, (long long)INT64_MAX, (long long)p->M);
-        return fl_fail(FL_EINVAL, "{Br}/{Bc}: smallcache blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
-                                  "with Bd = 1 (docs/model.md eq. Fsc), more than M = %lld",
-                       (long long)b->Br, (long long)b->Bc, (long long)need, (long long)p->M);
+            return fl_fail(FL_EINVAL, "{Br}/{Bc}: %s blocks Br = %lld, Bc = %lld need more than %lld elements "
+                                      "of SRAM (docs/model.md eq. %s), more than M = %lld",
+                           u->what, (long long)b->Br, (long long)b->Bc, (long long)INT64_MAX, u->label, (long long)p->M);
+        return fl_fail(FL_EINVAL, "{Br}/{Bc}: %s blocks Br = %lld, Bc = %lld need %lld elements of SRAM "
+                                  "with Bd = 1 (docs/model.md eq. %s), more than M = %lld",
+                       u->what, (long long)b->Br, (long long)b->Bc, (long long)need, u->label, (long long)p->M);
     }
-    b->footprint = fl_smallcache_footprint(p, 0, 1, b->Br, b->Bc, b->Bd);
+    b->footprint = fl_smallcache_footprint(p, bwd, 1, b->Br, b->Bc, b->Bd);
     return FL_OK;
 }
 
 /* (Csc) one segment: row block i (br rows) touching n key blocks that cover cols keys, Q and K
  * chunks over d (Tq of them), V and O chunks over d_v (Tv; rule D1).
- *   n = 0: writes br d_v, events Tv;
+ *   n = 0: writes br d_v + br (O, L), events Tv + 1;
  *   n > 0: reads n br d (Q, per key block) + (d + d_v) cols (K, V) + (n - 1) br d_v (O),
- *          writes n br d_v (O), events 2 n Tq + Tv (3n - 1)  (Esc);
+ *          writes n br d_v + br (O, L), events 2 n Tq + Tv (3n - 1) + 1  (Esc);
  * and the segment's sink and dropout seed, fp8's scale factors in the loop's order (rule R3b). */
 static void segment_counts(ck *c, const fl_var *v, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
@@ -233,8 +266,8 @@ static void segment_counts(ck *c, const fl_var *v, const fl_seg *s, const fl_blo
         const int64_t Tr = fl_cdiv(s->Nq, b->Br), Tc = fl_cdiv(s->Nk, b->Bc);
         r->reads = add(c, r->reads, add(c, add(c, mul(c, mul(c, s->Nq, dq), Tc), mul(c, mul(c, s->Nq, dv), Tc - 1)),
                                         mul(c, mul(c, s->Nk, dq + dv), Tr)));
-        r->writes = add(c, r->writes, mul(c, Tc, mul(c, s->Nq, dv)));
-        r->events = add(c, r->events, mul(c, Tr, add(c, mul(c, 2 * Tc, Tq), mul(c, Tv, 3 * Tc - 1))));
+        r->writes = add(c, r->writes, add(c, mul(c, Tc, mul(c, s->Nq, dv)), s->Nq));
+        r->events = add(c, r->events, add(c, mul(c, Tr, add(c, mul(c, 2 * Tc, Tq), mul(c, Tv, 3 * Tc - 1))), Tr));
         return;
     }
     int64_t lq = -1, lk = -1, lv = -1;
@@ -243,15 +276,15 @@ static void segment_counts(ck *c, const fl_var *v, const fl_seg *s, const fl_blo
         int64_t j0, j1;
         fl_mask_block_range(&s->mask, r0, br, b->Bc, &j0, &j1);
         if (j0 >= j1) {
-            r->writes = add(c, r->writes, mul(c, br, dv));
-            r->events = add(c, r->events, Tv);
+            r->writes = add(c, r->writes, add(c, mul(c, br, dv), br));
+            r->events = add(c, r->events, Tv + 1);
             continue;
         }
         const int64_t n = j1 - j0, cols = fl_min64(s->Nk, j1 * b->Bc) - j0 * b->Bc;
         r->reads = add(c, r->reads, add(c, add(c, mul(c, n, mul(c, br, dq)), mul(c, n - 1, mul(c, br, dv))),
                                         mul(c, dq + dv, cols)));
-        r->writes = add(c, r->writes, mul(c, n, mul(c, br, dv)));
-        r->events = add(c, r->events, add(c, mul(c, 2 * n, Tq), mul(c, Tv, 3 * n - 1)));
+        r->writes = add(c, r->writes, add(c, mul(c, n, mul(c, br, dv)), br));
+        r->events = add(c, r->events, add(c, add(c, mul(c, 2 * n, Tq), mul(c, Tv, 3 * n - 1)), 1));
         for (int64_t j = j0; v->fp8 && j < j1; j++) { /* Q and K per chunk of d, V per chunk of d_v */
             const int64_t c0 = j * b->Bc, c1 = fl_min64(s->Nk, c0 + b->Bc);
             int64_t x = 0;
@@ -264,50 +297,35 @@ static void segment_counts(ck *c, const fl_var *v, const fl_seg *s, const fl_blo
     }
 }
 
-fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+static void pass_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    if (bwd) return fl_fail(FL_EINVAL, "{pass}: smallcache is forward only");
-    fl_segments sg;
-    FL_TRY(fl_segments_build(p, fl_problem_group(p), &sg));
+    if (bwd) {
+        fl_smallcache_bwd_segment(c, s, b, p->d, r);
+        return;
+    }
     fl_var v;
     fl_var_of(p, &v);
-    ck c = {0};
-    fl_counts r = {0};
-    /* every segment of a sequence has the same counts (the K/V head does not matter forward; fp8's
-     * scale rows are offsets only): one per sequence, times the query heads (and the batch
-     * without varlen) */
-    const int64_t per = sg.Hq / sg.G, nseq = sg.cq ? sg.nseq : (sg.nseg ? 1 : 0);
-    const int64_t times = mul(&c, per, sg.cq ? 1 : p->batch);
-    for (int64_t i = 0; i < nseq && !c.ovf; i++) {
-        fl_seg s;
-        fl_counts f = {0};
-        fl_segment_at(&sg, i * per, &s);
-        segment_counts(&c, &v, &s, b, &f);
-        r.reads = add(&c, r.reads, mul(&c, times, f.reads));
-        r.writes = add(&c, r.writes, mul(&c, times, f.writes));
-        r.events = add(&c, r.events, mul(&c, times, f.events));
-    }
-    fl_segments_free(&sg);
-    r.total = add(&c, r.reads, r.writes);
-    r.sram_peak = b->footprint;
-    if (c.ovf)
-        return fl_fail(FL_EOVERFLOW, "{N}/{d}/{batch}/{heads}: counts of smallcache at N = %lld, d = %lld would "
-                                     "overflow 64-bit arithmetic", (long long)p->N, (long long)p->d);
-    *out = r;
-    return FL_OK;
+    segment_counts(c, &v, s, b, r);
+}
+
+fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    return fl_closed_sum(p, bwd, b, pass_counts, out);
 }
 
 int64_t fl_smallcache_events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
 {
-    (void)bb;
-    /* (Esc): every row block of every segment makes at least Tv events (its O chunks) */
+    /* (Esc): every row block of every segment makes at least Tv events (its O chunks); (Escb):
+     * the backward's step 0 makes 2 Td + 1 per block of min(Br, Bc) rows */
     const int64_t dv = fl_problem_dv(p), Td = fl_cdiv(dv, fl_min64(b->Bd, dv)), n = p->cu_seqlens_q ? p->batch : 1;
-    int64_t total = 0, t;
+    const int64_t Tdb = bb ? fl_cdiv(p->d, bb->Bd) : 0, rb = bb ? fl_min64(bb->Br, bb->Bc) : 1;
+    int64_t total = 0, t, u = 0;
     for (int64_t s = 0; s < n; s++) {
         const int64_t nq = p->cu_seqlens_q ? p->cu_seqlens_q[s + 1] - p->cu_seqlens_q[s] : p->N;
         const int64_t reps = p->cu_seqlens_q ? p->heads : p->batch;
-        if (!fl_mul_ok(fl_cdiv(nq, b->Br), Td, &t) || !fl_mul_ok(t, reps, &t) ||
-            (!p->cu_seqlens_q && !fl_mul_ok(t, p->heads, &t)) || !fl_add_ok(total, t, &total))
+        if (!fl_mul_ok(fl_cdiv(nq, b->Br), Td, &t) || (bb && !fl_mul_ok(fl_cdiv(nq, rb), 2 * Tdb + 1, &u)) ||
+            !fl_add_ok(t, u, &t) || !fl_mul_ok(t, reps, &t) || (!p->cu_seqlens_q && !fl_mul_ok(t, p->heads, &t)) ||
+            !fl_add_ok(total, t, &total))
             return INT64_MAX;
     }
     return total;
@@ -324,29 +342,33 @@ void fl_smallcache_explain(FILE *out, const fl_problem *p, const fl_blocks *b)
             (long long)fl_cdiv(p->d, b->Bd));
 }
 
-/* Block terms (Csc) walks per sequence: the row blocks under a mask, one term without (optimize's
- * work measure, schedule.h). */
+/* Block terms (Csc) walks per sequence: the row blocks under a mask, one term without; (Cscb) the
+ * row and the key blocks (optimize's work measure, schedule.h). */
 static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc)
 {
+    if (bwd) return fl_cdiv(nq, Br) + fl_cdiv(nk, Bc);
     return dense ? 1 : fl_cdiv(nq, Br);
 }
 
 /* Lemma O4's bound (docs/model.md §7) on (Csc) for blocks Br and any Bc <= cmax over one sequence
  * kept by mk: a row block keeping K keys (the span of its kept keys) touches at least
  * ceil(K / Bc) >= ceil(K / cmax) key blocks covering at least K keys, and moves
- * br (n (d + 2 d_v) - d_v) + (d + d_v) cols; one keeping none writes br d_v.  The variants' scalars
- * (sinks, the dropout seed, fp8's scale factors) only add to the count. */
-static double count_floor(const fl_mask *mk, int64_t d_, int64_t dv_, int64_t Br, int64_t cmax)
+ * br (n (d + 2 d_v) - d_v) + (d + d_v) cols + br; one keeping none writes br d_v + br (O, L).
+ * The variants' scalars (sinks, the dropout seed, fp8's scale factors) only add to the count.
+ * The backward's: fl_smallcache_bwd_count_floor (it takes none of the variants). */
+static double count_floor(int bwd, const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax)
 {
-    const double d = (double)d_, dv = (double)dv_;
+    if (bwd) return fl_smallcache_bwd_count_floor(mk, p->d, Br, cmax);
+    const double d = (double)p->d, dv = (double)fl_problem_dv(p);
     double seg = 0.0;
     for (int64_t r0 = 0; r0 < mk->Nq; r0 += Br) {
         const int64_t br = fl_min64(Br, mk->Nq - r0);
         int64_t j0, j1;
         fl_mask_block_range(mk, r0, br, 1, &j0, &j1); /* with unit key blocks: the kept span */
-        if (j1 <= j0) seg += (double)br * dv;
+        if (j1 <= j0) seg += (double)br * (dv + 1.0);
         else
-            seg += (double)br * ((double)fl_cdiv(j1 - j0, cmax) * (d + 2.0 * dv) - dv) + (d + dv) * (double)(j1 - j0);
+            seg += (double)br * ((double)fl_cdiv(j1 - j0, cmax) * (d + 2.0 * dv) - dv) + (d + dv) * (double)(j1 - j0) +
+                   (double)br;
     }
     return seg;
 }
@@ -355,15 +377,19 @@ const fl_schedule fl_sched_smallcache = {
     .name = "smallcache",
     .summary = "exact attention below M = d^2 (Saha & Ye): both products blocked over d, fused with the online softmax",
     .flags = FL_SCHED_O_FP32 | FL_SCHED_CHUNKS_D,
-    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN |
-               (FL_ACCEPT_VARIANTS & ~FL_ACCEPT_DETERMINISTIC), /* forward only: no dQ to order */
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD |
+               (FL_ACCEPT_VARIANTS & ~FL_ACCEPT_DETERMINISTIC), /* the backward refuses them: check */
+    .check = fl_smallcache_check,
     .blocks = fl_smallcache_blocks,
     .footprint = fl_smallcache_footprint,
     .closed_form = fl_smallcache_closed_form,
     .events_floor = fl_smallcache_events_floor,
     .fwd = fl_schedule_smallcache,
+    .bwd = fl_schedule_smallcache_bwd,
     .explain = fl_smallcache_explain,
-    .search = {FL_SEARCH_BOUND, FL_SEARCH_NONE},
+    .explain_bwd = "rule Bscb: the score tiles S_ij, dP_ij about 2M/3 (Br ~ 1.4 Bc), the pair with the least count; "
+                   "2*Br*Bc + (Br + Bc)*Bd + 2*Br <= M (Fscb), Bd the largest that fits",
+    .search = {FL_SEARCH_BOUND, FL_SEARCH_BOUND},
     .closed_form_terms = closed_form_terms,
     .count_floor = count_floor,
 };

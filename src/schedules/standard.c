@@ -70,7 +70,7 @@ static fl_status load_op(fl_machine *m, const fl_std_extra *x, int which, int64_
 
 fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int A_t,
                             int64_t a0, int64_t na, int B_t, int64_t b0, int64_t nb, int C_t,
-                            int64_t c0, double alpha, const fl_std_extra *x)
+                            int64_t c0, double alpha, const fl_mask *mk, int skip, const fl_std_extra *x)
 {
     const int64_t Br = b->Br, Bc = b->Bc, Bd = fl_min64(b->Bd, d);
     const int64_t Td = fl_cdiv(d, Bd);
@@ -78,8 +78,11 @@ fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int
     fl_buf *At = B[0], *Bt = B[1], *Ct = B[2];
     for (int64_t r0 = 0; r0 < na; r0 += Br) {
         const int64_t br = fl_min64(Br, na - r0);
+        int64_t j0 = 0, j1 = fl_cdiv(nb, Bc);
+        if (skip && mk) fl_mask_block_range(mk, r0, br, Bc, &j0, &j1); /* the tiles the mask keeps (K2) */
+        if (j0 >= j1) continue;
         if (Td == 1) FL_TRY(load_op(m, x, aw, x ? x->a_sbase : 0, At, A_t, a0 + r0, 0, br, d, r0)); /* A_i stays for every j */
-        for (int64_t q = 0; q < nb; q += Bc) {
+        for (int64_t q = j0 * Bc; q < fl_min64(nb, j1 * Bc); q += Bc) {
             const int64_t bc = fl_min64(Bc, nb - q);
             for (int64_t k0 = 0; k0 < d; k0 += Bd) {
                 const int64_t bk = fl_min64(Bd, d - k0);
@@ -89,15 +92,27 @@ fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int
             }
             if (x && x->sg) /* the cap, the ALiBi bias, the mask (rules SC, AL, K4) */
                 fl_var_scores(x->vr, x->sg, Ct, r0, br, br, q, bc, fl_mask_tile(&x->sg->mask, r0, br, q, bc));
+            else if (mk && !skip && fl_mask_tile(mk, r0, br, q, bc) != FL_TILE_FULL)
+                fl_tile_mask(Ct, mk, r0, br, br, q, bc);
             FL_TRY(fl_store(m, Ct, C_t, c0 + r0, q, br, bc));
         }
     }
     return FL_OK;
 }
 
+/* On chip, compute mode only: zeroes the entries of the nr x nc tile of queries [r0, r0 + nr)
+ * and keys [c0, c0 + nc) in t that mk drops. */
+static void zero_dropped(fl_buf *t, const fl_mask *mk, int64_t r0, int64_t nr, int64_t c0, int64_t nc)
+{
+    if (!t->x || fl_mask_tile(mk, r0, nr, c0, nc) == FL_TILE_FULL) return;
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t c = 0; c < nc; c++)
+            if (!fl_mask_keep(mk, r0 + r, c0 + c)) t->x[r * t->cols + c] = 0.0;
+}
+
 fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int P_t,
                             int64_t p0, int64_t np, int64_t nk, int V_t, int64_t v0, int O_t,
-                            int64_t o0, double alpha, int transP, int acc, const fl_std_extra *x)
+                            int64_t o0, double alpha, int transP, int acc, const fl_mask *skip, const fl_std_extra *x)
 {
     const int64_t Br = b->Br, Bc = b->Bc, Bd = fl_min64(b->Bd, d);
     const int vw = x ? x->b_which : -1;
@@ -110,15 +125,20 @@ fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int
     fl_buf *Pt = B[2], *Vt = transP ? B[0] : B[1], *Ot = transP ? B[1] : B[0];
     for (int64_t r0 = 0; r0 < nout; r0 += Bo) {
         const int64_t br = fl_min64(Bo, nout - r0);
+        int64_t s0 = 0, s1 = fl_cdiv(nsum, Bs); /* the sum's blocks; with skip, those the mask keeps */
+        if (skip && transP) fl_mask_row_block_range(skip, r0, br, Bs, &s0, &s1);
+        else if (skip) fl_mask_block_range(skip, r0, br, Bs, &s0, &s1);
+        if (s0 >= s1 && acc) continue; /* nothing to add: the tile stays as it is in HBM */
         for (int64_t k0 = 0; k0 < d; k0 += Bd) {
             const int64_t bk = fl_min64(Bd, d - k0);
             if (acc) FL_TRY(fl_load(m, Ot, O_t, o0 + r0, k0, br, bk)); /* add to what is there */
             else fl_op_fill(Ot, br, bk, 0.0);
-            for (int64_t q = 0; q < nsum; q += Bs) {
+            for (int64_t q = s0 * Bs; q < fl_min64(nsum, s1 * Bs); q += Bs) {
                 const int64_t bs = fl_min64(Bs, nsum - q);
                 if (transP) {
                     FL_TRY(fl_load(m, Pt, P_t, p0 + q, r0, bs, br));
                     FL_TRY(fl_load(m, Vt, V_t, v0 + q, k0, bs, bk));
+                    if (skip) zero_dropped(Pt, skip, q, bs, r0, br);
                     if (Ot->x) /* O += alpha P_tile^T V_tile */
                         for (int64_t i = 0; i < bs; i++)
                             for (int64_t r = 0; r < br; r++) {
@@ -128,6 +148,7 @@ fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int
                 } else {
                     FL_TRY(fl_load(m, Pt, P_t, p0 + r0, q, br, bs));
                     FL_TRY(load_op(m, x, vw, x ? x->b_sbase : 0, Vt, V_t, v0 + q, k0, bs, bk, q));
+                    if (skip) zero_dropped(Pt, skip, r0, br, q, bs);
                     fl_op_matmul(Ot, Pt, Vt, br, bk, bs, 0, alpha, 1);
                 }
             }
@@ -244,7 +265,7 @@ static fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const 
         fl_segment_at(io.segs, k, &sg);
         const fl_std_extra x = {&vr, &sg, FL_VQ, FL_VK, sg.qs0, sg.ks0};
         if (!(s = fl_vrun_segment(m, &vr, &sg, 0)))
-            s = fl_std_product_nt(m, b, B, v.dq, io.Q, sg.q0, sg.Nq, io.K, sg.k0, sg.Nk, S_t, sg.q0, v.scale, &x);
+            s = fl_std_product_nt(m, b, B, v.dq, io.Q, sg.q0, sg.Nq, io.K, sg.k0, sg.Nk, S_t, sg.q0, v.scale, NULL, 0, &x);
     }
     fl_std_bufs_free(m, B);
     for (int64_t k = 0; k < io.nseg && !s; k++) { /* step 2: P = softmax(S) (its sink, its seed) */
@@ -259,7 +280,7 @@ static fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const 
         const fl_std_extra x = {&vr, NULL, -1, FL_VV, 0, sg.ks0};
         if (!(s = fl_vrun_segment(m, &vr, &sg, 0)))
             s = fl_std_product_nn(m, b, B, v.dv, Pd_t >= 0 ? Pd_t : P_t, sg.q0, sg.Nq, sg.Nk, io.V, sg.k0, io.O,
-                                  sg.q0, 1.0, 0, 0, &x);
+                                  sg.q0, 1.0, 0, 0, NULL, &x);
     }
     fl_vrun_free(&vr);
     if (s) return s;
@@ -313,27 +334,57 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     return fl_rule_finish(&r, b, "F0", 1, standard_bd);
 }
 
-void fl_closed_std_nt(ck *c, const fl_blocks *b, int64_t d, int64_t na, int64_t nb, fl_counts *r)
+void fl_closed_std_nt(ck *c, const fl_blocks *b, int64_t d, int64_t na, int64_t nb, const fl_mask *skip,
+                      fl_counts *r)
 {
     const int64_t Tr = fl_cdiv(na, b->Br), Tc = fl_cdiv(nb, b->Bc), Td = fl_cdiv(d, b->Bd);
-    fl_acc(c, &r->reads, Td == 1 ? mul(c, na, d) : mul(c, mul(c, na, d), Tc)); /* A (C0.1) */
-    fl_acc(c, &r->reads, mul(c, mul(c, nb, d), Tr));                           /* B */
-    fl_acc(c, &r->writes, mul(c, na, nb));
-    fl_acc(c, &r->events, Td == 1 ? mul(c, Tr, add(c, 1, mul(c, 2, Tc)))
-                                  : mul(c, mul(c, Tr, Tc), add(c, mul(c, 2, Td), 1)));
+    if (!skip) {
+        fl_acc(c, &r->reads, Td == 1 ? mul(c, na, d) : mul(c, mul(c, na, d), Tc)); /* A (C0.1) */
+        fl_acc(c, &r->reads, mul(c, mul(c, nb, d), Tr));                           /* B */
+        fl_acc(c, &r->writes, mul(c, na, nb));
+        fl_acc(c, &r->events, Td == 1 ? mul(c, Tr, add(c, 1, mul(c, 2, Tc)))
+                                      : mul(c, mul(c, Tr, Tc), add(c, mul(c, 2, Td), 1)));
+        return;
+    }
+    for (int64_t r0 = 0; r0 < na; r0 += b->Br) { /* (C0bm.2): row block i keeps n tiles over cols keys */
+        const int64_t br = fl_min64(b->Br, na - r0);
+        int64_t j0, j1;
+        fl_mask_block_range(skip, r0, br, b->Bc, &j0, &j1);
+        if (j0 >= j1) continue;
+        const int64_t n = j1 - j0, cols = fl_min64(nb, j1 * b->Bc) - j0 * b->Bc;
+        fl_acc(c, &r->reads, add(c, mul(c, Td == 1 ? 1 : n, mul(c, br, d)), mul(c, cols, d)));
+        fl_acc(c, &r->writes, mul(c, br, cols));
+        fl_acc(c, &r->events, Td == 1 ? add(c, 1, mul(c, 2, n)) : mul(c, n, add(c, mul(c, 2, Td), 1)));
+    }
 }
 
 void fl_closed_std_nn(ck *c, const fl_blocks *b, int64_t d, int64_t np, int64_t nk, int transP, int rmw,
-                      fl_counts *r)
+                      const fl_mask *skip, fl_counts *r)
 {
     const int64_t Td = fl_cdiv(d, b->Bd);
     const int64_t nout = transP ? nk : np, nsum = transP ? np : nk;
-    const int64_t To = fl_cdiv(nout, transP ? b->Bc : b->Br), Ts = fl_cdiv(nsum, transP ? b->Br : b->Bc);
-    fl_acc(c, &r->reads, mul(c, mul(c, np, nk), Td));  /* P (C0.4) */
-    fl_acc(c, &r->reads, mul(c, mul(c, nsum, d), To)); /* V */
-    if (rmw) fl_acc(c, &r->reads, mul(c, nout, d));
-    fl_acc(c, &r->writes, mul(c, nout, d));
-    fl_acc(c, &r->events, mul(c, mul(c, To, Td), add(c, mul(c, 2, Ts), 1 + rmw)));
+    const int64_t Bo = transP ? b->Bc : b->Br, Bs = transP ? b->Br : b->Bc;
+    const int64_t To = fl_cdiv(nout, Bo), Ts = fl_cdiv(nsum, Bs);
+    if (!skip) {
+        fl_acc(c, &r->reads, mul(c, mul(c, np, nk), Td));  /* P (C0.4) */
+        fl_acc(c, &r->reads, mul(c, mul(c, nsum, d), To)); /* V */
+        if (rmw) fl_acc(c, &r->reads, mul(c, nout, d));
+        fl_acc(c, &r->writes, mul(c, nout, d));
+        fl_acc(c, &r->events, mul(c, mul(c, To, Td), add(c, mul(c, 2, Ts), 1 + rmw)));
+        return;
+    }
+    for (int64_t r0 = 0; r0 < nout; r0 += Bo) { /* (C0bm.1): output block o keeps m tiles over span */
+        const int64_t bo = fl_min64(Bo, nout - r0);
+        int64_t s0, s1;
+        if (transP) fl_mask_row_block_range(skip, r0, bo, Bs, &s0, &s1);
+        else fl_mask_block_range(skip, r0, bo, Bs, &s0, &s1);
+        const int64_t m = s1 > s0 ? s1 - s0 : 0, span = m ? fl_min64(nsum, s1 * Bs) - s0 * Bs : 0;
+        if (!m && rmw) continue;
+        fl_acc(c, &r->reads, add(c, mul(c, Td, mul(c, span, bo)), mul(c, span, d))); /* P tiles per chunk; V */
+        if (rmw) fl_acc(c, &r->reads, mul(c, bo, d));
+        fl_acc(c, &r->writes, mul(c, bo, d));
+        fl_acc(c, &r->events, mul(c, Td, add(c, mul(c, 2, m), 1 + rmw)));
+    }
 }
 
 /* fp8 (rule Q8): the scale factors the forward's products load, in their order -- step 1's Q
@@ -367,7 +418,7 @@ static void segment_fwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_bl
     fl_var_of(p, &v);
     const int64_t nq = s->Nq, nk = s->Nk, M = p->M, drop = v.dropout > 0.0;
     const int64_t once = fl_var_segment_reads(&v, 1, FL_V_SINK | FL_V_RNG);
-    fl_closed_std_nt(c, b, v.dq, nq, nk, r); /* step 1 */
+    fl_closed_std_nt(c, b, v.dq, nq, nk, NULL, r); /* step 1 */
     fl_acc(c, &r->reads, once);
     fl_acc(c, &r->events, once);
     if (nk <= M) {                           /* step 2 (C0.2-3) */
@@ -381,7 +432,7 @@ static void segment_fwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_bl
         r->sram_peak = fl_max64(r->sram_peak, M);
     }
     fl_acc(c, &r->writes, mul(c, 1 + 2 * drop, mul(c, nq, nk)));
-    fl_closed_std_nn(c, b, v.dv, nq, nk, 0, 0, r); /* step 3 */
+    fl_closed_std_nn(c, b, v.dv, nq, nk, 0, 0, NULL, r); /* step 3 */
     if (v.fp8) {
         const int64_t n = std_scales(&v, s, b);
         fl_acc(c, &r->reads, n);
@@ -391,7 +442,14 @@ static void segment_fwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_bl
 
 static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    if (bwd) fl_closed_standard_bwd(c, p, s, b, r);
+    if (bwd) fl_closed_standard_bwd(c, 0, p, s, b, r);
+    else segment_fwd(c, p, s, b, r);
+}
+
+static void segment_counts_skip(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b,
+                                fl_counts *r)
+{
+    if (bwd) fl_closed_standard_bwd(c, 1, p, s, b, r);
     else segment_fwd(c, p, s, b, r);
 }
 
@@ -429,6 +487,12 @@ static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, f
     return fl_closed_tiled(p, bwd, b, closed_plain, segment_counts, out);
 }
 
+/* standard-skip: (C0) forward, (C0bm) backward */
+static fl_status closed_form_skip(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
+{
+    return fl_closed_tiled(p, bwd, b, closed_plain, segment_counts_skip, out);
+}
+
 static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
 {
     (void)b;
@@ -438,6 +502,19 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
                  "    softmax %s\n",
             p->N <= p->M ? "holds whole rows (N <= M): 1 read + 1 write per element"
                          : "cannot hold a row (N > M): 3 passes, 3 reads + 1 write per element");
+}
+
+/* Block terms a closed form walks per sequence: one, but standard-skip's masked backward walks its
+ * row and key blocks (C0bm) (optimize's work measure, schedule.h). */
+static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc)
+{
+    return bwd && !dense ? fl_cdiv(nq, Br) + fl_cdiv(nk, Bc) : 1;
+}
+
+/* Lemma O4's floor of standard-skip's backward (the forward is searched by lemma O3). */
+static double count_floor(int bwd, const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax)
+{
+    return bwd ? fl_standard_bwd_count_floor(p, mk, Br, cmax) : 0.0;
 }
 
 const fl_schedule fl_sched_standard = {
@@ -455,4 +532,25 @@ const fl_schedule fl_sched_standard = {
     .explain_bwd = "rule B0 on the same tiling; dS rows need k*Nk <= M to fit (else two passes; k = 2, + Z with dropout, + S with a cap)",
     .search = {FL_SEARCH_FRONTIER, FL_SEARCH_FRONTIER},
     .paper_fig2 = "40.3 GB",
+};
+
+/* standard-skip: standard whose backward skips what a mask drops (C0bm); the same forward, blocks
+ * and footprint.  Not one of "all": standard stands for the framework pipeline (and the GPU
+ * kernels validated against it), mask-oblivious in both passes. */
+const fl_schedule fl_sched_standard_skip = {
+    .name = "standard-skip",
+    .summary = "standard whose backward (Algorithm 3) skips the tiles and keys a causal mask or window drops",
+    .flags = FL_SCHED_MATERIALIZES | FL_SCHED_CHUNKS_D,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD,
+    .blocks = blocks,
+    .footprint = footprint,
+    .closed_form = closed_form_skip,
+    .events_floor = fl_events_floor_tiled,
+    .fwd = fl_schedule_standard,
+    .bwd = fl_schedule_standard_skip_bwd,
+    .explain = explain,
+    .explain_bwd = "rule B0 on the same tiling; only the tiles and keys the mask keeps (docs/model.md C0bm)",
+    .search = {FL_SEARCH_FRONTIER, FL_SEARCH_BOUND},
+    .closed_form_terms = closed_form_terms,
+    .count_floor = count_floor,
 };

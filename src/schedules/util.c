@@ -33,3 +33,14 @@ fl_status fl_sram_realloc(fl_machine *m, const char *name, int64_t rows, int64_t
     *b = NULL;
     return fl_sram_alloc(m, name, rows, cols, b);
 }
+
+void fl_matmul_tn(fl_buf *C, const fl_buf *A, const fl_buf *B, int64_t mm, int64_t n, int64_t k, double alpha)
+{
+    if (!C->x) return;
+    for (int64_t t = 0; t < k; t++)
+        for (int64_t i = 0; i < mm; i++) {
+            const double a = alpha * A->x[t * A->cols + i];
+            if (a == 0.0) continue;
+            for (int64_t j = 0; j < n; j++) C->x[i * C->cols + j] += a * B->x[t * B->cols + j];
+        }
+}

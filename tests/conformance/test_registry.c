@@ -213,7 +213,7 @@ Test(registry, every_family_member_is_searchable)
             members++;
             cr_assert(s->footprint, "%s: the search needs the footprint", s->name);
             cr_assert(!pb || s->bwd, "%s: a backward search without a backward loop", s->name);
-            cr_assert(s->search[pb] != FL_SEARCH_BOUND || (!pb && s->count_floor), "%s: lemma O4 needs a forward count floor", s->name);
+            cr_assert(s->search[pb] != FL_SEARCH_BOUND || s->count_floor, "%s: lemma O4 needs a count floor", s->name);
             cr_assert(!(s->flags & (FL_SCHED_OWN_PROBLEM | FL_SCHED_SOFTMAX)), "%s: a problem of its own in the family", s->name);
         }
     }

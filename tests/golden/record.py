@@ -32,9 +32,10 @@ def S(*words):
 def help_cmds():
     cmds = [[], ["--help"], ["--version"], ["help"], ["count", "-h"]]
     for c in ("count", "run", "sweep", "bound", "plot", "report", "optimize", "trace", "l2",
-              "example", "schedules"):
+              "example", "schedules", "cp", "merge", "gpus"):
         cmds.append([c, "--help"])
     cmds += [["schedules"], ["schedules", "--format", "csv"]]   # the registry as a table
+    cmds += [["gpus"], ["gpus", "--format", "csv"], ["l2", "--launch", "fwd-q", "--help"]]  # the presets
     return [golden.command(a) for a in cmds]
 
 
@@ -148,6 +149,19 @@ def count_cmds():
         add("--algo memeff --N 100 --d 16 --M 4096", mb)
     add("--algo memeff --N 1 --d 1 --M 64")
     add("--algo memeff --N 333 --d 24 --M 3000 --Br 17")
+    # smallcache, both passes; the backward's block rule, overrides, masks, heads
+    for sc in ("--N 1024 --d 128 --M 2048", "--N 1024 --d 128 --M 2048 --pass bwd --explain",
+               "--N 300 --d 64 --M 512 --pass fwd+bwd --causal bottom-right --Nk 200",
+               "--N 256 --d 32 --M 300 --pass bwd --heads 4 --kv-heads 2 --window 16,0",
+               "--N 100 --d 16 --M 400 --pass bwd --Br 7 --Bc 13", "--N 64 --d 16 --M 5 --pass bwd"):
+        add("--algo smallcache", sc)
+    # standard-skip's backward skips the tiles a mask drops (rows of P that fit and rows that do
+    # not); standard's does not
+    for sb in ("--N 512 --d 32 --M 8192 --pass bwd --causal top-left",
+               "--N 512 --d 32 --M 512 --pass bwd --causal bottom-right --Nk 300",
+               "--N 512 --d 32 --M 8192 --pass fwd+bwd --window 32,0 --heads 4 --kv-heads 2"):
+        add("--algo standard-skip,standard", sb)
+    add("--algo standard-skip --N 100 --d 16 --M 2048 --pass bwd --explain", fmts=("table",))
     # softmax alone
     for sm in ("--N 100 --Nk 300 --M 256", "--N 100 --Nk 300 --M 4096", "--N 1 --Nk 1 --M 2",
                "--N 64 --Nk 1000 --M 100", "--N 64 --Nk 64 --M 64 --Bc 7",
@@ -212,6 +226,9 @@ def run_cmds():
     add("--algo softmax-safe,softmax-online --N 30 --Nk 70 --M 16")
     add("--algo softmax-safe,softmax-online --N 1 --Nk 1 --M 3")
     add("--algo softmax-safe,softmax-online --N 30 --Nk 70 --M 4096 --seed 5")
+    add("--algo smallcache --N 50 --d 24 --M 200 --pass fwd+bwd --causal bottom-right --Nk 40")
+    add("--algo smallcache --N 40 --d 16 --M 150 --pass bwd --heads 4 --kv-heads 2 --window 6,0")
+    add("--algo standard-skip --N 40 --d 8 --M 600 --pass bwd --causal top-left --Br 7 --Bc 5")
     add("--algo all --N 32 --d 8 --M 1024 --heads 2 --kv-heads 1 --explain", fmts=("table",))
     return [golden.command(a) for a in out]
 
@@ -242,6 +259,17 @@ def bound_cmds():
         "bound --N 256:2048:x2 --d 16,32 --M 256:16384:x2 --all-N",
         "bound --N 512,1024 --d 64 --M 1024:65536:x4",
         "bound --N 128:1024:x2 --d 8,16,32 --M 128:8192:x2 --all-N",
+        # the lower bound of one problem, any that flashlab accepts
+        "bound --problem --help",
+        "bound --problem --N 4096 --d 64 --M 4096",
+        "bound --problem --N 4096 --d 64 --M 256 --pass bwd --causal bottom-right --format csv",
+        "bound --problem --N 2048 --d 128 --M 65536 --pass fwd+bwd --heads 8 --kv-heads 2",
+        "bound --problem --N 100 --d 16 --M 2048 --cu-seqlens-q 0,30,100 --window 8,0",
+        "bound --problem --algo decode --N 1 --Nk 32768 --d 128 --page-size 256 --splits 4 --causal bottom-right",
+        "bound --problem --algo blocksparse --N 4096 --d 64 --M 65536 --density 0.25 --format csv",
+        "bound --problem --algo softmax-online --N 100 --Nk 300",
+        "bound --problem --N 4096 --d 64 --M 4096 --Br 7 --algo nosuch",
+        "bound --problem --N 4096 --d 64 --M 4096 --output b.csv --format csv",
     )]
     cmds.append(golden.command(S("bound --input s.csv"),
                                setup='"$FLASHLAB" sweep --N 256:2048:x2 --d 32,64 '
@@ -268,6 +296,8 @@ def optimize_cmds():
         "optimize --N 512 --d 32 --M 8192 --window 32,0",
         "optimize --N 512 --d 32 --M 8192 --pass fwd+bwd",
         "optimize --N 512 --d 32 --M 8192 --pass bwd --causal top-left",
+        "optimize --N 1024 --d 128 --M 512:16384:x4 --pass bwd",
+        "optimize --N 1024 --d 128 --M 2048 --pass fwd+bwd --causal bottom-right --format csv",
         "optimize --N 100 --d 16 --M 2048 --cu-seqlens-q 0,30,100",
         "optimize --N 1 --d 1 --M 64",
         "optimize --N 256 --d 64 --sram h100 --dtype fp32",
@@ -290,6 +320,11 @@ def l2_cmds():
         "l2 --algo flash1 --N 1000 --d 32 --Br 48 --Bc 80 --dtype fp32 --format csv",
         "l2 --algo standard --N 300 --d 16 --Br 32 --Bc 32 --dtype bf16",
         "l2 --algo flash2 --N 256 --d 64 --Br 64 --Bc 64 --output l2.csv --format csv",
+        # whole launches: a GPU preset, an option over it, GQA
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --format csv",
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --gpu a100 --format csv",
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --gpu rtx4090 --sms 64",
+        "l2 --launch bwd-kv --heads 8 --kv-heads 2 --N 512 --d 64 --Br 64 --Bc 64 --atomic-dq --causal",
     )]
     return [golden.command(a) for a in cmds]
 
@@ -364,10 +399,36 @@ def errors_cmds():
     return cmds
 
 
+def cp_cmds():
+    """Context parallelism: each schedule, masks, GQA, passes, per device, csv; the ring paper's
+    table; refusals."""
+    out = [S("cp"), S("cp --overlap-table"), S("cp --overlap-table --heads 8 --kv-heads 2 --devices 2"),
+           S("cp --devices 4 --N 64 --d 16 --causal top-left --pass fwd+bwd --per-device"),
+           S("cp --cp striped --devices 4 --N 96 --d 16 --causal top-left --heads 4 --kv-heads 2 --pass fwd+bwd --format csv"),
+           S("cp --cp ulysses --devices 4 --N 256 --d 32 --heads 8 --kv-heads 2 --pass fwd+bwd --format csv"),
+           S("cp --cp ulysses --devices 8 --N 512 --heads 8 --kv-heads 2 --causal bottom-right --host a100-ib"),
+           S("cp --devices 8 --N 65536 --d 128 --heads 32 --kv-heads 8 --causal top-left --tflops 500 --link-gbs 25"),
+           S("cp --algo flash2-gqa --devices 2 --N 1000 --heads 4 --kv-heads 1 --pass bwd"),
+           S("cp --algo flash1"), S("cp --window 8,0")]  # more refusals: errors.txt (docs/errors.md)
+    return [golden.command(a) for a in out]
+
+
+def shard_cmds():
+    """Shards of sweep and optimize, and merge: joined, and refused."""
+    sw = '"$FLASHLAB" sweep --N 64:512:x2 --d 16 --M 1024,4096 --shard %d/3 --output s%d.csv'
+    make = "; ".join(sw % (i, i) for i in (1, 2, 3))
+    out = [golden.command(S("sweep --N 64:512:x2 --d 16 --M 1024,4096 --shard 2/3")),
+           golden.command(S("optimize --N 256 --d 32 --M 1024:16384:x2 --format csv --shard 1/2")),
+           golden.command(S("merge s3.csv s1.csv s2.csv"), setup=make),
+           golden.command(S("merge s1.csv s2.csv --output m.csv"), setup=make),
+           golden.command(S("sweep --shard 4/3"))]  # more refusals: errors.txt (docs/errors.md)
+    return out
+
+
 GROUPS = (("report", report_cmds), ("help", help_cmds), ("count", count_cmds), ("run", run_cmds),
           ("sweep", sweep_cmds), ("bound", bound_cmds), ("optimize", optimize_cmds),
           ("l2", l2_cmds), ("trace", trace_cmds), ("example", example_cmds),
-          ("errors", errors_cmds))
+          ("errors", errors_cmds), ("cp", cp_cmds), ("shard", shard_cmds))
 
 
 def main():

@@ -99,7 +99,7 @@ Test(smallcache, heads_batches_varlen_and_overrides)
 }
 
 /* (Csc) written out independently for one dense head: every row block touches all Tc key blocks,
- * reads Q Tc times, K and V Tr times, O Tc - 1 times, writes O Tc times. */
+ * reads Q Tc times, K and V Tr times, O Tc - 1 times, writes O Tc times and L once. */
 Test(smallcache, dense_count_is_the_textbook_form)
 {
     const int64_t Ns[] = {1, 9, 100, 257}, ds[] = {1, 7, 64}, Ms[] = {6, 50, 777, 20000};
@@ -112,8 +112,8 @@ Test(smallcache, dense_count_is_the_textbook_form)
                 const int64_t N = p.N, d = p.d, Tr = (N + r.b.Br - 1) / r.b.Br, Tc = (N + r.b.Bc - 1) / r.b.Bc;
                 const int64_t Td = (d + r.b.Bd - 1) / r.b.Bd;
                 cr_assert_eq(r.reads, N * d * Tc + 2 * N * d * Tr + N * d * (Tc - 1));
-                cr_assert_eq(r.writes, N * d * Tc);
-                cr_assert_eq(r.events, Tr * Td * (5 * Tc - 1));
+                cr_assert_eq(r.writes, N * d * Tc + N);
+                cr_assert_eq(r.events, Tr * Td * (5 * Tc - 1) + Tr);
                 cr_assert_eq(r.sram_peak, r.b.Br * r.b.Bc + (r.b.Br + r.b.Bc) * r.b.Bd + 3 * r.b.Br);
             }
 }
@@ -175,11 +175,12 @@ Test(smallcache, rules_and_refusals)
     p.M = 1000, p.Br = 40, p.Bc = 40;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{Br}/{Bc}: smallcache blocks Br = 40, Bc = 40 need 1800"), "%s", fl_last_error_raw());
-    p = prob(100, 16, 1000);
-    p.pass = FL_PASS_FWD_BWD;
-    fl_result r;
-    cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_EINVAL);
-    cr_assert(strstr(fl_last_error_raw(), "{pass}: smallcache is forward only"), "%s", fl_last_error_raw());
+    p = prob(100, 16, 5); /* the backward's smallest tiles need as many (Fscb: 2 + 2 + 2) */
+    cr_assert_eq(fl_blocks_choose_pass(&p, 1, &b), FL_ECAPACITY);
+    cr_assert(strstr(fl_last_error_raw(), "{M}: smallcache backward needs at least 6"), "%s", fl_last_error_raw());
+    p.M = 6;
+    cr_assert_eq(fl_blocks_choose_pass(&p, 1, &b), FL_OK);
+    cr_assert(b.Br == 1 && b.Bc == 1 && b.Bd == 1 && b.footprint == 6);
     /* blocks never exceed the sequence */
     p = prob(7, 16, 1 << 20);
     p.Nk = 5;
