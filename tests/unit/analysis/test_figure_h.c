@@ -19,11 +19,13 @@ Test(figure_h, its_data_show_the_small_cache_regime_and_the_script_draws_them)
     int64_t Ms[8];
     char names[8][64];
     const int nM = fl_headdim_Ms(Ms, names, 8);
-    cr_assert_eq(nM, 2, "the presets' fp16 SRAM: A100 and H100/H200/B200");
+    cr_assert_eq(nM, 3, "the presets' fp16 SRAM: A100, H100/H200/B200 and L40S/RTX 4090");
     cr_assert_eq(Ms[0], 98304);
     cr_assert_str_eq(names[0], "a100");
     cr_assert_eq(Ms[1], 131072);
     cr_assert_str_eq(names[1], "h100/h200/b200");
+    cr_assert_eq(Ms[2], 65536);
+    cr_assert_str_eq(names[2], "l40s/rtx4090");
 
     const fl_regime_point *pts;
     size_t npts;
@@ -41,7 +43,7 @@ Test(figure_h, its_data_show_the_small_cache_regime_and_the_script_draws_them)
         if (line[0] == '#' || line[0] == 'N') continue;
         long long N, d, M, s[4], opt, lb;
         char sc[4][24], algo[32];
-        cr_assert_eq(sscanf(line, "%lld,%lld,%lld,%23[^,],%23[^,],%23[^,],%23[^,],%lld,%31[^,],%*d,%*d,%lld", &N, &d,
+        cr_assert_eq(sscanf(line, "%lld,%lld,%lld,fwd,%23[^,],%23[^,],%23[^,],%23[^,],%lld,%31[^,],%*d,%*d,%lld", &N, &d,
                             &M, sc[0], sc[1], sc[2], sc[3], &opt, algo, &lb),
                      10, "%s", line);
         for (int k = 0; k < 4; k++) s[k] = strcmp(sc[k], "-") ? atoll(sc[k]) : -1;
@@ -59,7 +61,7 @@ Test(figure_h, its_data_show_the_small_cache_regime_and_the_script_draws_them)
         n++;
     }
     fclose(f);
-    cr_assert_eq(n, 26, "13 head dimensions at each of 2 values of M");
+    cr_assert_eq(n, 39, "13 head dimensions at each of 3 values of M");
     cr_assert_geq(small, 8, "d = 512 .. 1024 are small-cache heads at both M");
 
     char *buf = NULL;
