@@ -402,7 +402,8 @@ static double estimate(const ctx *c, const fl_algo *algos, int nalgo, int fwd, i
 
 /* The family of problem p (docs/model.md §7): every schedule with a search for each pass p runs
  * (one that stacks a group only when p's query heads form groups), in registry order, those
- * searched by branch and bound last (they prune against the others' least count).  Returns
+ * searched by branch and bound last (they prune against the others' least count), less those
+ * that refuse p (standard-skip and smallcache's backward take none of the variants).  Returns
  * their number. */
 static int family_of(const fl_problem *p, int64_t ratio, fl_algo *algos)
 {
@@ -413,6 +414,9 @@ static int family_of(const fl_problem *p, int64_t ratio, fl_algo *algos)
             const fl_schedule *s = fl_schedule_get((fl_algo)a);
             if ((fwd && !s->search[0]) || (bwd && !s->search[1])) continue;
             if ((s->flags & FL_SCHED_STACKS_GROUP) && ratio <= 1) continue;
+            fl_problem q = *p; /* one that refuses p (a variant its pass does not take) is left out */
+            q.algo = (fl_algo)a;
+            if (fl_problem_check(&q) != FL_OK) continue;
             const int bound = (fwd && s->search[0] == FL_SEARCH_BOUND) || (bwd && s->search[1] == FL_SEARCH_BOUND);
             if (bound == last) algos[n++] = (fl_algo)a;
         }

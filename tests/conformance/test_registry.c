@@ -68,6 +68,10 @@ static int variants_for(const fl_schedule *s, const fl_problem *base, fl_problem
         out[n] = v, out[n].deterministic = bwd, out[n++].pass = bwd ? FL_PASS_FWD_BWD : FL_PASS_FWD;
         out[n] = v, out[n].dropout = 0.0, out[n].elem_bytes = 1, out[n++].scale_block = 3;
     }
+    /* a schedule's own rule may keep the variants out of its backward (smallcache's): there they
+     * meet its forward only (the refusal itself is in the errors catalogue) */
+    for (int i = 0; s->check && i < n; i++)
+        if (out[i].pass != FL_PASS_FWD && s->check(&out[i]) != FL_OK) out[i].pass = FL_PASS_FWD;
     return n;
 }
 
