@@ -25,8 +25,8 @@ static const char *usage =
     "  --M LIST        SRAM capacities in elements: one value, a list or a range   [from --sram]\n"
     "  --top K         how many of the best candidates are executed (each checked\n"
     "                  against its closed form)                                   [1]\n"
-    "  --max-work W    refuse a search that would walk more than W block terms of\n"
-    "                  closed forms (about 1e8 a second)                           [1e9]\n"
+    "  --max-work W    refuse more than W steps in all (block terms of closed forms\n"
+    "                  searched, tile events of the runs; about 1e8 a second)      [3e9]\n"
     "  --format F      table or csv                                             [table]\n"
     "  --output FILE   write to FILE (atomically)\n"
     "%s"
@@ -133,10 +133,29 @@ int fl_cmd_optimize(int argc, char **argv)
     fl_output *o = NULL;
     FILE *out = stdout;
     if (output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o); /* before the work */
+    /* one budget for the whole list: its estimate first, then each M gets what the ones before
+     * it left (fl_optimize counts the search, the executed candidates and the compared runs) */
+    int64_t est = 0, used = 0, t;
+    for (int i = 0; i < nM && !e && Ms.n > 1; i++) {
+        fl_problem p = po.p;
+        p.M = Ms.v[i];
+        if (!(e = fl_optimize_estimate(&p, &t)) && !fl_add_ok(est, t, &est)) est = INT64_MAX;
+    }
+    if (!e && Ms.n > 1 && est > max_work)
+        e = fl_fail(FL_EINVAL, "--max-work: optimize over %d values of M takes at least %lld steps (the searches' "
+                               "estimates and the compared schedules' tile events; %s), more than the limit %lld; "
+                               "raise --max-work, or give fewer values of M",
+                    nM, (long long)est, fl_seconds_of(est, FL_OPT_STEPS_PER_SECOND), (long long)max_work);
     for (int i = 0; i < nM && !e; i++) { /* search every M before writing anything */
         fl_problem p = po.p;
         if (Ms.n) p.M = Ms.v[i];
-        e = fl_optimize(&p, (int)top, max_work, &res[i]);
+        e = max_work - used >= 1 ? fl_optimize(&p, (int)top, max_work - used, &res[i]) : FL_EINVAL;
+        if (e == FL_EINVAL && i > 0 && (max_work - used < 1 || !strncmp(fl_last_error_raw(), "{max_work}:", 11)))
+            e = fl_fail(FL_EINVAL, "--max-work: optimize over %d values of M passes the limit of %lld steps at M = %lld "
+                                   "(the value %d; %lld steps used before it, %s); raise --max-work, or give fewer "
+                                   "values of M", nM, (long long)max_work, (long long)p.M, i + 1, (long long)used,
+                        fl_seconds_of(used, FL_OPT_STEPS_PER_SECOND));
+        if (!e) used += res[i].steps;
     }
     if (!e) {
         if (csv) {

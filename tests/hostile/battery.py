@@ -772,6 +772,24 @@ def limit_cases():
     a = ["sweep", "--N", "1024", "--M", "1:1000000000000000000:x2"]
     cs.append(Case("work limit", " ".join(a) + " (runs)", a, 0, lines=None, stdout_empty=False, time_limit=60,
                    mem_mb=512))
+    # Every long command has one budget, estimated before the work (docs/errors.md, Work and
+    # memory limits): these ran 70 s to hours under the old limits; each must now be refused
+    # at once (the CPU ceiling: the work was not done first), naming the option that raises it.
+    budget = [
+        (["optimize", "--N", "65536", "--top", "1000"], "--max-work", DEFAULT_TIME),           # 99 s before
+        (["optimize", "--N", "65536", "--top", "1000000"], "--max-work", 15.0),                # hours before
+        (["optimize", "--N", "32768", "--d", "64", "--M", "512"], "--max-work", DEFAULT_TIME),  # 70 s, flash1's column
+        (["optimize", "--N", "1024", "--M", "4352:1052416:+256", "--max-work", "300000000"], "--max-work", 10.0),
+        (["count", "--algo", "flash2", "--N", "200000", "--d", "64", "--M", "1024"], "--max-events", DEFAULT_TIME),
+        (["count", "--algo", "all", "--N", "65536", "--d", "64", "--M", "4096", "--max-events", "200000000"],
+         "--max-events", DEFAULT_TIME),
+        (["run", "--algo", "all", "--N", "4000"], "--max-macs", DEFAULT_TIME),
+        (["l2", "--launch", "bwd-memeff", "--N", "1024", "--d", "64", "--Br", "64", "--Bc", "64", "--heads", "1024"],
+         "--max-work", DEFAULT_TIME),                                                            # 109 s before
+        (["report", "--no-figures", "--max-events", "1000000000"], "--max-events", DEFAULT_TIME),
+    ]
+    cs += [Case("work limit", "budget: " + " ".join(a), a, 2, mention=[opt], time_limit=t, mem_mb=512)
+           for a, opt, t in budget]
     # bound --input: endless or huge inputs are refused quickly
     def sparse(rel, size):
         def f(work):
