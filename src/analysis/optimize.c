@@ -30,8 +30,9 @@ typedef struct {
     int64_t limit, cmp_events; /* --max-work, and what the compared schedules take of it */
     cand best[NALGO_MAX][2]; /* per schedule and pass (0 forward, 1 backward): the least count */
     int have[NALGO_MAX][2];
-    cand *top;        /* the `ntop` best candidates of a single pass, ascending */
-    int ntop, K;
+    cand *top;        /* the `ntop` best candidates of a single pass: top_insert's heap, then
+                       * ascending (top_sort); `cap` allocated, K wanted */
+    int ntop, cap, K;
     int64_t incumbent; /* the least forward count so far (lemma O4's pruning), -1 = none */
 } ctx;
 
@@ -44,18 +45,54 @@ static int better(const cand *a, const cand *b)
     return a->Bc + a->Bc_b > b->Bc + b->Bc_b;
 }
 
-/* Inserts k into the sorted top list (unless there or not among the best K).  Its scan and
- * shifts count as work, one step an entry: with a large --top they, not the closed forms, are
- * the search's cost, and the budget must see them. */
-static void top_insert(ctx *c, const cand *k)
+/* Keeps k if it is among the best K seen: c->top is a heap of at most K candidates whose root,
+ * c->top[0], is the worst kept (sorted ascending by top_sort once the search ends).  The
+ * search's candidates are distinct (every (schedule, blocks) is evaluated once, and `better`
+ * orders distinct candidates totally), so the kept set is the K best, as a sorted list's would
+ * be.  A step of work an entry compared: a rejection 1, a kept candidate about log2 K (with a
+ * large --top a sorted list's scan and shifts, not the closed forms, were the search's cost). */
+static fl_status top_insert(ctx *c, const cand *k)
 {
-    c->work += c->ntop;
-    for (int i = 0; i < c->ntop; i++)
-        if (!memcmp(&c->top[i], k, sizeof *k)) return;
-    if (c->ntop == c->K && !better(k, &c->top[c->K - 1])) return;
-    int i = c->ntop < c->K ? c->ntop++ : c->K - 1;
-    while (i > 0 && better(k, &c->top[i - 1])) c->top[i] = c->top[i - 1], i--, c->work++;
+    int i;
+    if (c->ntop == c->K) { /* full: replace the worst and sift it down */
+        c->work++;
+        if (!better(k, &c->top[0])) return FL_OK;
+        i = 0;
+        for (;;) { /* w: the worse child; it rises while k is better */
+            const int l = 2 * i + 1, r = l + 1;
+            if (l >= c->ntop) break;
+            const int w = r < c->ntop && better(&c->top[l], &c->top[r]) ? r : l;
+            c->work++;
+            if (!better(k, &c->top[w])) break;
+            c->top[i] = c->top[w], i = w;
+        }
+        c->top[i] = *k;
+        return FL_OK;
+    }
+    if (c->ntop == c->cap) { /* grow towards K: a --top far past the candidates costs nothing */
+        const int cap = c->cap ? (c->cap > c->K / 2 ? c->K : 2 * c->cap) : (c->K < 64 ? c->K : 64);
+        cand *t = realloc(c->top, (size_t)cap * sizeof *t);
+        if (!t) return fl_fail(FL_ENOMEM, "optimize: out of memory keeping the %d best candidates", c->K);
+        c->top = t, c->cap = cap;
+    }
+    for (i = c->ntop++; i > 0 && better(&c->top[(i - 1) / 2], k); i = (i - 1) / 2) { /* sift up */
+        c->top[i] = c->top[(i - 1) / 2];
+        c->work++;
+    }
     c->top[i] = *k;
+    c->work++;
+    return FL_OK;
+}
+
+static int top_order(const void *a, const void *b)
+{
+    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+/* The kept candidates, best first. */
+static void top_sort(ctx *c)
+{
+    if (c->ntop > 1) qsort(c->top, (size_t)c->ntop, sizeof *c->top, top_order);
 }
 
 static int64_t group_of(const ctx *c, fl_algo a)
@@ -161,11 +198,11 @@ static fl_status eval(ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, cand *
 
 /* Records a single-pass candidate: the schedule's best for the pass, the top list (when the
  * problem runs that pass alone) and the forward incumbent. */
-static void consider(ctx *c, int slot, int bwd, const cand *k)
+static fl_status consider(ctx *c, int slot, int bwd, const cand *k)
 {
     if (!c->have[slot][bwd] || better(k, &c->best[slot][bwd])) c->best[slot][bwd] = *k, c->have[slot][bwd] = 1;
-    if (c->p->pass != FL_PASS_FWD_BWD) top_insert(c, k);
     if (!bwd && (c->incumbent < 0 || k->total < c->incumbent)) c->incumbent = k->total;
+    return c->p->pass != FL_PASS_FWD_BWD ? top_insert(c, k) : FL_OK;
 }
 
 /* Lemmas O1 and O2 (docs/model.md §7): one block only adds to the count -- Br for a schedule
@@ -180,11 +217,11 @@ static fl_status search_one_free(ctx *c, int slot, fl_algo a, int bwd, int rows_
         if (rows_free ? !fits(c, a, bwd, 1, x, d) : !fits(c, a, bwd, x, 1, d)) break;
         cand k = {0}, t = {0};
         FL_TRY(eval(c, a, bwd, rows_free ? 1 : x, rows_free ? x : 1, &k));
-        consider(c, slot, bwd, &k);
+        FL_TRY(consider(c, slot, bwd, &k));
         for (int64_t y = largest(c, a, bwd, rows_free, x, d, hi_free); y > 1; y /= 2) {
             FL_TRY(eval(c, a, bwd, rows_free ? y : x, rows_free ? x : y, &t));
             if (t.total == k.total) {
-                consider(c, slot, bwd, &t);
+                FL_TRY(consider(c, slot, bwd, &t));
                 break;
             }
         }
@@ -207,7 +244,7 @@ static fl_status search_frontier(ctx *c, int slot, fl_algo a, int bwd, const int
             prev = Bc;
             cand k = {0};
             FL_TRY(eval(c, a, bwd, Br, Bc, &k));
-            consider(c, slot, bwd, &k);
+            FL_TRY(consider(c, slot, bwd, &k));
         }
     }
     return FL_OK;
@@ -271,7 +308,7 @@ static fl_status search_bound(ctx *c, int slot, fl_algo a)
                 break;
             }
             cand k = {0};
-            if (!(st = eval(c, a, 0, Br, Bc, &k))) consider(c, slot, 0, &k);
+            if (!(st = eval(c, a, 0, Br, Bc, &k))) st = consider(c, slot, 0, &k);
         }
         if (!st && c->work > c->max_work) st = over_work(c);
     }
@@ -504,7 +541,6 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
         s = over_budget(&c, "would walk about", est, top, "at least ", least >= 9.2e18 ? INT64_MAX : (int64_t)least,
                         cmp_events);
     c.K = top;
-    if (!s && !(c.top = calloc((size_t)top, sizeof *c.top))) s = fl_fail(FL_ENOMEM, "optimize: out of memory");
     /* the search may use what the compared schedules leave */
     c.max_work = max_work - cmp_events, c.cmp_events = cmp_events;
     for (int i = 0; i < nalgo && !s; i++) {
@@ -526,12 +562,13 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
             const cand *b = &c.best[i][1];
             k.Br_b = b->Br_b, k.Bc_b = b->Bc_b, k.Bd_b = b->Bd_b, k.bwd = b->bwd;
             k.total += b->total, k.events += b->events;
-            top_insert(&c, &k);
+            s = top_insert(&c, &k);
         }
     }
     out->evaluated = c.evaluated;
     out->pruned = c.pruned;
     out->work = c.work;
+    top_sort(&c);
     if (!s && !c.ntop)
         s = fl_fail(FL_ECAPACITY, "{M}: no schedule of the family fits in M = %lld elements at d = %lld",
                     (long long)base.M, (long long)base.d);
