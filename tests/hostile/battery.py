@@ -1278,7 +1278,7 @@ def plot_again_identical(work, res):
     for line in res.err.decode(errors="replace").splitlines():
         if not line.startswith("figures: "):
             pr.append(f"stderr chatter: {line!r}")
-    r = subprocess.run([CLI, "plot", "--out", "p2"], cwd=work, capture_output=True, timeout=300)
+    r = subprocess.run([CLI, "plot", "--out", "p2"], cwd=work, capture_output=True, timeout=300 * SCALE)
     if r.returncode != 0:
         return pr + ["second plot failed"]
     for dirpath, _, files in os.walk(os.path.join(work, "p1")):
@@ -1323,7 +1323,7 @@ def mount_small_fs(where, kib):
     os.makedirs(where, exist_ok=True)
     try:
         r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "flhostile", where],
-                           capture_output=True, timeout=30)
+                           capture_output=True, timeout=30 * SCALE)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -1399,7 +1399,7 @@ def full_disk_runner(cmd, left_kib):
                                 ["--out", "figures"] if mounted else ["from gnuplot came out"])
         finally:
             if mounted:
-                subprocess.run(["umount", "-l", fs], capture_output=True, timeout=30)
+                subprocess.run(["umount", "-l", fs], capture_output=True, timeout=30 * SCALE)
     return run
 
 
