@@ -1426,8 +1426,8 @@ def lifted(argv, opt):
 def budget_runner(opt):
     """A budget case: the command is refused (exit 2, one line naming opt) within its CPU
     ceiling; and, the planted fault, the same command with its limit lifted (the build before
-    the budget) is still working when it has used the case's CPU ceiling -- so the case fails,
-    on an idle machine, a build that does the work before (or instead of) refusing it.  The
+    the budget) uses at least the case's CPU ceiling (RLIMIT_CPU caps it there) -- so the case
+    fails, on an idle machine, a build that does the work before (or instead of) refusing it.  The
     ceiling is not scaled here: CPU seconds barely grow with the load, and a scaled one would
     cost minutes of CPU on a busy machine."""
     def run(case, work):
@@ -1440,11 +1440,11 @@ def budget_runner(opt):
         start = time.monotonic()
         p, _ = launch(c.argv, work, c, None)
         rc, rss, out, err, cpu = wait_rusage(p, start + kill_after(c))
-        if not (rc < 0 and cpu >= 0.9 * ceiling):
-            pr.append(f"planted fault missed: with {opt} 0 the command ended (status {rc}) after {cpu:.1f} s of "
-                      f"CPU, within the ceiling of {ceiling} s: the refusal is not shown to spare any work")
-        elif rc != -signal.SIGXCPU and rc != -signal.SIGKILL:
-            pr.append(f"planted fault: with the limit lifted the command ended by signal {-rc}, not the CPU limit")
+        # what counts is the CPU used: the limit only caps the cost (a run that finished past the
+        # ceiling, the cap not having struck first, shows the work as well)
+        if cpu < 0.9 * ceiling:
+            pr.append(f"planted fault missed: with {opt} lifted the command ended (status {rc}) after {cpu:.1f} s "
+                      f"of CPU, within the ceiling of {ceiling} s: the refusal is not shown to spare any work")
         return pr
     return run
 
