@@ -20,6 +20,10 @@ import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
 PY_DIR = pathlib.Path(os.environ.get("FLASHLAB_PY_DIR", HERE.parent)).resolve()
+sys.path.insert(0, str(HERE.parent))
+from run_all import time_scale  # noqa: E402
+
+SCALE = time_scale()   # a snippet's limit catches a hang only: it grows with the load
 
 PRELUDE = """
 import sys
@@ -40,7 +44,7 @@ def outcome(f):
 def run_snippet(code, env=None, cwd=None, py_dir=PY_DIR):
     """(returncode, the OUTCOME line or the last stderr line) of code run after PRELUDE."""
     src = textwrap.dedent(PRELUDE.format(dir=str(py_dir))) + textwrap.dedent(code)
-    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=60,
+    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=60 * SCALE,
                        env=env, cwd=cwd)
     lines = [l for l in p.stdout.splitlines() if l.startswith("OUTCOME")]
     if p.returncode != 0 or not lines:
