@@ -11,6 +11,7 @@
 #include <flashlab/launch_model.h>
 
 #include <flashlab/output.h>
+#include <flashlab/version.h>
 #include "cli.h"
 
 static const char *usage =

@@ -24,6 +24,7 @@
 #include <flashlab/presets.h>
 #include "problem_opts.h"
 #include <flashlab/sweep.h>
+#include <flashlab/version.h>
 
 static const char *usage =
     "usage: flashlab sweep [options]\n"

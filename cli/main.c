@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include <flashlab/output.h>
+#include <flashlab/version.h>
 #include "cli.h"
 
 static const struct {

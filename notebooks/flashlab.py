@@ -287,6 +287,7 @@ TRACE_FN = C.CFUNCTYPE(C.c_int, C.POINTER(Event), C.c_void_p)
 # is a compile error there instead of garbage here.
 
 PROTOTYPES = """
+const char *fl_version(void);
 const char *fl_last_error(void);
 const char *fl_last_error_raw(void);
 const char *fl_algo_name(fl_algo a);
@@ -400,6 +401,7 @@ ALGOS = _algo_names()   # the schedules the library knows, in fl_algo order
 CLASSIC = _algos_all()  # "all": the schedules compared side by side (the registry's flag)
 DEFAULT = ALGOS[_fn["fl_problem_default"]().algo]   # the schedule of fl_problem_default()
 SCHED_STACKS_GROUP = 4  # FL_SCHED_STACKS_GROUP (schedule.h; checked by check_abi)
+__version__ = _fn["fl_version"]().decode()   # the loaded library's (version.h: one number)
 
 
 # How the library's quantities (its messages' {name} tokens, status.h) are spelled here: as the
@@ -1420,7 +1422,7 @@ def check_abi(abi_program):
 
 
 PROTOTYPE_HEADERS = ("machine.h", "problem.h", "decode.h", "blocksparse_mask.h", "run.h", "ops.h", "attention_ref.h", "masks.h",
-                     "heads.h", "status.h")
+                     "heads.h", "status.h", "flashlab/version.h")
 
 
 def prototypes_c(prototypes=PROTOTYPES, extra=""):

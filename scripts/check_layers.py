@@ -6,7 +6,7 @@ import that points the wrong way (docs/architecture.md states the rule).
 
 Modules and their layers (a file may include its own module and modules of a lower layer only):
 
-    0 base        include/flashlab/{status,fields,rng,footprint,output}.h, src/base/
+    0 base        include/flashlab/{status,fields,rng,footprint,output,version}.h, src/base/
     1 machine     include/flashlab/{machine,ops}.h, src/machine/
     1 mask        include/flashlab/{masks,heads,blocksparse_mask}.h, src/mask/
     1 reference   reference/            (the oracle: it may include base only)
@@ -42,7 +42,7 @@ import sys
 
 LAYER = {"base": 0, "machine": 1, "mask": 1, "reference": 1, "problem": 2, "schedules": 3,
          "run": 4, "analysis": 5, "cli": 6, "consumers": 7}
-PUBLIC = {"status": "base", "fields": "base", "rng": "base", "footprint": "base",
+PUBLIC = {"status": "base", "fields": "base", "rng": "base", "footprint": "base", "version": "base",
           "machine": "machine", "ops": "machine",
           "output": "base", "masks": "mask", "heads": "mask", "blocksparse_mask": "mask",
           "problem": "problem", "schedule": "schedules", "decode": "schedules",
