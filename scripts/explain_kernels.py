@@ -401,7 +401,6 @@ def main(argv):
     if a.cmd == "match":
         return cmd_match(a)
     if a.cmd == "table":
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from explain_match import table
         return table(a.csv)
     final = a.out
@@ -429,8 +428,7 @@ def match_args(ap, out=True):
 
 
 def cmd_match(a):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from explain_match import match_file  # scripts/explain_match.py: the model side
+    from explain_match import match_file  # scripts/explain_match.py (beside this file): the model side
     if a.tolerance <= 0 or a.tolerance >= 1:
         fail("--tolerance", "must be between 0 and 1 (0.10 = 10 %)")
     if not os.access(a.flashlab, os.X_OK):

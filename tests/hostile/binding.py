@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile cases for the Python binding (notebooks/flashlab.py over libflashlab.so).
 
-usage: binding.py CLI LIB [--only SUBSTR] [--list] [--sanitizer-runtime LIBASAN]
+usage: PYTHONPATH=tests/support binding.py CLI LIB [--only SUBSTR] [--list] [--sanitizer-runtime LIBASAN]
 
 Each case is a snippet run in a child interpreter (RLIMIT_AS 4 GiB, a time limit) with
 `fl` the binding.  Expectations:
@@ -27,8 +27,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
-from time_scale import time_scale  # noqa: E402
+from time_scale import time_scale   # tests/support, on PYTHONPATH (ctest sets it)
 
 PRELUDE = """
 import math
