@@ -398,10 +398,9 @@ CHILD = r"""
 import os, sys, resource, signal, traceback
 if not os.environ.get("LD_PRELOAD"):   # ASan's shadow memory needs terabytes of address space
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-sys.path.insert(0, sys.argv[1])
-import flashlab as fl
+import flashlab as fl   # the binding's folder is on PYTHONPATH
 cases = __CASES__
-start = int(sys.argv[2])
+start = int(sys.argv[1])
 for k in range(start, len(cases)):
     name, code, expect = cases[k]
     print(f"START {k}", flush=True)
@@ -449,9 +448,10 @@ def main(argv):
             print(c[0])
         return 0
     here = os.path.dirname(os.path.abspath(__file__))
-    nbdir = os.path.join(os.path.dirname(os.path.dirname(here)), "notebooks")
+    bindir = os.path.join(os.path.dirname(os.path.dirname(here)), "notebooks")   # the binding's folder
+    path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, FLASHLAB_LIB=os.path.abspath(a.lib), FLASHLAB_CLI=os.path.abspath(a.cli),
-               OMP_NUM_THREADS="1")
+               OMP_NUM_THREADS="1", PYTHONPATH=bindir + (os.pathsep + path if path else ""))
     if a.sanitizer_runtime:
         if not os.path.isfile(a.sanitizer_runtime):
             print(f"binding: --sanitizer-runtime {a.sanitizer_runtime}: no such file")
@@ -471,7 +471,7 @@ def main(argv):
     results = {}
     start = 0
     while start < len(cs):
-        p = subprocess.run([sys.executable, "-c", code, nbdir, str(start)], env=env, capture_output=True,
+        p = subprocess.run([sys.executable, "-c", code, str(start)], env=env, capture_output=True,
                            timeout=600 * scale)
         current = None
         for line in p.stdout.decode(errors="replace").splitlines():
