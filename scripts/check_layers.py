@@ -24,7 +24,7 @@ private header of src/); <gsl/...> is included by the analysis module alone; no 
 
 Every list once: the schedule registry is the only list of schedules.  Outside src/schedules/,
 the library (src/, include/flashlab/ but schedule.h, where the positions are declared for the
-schedules' own tests), the CLI (cli/) and the Python binding (notebooks/flashlab.py) never name a
+schedules' own tests), the CLI (cli/) and the Python binding (python/flashlab/__init__.py) never name a
 schedule -- no FL_ALGO_<NAME> enumerator, no string literal that is a registered name -- but ask
 the registry (by name from the user, by role, by list).  Exempt, each naming what it describes:
 the worked examples of the seeds (src/analysis/examples*.c), which illustrate named schedules as
@@ -142,7 +142,7 @@ def schedule_names_used(root, rel, text, names):
     library = (rel.startswith(("src/", "cli/", "include/flashlab/")) and not rel.startswith("src/schedules/")
                and rel not in EXEMPT and not os.path.basename(rel).startswith("examples"))
     if rel.endswith(".py"):
-        if rel != "notebooks/flashlab.py":
+        if rel != "python/flashlab/__init__.py":
             return bad
         code = "\n".join(l.split("#")[0] if '"' not in l.split("#")[0] and "'" not in l.split("#")[0] else l
                          for l in text.splitlines())
@@ -180,10 +180,10 @@ def main(argv):
     root = argv[1] if len(argv) == 2 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     graph, bad, edges = {}, [], {}
     names = registered_names(root)
-    binding = os.path.join(root, "notebooks", "flashlab.py")
+    binding = os.path.join(root, "python/flashlab/__init__.py")
     if os.path.isfile(binding):
         with open(binding, encoding="utf-8", errors="replace") as f:
-            bad += schedule_names_used(root, "notebooks/flashlab.py", f.read(), names)
+            bad += schedule_names_used(root, "python/flashlab/__init__.py", f.read(), names)
     for rel in sorted(files(root)):
         src = module_of(rel)
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:

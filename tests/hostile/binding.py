@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile cases for the Python binding (notebooks/flashlab.py over libflashlab.so).
+"""Hostile cases for the Python binding (the package flashlab, python/flashlab/, over libflashlab.so).
 
 usage: PYTHONPATH=tests/support binding.py CLI LIB [--only SUBSTR] [--list] [--sanitizer-runtime LIBASAN]
 
@@ -448,7 +448,7 @@ def main(argv):
             print(c[0])
         return 0
     here = os.path.dirname(os.path.abspath(__file__))
-    bindir = os.path.join(os.path.dirname(os.path.dirname(here)), "notebooks")   # the binding's folder
+    bindir = os.path.join(os.path.dirname(os.path.dirname(here)), "python")   # the package flashlab's folder
     path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, FLASHLAB_LIB=os.path.abspath(a.lib), FLASHLAB_CLI=os.path.abspath(a.cli),
                OMP_NUM_THREADS="1", PYTHONPATH=bindir + (os.pathsep + path if path else ""))

@@ -13,10 +13,12 @@
   4. from there: `import flashlab` loads the packaged library, and __version__, the wheel's
      metadata, `python -m flashlab --version` and the console script `flashlab --version` say
      VERSION; `python -m flashlab report --no-figures` prints what the build's CLI prints;
-  5. installs the notebook runner (nbclient, nbformat, ipykernel) into the venv and runs every
-     lab's solution notebook, copied into a temporary folder, with notebooks/run_all.py
-     (--isolated --no-skip --expect pass --student ada): each must pass every check.
-Planted faults, which must be caught: a library needing libgsl or libgslcblas.
+  5. writes a student's folder (notebooks/make_handout.py --solutions --wheel), installs the
+     notebook runner (nbclient, nbformat, ipykernel) into the venv and runs every lab's solution
+     there with notebooks/run_all.py (--no-skip --expect pass, no student id: the handouts'
+     worked examples): each must pass every check.
+Planted faults, which must be caught: a library needing libgsl or libgslcblas; lab 9 with its
+recorded data removed from the installed package (a check that SKIPS fails under --no-skip).
 Exit status 0 when all hold, 1 with a line per failure.
 """
 import argparse
@@ -30,6 +32,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+
+import make_handout                  # notebooks/, on PYTHONPATH (ctest sets it)
+from time_scale import time_scale    # tests/support, on PYTHONPATH
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SYSTEM_LIBS = re.compile(r"^(libc\.so\.6|libm\.so\.6|ld-linux[-\w.]*\.so\.\d+)$")
@@ -161,23 +166,31 @@ def main(argv):
                     print(f"test_wheel: python -m flashlab report --no-figures: {len(report.splitlines())} "
                           f"lines, equal to the build's; {passed.group(1)}")
 
-        # the labs' solutions, from a folder holding only the notebooks
-        labs = work / "labs"
-        labs.mkdir()
-        solutions = sorted((ROOT / "notebooks" / "solutions").glob("lab*_solution.ipynb"))
-        for nb in solutions:
-            shutil.copy(nb, labs)
+        # the labs' solutions, from the student's folder (make_handout.py), with no student id
+        # (the handouts' worked examples): python -m pip install the wheel from there, as a student does
+        dest = make_handout.make(work / "student", solutions=True, wheel=whl)
+        solutions = sorted(dest.glob("lab*_solution.ipynb"))
+        limit = str(60 * time_scale())
+        runner = [py, ROOT / "notebooks" / "run_all.py", "--no-skip", "--expect", "pass", "--limit", limit]
         if run([py, "-m", "pip", "install", "-q", "nbclient", "nbformat", "ipykernel"],
                "pip install the notebook runner into the venv", cwd=work) is not None:
-            run([py, ROOT / "notebooks" / "run_all.py", "--isolated", "--no-skip", "--expect", "pass",
-                 "--student", "ada", "--limit", os.environ.get("NB_LIMIT", "60"),
-                 *[labs / nb.name for nb in solutions]],
-                f"the {len(solutions)} lab solutions from the installed wheel", cwd=labs, show=True)
+            labs_ok = run([*runner, *solutions], f"the {len(solutions)} lab solutions from the installed wheel",
+                          cwd=dest, show=True) is not None
+            # and --no-skip catches a check that does not find its data: lab 9 without its measurements
+            data = pathlib.Path((run([py, "-c", "import flashlab; print(flashlab.data_dir())"], "data_dir",
+                                     cwd=work) or "/nonexistent").strip())
+            (data / "third_party_ncu.csv").unlink(missing_ok=True)
+            p = subprocess.run([str(c) for c in runner] + [str(dest / "lab9_other_kernels_solution.ipynb")],
+                               cwd=dest, env=clean_env(), capture_output=True, text=True)
+            caught_no_data = p.returncode != 0 and "SKIPS" in p.stdout
+        else:
+            labs_ok, caught_no_data = False, True
 
         # planted faults
         caught = {"a library needing libgsl": bool(foreign(["libm.so.6", "libgsl.so.27", "libc.so.6"]))
                   and not foreign(["libm.so.6", "libc.so.6", "ld-linux-x86-64.so.2"]),
-                  "a library needing libgslcblas": bool(foreign(["libgslcblas.so.0"]))}
+                  "a library needing libgslcblas": bool(foreign(["libgslcblas.so.0"])),
+                  "lab 9 without its recorded data (--no-skip)": caught_no_data}
         for what, ok in caught.items():
             if not ok:
                 fail(f"planted fault not caught: {what}")
@@ -187,7 +200,8 @@ def main(argv):
         print(f"test_wheel: {len(failures)} failures")
         return 1
     print(f"test_wheel: the wheel installs into a fresh venv and runs the report and "
-          f"{len(solutions)} lab solutions there; {len(caught)} planted faults caught")
+          f"{len(solutions)} lab solutions there{'' if labs_ok else ' (not the labs)'}; "
+          f"{len(caught)} planted faults caught")
     return 0
 
 
