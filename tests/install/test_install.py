@@ -32,17 +32,13 @@ import subprocess
 import sys
 import tempfile
 
+from verdict import fail, finish, planted   # beside this file
+
 HERE = pathlib.Path(__file__).resolve().parent
 CONSUMER = HERE / "consumer"
 PROBLEMS = [("flash2", 256, 32, 4096), ("flash1", 300, 16, 2048), ("standard", 128, 64, 8192)]
 COLUMNS = ("algo", "N", "d", "M", "Br", "Bc", "hbm_reads", "hbm_writes", "hbm_total", "sram_peak",
            "closed_form_total")
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg)
 
 
 def run(cmd, env=None, cwd=None):
@@ -239,18 +235,12 @@ def main(argv):
         pc.write_text(good_pc)
         (prefix / "include" / "flashlab" / "problem.h").unlink()
         caught["a missing header"] = pkg_consumer(a, prefix, tmp, "fault_header") is None
-        for what, ok in caught.items():
-            if not ok:
-                fail(f"planted fault not caught: {what}")
+        planted(caught)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"test_install: {len(failures)} failures")
-        return 1
-    print(f"test_install: {len(PROBLEMS)} problems counted equal by find_package (shared, static) and "
-          f"pkg-config (shared, static) builds against the install; {len(headers)} headers stand alone; "
-          f"5 of 6 planted faults caught")
-    return 0
+    return finish("test_install", f"{len(PROBLEMS)} problems counted equal by find_package (shared, static) "
+                  f"and pkg-config (shared, static) builds against the install; {len(headers)} headers stand "
+                  f"alone; {len(caught)} planted faults caught")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import re
 import subprocess
 import sys
 
+from verdict import fail, finish, planted   # beside this file
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -89,22 +91,18 @@ def main(argv):
         ap.add_argument(opt, required=True)
     a = ap.parse_args(argv)
     places = collect(a)
-    bad = disagreements(a.version, places)
-    planted = {
+    for line in disagreements(a.version, places):
+        fail(line)
+    faults = {
         "another version": disagreements(a.version, dict(places, **{"flashlab.pc": a.version + ".1"})),
         "no version": disagreements(a.version, dict(places, **{"version.h": None})),
         "a header whose parts disagree": header_version(
             f'#define FLASHLAB_VERSION "{a.version}"\n#define FLASHLAB_VERSION_MAJOR 9\n'
             "#define FLASHLAB_VERSION_MINOR 0\n#define FLASHLAB_VERSION_PATCH 0\n") != a.version,
     }
-    bad += [f"planted fault not caught: {k}" for k, caught in planted.items() if not caught]
-    for line in bad:
-        print("FAIL:", line)
-    if bad:
-        return 1
-    print(f"test_version: {len(places)} places say {a.version}: {', '.join(places)}; "
-          f"{len(planted)} planted faults caught")
-    return 0
+    planted(faults)
+    return finish("test_version", f"{len(places)} places say {a.version}: {', '.join(places)}; "
+                  f"{len(faults)} planted faults caught")
 
 
 if __name__ == "__main__":

@@ -35,15 +35,10 @@ import zipfile
 
 import make_handout                  # notebooks/, on PYTHONPATH (ctest sets it)
 from time_scale import time_scale    # tests/support, on PYTHONPATH
+from verdict import fail, finish, planted   # beside this file
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SYSTEM_LIBS = re.compile(r"^(libc\.so\.6|libm\.so\.6|ld-linux[-\w.]*\.so\.\d+)$")
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
 
 
 def clean_env(**extra):
@@ -191,18 +186,12 @@ def main(argv):
                   and not foreign(["libm.so.6", "libc.so.6", "ld-linux-x86-64.so.2"]),
                   "a library needing libgslcblas": bool(foreign(["libgslcblas.so.0"])),
                   "lab 9 without its recorded data (--no-skip)": caught_no_data}
-        for what, ok in caught.items():
-            if not ok:
-                fail(f"planted fault not caught: {what}")
+        planted(caught)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"test_wheel: {len(failures)} failures")
-        return 1
-    print(f"test_wheel: the wheel installs into a fresh venv and runs the report and "
-          f"{len(solutions)} lab solutions there{'' if labs_ok else ' (not the labs)'}; "
-          f"{len(caught)} planted faults caught")
-    return 0
+    return finish("test_wheel", f"the wheel installs into a fresh venv and runs the report and "
+                  f"{len(solutions)} lab solutions there{'' if labs_ok else ' (not the labs)'}; "
+                  f"{len(caught)} planted faults caught")
 
 
 if __name__ == "__main__":
