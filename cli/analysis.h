@@ -18,12 +18,12 @@ fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *comm
                              fl_table *collect, fl_sweep_stats *st);
 
 
-/* The files figures (a)-(d) and (g) make, relative to the output directory: fig_*.png, .pdf,
+/* The files figures (a)-(d), (g) and (i) make, relative to the output directory: fig_*.png, .pdf,
  * .svg and data/fig_*.csv (FL_FIGURE_FILES).  Fills names[0..) up to cap; returns the count. */
 int fl_figures_names(const char **names, int cap);
 
-/* How many files fl_figures_names lists: five figures (a)-(d), (g), each PNG, PDF, SVG and data. */
-#define FL_FIGURE_FILES 20
+/* How many files fl_figures_names lists: six figures (a)-(d), (g), (i), each PNG, PDF, SVG and data. */
+#define FL_FIGURE_FILES 24
 
 /* Before any work: a gnuplot with the pngcairo, pdfcairo and svg terminals runs (FL_EINVAL
  * naming what to install otherwise), and the scripts exist.  scripts: the figures/ directory

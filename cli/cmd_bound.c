@@ -125,6 +125,7 @@ static const char *usage =
     "  --max-total-events E  refuse a sweep of more than E tile events in all (0: no limit) [1e10]\n"
     "  --problem     print the lower bound of one problem instead (any problem flashlab accepts;\n"
     "                see flashlab bound --problem --help)\n"
+    FL_JOBS_USAGE
     "  --help        this text\n";
 
 int fl_cmd_bound(int argc, char **argv)
@@ -156,6 +157,7 @@ int fl_cmd_bound(int argc, char **argv)
         }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--input") == 0) input = v;
         else if (strcmp(name, "--d") == 0) fl_list_free(&d), e = fl_list_parse(name, v, 1, big, &d);
         else if (strcmp(name, "--M") == 0) fl_list_free(&M), e = fl_list_parse(name, v, 1, big, &M);

@@ -11,6 +11,7 @@
 #include <flashlab/launch_model.h>
 
 #include <flashlab/output.h>
+#include <flashlab/presets.h>
 #include <flashlab/version.h>
 #include "cli.h"
 
@@ -27,6 +28,8 @@ static const char *usage =
     "                    per product), pre (D = rowsum(dO o O)), convert (dQ acc -> dQ),\n"
     "                    combine (split-KV partials -> O)\n"
     "  --batch, --heads  B, H                                                  [1, 1]\n"
+    "  --kv-heads K      GQA: K/V heads, a divisor of H; query head h reads those of\n"
+    "                    K/V head h / (H / K); dK, dV written per query head  [H]\n"
     "  --N, --d          sequence length, head dimension\n"
     "  --Br, --Bc        query and key tile rows (bwd-twopass: BLOCK_M1, BLOCK_N1)\n"
     "  --Br2, --Bc2      bwd-twopass: BLOCK_M2, BLOCK_N2                       [Br, Bc]\n"
@@ -45,13 +48,15 @@ static const char *usage =
     "  --cluster C       C CTAs share K and V by multicast (forward, no mask)   [1]\n"
     "  --splits S        split-KV: key ranges per query tile (fwd-q, combine)   [1]\n"
     "  --dtype T         fp16, bf16 or fp32                                    [fp16]\n"
-    "  --sms S           SMs                                                   [132]\n"
+    "  --gpu G           a GPU preset (flashlab gpus): its SMs, L2 and partitions,\n"
+    "                    each overridden by --sms, --l2-mb, --l2-partitions   [h200]\n"
+    "  --sms S           SMs                                            [--gpu's: 132]\n"
     "  --ctas-per-sm K   CTAs resident per SM (from the launch: ncu's occupancy) [1]\n"
     "  --cta-timing FILE measured: each work item's SM, start and end (CSV of\n"
     "                    scripts/triton_cta_timing.py): the walk runs the items when they\n"
     "                    ran, not in lock step (rule S2 of docs/third_party.md)\n"
-    "  --l2-mb X         L2 capacity in MiB                                    [60]\n"
-    "  --l2-partitions P 2: two halves, each SM's reads copied into its own    [2]\n"
+    "  --l2-mb X         L2 capacity in MiB                              [--gpu's: 60]\n"
+    "  --l2-partitions P 2: two halves, each SM's reads copied into its own [--gpu's: 2]\n"
     "                    (measured on the H200: docs/l2_model.md); 1: one LRU\n"
     "  --sector B        sector bytes                                          [32]\n"
     "  --format F        table or csv                                          [table]\n"
@@ -94,8 +99,9 @@ static int64_t work_bound(const fl_launch *L, int64_t sector)
 int fl_cmd_l2_launch(int argc, char **argv)
 {
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 0, 0, 0, 0);
-    int64_t l2_mb = 60, parts = 2, sector = 32, Br2 = 0, Bc2 = 0, max_work = INT64_C(10000000000), max_mb = 2048;
+    int64_t l2_mb = 0, parts = 0, sms = 0, sector = 32, Br2 = 0, Bc2 = 0, max_work = INT64_C(10000000000), max_mb = 2048;
     int csv = 0, k;
+    const fl_sram_preset *gpu = NULL;
     const char *family = NULL, *dtype = "fp16", *output = NULL, *timing = NULL, *name, *iv, *v = NULL;
     fl_status e = FL_OK;
     fl_args ar;
@@ -121,6 +127,8 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(name, "--launch") == 0) e = fl_launch_family_parse(v, &L.family), family = v;
         else if (strcmp(name, "--batch") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.batch);
         else if (strcmp(name, "--heads") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.heads);
+        else if (strcmp(name, "--kv-heads") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 20, &L.kv_heads);
+        else if (strcmp(name, "--gpu") == 0) e = fl_gpu_preset_find(v, &gpu);
         else if (strcmp(name, "--N") == 0) e = fl_parse_i64(name, v, 1, INT64_C(1) << 24, &L.N);
         else if (strcmp(name, "--d") == 0) e = fl_parse_i64(name, v, 1, 1024, &L.d);
         else if (strcmp(name, "--Br") == 0) e = fl_parse_i64(name, v, 1, 4096, &L.Br);
@@ -130,7 +138,7 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(name, "--persistent") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 20, &L.persistent);
         else if (strcmp(name, "--cluster") == 0) e = fl_parse_i64(name, v, 1, 16, &L.cluster);
         else if (strcmp(name, "--splits") == 0) e = fl_parse_i64(name, v, 1, 4096, &L.splits);
-        else if (strcmp(name, "--sms") == 0) e = fl_parse_i64(name, v, 1, 4096, &L.sms);
+        else if (strcmp(name, "--sms") == 0) e = fl_parse_i64(name, v, 1, 4096, &sms);
         else if (strcmp(name, "--ctas-per-sm") == 0) e = fl_parse_i64(name, v, 1, 64, &L.ctas_per_sm);
         else if (strcmp(name, "--l2-mb") == 0) e = fl_parse_i64(name, v, 1, 16384, &l2_mb);
         else if (strcmp(name, "--l2-partitions") == 0) e = fl_parse_i64(name, v, 1, 2, &parts);
@@ -160,6 +168,11 @@ int fl_cmd_l2_launch(int argc, char **argv)
         else if (strcmp(dtype, "fp32") == 0) L.elem_bytes = 4;
         else e = fl_fail(FL_EINVAL, "--dtype: unknown type '%s' (choose fp16, bf16 or fp32)", dtype);
     }
+    const int gpu_given = gpu != NULL;
+    if (!e && !gpu) e = fl_gpu_preset_find("h200", &gpu); /* the GPU measured (presets.h) */
+    if (e) return fl_cli_error(e);
+    /* the preset's figures where no option gives them */
+    L.sms = sms ? sms : gpu->sms, l2_mb = l2_mb ? l2_mb : gpu->l2_mib, parts = parts ? parts : gpu->l2_parts;
     L.Br2 = Br2 ? Br2 : L.Br, L.Bc2 = Bc2 ? Bc2 : L.Bc, L.l2_parts = (int)parts;
     int64_t mem, work = 0;
     if (!e) e = fl_l2p_memory(l2_mb << 20, sector, L.l2_parts, &mem);
@@ -193,13 +206,16 @@ int fl_cmd_l2_launch(int argc, char **argv)
         fl_output_abort(o);
         return fl_cli_error(e);
     }
+    char gpu_note[200] = ""; /* where the machine's figures come from, when a preset was asked for */
+    if (gpu_given)
+        snprintf(gpu_note, sizeof gpu_note, "; GPU %s (%s figures)", gpu->name, gpu->checked ? "measured" : "published");
     if (csv) {
         fprintf(out, "# flashlab %s l2 --launch: predicted by the launch model (a model, not a measurement)\n",
                 FLASHLAB_VERSION);
         fl_cli_command_comment(out, "l2", argc, argv);
         fprintf(out, "# l2 %" PRId64 " MiB in %" PRId64 " LRU partition%s, %" PRId64 "-byte sectors, emptied first; %" PRId64
-                     " SMs x %" PRId64 " CTAs%s\n", l2_mb, parts, parts > 1 ? "s" : "", sector, L.sms, L.ctas_per_sm,
-                timing ? "; work items run when --cta-timing says (rule S2)" : "");
+                     " SMs x %" PRId64 " CTAs%s%s\n", l2_mb, parts, parts > 1 ? "s" : "", sector, L.sms, L.ctas_per_sm,
+                timing ? "; work items run when --cta-timing says (rule S2)" : "", gpu_note);
         fputs("family,batch,heads,N,d,Br,Bc,causal,ctas,items,waves,sm_read_B,l2_read_B,sm_write_B,red_B,dram_read_B,"
               "fabric_B,writeback_B,read_miss_B,fabric_read_miss_B,red_miss_B\n", out);
         fprintf(out, "%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64
@@ -211,10 +227,10 @@ int fl_cmd_l2_launch(int argc, char **argv)
     } else {
         fprintf(out, "l2 launch model: %s, B = %" PRId64 ", H = %" PRId64 ", N = %" PRId64 ", d = %" PRId64 ", %" PRId64
                      "x%" PRId64 "%s; %" PRId64 " CTAs for %" PRId64 " work items in %" PRId64 " waves of %" PRId64
-                     " x %" PRId64 "; L2 %" PRId64 " MiB in %" PRId64 " partition%s%s\n",
+                     " x %" PRId64 "; L2 %" PRId64 " MiB in %" PRId64 " partition%s%s%s\n",
                 fl_launch_family_name(L.family), L.batch, L.heads, L.N, L.d, L.Br, L.Bc, L.causal ? ", causal" : "",
                 p.ctas, p.items, p.waves, L.sms, L.ctas_per_sm, l2_mb, parts, parts > 1 ? "s" : "",
-                timing ? "; work items run when --cta-timing says (rule S2), not in waves" : "");
+                timing ? "; work items run when --cta-timing says (rule S2), not in waves" : "", gpu_note);
         fprintf(out, "SM<-L2 read B %" PRId64 "\nL2 read lookups B %" PRId64 "\nSM->L2 write B %" PRId64
                      "\nL2 reductions B %" PRId64 "\nDRAM read B %" PRId64 "\nfabric B %" PRId64 "\nwriteback B %" PRId64
                      "\nlookups that missed B: reads %" PRId64 " (of which homed across the fabric and missed there too %"

@@ -13,6 +13,7 @@
 #include <flashlab/output.h>
 #include <flashlab/version.h>
 #include "problem_opts.h"
+#include "shard.h"
 
 static const char *usage =
     "usage: flashlab optimize [options]\n"
@@ -30,7 +31,10 @@ static const char *usage =
     "                  closed forms (about 1e8 a second)                           [1e9]\n"
     "  --format F      table or csv                                             [table]\n"
     "  --output FILE   write to FILE (atomically)\n"
+    "  --shard I/N     search only the I-th of N round-robin slices of the M list (CSV);\n"
+    "                  `flashlab merge` joins the shards into the CSV without --shard\n"
     "%s"
+    FL_JOBS_USAGE
     "  --help          this text\n"
     "(--Br, --Bc and --algo are what is searched: they are not options here.)\n";
 
@@ -95,6 +99,7 @@ int fl_cmd_optimize(int argc, char **argv)
     fl_list Ms = {0};
     int64_t top = 1, max_work = FL_OPT_MAX_WORK;
     int csv = 0, status = 0;
+    fl_shard shard = {0, 0};
     const char *output = NULL, *name, *iv, *v;
     fl_status e = FL_OK;
     fl_args a;
@@ -112,6 +117,8 @@ int fl_cmd_optimize(int argc, char **argv)
         else if (strcmp(name, "--top") == 0) e = fl_parse_i64(name, v, 1, 1000000, &top);
         else if (strcmp(name, "--max-work") == 0) e = fl_parse_limit(name, v, 1, INT64_MAX / 4, &max_work);
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
+        else if (strcmp(name, "--shard") == 0) e = fl_shard_parse(name, v, &shard);
         else if (strcmp(name, "--format") == 0) {
             if (strcmp(v, "csv") == 0) csv = 1;
             else if (strcmp(v, "table") == 0) csv = 0;
@@ -124,8 +131,11 @@ int fl_cmd_optimize(int argc, char **argv)
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_optimize_check(&po.p); /* before the problem check names --algo flash2 */
     if (!e) e = fl_popts_finish(&po);
-    if (e) goto fail;
+    if (!e && shard.n && !csv) e = fl_fail(FL_EINVAL, "--shard: shards are CSV (flashlab merge joins them); add --format csv");
     const int nM = Ms.n ? Ms.n : 1;
+    if (!e && shard.n > nM)
+        e = fl_fail(FL_EINVAL, "--shard: the M list has %d value%s; use at most %d shards", nM, nM > 1 ? "s" : "", nM);
+    if (e) goto fail;
     fl_opt *res = calloc((size_t)nM, sizeof *res);
     if (!res) {
         e = fl_fail(FL_ENOMEM, "optimize: out of memory");
@@ -134,18 +144,25 @@ int fl_cmd_optimize(int argc, char **argv)
     fl_output *o = NULL;
     FILE *out = stdout;
     if (output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o); /* before the work */
-    for (int i = 0; i < nM && !e; i++) { /* search every M before writing anything */
-        fl_problem p = po.p;
-        if (Ms.n) p.M = Ms.v[i];
-        e = fl_optimize(&p, (int)top, max_work, &res[i]);
-    }
+    fl_problem *ps = calloc((size_t)nM, sizeof *ps);
+    fl_opt *got = calloc((size_t)nM, sizeof *got);
+    int n = 0;
+    if (!e && (!ps || !got)) e = fl_fail(FL_ENOMEM, "optimize: out of memory");
+    for (int i = 0; i < nM && !e; i++) /* the M of this shard, in order */
+        if (fl_shard_owns(&shard, i)) ps[n] = po.p, ps[n++].M = Ms.n ? Ms.v[i] : po.p.M;
+    if (!e) e = fl_optimize_each(ps, n, (int)top, max_work, 0, got); /* every M before writing anything */
+    for (int i = 0, k = 0; i < nM && !e; i++)
+        if (fl_shard_owns(&shard, i)) res[i] = got[k++];
+    free(ps);
+    free(got);
     if (!e) {
         if (csv) {
             fprintf(out, "# flashlab %s optimize: counts in elements from schedules executed on the count-only "
                          "machine (a model, not a measurement); lower_bound: docs/bounds.md\n", FLASHLAB_VERSION);
-            fl_cli_command_comment(out, "optimize", argc, argv);
+            const fl_opt *hdr = &res[shard.n ? shard.i - 1 : 0]; /* the first result of this shard */
+            fl_shard_comments(out, "optimize", argc, argv, &shard, nM);
             fputs("N,d,M,pass,best_algo,Br,Bc,Bd,Br_bwd,Bc_bwd,Bd_bwd,best_fwd,best_bwd,best_total,", out);
-            for (int i = 0; i < res[0].ncompared; i++) fprintf(out, "%s_total,", fl_algo_name(res[0].compared[i].algo));
+            for (int i = 0; i < hdr->ncompared; i++) fprintf(out, "%s_total,", fl_algo_name(hdr->compared[i].algo));
             fputs("lower_bound,best_over_bound\n", out);
         } else {
             fprintf(out, "optimize at N = %" PRId64 ", d = %" PRId64 ", pass %s: the least HBM traffic (elements) of the\n"
@@ -159,6 +176,7 @@ int fl_cmd_optimize(int argc, char **argv)
             fprintf(out, " %15s %8s\n", "lower bound", "/bound");
         }
         for (int i = 0; i < nM; i++) {
+            if (!fl_shard_owns(&shard, i)) continue;
             fl_problem p = po.p;
             if (Ms.n) p.M = Ms.v[i];
             row(out, csv, &p, &res[i]);

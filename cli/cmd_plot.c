@@ -19,6 +19,7 @@
 #include "analysis.h"
 #include "args.h"
 #include "cli.h"
+#include <flashlab/cp.h>
 #include <flashlab/regimes.h>
 #include <flashlab/schedule.h>
 #include <flashlab/version.h>
@@ -130,6 +131,7 @@ static const figure figs[] = {
     {"fig_c_traffic_vs_Bc", "fig_c_traffic_vs_Bc.gp", "fig_c_traffic_vs_Bc.csv"},
     {"fig_d_ratio_vs_M", "fig_d_ratio_vs_M.gp", "fig_d_ratio_vs_M.csv"},
     {"fig_g_bounds_vs_M", "fig_g_bounds_vs_M.gp", "fig_g_bounds_vs_M.csv"}, /* regimes.c */
+    {"fig_i_context_parallel", "fig_i_context_parallel.gp", "fig_i_context_parallel.csv"}, /* cp_figure.c */
 };
 
 enum { NFIGS = (int)(sizeof figs / sizeof figs[0]), NFILES = NFIGS * 4 };
@@ -192,6 +194,18 @@ static fl_status ratio_file(const char *dir, const fl_table *t)
         fputc('\n', f);
     }
     return fl_output_close_staged(f, "figures", path);
+}
+
+/* Figure (i)'s data: context parallelism against P and N (cp.h). */
+static fl_status cp_file(const char *dir)
+{
+    char path[8400];
+    snprintf(path, sizeof path, "%s/data/%s", dir, figs[5].data);
+    FILE *f = fopen(path, "w");
+    if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", fl_shown(path), strerror(errno));
+    const fl_status e = fl_cp_figure_csv(f);
+    const fl_status c = fl_output_close_staged(f, "figures", path);
+    return e ? e : c;
 }
 
 /* pdfcairo stamps each PDF with the time it was made ("/CreationDate (D:20261201113121Z)"), so
@@ -330,8 +344,9 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log)
         goto out;
     snprintf(path, sizeof path, "%s/data/%s", dir, figs[4].data);
     if ((e = fl_regimes_write_path(path))) goto out;
+    if ((e = cp_file(dir))) goto out;
 
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < NFIGS; i++) {
         const fl_select s = {fl_algo_with_role(FL_SCHED_PAPER_LAW), 0, 64, i == 1 ? 98304 : 0, FL_REGIME_PAPER};
         if (i < 2 && (e = fl_law_constant(i == 1 ? &tb : &ta, &s, FL_SHAPE_N2D2_M, &c))) goto out;
         if (i < 2) snprintf(vars, sizeof vars, "c1=%.6g; M=98304; d=64", c.c);
@@ -350,10 +365,11 @@ out:
 
 static const char *usage =
     "usage: flashlab plot [--out DIR] [--scripts DIR]\n"
-    "Runs the sweeps behind figures (a)-(d) and (g) (docs/analysis.md) on the count-only machine and\n"
+    "Runs the sweeps behind figures (a)-(d), (g) and (i) (docs/analysis.md) on the count-only machine and\n"
     "draws them with gnuplot as PNG, PDF and SVG into DIR (data CSVs in DIR/data/).\n\n"
     "  --out DIR      output directory (created if missing)        [flashlab-figures]\n"
     "  --scripts DIR  the gnuplot scripts (figures/ of the source)  [$FLASHLAB_FIGURES_DIR or built-in]\n"
+    FL_JOBS_USAGE
     "  --help         this text\n";
 
 int fl_cmd_plot(int argc, char **argv)
@@ -372,6 +388,7 @@ int fl_cmd_plot(int argc, char **argv)
         }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--out") == 0) dir = v;
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--scripts") == 0) scripts = v;
         else e = fl_fail(FL_EINVAL, "%s: unknown option for plot (see flashlab plot --help)", name);
     }
@@ -383,6 +400,6 @@ int fl_cmd_plot(int argc, char **argv)
     if (!e) e = fl_outdir_commit(od); /* every file, or none */
     else fl_outdir_abort(od);
     if (e) return fl_cli_error(e);
-    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d) and (g), and their data in data/)\n", dir, n);
+    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), (g) and (i), and their data in data/)\n", dir, n);
     return 0;
 }

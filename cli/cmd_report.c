@@ -49,6 +49,7 @@ static const char *usage =
     "  --batch B, --heads H                                        [64, 16]\n"
     "  --no-figures   print the report only; write nothing\n"
     "  --max-events E the table's runs: at most E tile events each (0: no limit) [1e10]\n"
+    FL_JOBS_USAGE
     "  --help         this text\n";
 
 typedef struct {
@@ -155,6 +156,7 @@ int fl_cmd_report(int argc, char **argv)
         }
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--out") == 0) o.dir = v;
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--sram") == 0) e = fl_sram_preset_find(v, &pre), o.sram = v; /* checked here too */
         else if (strcmp(name, "--dtype") == 0) e = fl_dtype_parse(v, &o.elem_bytes), o.dtype = v;
         else if (strcmp(name, "--M") == 0) e = fl_parse_i64(name, v, 1, big, &Mgiven);
@@ -219,7 +221,7 @@ int fl_cmd_report(int argc, char **argv)
         e = fl_outdir_commit(od); /* every file, or none */
         od = NULL;
         if (e) goto fail;
-        fprintf(o.out, "\nFigures (a)-(d) and (g) as PNG, PDF and SVG, and their data, written to %s (%d files, "
+        fprintf(o.out, "\nFigures (a)-(d), (g) and (i) as PNG, PDF and SVG, and their data, written to %s (%d files, "
                        "and data/report_sweep.csv)\n", o.dir, nfiles);
     }
     if (fflush(o.out) != 0 || ferror(o.out)) {

@@ -3,9 +3,7 @@
  * docs/model.md §7, or not in the family), its roles and its one-line summary.  Nothing here
  * names a schedule: the rows are the registry's (schedule.h). */
 #include <stdio.h>
-#include <string.h>
 
-#include "args.h"
 #include "cli.h"
 #include <flashlab/schedule.h>
 
@@ -45,25 +43,9 @@ static void roles(const fl_schedule *s, char *buf, size_t cap)
 
 int fl_cmd_schedules(int argc, char **argv)
 {
-    const char *name, *iv, *v, *format = "table";
-    fl_args a;
-    int k;
-    fl_args_init(&a, argc, argv);
-    while ((k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if (fl_args_flag(name, iv)) return fl_cli_error(FL_EINVAL);
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (fl_args_value(&a, name, iv, &v)) return fl_cli_error(FL_EINVAL);
-        if (strcmp(name, "--format") != 0)
-            return fl_cli_error(fl_fail(FL_EINVAL, "%s: unknown option for schedules (see flashlab schedules --help)", name));
-        if (strcmp(v, "table") && strcmp(v, "csv"))
-            return fl_cli_error(fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table or csv)", fl_shown(v)));
-        format = v;
-    }
-    if (k < 0) return fl_cli_error(FL_EINVAL);
-    const int csv = strcmp(format, "csv") == 0;
+    int csv;
+    const int rc = fl_cli_list_opts(argc, argv, "schedules", usage, &csv);
+    if (rc >= 0) return rc;
     if (csv) puts("name,all,search_fwd,search_bwd,passes,roles,summary");
     else printf("%-15s %-6s %-4s %-4s %-8s %-30s %s\n", "schedule", "all", "fwd", "bwd", "passes", "roles", "summary");
     for (int i = 0; i < fl_schedule_count(); i++) {

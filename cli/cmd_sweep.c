@@ -23,6 +23,7 @@
 #include "listparse.h"
 #include <flashlab/presets.h>
 #include "problem_opts.h"
+#include "shard.h"
 #include <flashlab/sweep.h>
 #include <flashlab/version.h>
 
@@ -47,9 +48,13 @@ static const char *usage =
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
     "  --progress      show a progress bar on stderr (default: only on a terminal)\n"
+    "  --shard I/N     run only the I-th of N round-robin slices of the grid (configuration k in\n"
+    "                  shard k mod N + 1; CSV); `flashlab merge` joins the shards' CSVs into\n"
+    "                  this command's CSV without --shard (docs/analysis.md §1)\n"
     "  fixed for every configuration (as for count): --Nk, --causal, --window, --batch, --heads,\n"
     "                  --kv-heads, --pass; decode: --splits, --page-size, --pool-pages, --page-seed;\n"
     "                  blocksparse: --density, --mask-seed\n"
+    FL_JOBS_USAGE
     "  --help          this text\n\n"
     "Order: schedule, then N, d, M, Br, Bc (the last varies fastest), each in the order given.\n"
     "Configurations that cannot run (M below the smallest tile, an override that does not fit,\n"
@@ -155,6 +160,7 @@ int fl_cmd_sweep(int argc, char **argv)
     const char *output = NULL;
     int64_t max_total = FL_SWEEP_MAX_TOTAL_EVENTS;
     int progress = isatty(2), algo_all = 1;
+    fl_shard shard = {0, 0};
     int status = 0;
     fl_status e = FL_OK;
     fl_args a;
@@ -183,7 +189,9 @@ int fl_cmd_sweep(int argc, char **argv)
         else if (strcmp(name, "--Bc") == 0) fl_list_free(&Bc), e = fl_list_parse(name, v, 1, big, &Bc);
         else if (strcmp(name, "--format") == 0) e = fl_format_parse(v, &fmt);
         else if (strcmp(name, "--output") == 0) output = v;
+        else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--max-total-events") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &max_total);
+        else if (strcmp(name, "--shard") == 0) e = fl_shard_parse(name, v, &shard);
         else if (!strncmp(name, "--cu-seqlens", 12) || !strcmp(name, "--block-table"))
             e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
         else if (!fl_popts_take(&po, name, v, &e)) /* the problem's other fields */
@@ -210,7 +218,13 @@ int fl_cmd_sweep(int argc, char **argv)
     s.M = M.n ? M.v : &po.p.M, s.nM = M.n ? M.n : 1;
     if (Br.n) s.Br = Br.v, s.nBr = Br.n;
     if (Bc.n) s.Bc = Bc.v, s.nBc = Bc.n;
+    if (shard.n && fmt != FL_FMT_CSV) {
+        e = fl_fail(FL_EINVAL, "--shard: shards are CSV (flashlab merge joins them); leave out --format table or json");
+        goto fail;
+    }
+    s.shard = shard.i - 1, s.nshards = shard.n;
     if ((e = fl_sweep_size(&s, &configs))) goto fail;
+    const int64_t grid = configs;
     if (configs == 0) {
         e = fl_fail(FL_EINVAL, "--M-upto-Nd: no M value is <= N*d for any (N, d): the grid is empty");
         goto fail;
@@ -231,7 +245,7 @@ int fl_cmd_sweep(int argc, char **argv)
     c.last = c.t0;
     if (c.csv) {
         provenance_head(out);
-        fl_cli_command_comment(out, "sweep", argc, argv);
+        fl_shard_comments(out, "sweep", argc, argv, &shard, grid);
         fputs(skipped_note, out);
         fl_emit_begin(&c.e, out, fmt, 0); /* the header, whatever follows */
         c.begun = 1;
@@ -239,7 +253,7 @@ int fl_cmd_sweep(int argc, char **argv)
     fl_sweep_sink sink = {on_row, on_skip, progress ? on_progress : NULL, &c, on_check};
     fl_sweep_stats st;
     e = fl_sweep_run(&s, &sink, &st);
-    if (!e && st.rows == 0)
+    if (!e && st.rows == 0 && !shard.n) /* a shard without rows is fine: merge checks the whole run */
         e = fl_fail(FL_EINVAL, "sweep: none of the %" PRId64 " configurations can run (see the skipped lines)",
                     st.configs);
     if (e) {

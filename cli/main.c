@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include <flashlab/output.h>
+#include <flashlab/pool.h>
 #include <flashlab/version.h>
 #include "cli.h"
 
@@ -24,6 +25,9 @@ static const struct {
     {"trace", fl_cmd_trace, "write the tile events of a small run as CSV or JSON lines"},
     {"l2", fl_cmd_l2, "predict DRAM bytes of a kernel schedule through an L2 (three levels)"},
     {"schedules", fl_cmd_schedules, "list the registered schedules: all, optimize's family, roles"},
+    {"merge", fl_cmd_merge, "join the CSVs of a sharded sweep or optimize (--shard I/N) into the run's CSV"},
+    {"cp", fl_cmd_cp, "context parallelism: HBM and link traffic of P devices (ring, striped, ulysses)"},
+    {"gpus", fl_cmd_gpus, "list the GPU presets: SRAM per SM, SMs, L2, which were measured"},
 };
 
 /* The CLI's spelling of a quantity the library names: its flag, "--" and the name with '-' for
@@ -43,6 +47,14 @@ const char *fl_cli_render(const char *raw)
 
 const char *fl_cli_message(void) { return fl_cli_render(fl_last_error_raw()); }
 
+fl_status fl_cli_jobs(const char *opt, const char *value)
+{
+    int64_t n;
+    FL_TRY(fl_parse_i64(opt, value, 1, FL_POOL_MAX_JOBS, &n));
+    fl_pool_set_default_jobs((int)n);
+    return FL_OK;
+}
+
 int fl_cli_error(int s)
 {
     fprintf(stderr, "flashlab: %s\n", fl_cli_message());
@@ -50,15 +62,39 @@ int fl_cli_error(int s)
     return fl_exit_code((fl_status)s);
 }
 
-void fl_cli_command_comment(FILE *out, const char *command, int argc, char **argv)
+/* Whether argv[i] is one of the options of drop ("--name=": takes a value; "--name": a flag);
+ * *skip receives how many arguments it takes (1 or 2). */
+static int dropped(const char *const *drop, int argc, char **argv, int i, int *skip)
+{
+    for (int k = 0; drop && drop[k]; k++) {
+        const size_t n = strlen(drop[k]);
+        const int valued = drop[k][n - 1] == '=';
+        if (valued && !strncmp(argv[i], drop[k], n)) return *skip = 1; /* --name=value */
+        if (valued && !strncmp(argv[i], drop[k], n - 1) && !argv[i][n - 1]) return *skip = i + 1 < argc ? 2 : 1;
+        if (!valued && !strcmp(argv[i], drop[k])) return *skip = 1;
+    }
+    return 0;
+}
+
+void fl_cli_command_comment_except(FILE *out, const char *command, int argc, char **argv, const char *const *drop)
 {
     fprintf(out, "# command: flashlab %s", command);
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0, skip; i < argc; i++) {
+        if (dropped(drop, argc, argv, i, &skip)) {
+            i += skip - 1;
+            continue;
+        }
         fputc(' ', out);
         for (const char *c = argv[i]; *c; c++) /* a newline here would start a forged data line */
             fputc((unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c, out);
     }
     fputc('\n', out);
+}
+
+void fl_cli_command_comment(FILE *out, const char *command, int argc, char **argv)
+{
+    static const char *const how[] = {"--jobs=", NULL}; /* how it ran, not what it computed */
+    fl_cli_command_comment_except(out, command, argc, argv, how);
 }
 
 static void usage(FILE *out)
@@ -100,6 +136,7 @@ int main(int argc, char **argv)
      * killing flashlab with its temporaries in place */
     signal(SIGXFSZ, SIG_IGN);
     if ((s = fl_output_catch_signals())) return fl_cli_error(s); /* an interruption removes the temporaries */
+    fl_pool_set_default_jobs(fl_pool_cores()); /* --jobs of a command may lower it */
 #endif
     int rc = dispatch(argc, argv);
     /* every command's stdout, checked once: a full disk, a closed or broken stdout, a file-size

@@ -49,7 +49,7 @@ void fl_popts_init(fl_popts *o)
 
 /* A decimal double (nan and inf allowed): strtod over the whole string, which must start with a
  * sign, a digit, a point or a letter of nan/inf (no leading blank) and hold no hexadecimal. */
-static fl_status parse_double(const char *opt, const char *v, double *out)
+fl_status fl_popts_parse_double(const char *opt, const char *v, double *out)
 {
     char *end;
     const char c = *v == '+' || *v == '-' ? v[1] : v[0];
@@ -131,8 +131,8 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
         o->kv.block_table = o->table;
         p->kv_cache = &o->kv;
     }
-    else if (strcmp(name, "--pad") == 0) *s = parse_double(name, v, &o->kv.pad_value), p->kv_cache = &o->kv;
-    else if (strcmp(name, "--density") == 0) *s = parse_double(name, v, &o->bm.density), p->block_mask = &o->bm;
+    else if (strcmp(name, "--pad") == 0) *s = fl_popts_parse_double(name, v, &o->kv.pad_value), p->kv_cache = &o->kv;
+    else if (strcmp(name, "--density") == 0) *s = fl_popts_parse_double(name, v, &o->bm.density), p->block_mask = &o->bm;
     else if (strcmp(name, "--mask-seed") == 0) *s = fl_parse_u64(name, v, &o->bm.mask_seed), p->block_mask = &o->bm;
     else return 0;
     return 1;

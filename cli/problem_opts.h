@@ -32,6 +32,10 @@ void fl_popts_init(fl_popts *o);
 int fl_popts_take(fl_popts *o, const char *name, const char *value, fl_status *s);
 fl_status fl_popts_finish(fl_popts *o);
 
+/* A decimal number (nan and inf allowed): strtod over the whole string, which must start with a
+ * sign, a digit, a point or a letter of nan/inf and hold no hexadecimal; FL_EINVAL naming opt. */
+fl_status fl_popts_parse_double(const char *opt, const char *v, double *out);
+
 /* The help line of --max-macs (run, trace --compute), the problem's max_macs: the limit of a
  * compute run's multiply-adds, fl_compute_macs of run.h (0: no limit). */
 extern const char fl_macs_usage[];

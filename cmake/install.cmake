@@ -1,5 +1,7 @@
 # install.cmake: what `cmake --install` puts where, for C programs that use flashlab.
 #   include/flashlab/*.h          the public headers, version.h (generated) among them
+#   include/flashlab/cuda/        the counted pointer types for anyone's kernel (component
+#                                 cuda_headers, with the two plain-C headers they read)
 #   lib/libflashlab.so, .a        the library, shared and static; libflashlab_core.a (no GSL)
 #   bin/flashlab                  the command line
 #   share/flashlab/figures/       the gnuplot scripts `flashlab plot` and `report` run
@@ -18,7 +20,16 @@ install(TARGETS flashlab flashlab_static flashlab_core flashlab_cli EXPORT flash
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 set_target_properties(flashlab_cli PROPERTIES EXPORT_NAME cli)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/flashlab DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h")
+        FILES_MATCHING PATTERN "*.h" PATTERN "footprint.h" EXCLUDE PATTERN "kernel_tiles.h" EXCLUDE)
+# The counted pointer types (docs/your_kernel.md §5): kernels/common's counted.cuh and the two
+# headers it includes, as PREFIX/include/flashlab/cuda/, with the plain-C headers they read (the
+# component alone: examples/check_installed.sh compiles the example against it; a whole install
+# has them too).
+install(FILES ${PROJECT_SOURCE_DIR}/kernels/common/counted.cuh ${PROJECT_SOURCE_DIR}/kernels/common/common.cuh
+        ${PROJECT_SOURCE_DIR}/kernels/common/arch.cuh
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashlab/cuda COMPONENT cuda_headers)
+install(FILES ${PROJECT_SOURCE_DIR}/include/flashlab/footprint.h ${PROJECT_SOURCE_DIR}/include/flashlab/kernel_tiles.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashlab COMPONENT cuda_headers)
 install(FILES ${PROJECT_BINARY_DIR}/include/flashlab/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashlab)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/figures/ DESTINATION ${CMAKE_INSTALL_DATADIR}/flashlab/figures
         FILES_MATCHING PATTERN "*.gp" PATTERN "data" EXCLUDE)

@@ -2,7 +2,8 @@
 """check_counted_access.py: fails when kernel code reaches global memory other than through the
 counted pointer types of kernels/common/counted.cuh, the one header allowed to.
 
-    python3 scripts/check_counted_access.py [DIR]     check DIR (default: kernels/ of this checkout)
+    python3 scripts/check_counted_access.py [DIR]     check DIR (default: kernels/ and examples/ of
+                                                      this checkout: a user's kernel keeps the rules)
     python3 scripts/check_counted_access.py --self-test
                                                       plant each kind of violation in a copy of
                                                       kernels/ and require that each one fails
@@ -274,6 +275,10 @@ def main():
         print(f"check_counted_access: {root}: no {ALLOWED} (the counted pointer header)", file=sys.stderr)
         return 2
     findings, n = check_tree(root)
+    examples = os.path.normpath(os.path.join(here, "..", "examples"))
+    if not args and os.path.isdir(examples):
+        more, m = check_tree(examples)
+        findings, n = findings + [os.path.join("..", "examples", f) for f in more], n + m
     for f in findings:
         print(f)
     print(f"check_counted_access: {n} files, {len(findings)} raw global accesses outside {ALLOWED}")

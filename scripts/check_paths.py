@@ -8,7 +8,7 @@ only their links are checked).  Three kinds of names:
 
   1. a path from the repository root, starting with one of its top folders (kernels/, docs/,
      figures/, src/, include/, tests/, scripts/, bench/, notebooks/, cli/, reference/, fuzz/,
-     python/) or
+     python/, examples/) or
      with a folder the repository no longer has (sim/): it must name a file or folder; a pattern
      ('*', '?', '{a,b}', '<x>', 'NN' standing for digits, '...') must match at least one file;
   2. a bare C or CUDA file name (name.c, .h, .cu, .cuh) outside a path: some file of the
@@ -35,7 +35,7 @@ import tempfile
 import check_main  # scripts/, beside this file
 
 TOPS = ("kernels", "docs", "figures", "src", "include", "tests", "scripts", "bench", "notebooks", "cli",
-        "reference", "fuzz", "python", "sim")
+        "reference", "fuzz", "python", "sim", "examples")
 TEXT = (".md", ".c", ".h", ".cu", ".cuh", ".py", ".sh", ".gp", ".txt", ".cmake", ".def", ".conf", ".json", ".yml",
         ".yaml", ".toml", ".ipynb")
 SKIP = ("figures/data/", "tests/golden/", "fuzz/corpus", "docs/journal/data/")
@@ -48,6 +48,9 @@ FOREIGN = {
     "llm.c": ("karpathy/llm.c, a project the ladder's style follows", ()),
     "kernel_backward.h": ("PyTorch's memory-efficient attention (xFormers) source", ()),
     "flash_bwd_kernel.h": ("FlashAttention-2's source", ()),
+    "flash_fwd_launch_template.h": ("FlashAttention-2's source", ()),
+    "flash_bwd_launch_template.h": ("FlashAttention-2's source", ()),
+    "kernel_forward.h": ("PyTorch's memory-efficient attention (xFormers) source", ()),
     "timeout-posix.c": ("BoxFort's source (Criterion's sandbox)", ()),
     "test_planted.c": ("a file tests/check_no_criterion_timeout.cmake writes", ("tests/CMakeLists.txt",)),
     "src/libflashlab.so": ("inside a build folder", ("python/flashlab/__init__.py",)),

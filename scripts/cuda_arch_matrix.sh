@@ -15,15 +15,15 @@
 # that line, and the rung must be compiled for every target and listed by `flashlab-gpu --list`
 # (which needs no GPU): adding a rung touches nothing else.
 #
-# One CMake build: flashlab-gpu (with counters) for all ARCHS as machine code (sm_XX, no PTX), its
-# per-architecture PTX kept; flashlab-gpu-timing and libflashlab_kernels.so for sm_90a only (the
+# One CMake build: flashlab-gpu (with counters) and examples/'s my-attention (a user's kernel with
+# the counters) for all ARCHS as machine code (sm_XX, no PTX), their per-architecture PTX kept; flashlab-gpu-timing and libflashlab_kernels.so for sm_90a only (the
 # kernels are the same code, without counters).  Then, for every rung of ladder.def and every
 # target, the PTX of each of its kernels is read: a kernel is a stub when it traps.  The expected
 # set comes from the file's own FL_V_NEEDS (the definition its kernel guards use): FL_NEED_BASE on
 # every target, FL_NEED_SM80 from sm_80 on, FL_NEED_SM90A on sm_90a only.  Prints the version x
 # target table; exit 1 on a compile error, a version that is a stub where it should be real or
-# real where it cannot be, or a test rung not built, not listed or not added by one file and one
-# line.
+# real where it cannot be, a test rung not built, not listed or not added by one file and one
+# line, or my-attention without its kernel's machine code for every target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-build-archs}
@@ -81,9 +81,15 @@ echo "cuda_arch_matrix: test rung $test_v added as one file ($rung) and one line
 start=$(date +%s)
 cmake -S "$TREE" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DFLASHLAB_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$real" \
   "-DFLASHLAB_AUX_CUDA_ARCHITECTURES=$aux" "-DFLASHLAB_KEEP_PTX_DIR=$KEEP" >/dev/null
-cmake --build "$DIR/build" -j "$jobs" --target flashlab_gpu flashlab_gpu_timing flashlab_kernels
+cmake --build "$DIR/build" -j "$jobs" --target flashlab_gpu flashlab_gpu_timing flashlab_kernels flashlab_example_attn
 end=$(date +%s)
 echo "cuda_arch_matrix: built for $ARCHS in $((end - start)) s ($jobs jobs)"
+for a in $ARCHS; do # examples/: nvcc -keep leaves one cubin per target, which must hold the kernel
+  cubin=$KEEP/examples/my_attention.compute_$a.cubin
+  [ -f "$cubin" ] && grep -aq my_attn_fwd "$cubin" ||
+    { echo "cuda_arch_matrix: my-attention (examples/) has no machine code of my_attn_fwd for sm_$a ($cubin)" >&2; exit 1; }
+done
+echo "cuda_arch_matrix: my-attention (examples/) holds my_attn_fwd for $ARCHS"
 list=$("$DIR/build/flashlab-gpu" --list) || { echo "cuda_arch_matrix: flashlab-gpu --list failed" >&2; exit 1; }
 if ! grep -q "^$test_v  *v${NN}_test_rung.cu " <<<"$list" || ! grep -qE "^flash2 +fwd +$test_v " <<<"$list"; then
   echo "cuda_arch_matrix: flashlab-gpu --list does not list the test rung $test_v and its kernels:" >&2

@@ -7,16 +7,23 @@ Nsight Compute and explained with flashlab's model (docs/third_party.md).
            the SM<-L2 and L2 sectors, DRAM bytes, and the second metrics that settle the usual
            exceptions (L1 hits, TMA and multicast sectors, atomics, local-memory spills, partial
            sectors), with provenance lines.
-  match    reads such a CSV, identifies each attention kernel's schedule and tiles (from its name,
-           launch and the libraries' tile tables, or --schedule), runs the model (flashlab count:
+  match    reads such a CSV, identifies each attention kernel's schedule and tiles from a kernel
+           description (its name, launch and region notes read by the libraries' descriptions in
+           scripts/kernel_descriptions/ or yours, --describe FILE; or --schedule), takes the GPU
+           (SMs, L2) from the CSV or --gpu, --sms, --l2-mb, runs the model (flashlab count:
            the two-level SM<->L2 bytes; flashlab l2 --launch: the DRAM bytes of the whole launch
            in grid order) and writes the ratios measured / model, with the next hypothesis and the
            metric that settles it where a ratio is off by more than --tolerance.
   explain  both, one after the other.
+  model    predicts, before profiling, a described kernel's whole launch on a problem: SM<-L2
+           reads, L2 lookups, SM->L2 writes, reductions and DRAM reads (flashlab l2 --launch).
 
   scripts/explain_kernels.py collect --out raw.csv [--kernel-regex RE] [--problem B,H,N,d[,causal]]
                                      [--profile-from-start off] [--timeout S] -- COMMAND ...
-  scripts/explain_kernels.py match raw.csv --flashlab build/flashlab --out explained.csv
+  scripts/explain_kernels.py match raw.csv --flashlab build/flashlab --out explained.csv [--describe mine.json]
+                                   [--gpu G | --sms S --l2-mb X] [--schedule FAMILY:BrxBc]
+  scripts/explain_kernels.py model --problem B,H,N,d[,causal[,dtype]] --kernel NAME [--describe mine.json]
+                                   [--grid X,Y,Z] [--gpu G] [--flashlab build/flashlab]
   scripts/explain_kernels.py explain --out explained.csv --flashlab build/flashlab [collect options] -- COMMAND ...
 
 Regions.  A program may cut its kernels into labelled regions: it writes one JSON line per region
@@ -90,6 +97,9 @@ COUNTERS = [
     "l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss.sum",
     "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
     "sm__ctas_launched.sum",
+    # the device (explain_match.Machines: the model's SMs and L2 capacity)
+    "device__attribute_l2_cache_size",
+    "device__attribute_multiprocessor_count",
 ]
 LAUNCH = [
     "launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z",
@@ -99,7 +109,7 @@ LAUNCH = [
     "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
     "launch__occupancy_limit_warps", "launch__waves_per_multiprocessor", "launch__sm_count",
 ]
-LABELS = ["backend", "pass", "shape", "dtype", "B", "H", "N", "d", "causal"]
+LABELS = ["backend", "pass", "shape", "dtype", "B", "H", "Hkv", "N", "d", "causal"]
 
 
 def fail(opt, rule):
@@ -229,7 +239,7 @@ def label_rows(krows, regions, marker, problem):
             lab = dict(problem, backend=problem.get("backend", ""), shape="", pass_="")
         if nmarkers and regions and nmarkers == len(regions) and r >= 0:
             g = regions[r]
-            lab = {x: g.get(x, "") for x in ["backend", "shape", "dtype", "B", "H", "N", "d", "causal"]}
+            lab = {x: g.get(x, "") for x in ["backend", "shape", "dtype", "B", "H", "Hkv", "N", "d", "causal"]}
             lab["pass_"] = g.get("pass", "")
             lab["region_info"] = json.dumps({x: g[x] for x in g if x not in lab and x != "pass"}, sort_keys=True)
         out.append((r, lab, k))
@@ -301,6 +311,8 @@ def cmd_collect(a, command):
     problem = parse_problem(a.problem) if a.problem else None
     if problem and a.backend:
         problem["backend"] = a.backend
+    if problem and a.kv_heads:
+        problem["Hkv"] = a.kv_heads
     labelled, warn = label_rows(krows, regions, a.marker, problem)
     ncu_version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -358,6 +370,7 @@ def collect_args(ap):
     ap.add_argument("--regions", default=None, help="keep the regions file here (default: a temporary file)")
     ap.add_argument("--problem", default=None, help="B,H,N,d[,causal[,dtype]] of every kernel (no regions)")
     ap.add_argument("--backend", default=None, help="label for --problem rows (e.g. triton)")
+    ap.add_argument("--kv-heads", type=int, default=0, help="K/V heads of --problem's rows (GQA; default: H)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds before ncu and the command are stopped")
 
 
@@ -375,6 +388,20 @@ def main(argv):
     m = sub.add_parser("match", help="explain a collected CSV with the model")
     m.add_argument("csv", nargs="+", help="collected CSVs")
     match_args(m)
+    md = sub.add_parser("model", help="predict a described kernel's whole launch before profiling")
+    md.add_argument("--problem", required=True, help="B,H,N,d[,causal[,dtype]]")
+    md.add_argument("--kernel", default=None, help="the kernel's base name (its description applies)")
+    md.add_argument("--name", default=None, help="its demangled name, when the description reads it (template arguments)")
+    md.add_argument("--kv-heads", type=int, default=0, help="K/V heads (GQA; default: H)")
+    md.add_argument("--grid", default=None, metavar="X,Y,Z", help="the launch's grid, when the description needs it")
+    md.add_argument("--threads", type=int, default=None, help="threads per CTA, when the description needs them")
+    md.add_argument("--cluster", type=int, default=1, help="CTAs per cluster (multicast of K and V)")
+    md.add_argument("--notes", default=None, help="the region's notes (JSON text), when the description reads them")
+    md.add_argument("--ctas-per-sm", type=int, default=1, help="CTAs resident per SM (the occupancy)")
+    md.add_argument("--flashlab", default="build/flashlab", help="the flashlab CLI (the model)")
+    md.add_argument("--format", default="table", choices=("table", "csv"))
+    describe_args(md)
+    gpu_args(md)
     t = sub.add_parser("table", help="the markdown table of explained CSVs (docs/third_party.md)")
     t.add_argument("csv", nargs="+", help="explained CSVs")
     e = sub.add_parser("explain", help="collect, then match")
@@ -396,10 +423,14 @@ def main(argv):
             fail("--profile-from-start", "on or off")
         if a.problem:
             parse_problem(a.problem)
+        if a.kv_heads and (not a.problem or a.kv_heads < 1 or parse_problem(a.problem)["H"] % a.kv_heads):
+            fail("--kv-heads", "K/V heads of --problem: a divisor of its H")
     if a.cmd == "collect":
         return cmd_collect(a, command)
     if a.cmd == "match":
         return cmd_match(a)
+    if a.cmd == "model":
+        return cmd_model(a)
     if a.cmd == "table":
         from explain_match import table
         return table(a.csv)
@@ -417,22 +448,65 @@ def match_args(ap, out=True):
         ap.add_argument("--out", required=True, help="the explained CSV to write")
     ap.add_argument("--flashlab", default="build/flashlab", help="the flashlab CLI (the model)")
     ap.add_argument("--tolerance", type=float, default=0.10, help="a ratio further than this from 1 gets a hypothesis")
-    ap.add_argument("--schedule", default=None, help="force the schedule of every attention kernel: FAMILY:BrxBc")
+    describe_args(ap)
+    ap.add_argument("--schedule-kernel", default=None, metavar="RE",
+                    help="--schedule applies to the kernels whose base name matches RE (default: every kernel not "
+                         "described as outside attention's schedule)")
     ap.add_argument("--only-backend", default=None, help="explain only rows of these backends (comma-separated)")
     ap.add_argument("--jobs", type=int, default=2, help="model runs at once")
-    ap.add_argument("--l2-partitions", type=int, default=2, choices=(1, 2),
-                    help="the model's L2: 2 halves, as measured on the H200 (docs/l2_model.md), or 1 LRU")
+    gpu_args(ap)
     ap.add_argument("--cta-timing", default=None, metavar="DIR",
                     help="rows profiled by scripts/triton_cta_timing.py (region 'timed') walk DIR/timing_SHAPE_ncu.csv, "
                          "the measured start, end and SM of each work item (rule S2), instead of rule S1")
+
+
+def describe_args(ap):
+    ap.add_argument("--describe", action="append", default=[], metavar="FILE",
+                    help="a kernel description (JSON, docs/your_kernel.md section 1), read before the shipped ones "
+                         "(scripts/kernel_descriptions/); may be given more than once")
+    ap.add_argument("--schedule", default=None, metavar="FAMILY:BrxBc",
+                    help="force this family and tiles (a described kernel keeps the rest of its description)")
+
+
+def gpu_args(ap):
+    ap.add_argument("--gpu", default=None, help="a GPU preset (flashlab gpus): its SMs, L2 and L2 partitions "
+                                                "(default: the CSV's device attributes and GPU)")
+    ap.add_argument("--sms", type=int, default=None, help="SMs (overrides --gpu and the CSV)")
+    ap.add_argument("--l2-mb", type=int, default=None, help="L2 capacity in MiB (overrides --gpu and the CSV)")
+    ap.add_argument("--l2-partitions", type=int, default=None, choices=(1, 2),
+                    help="the model's L2: 2 halves, as measured on the H200 (docs/l2_model.md), or 1 LRU "
+                         "(default: the GPU preset's)")
+
+
+def check_gpu_args(a):
+    for opt, v in (("--sms", a.sms), ("--l2-mb", a.l2_mb)):
+        if v is not None and v < 1:
+            fail(opt, "must be >= 1")
+    if not os.access(a.flashlab, os.X_OK):
+        fail("--flashlab", f"{a.flashlab} is not an executable (build flashlab first)")
+
+
+def cmd_model(a):
+    from explain_match import model_cmd  # scripts/explain_match.py (beside this file)
+    check_gpu_args(a)
+    problem = parse_problem(a.problem)
+    if not a.kernel and not a.schedule:
+        fail("--kernel", "give the kernel's name (its description says the rest) or --schedule FAMILY:BrxBc")
+    if a.grid and not re.fullmatch(r"[1-9]\d*,[1-9]\d*,[1-9]\d*", a.grid):
+        fail("--grid", "X,Y,Z: the launch's grid, three integers >= 1")
+    for opt, v in (("--threads", a.threads), ("--ctas-per-sm", a.ctas_per_sm), ("--cluster", a.cluster)):
+        if v is not None and v < 1:
+            fail(opt, "must be >= 1")
+    if a.kv_heads and problem["H"] % a.kv_heads:
+        fail("--kv-heads", "K/V heads: a divisor of --problem's H")
+    return model_cmd(a, problem)
 
 
 def cmd_match(a):
     from explain_match import match_file  # scripts/explain_match.py (beside this file): the model side
     if a.tolerance <= 0 or a.tolerance >= 1:
         fail("--tolerance", "must be between 0 and 1 (0.10 = 10 %)")
-    if not os.access(a.flashlab, os.X_OK):
-        fail("--flashlab", f"{a.flashlab} is not an executable (build flashlab first)")
+    check_gpu_args(a)
     if getattr(a, "cta_timing", None) and not os.path.isdir(a.cta_timing):
         fail("--cta-timing", f"{a.cta_timing} is not a directory (of scripts/triton_cta_timing.py's timing_SHAPE_ncu.csv)")
     return match_file(a)

@@ -59,6 +59,10 @@ typedef enum {
 typedef struct {
     fl_launch_family family;
     int64_t batch, heads, N, d;
+    int64_t kv_heads;  /* K/V heads (GQA): 0 or heads, one per query head; else a divisor of heads, and
+                          query head h reads the K, V tiles of K/V head h / (heads / kv_heads) (consecutive
+                          query heads share one, the seeds' rule); dK, dV are written per query head (FA2's
+                          backward writes them so and sums them in a separate kernel) */
     int causal;        /* 0: none; 1: the lower triangle */
     int elem_bytes;    /* Q, K, V, O, dO, dQ, dK, dV: 2 (fp16, bf16) or 4 */
     int64_t Br, Bc;    /* query, key tile rows (BWD_TWOPASS: BLOCK_M1, BLOCK_N1; PRE, CONVERT: rows) */
@@ -111,7 +115,7 @@ fl_launch fl_launch_default(fl_launch_family f, int64_t B, int64_t H, int64_t N,
 /* Checks every field (FL_EINVAL naming the CLI option of the first that breaks its rule: sizes
  * >= 1, tiles <= N, BWD_TWOPASS's Bc a multiple of Br and Br2 of Bc2, a cluster only for the
  * forward families, splits only for FWD_Q and COMBINE, elem_bytes 2 or 4, l2_parts 1 or 2;
- * static_rr only with persistent and no timing, longest_first only for the forward families with
+ * kv_heads 0 or a divisor of heads, static_rr only with persistent and no timing, longest_first only for the forward families with
  * causal, pairs only for FWD_Q with causal and without splits or cluster), then
  * walks the launch in GPU order through an L2 of l2_bytes in l2_parts LRU partitions (l2_parts.h)
  * in sectors of `sector` bytes, emptied first (ncu --cache-control all), and fills *out.

@@ -73,6 +73,11 @@ fl_status fl_optimize_check(const fl_problem *p);
  * p->max_events tile events; other errors as fl_run. */
 fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *out);
 
+/* fl_optimize for each of the n problems p[0..n), into out[0..n), up to `jobs` at once on threads
+ * (pool.h; 0: the default).  The result is that of the loop over k in order: on an error, the
+ * error of the first failing k (later problems may have run; their results are unspecified). */
+fl_status fl_optimize_each(const fl_problem *p, int n, int top, int64_t max_work, int jobs, fl_opt *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
-/* presets.h: hardware presets for the SRAM capacity M, and element types.
+/* presets.h: hardware presets: the SRAM capacity M, the GPU's SMs and L2 for the L2 models, and
+ * element types.
  *
  * M is in elements: a preset gives the on-chip memory of one streaming multiprocessor in bytes
  * (the combined L1 / shared-memory array, the figure the FlashAttention paper uses for the A100:
@@ -10,7 +11,11 @@
  *   h200  256 KiB/SM   (same GH100 SM as the H100)
  *   b200  256 KiB/SM
  *
- * Any preset is overridden by an explicit --M (the CLI applies --M last).
+ *   l40s, rtx4090  128 KiB/SM (Ada)
+ *
+ * Any preset is overridden by an explicit --M (the CLI applies --M last).  The same rows give the
+ * whole GPU for `flashlab l2 --launch --gpu` and scripts/explain_kernels.py (SMs, L2 capacity,
+ * the launch model's L2 partitions); only the H200's are checked against hardware.
  */
 #ifndef FL_PRESETS_H
 #define FL_PRESETS_H
@@ -29,6 +34,13 @@ typedef struct {
     int64_t sram_bytes;      /* combined L1/shared memory per SM, bytes */
     int64_t max_smem_block;  /* largest shared memory one block may use, bytes (for reference) */
     const char *source;      /* where the numbers come from */
+    /* the whole GPU, for the L2 models (launch_model.h) */
+    const char *device;      /* the word of the device name the CUDA runtime and ncu report ("H200") */
+    int64_t sms;             /* streaming multiprocessors */
+    int64_t l2_mib;          /* L2 capacity, MiB (cudaDeviceProp::l2CacheSize) */
+    int l2_parts;            /* L2 partitions of the launch model (l2_parts.h): 2 or 1 (none published) */
+    int checked;             /* 1: sms, l2_mib and l2_parts measured on this GPU; 0: published figures */
+    const char *gpu_source;  /* where those come from */
 } fl_sram_preset;
 
 typedef struct {
@@ -41,6 +53,9 @@ const fl_sram_preset *fl_sram_presets(int *n);
 
 /* The preset called name; FL_EINVAL naming --sram and the choices if unknown. */
 fl_status fl_sram_preset_find(const char *name, const fl_sram_preset **out);
+
+/* The same lookup for the whole GPU: FL_EINVAL naming --gpu and the choices if unknown. */
+fl_status fl_gpu_preset_find(const char *name, const fl_sram_preset **out);
 
 /* Parses fp16, bf16 or fp32 into bytes per element; FL_EINVAL naming --dtype otherwise. */
 fl_status fl_dtype_parse(const char *name, int *bytes);

@@ -66,7 +66,10 @@ enum {
                                         and figures (a)-(c) fit to c N²d²/M (its Theorem 2) */
     FL_SCHED_COMPARED = 1u << 8,     /* run at its default blocks beside optimize's result (the
                                         comparison columns of `optimize` and figure (g)) */
-    FL_SCHED_DEFAULT = 1u << 9       /* the schedule of fl_problem_default() (exactly one) */
+    FL_SCHED_DEFAULT = 1u << 9,      /* the schedule of fl_problem_default() (exactly one) */
+    FL_SCHED_SAVES_LSE = 1u << 10    /* writes each query row's logsumexp L beside O, so partial
+                                        outputs over key blocks merge exactly: a device's kernel of
+                                        context parallelism (cp.h) */
 };
 
 /* How `optimize` searches a pass's blocks (docs/model.md §7): the lemma that makes the search

@@ -16,6 +16,10 @@
  *
  * With M_upto_Nd set, M values above N*d are not part of the grid for that (N, d): this is the
  * upper end of the paper's regime d <= M <= Nd, a choice of grid, not a skip.
+ *
+ * Shards (a grid spread over the machines of a cluster): with nshards > 1 a run executes only the
+ * configurations k (numbered from 0 in sweep order) with k mod nshards == shard, in order, so the
+ * shards' rows interleaved round robin are the whole run's rows (`flashlab merge`).
  */
 #ifndef FL_SWEEP_H
 #define FL_SWEEP_H
@@ -46,21 +50,33 @@ typedef struct {
                               * starts from: the fields no list sets (Nk, masks, heads, pass,
                               * decode's cache, blocksparse's mask, seed); the lists, elem_bytes
                               * and max_events above replace its fields */
+    int64_t shard, nshards;  /* run the configurations k with k mod nshards == shard (0 <= shard
+                              * < nshards); nshards 0 or 1: every configuration */
+    int jobs;                /* configurations run at once on threads (pool.h); 0: the default
+                              * (fl_pool_set_default_jobs); the results reach the sink in sweep
+                              * order whatever the jobs, so the output is the same */
 } fl_sweep_spec;
 
-/* Receives the sweep's results in order.  Any callback may be NULL.  check, called after each
- * configuration, stops the sweep when it returns a status other than FL_OK (having recorded its
- * message with fl_fail): fl_sweep_run then returns that status (a writer whose output failed). */
+/* Configurations in flight (run, waiting for the ones before them to be taken) with `jobs`
+ * threads: the pool's window (pool.h), about 1.2 KB each.  Wide, so a worker keeps going while one
+ * long configuration holds the oldest slot (one configuration of the report's sweep makes a third of its tile events). */
+#define FL_SWEEP_WINDOW(jobs) ((jobs) * 128 > 4096 ? (jobs) * 128 : 4096)
+
+/* Receives the sweep's results in order, on the thread that called fl_sweep_run (whatever the
+ * jobs).  Any callback may be NULL.  check, called after each configuration, stops the sweep when
+ * it returns a status other than FL_OK (having recorded its message with fl_fail): fl_sweep_run
+ * then returns that status (a writer whose output failed). */
 typedef struct {
     void (*row)(const fl_result *r, void *ctx);
     void (*skip)(const fl_problem *p, const char *reason, void *ctx);
-    void (*progress)(int64_t done, int64_t total, void *ctx); /* after each configuration */
+    void (*progress)(int64_t done, int64_t total, void *ctx); /* configurations finished so far
+                                                                * (in any order), as they grow */
     void *ctx;
     fl_status (*check)(void *ctx);
 } fl_sweep_sink;
 
 typedef struct {
-    int64_t configs; /* configurations in the grid (after M_upto_Nd) */
+    int64_t configs; /* configurations this run executes: the grid's (after M_upto_Nd), or its shard's */
     int64_t rows;    /* configurations that ran */
     int64_t skipped; /* configurations that could not run */
     int64_t events;  /* tile events executed, summed over rows */
@@ -84,21 +100,26 @@ fl_sweep_spec fl_sweep_spec_report(void);
  * --max-events. */
 #define FL_SWEEP_MAX_TOTAL_EVENTS INT64_C(10000000000)
 
-/* Number of configurations in the grid; FL_EINVAL (naming the option) if a list is empty or
- * the grid has more than FL_SWEEP_MAX_CONFIGS configurations. */
+/* Number of configurations in the grid (every shard's); FL_EINVAL (naming the option) if a list
+ * is empty, the grid has more than FL_SWEEP_MAX_CONFIGS configurations, or the shard is not one of
+ * 0 .. nshards - 1. */
 fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs);
 
-/* The tile events the sweep will execute, summed over its configurations (saturating at
- * INT64_MAX), from each one's closed form, before anything runs: a configuration that will be
+/* The configurations of the grid that this spec's shard runs (all of them without shards). */
+int64_t fl_sweep_shard_size(const fl_sweep_spec *s, int64_t configs);
+
+/* The tile events the sweep will execute, summed over its configurations (its shard's; saturating
+ * at INT64_MAX), from each one's closed form, before anything runs: a configuration that will be
  * skipped (M too small, more than max_events, overflow) adds 0.  A configuration whose closed
  * form walks its blocks is first bounded below as fl_run does (every row block stores its
- * output), so the estimate costs no more than the runs' own checks.  FL_EINVAL as
- * fl_sweep_size. */
+ * output), so the estimate costs no more than the runs' own checks.  *configs: the
+ * configurations it runs (fl_sweep_shard_size).  FL_EINVAL as fl_sweep_size. */
 fl_status fl_sweep_estimate(const fl_sweep_spec *s, int64_t *configs, int64_t *events);
 
 /* The sweep's limits, before any work: fl_sweep_size's, and, when s->max_total_events > 0, the
  * estimate of fl_sweep_estimate against it (FL_EINVAL naming --max-total-events, the
- * configurations and the estimate).  *configs as fl_sweep_size. */
+ * configurations and the estimate).  *configs: the configurations this run executes
+ * (fl_sweep_shard_size). */
 fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs);
 
 /* Runs the sweep, calling sink for each configuration in order; *stats (may be NULL) receives

@@ -119,8 +119,8 @@ static int fwd_tile(const ctx *c, list *l, int64_t bh, int64_t t, int64_t s)
     return 0;
 }
 
-/* The accesses of one work item, appended to l.  -1: out of memory. */
-static int item_accesses(const ctx *c, int64_t item, list *l)
+/* The accesses of one work item, appended to l, K and V of its query head.  -1: out of memory. */
+static int item_accesses_q(const ctx *c, int64_t item, list *l)
 {
     const fl_launch *L = c->L;
     const int64_t N = L->N, Br = L->Br, Bc = L->Bc;
@@ -258,10 +258,23 @@ static int item_accesses(const ctx *c, int64_t item, list *l)
     return 0;
 }
 
+/* The accesses of one work item, appended to l: K and V read from the K/V head of each query head
+ * (launch_model.h: kv_heads).  -1: out of memory. */
+static int item_accesses(const ctx *c, int64_t item, list *l)
+{
+    const int64_t n0 = l->n, H = c->L->heads, Hkv = c->L->kv_heads ? c->L->kv_heads : H, group = H / Hkv;
+    if (item_accesses_q(c, item, l)) return -1;
+    for (int64_t i = n0; group > 1 && i < l->n; i++)
+        if (l->a[i].t == FL_LT_K || l->a[i].t == FL_LT_V) l->a[i].slice = l->a[i].slice / H * Hkv + l->a[i].slice % H / group;
+    return 0;
+}
+
 static fl_status check(const fl_launch *L)
 {
     if (L->batch < 1 || L->heads < 1 || L->N < 1 || L->d < 1)
         return fl_fail(FL_EINVAL, "{batch}/{heads}/{N}/{d}: must be >= 1");
+    if (L->kv_heads < 0 || (L->kv_heads && L->heads % L->kv_heads))
+        return fl_fail(FL_EINVAL, "{kv_heads}: must divide {heads} (a whole number of query heads per K/V head)");
     if (L->Br < 1 || L->Bc < 1 || L->Br > L->N || L->Bc > L->N)
         return fl_fail(FL_EINVAL, "{Br}/{Bc}: tile rows must be >= 1 and at most N");
     if (L->elem_bytes != 2 && L->elem_bytes != 4) return fl_fail(FL_EINVAL, "{dtype}: 2- or 4-byte elements only");
@@ -300,6 +313,7 @@ static void setup(ctx *c, const fl_launch *L)
     c->cols[FL_LT_L] = c->cols[FL_LT_D] = c->cols[FL_LT_Lpart] = 1;
     c->eb[FL_LT_L] = c->eb[FL_LT_D] = c->eb[FL_LT_Lpart] = c->eb[FL_LT_dQacc] = c->eb[FL_LT_Opart] = 4;
     c->rows[FL_LT_Opart] = c->rows[FL_LT_Lpart] = c->BH * L->splits * L->N;
+    c->rows[FL_LT_K] = c->rows[FL_LT_V] = L->batch * (L->kv_heads ? L->kv_heads : L->heads) * L->N;
     uint64_t at = 0;
     for (int t = 0; t < FL_LT_COUNT; t++) { /* 2 MiB-aligned bases (cudaMalloc of large buffers) */
         c->base[t] = at;

@@ -2,11 +2,13 @@
 #include <flashlab/regimes.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <flashlab/output.h>
+#include <flashlab/pool.h>
 #include <flashlab/schedule.h>
 #include <flashlab/version.h>
 
@@ -38,9 +40,11 @@ static const char *pass_name(fl_pass p) { return p == FL_PASS_FWD ? "fwd" : "bwd
 static int64_t opt_br(const fl_regime_point *p) { return p->pass == FL_PASS_FWD ? p->opt.best.Br : p->opt.best.Br_bwd; }
 static int64_t opt_bc(const fl_regime_point *p) { return p->pass == FL_PASS_FWD ? p->opt.best.Bc : p->opt.best.Bc_bwd; }
 
-/* The grid, computed once per process. */
+/* The grid, computed once per process (under the lock, so two threads asking at once compute it
+ * once). */
 static fl_regime_point *store;
 static size_t nstore;
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static fl_status point(fl_regime_point *pt)
 {
@@ -71,30 +75,62 @@ static fl_status point(fl_regime_point *pt)
     return FL_OK;
 }
 
+/* The points run as tasks of a pool (pool.h): each one's error, taken in grid order. */
+typedef struct {
+    fl_regime_point *pt;
+    fl_pool_status st;
+} point_slot;
+
+static void point_work(void *vslot, void *ctx)
+{
+    point_slot *s = vslot;
+    fl_pool_keep(&s->st, point(s->pt));
+}
+
+static fl_status point_done(int64_t i, void *vslot, void *ctx) { return fl_pool_raise(&((const point_slot *)vslot)->st); }
+
+/* Computes the grid into a new array (the points on all cores, pool.h's default jobs). */
+static fl_status compute(fl_regime_point **out, size_t *n)
+{
+    size_t cap = 0, k = 0;
+    for (int ip = 0; ip < 2; ip++)
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+            for (int64_t M = dims[i]; M <= REGIME_N * dims[i]; M *= 2) cap++;
+    fl_regime_point *v = calloc(cap, sizeof *v);
+    if (!v) return fl_fail(FL_ENOMEM, "figure (g): out of memory");
+    for (int ip = 0; ip < 2; ip++)
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+            for (int64_t M = dims[i]; M <= REGIME_N * dims[i]; M *= 2, k++)
+                v[k].N = REGIME_N, v[k].d = dims[i], v[k].M = M, v[k].pass = passes[ip];
+    fl_pool *pool;
+    fl_status s = fl_pool_open(fl_pool_jobs_or_default(0), sizeof(point_slot), (int)cap, point_work, point_done, NULL,
+                               NULL, &pool);
+    for (size_t j = 0; j < cap && !s; j++) {
+        point_slot x = {.pt = &v[j]};
+        s = fl_pool_submit(pool, &x);
+    }
+    const fl_status c = s ? FL_OK : fl_pool_close(pool);
+    if (s) fl_pool_close(pool);
+    if (s || c) {
+        free(v);
+        return s ? s : c;
+    }
+    *out = v, *n = cap;
+    return FL_OK;
+}
+
 fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n)
 {
+    fl_status s = FL_OK;
+    pthread_mutex_lock(&store_lock);
     if (!store) {
-        size_t cap = 0;
-        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-            for (int64_t M = dims[i]; M <= REGIME_N * dims[i]; M *= 2) cap += 2;
-        fl_regime_point *v = calloc(cap, sizeof *v);
-        if (!v) return fl_fail(FL_ENOMEM, "figure (g): out of memory");
-        size_t k = 0;
-        fl_status s = FL_OK;
-        for (int ip = 0; ip < 2 && !s; ip++)
-            for (size_t i = 0; i < sizeof dims / sizeof dims[0] && !s; i++)
-                for (int64_t M = dims[i]; M <= REGIME_N * dims[i] && !s; M *= 2, k++) {
-                    v[k].N = REGIME_N, v[k].d = dims[i], v[k].M = M, v[k].pass = passes[ip];
-                    s = point(&v[k]);
-                }
-        if (s) {
-            free(v);
-            return s;
-        }
-        store = v, nstore = k;
+        fl_regime_point *v;
+        size_t k;
+        if (!(s = compute(&v, &k))) store = v, nstore = k;
     }
-    *pts = store, *n = nstore;
-    return FL_OK;
+    if (!s) *pts = store, *n = nstore;
+    pthread_mutex_unlock(&store_lock);
+    return s;
 }
 
 static void cell(FILE *f, int64_t v)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include <flashlab/pool.h>
 #include <flashlab/schedule.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,8 @@ fl_sweep_spec fl_sweep_spec_report(void)
 {
     static const int64_t N[] = {512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
     static const int64_t d[] = {64, 128};
-    static int64_t M[12];
-    for (int i = 0; i < 12; i++) M[i] = INT64_C(4096) << i; /* 4096 .. 8388608 = 65536*128 */
+    static const int64_t M[12] = {4096,   8192,   16384,  32768,   65536,   131072, /* 4096 .. 8388608 = */
+                                  262144, 524288, 1048576, 2097152, 4194304, 8388608}; /* 65536*128 (x2) */
     fl_sweep_spec s = fl_sweep_spec_init();
     s.N = N;
     s.nN = 8;
@@ -57,6 +58,8 @@ fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
     if (s->nM < 1) return fl_fail(FL_EINVAL, "{M}: the sweep needs at least one value");
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
     if (nBr < 1 || nBc < 1) return fl_fail(FL_EINVAL, "{Br}/{Bc}: the sweep needs at least one value");
+    if (s->nshards > 1 && (s->shard < 0 || s->shard >= s->nshards))
+        return fl_fail(FL_EINVAL, "{shard}: shard %lld of %lld does not exist", (long long)s->shard + 1, (long long)s->nshards);
     int64_t n = 0, grid = s->nalgos;
     const int64_t dims[] = {s->nN, s->nd, s->nM, nBr, nBc};
     for (int i = 0; i < 5; i++)
@@ -70,6 +73,12 @@ fl_status fl_sweep_size(const fl_sweep_spec *s, int64_t *configs)
             for (int k = 0; k < s->nM; k++) n += in_grid(s, s->N[i], s->d[j], s->M[k]);
     *configs = n * s->nalgos * nBr * nBc;
     return FL_OK;
+}
+
+int64_t fl_sweep_shard_size(const fl_sweep_spec *s, int64_t configs)
+{
+    if (s->nshards <= 1) return configs;
+    return configs / s->nshards + (s->shard < configs % s->nshards);
 }
 
 /* A lower bound of p's tile events, as fl_run bounds them before walking a closed form: every
@@ -102,13 +111,15 @@ static int64_t config_events(const fl_problem *p)
     return p->max_events > 0 && ev > p->max_events ? 0 : ev;
 }
 
-/* Calls fn on the problem of every configuration of the grid, in sweep order, until it returns
- * nonzero. */
+/* Calls fn on the problem of every configuration of the grid that the spec's shard owns, in sweep
+ * order, until it returns nonzero. */
 static void for_each_config(const fl_sweep_spec *s, int (*fn)(const fl_problem *p, void *ctx), void *ctx)
 {
     const int64_t *Br = s->Br ? s->Br : &zero, *Bc = s->Bc ? s->Bc : &zero;
     const int nBr = s->Br ? s->nBr : 1, nBc = s->Bc ? s->nBc : 1;
     fl_problem p = s->base ? *s->base : fl_problem_default();
+    int64_t idx = -1; /* the configuration's number in the grid */
+    const int64_t every = s->nshards > 1 ? s->nshards : 1, mine = s->nshards > 1 ? s->shard : 0;
     p.elem_bytes = s->elem_bytes;
     p.max_events = s->max_events;
     for (int a = 0; a < s->nalgos; a++)
@@ -118,6 +129,7 @@ static void for_each_config(const fl_sweep_spec *s, int (*fn)(const fl_problem *
                     if (!in_grid(s, s->N[i], s->d[j], s->M[k])) continue;
                     for (int u = 0; u < nBr; u++)
                         for (int v = 0; v < nBc; v++) {
+                            if (++idx % every != mine) continue;
                             p.algo = (fl_algo)s->algos[a];
                             p.N = s->N[i];
                             p.d = s->d[j];
@@ -139,6 +151,7 @@ static int add_events(const fl_problem *p, void *ctx)
 fl_status fl_sweep_estimate(const fl_sweep_spec *s, int64_t *configs, int64_t *events)
 {
     FL_TRY(fl_sweep_size(s, configs));
+    *configs = fl_sweep_shard_size(s, *configs);
     *events = 0;
     for_each_config(s, add_events, events);
     return FL_OK;
@@ -150,39 +163,68 @@ static int skippable(fl_status st)
     return st == FL_ECAPACITY || st == FL_EINVAL || st == FL_EOVERFLOW;
 }
 
+/* One configuration in the pool (pool.h): its problem in, its result or error out. */
+typedef struct {
+    fl_problem p;
+    fl_result r;
+    fl_pool_status st;
+} config_slot;
+
 typedef struct {
     const fl_sweep_sink *sink;
     fl_sweep_stats st;
-    int64_t done;
+    fl_pool *pool;
     fl_status e;
 } run_ctx;
 
-static int run_one(const fl_problem *p, void *vctx)
+/* Any thread: runs one configuration. */
+static void run_work(void *vslot, void *vctx)
+{
+    config_slot *c = vslot;
+    fl_pool_keep(&c->st, fl_run(&c->p, FL_COUNT, NULL, NULL, &c->r));
+}
+
+/* The sweep's thread, in sweep order: the row or the skip to the sink, or the error that stops
+ * the sweep. */
+static fl_status run_done(int64_t i, void *vslot, void *vctx)
 {
     run_ctx *c = vctx;
+    config_slot *x = vslot;
     const fl_sweep_sink *sink = c->sink;
-    fl_result r;
-    const fl_status e = fl_run(p, FL_COUNT, NULL, NULL, &r);
-    if (e == FL_OK) {
+    if (x->st.e == FL_OK) {
         c->st.rows++;
-        c->st.events += r.events;
-        if (sink && sink->row) sink->row(&r, sink->ctx);
-    } else if (skippable(e)) {
+        c->st.events += x->r.events;
+        if (sink && sink->row) sink->row(&x->r, sink->ctx);
+    } else if (skippable(x->st.e)) {
         c->st.skipped++;
-        if (sink && sink->skip) sink->skip(p, fl_last_error_raw(), sink->ctx);
+        if (sink && sink->skip) sink->skip(&x->p, x->st.why, sink->ctx); /* raw: the writer renders it */
     } else {
-        c->e = e;
-        return 1;
+        return fl_pool_raise(&x->st);
     }
-    c->done++;
-    if (sink && sink->progress) sink->progress(c->done, c->st.configs, sink->ctx);
-    if (sink && sink->check && (c->e = sink->check(sink->ctx))) return 1;
-    return 0;
+    return sink && sink->check ? sink->check(sink->ctx) : FL_OK;
+}
+
+static void run_progress(int64_t finished, void *vctx)
+{
+    run_ctx *c = vctx;
+    c->sink->progress(finished, c->st.configs, c->sink->ctx);
+}
+
+static int run_submit(const fl_problem *p, void *vctx)
+{
+    run_ctx *c = vctx;
+    config_slot x;
+    x.p = *p;
+    return (c->e = fl_pool_submit(c->pool, &x)) != FL_OK;
 }
 
 fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs)
 {
-    if (s->max_total_events <= 0) return fl_sweep_size(s, configs);
+    if (s->max_total_events <= 0) {
+        FL_TRY(fl_sweep_size(s, configs));
+        *configs = fl_sweep_shard_size(s, *configs);
+        return FL_OK;
+    }
     int64_t events;
     FL_TRY(fl_sweep_estimate(s, configs, &events));
     if (events <= s->max_total_events) return FL_OK;
@@ -197,12 +239,16 @@ fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs)
 
 fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_sweep_stats *stats)
 {
-    run_ctx c = {sink, {0, 0, 0, 0}, 0, FL_OK};
+    run_ctx c = {sink, {0, 0, 0, 0}, NULL, FL_OK};
     if (stats) *stats = c.st;
     FL_TRY(fl_sweep_check(s, &c.st.configs));
-    for_each_config(s, run_one, &c);
+    const int jobs = fl_pool_jobs_or_default(s->jobs);
+    FL_TRY(fl_pool_open(jobs, sizeof(config_slot), FL_SWEEP_WINDOW(jobs), run_work, run_done,
+                        sink && sink->progress ? run_progress : NULL, &c, &c.pool));
+    for_each_config(s, run_submit, &c);
+    const fl_status e = fl_pool_close(c.pool);
     if (stats) *stats = c.st;
-    return c.e;
+    return c.e ? c.e : e;
 }
 
 typedef struct {

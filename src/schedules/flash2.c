@@ -209,7 +209,7 @@ static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int
 const fl_schedule fl_sched_flash2 = {
     .name = "flash2",
     .summary = "FlashAttention-2, Algorithm 1: query-owned loop, each Q block streams K and V once",
-    .flags = FL_SCHED_IN_ALL | FL_SCHED_COMPARED | FL_SCHED_DEFAULT,
+    .flags = FL_SCHED_IN_ALL | FL_SCHED_COMPARED | FL_SCHED_DEFAULT | FL_SCHED_SAVES_LSE,
     .accepts = FLASH2_ACCEPTS,
     .blocks = blocks,
     .footprint = footprint,
@@ -226,7 +226,7 @@ const fl_schedule fl_sched_flash2 = {
 const fl_schedule fl_sched_flash2_gqa = {
     .name = "flash2-gqa",
     .summary = "flash2 with the query heads of a GQA group stacked in one tile: K, V loaded once per group",
-    .flags = FL_SCHED_IN_ALL | FL_SCHED_STACKS_GROUP,
+    .flags = FL_SCHED_IN_ALL | FL_SCHED_STACKS_GROUP | FL_SCHED_SAVES_LSE,
     .accepts = FLASH2_ACCEPTS,
     .blocks = blocks_gqa,
     .footprint = footprint,

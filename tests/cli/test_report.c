@@ -27,8 +27,8 @@ Test(report, prints_the_table_fits_examples_and_writes_every_figure)
         cr_assert(strstr(r->out, want[i]), "report lacks '%s':\n%s", want[i], r->out);
     cr_assert(!strstr(r->out, "FAIL"), "%s", r->out);
     const char *figs[] = {"fig_a_traffic_vs_M", "fig_b_traffic_vs_N", "fig_c_traffic_vs_Bc", "fig_d_ratio_vs_M",
-                          "fig_g_bounds_vs_M"};
-    for (int i = 0; i < 5; i++) {
+                          "fig_g_bounds_vs_M", "fig_i_context_parallel"};
+    for (int i = 0; i < 6; i++) {
         snprintf(path, sizeof path, "%s/%s.png", out, figs[i]);
         cr_assert(file_starts_with(path, "\x89PNG"), "%s", path);
         snprintf(path, sizeof path, "%s/%s.pdf", out, figs[i]);

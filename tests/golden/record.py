@@ -31,9 +31,10 @@ def S(*words):
 def help_cmds():
     cmds = [[], ["--help"], ["--version"], ["help"], ["count", "-h"]]
     for c in ("count", "run", "sweep", "bound", "plot", "report", "optimize", "trace", "l2",
-              "example", "schedules"):
+              "example", "schedules", "cp", "merge", "gpus"):
         cmds.append([c, "--help"])
     cmds += [["schedules"], ["schedules", "--format", "csv"]]   # the registry as a table
+    cmds += [["gpus"], ["gpus", "--format", "csv"], ["l2", "--launch", "fwd-q", "--help"]]  # the presets
     return [golden.command(a) for a in cmds]
 
 
@@ -318,6 +319,11 @@ def l2_cmds():
         "l2 --algo flash1 --N 1000 --d 32 --Br 48 --Bc 80 --dtype fp32 --format csv",
         "l2 --algo standard --N 300 --d 16 --Br 32 --Bc 32 --dtype bf16",
         "l2 --algo flash2 --N 256 --d 64 --Br 64 --Bc 64 --output l2.csv --format csv",
+        # whole launches: a GPU preset, an option over it, GQA
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --format csv",
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --gpu a100 --format csv",
+        "l2 --launch fwd-q --heads 4 --N 1024 --d 64 --Br 64 --Bc 64 --gpu rtx4090 --sms 64",
+        "l2 --launch bwd-kv --heads 8 --kv-heads 2 --N 512 --d 64 --Br 64 --Bc 64 --atomic-dq --causal",
     )]
     return [golden.command(a) for a in cmds]
 
@@ -392,10 +398,36 @@ def errors_cmds():
     return cmds
 
 
+def cp_cmds():
+    """Context parallelism: each schedule, masks, GQA, passes, per device, csv; the ring paper's
+    table; refusals."""
+    out = [S("cp"), S("cp --overlap-table"), S("cp --overlap-table --heads 8 --kv-heads 2 --devices 2"),
+           S("cp --devices 4 --N 64 --d 16 --causal top-left --pass fwd+bwd --per-device"),
+           S("cp --cp striped --devices 4 --N 96 --d 16 --causal top-left --heads 4 --kv-heads 2 --pass fwd+bwd --format csv"),
+           S("cp --cp ulysses --devices 4 --N 256 --d 32 --heads 8 --kv-heads 2 --pass fwd+bwd --format csv"),
+           S("cp --cp ulysses --devices 8 --N 512 --heads 8 --kv-heads 2 --causal bottom-right --host a100-ib"),
+           S("cp --devices 8 --N 65536 --d 128 --heads 32 --kv-heads 8 --causal top-left --tflops 500 --link-gbs 25"),
+           S("cp --algo flash2-gqa --devices 2 --N 1000 --heads 4 --kv-heads 1 --pass bwd"),
+           S("cp --algo flash1"), S("cp --window 8,0")]  # more refusals: errors.txt (docs/errors.md)
+    return [golden.command(a) for a in out]
+
+
+def shard_cmds():
+    """Shards of sweep and optimize, and merge: joined, and refused."""
+    sw = '"$FLASHLAB" sweep --N 64:512:x2 --d 16 --M 1024,4096 --shard %d/3 --output s%d.csv'
+    make = "; ".join(sw % (i, i) for i in (1, 2, 3))
+    out = [golden.command(S("sweep --N 64:512:x2 --d 16 --M 1024,4096 --shard 2/3")),
+           golden.command(S("optimize --N 256 --d 32 --M 1024:16384:x2 --format csv --shard 1/2")),
+           golden.command(S("merge s3.csv s1.csv s2.csv"), setup=make),
+           golden.command(S("merge s1.csv s2.csv --output m.csv"), setup=make),
+           golden.command(S("sweep --shard 4/3"))]  # more refusals: errors.txt (docs/errors.md)
+    return out
+
+
 GROUPS = (("report", report_cmds), ("help", help_cmds), ("count", count_cmds), ("run", run_cmds),
           ("sweep", sweep_cmds), ("bound", bound_cmds), ("optimize", optimize_cmds),
           ("l2", l2_cmds), ("trace", trace_cmds), ("example", example_cmds),
-          ("errors", errors_cmds))
+          ("errors", errors_cmds), ("cp", cp_cmds), ("shard", shard_cmds))
 
 
 def main():

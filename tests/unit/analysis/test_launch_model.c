@@ -580,3 +580,69 @@ Test(launch_model, cli_prints_and_refuses)
     cr_assert(strstr(r->err, "--Bc"), "%s", r->err);
     free(r);
 }
+
+/* GQA: the query heads of a group read the K and V tiles of one K/V head.  Each query head's CTAs
+ * still read them (the same elements and SM<-L2 bytes), but with an L2 that holds them DRAM reads
+ * K and V once per K/V head: Q + (K + V) x kv_heads / heads.  dK and dV are written per query head. */
+Test(launch_model, gqa_reads_each_kv_head_once)
+{
+    const int64_t T = 2 * 8 * 1024 * 64 * 2; /* the bytes of Q over 2 x 8 query heads */
+    for (int bwd = 0; bwd < 2; bwd++) {
+        fl_launch L = fl_launch_default(bwd ? FL_LF_BWD_KV : FL_LF_FWD_Q, 2, 8, 1024, 64, 64, 64);
+        L.atomic_dq = bwd;
+        const fl_launch_pred mha = predict(&L, 60 << 20);
+        L.kv_heads = 8; /* one per query head: the same launch */
+        const fl_launch_pred same = predict(&L, 60 << 20);
+        cr_assert_eq(same.dram_read_B, mha.dram_read_B);
+        L.kv_heads = 2;
+        const fl_launch_pred gqa = predict(&L, 60 << 20);
+        cr_assert_eq(gqa.sm_read_B, mha.sm_read_B);
+        for (int t = 0; t < FL_LT_COUNT; t++)
+            cr_assert(gqa.reads[t] == mha.reads[t] && gqa.writes[t] == mha.writes[t], "%s", fl_launch_tensor_name(t));
+        /* K and V are a quarter of what they were; everything else read from DRAM is unchanged */
+        cr_assert_eq(mha.dram_read_B - gqa.dram_read_B, 2 * T - 2 * T / 4, "bwd=%d: %ld vs %ld", bwd,
+                     (long)gqa.dram_read_B, (long)mha.dram_read_B);
+        if (!bwd) cr_assert_eq(gqa.dram_read_B, T + 2 * T / 4);
+        L.kv_heads = 3;
+        refuses(&L, "--kv-heads");
+    }
+}
+
+/* --gpu sets the SMs, the L2 and its partitions; each option given overrides its figure.  At
+ * N = 16384, d = 128 a head's K and V (8 MiB) and the wave's Q tiles fit 60 MiB in two partitions
+ * but not the A100's 40 MiB: the prediction changes with the GPU. */
+Test(launch_model, gpu_presets_reach_the_model)
+{
+    const char *base[] = {"l2", "--launch", "fwd-q", "--heads", "16", "--N", "16384", "--d", "128", "--Br", "128",
+                          "--Bc", "64", "--format", "csv"};
+    char *argv[24];
+    int64_t dram[4];
+    const char *extra[][8] = {{NULL}, {"--gpu", "h200", NULL}, {"--gpu", "a100", NULL},
+                              {"--gpu", "a100", "--l2-mb", "60", "--sms", "132", NULL}};
+    for (int g = 0; g < 4; g++) {
+        int n = 0;
+        for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) argv[n++] = (char *)base[i];
+        for (int i = 0; extra[g][i]; i++) argv[n++] = (char *)extra[g][i];
+        argv[n] = NULL;
+        cli_result *r = cli_run((const char **)argv);
+        cr_assert_eq(r->status, 0, "%s", r->err);
+        const char *row = strstr(r->out, "\nfwd-q,");
+        cr_assert(row, "%s", r->out);
+        long long v[21];
+        cr_assert_eq(sscanf(row + 7, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", &v[0],
+                            &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13],
+                            &v[14]), 15);
+        dram[g] = v[14]; /* dram_read_B */
+        if (g == 2) cr_assert(strstr(r->out, "# l2 40 MiB in 2 LRU partitions") && strstr(r->out, "108 SMs") &&
+                              strstr(r->out, "GPU a100 (published figures)"), "%s", r->out);
+        free(r);
+    }
+    cr_assert_eq(dram[1], dram[0], "the default is the H200");
+    cr_assert_eq(dram[3], dram[0], "options override the preset's figures");
+    cr_assert_gt(dram[2], dram[0], "40 MiB and 108 SMs: %lld vs %lld", (long long)dram[2], (long long)dram[0]);
+    const char *bad[] = {"l2", "--launch", "fwd-q", "--N", "256", "--d", "64", "--Br", "64", "--Bc", "64", "--gpu", "v100", NULL};
+    cli_result *r = cli_run(bad);
+    cr_assert_eq(r->status, 2);
+    cr_assert(strstr(r->err, "--gpu: unknown GPU 'v100'"), "%s", r->err);
+    free(r);
+}

@@ -218,8 +218,21 @@ Test(presets, numbers_and_overrides)
     cr_assert(strstr(fl_last_error_raw(), "{dtype}"), "%s", fl_last_error_raw());
     int n;
     const fl_sram_preset *p = fl_sram_presets(&n);
-    cr_assert_eq(n, 4);
-    for (int i = 0; i < n; i++) cr_assert(p[i].source && strlen(p[i].source) > 20, "%s has no source", p[i].name);
+    cr_assert_eq(n, 6);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        cr_assert(p[i].source && strlen(p[i].source) > 20, "%s has no source", p[i].name);
+        cr_assert(p[i].gpu_source && strlen(p[i].gpu_source) > 20, "%s has no GPU source", p[i].name);
+        cr_assert(p[i].device && p[i].sms > 0 && p[i].l2_mib > 0 && (p[i].l2_parts == 1 || p[i].l2_parts == 2), "%s", p[i].name);
+        checked += p[i].checked;
+    }
+    const fl_sram_preset *h;
+    cr_assert_eq(fl_gpu_preset_find("h200", &h), FL_OK);
+    cr_assert(h->sms == 132 && h->l2_mib == 60 && h->l2_parts == 2 && h->checked, "the measured H200");
+    cr_assert_eq(checked, 1, "only the H200 is checked against hardware");
+    cr_assert_eq(fl_gpu_preset_find("gh200", &h), FL_EINVAL);
+    cr_assert(strstr(fl_last_error_raw(), "{gpu}") && strstr(fl_last_error_raw(), "rtx4090 or b200"), "%s",
+              fl_last_error_raw());
 }
 
 Test(presets, sweep_and_count_take_sram_and_dtype)
