@@ -57,6 +57,8 @@ FOREIGN = {
     "cli/flashlab": ("inside a build folder", ("python/flashlab/__init__.py",)),
     "include/flashlab/version.h": ("generated in the build folder from include/flashlab/version.h.in",
                                    ("CMakeLists.txt", "src/CMakeLists.txt")),
+    "include/flashlab/cuda": ("a folder of the install prefix, written by `cmake --install`",
+                              ("cmake/install.cmake", "docs/install.md")),
     "version.h": ("generated in the build folder from include/flashlab/version.h.in", ()),
     "app.c": ("the reader's own program in an install example", ("README.md", "docs/install.md")),
     "python/tutorials/06-fused-attention.py": ("Triton's tutorial (triton-lang/triton)", ()),

@@ -16,8 +16,8 @@ Installs the build folder into a temporary prefix and, from there:
   3. the installed CLI finds its gnuplot scripts in share/flashlab/figures, not in the source tree.
 
 Planted faults, each of which must fail: a counts row with one number changed, a fit off by 1e-6; find_package
-asking for another version; a flashlabConfig.cmake without find_dependency(GSL) (the static
-target cannot link); a flashlab.pc without Requires.private (the static link misses GSL); an
+asking for another version; a flashlabConfig.cmake without find_dependency(GSL) or without
+find_dependency(Threads) (the static target names a target that is not there); a flashlab.pc without Requires.private (the static link misses GSL); an
 installed header removed.  Exit status 0 when all hold, 1 with one line per failure.
 """
 import argparse
@@ -227,6 +227,9 @@ def main(argv):
         cfg.write_text(good_cfg.replace("find_dependency(GSL)", ""))
         caught["no find_dependency(GSL)"] = cmake_consumer(a, prefix, tmp, "fault_config", a.version,
                                                            "flashlab::static") is None
+        cfg.write_text(good_cfg.replace("find_dependency(Threads)", ""))
+        caught["no find_dependency(Threads)"] = cmake_consumer(a, prefix, tmp, "fault_threads", a.version,
+                                                               "flashlab::static") is None
         cfg.write_text(good_cfg)
         pc = libdir / "pkgconfig" / "flashlab.pc"
         good_pc = pc.read_text()
