@@ -122,7 +122,7 @@ static const char *usage =
     "                of running the default sweep (forward rows; the d fit uses its own d values)\n"
     "  --all-N       print the M-slope for every N (default: the largest N only)\n"
     "(with --N, --d or --M the slope in d is fitted on that grid, at its (N, M) with the most d)\n"
-    "  --max-total-events E  refuse a sweep of more than E tile events in all (0: no limit) [1e10]\n"
+    "  --max-total-events E  refuse a sweep of more than E tile events in all (0: no limit) [3e9]\n"
     "  --problem     print the lower bound of one problem instead (any problem flashlab accepts;\n"
     "                see flashlab bound --problem --help)\n"
     FL_JOBS_USAGE

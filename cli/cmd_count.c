@@ -83,11 +83,30 @@ static int count_or_run(int argc, char **argv, fl_mode mode, const char *cmd, co
     int s = parse(argc, argv, &o, mode, cmd, blurb);
     if (s < 0) return 0;
     if (s) return fl_cli_error(s);
-    for (int i = 0; i < o.nalgos; i++) { /* every limit before any work */
+    /* every limit before any work: each run's, then the command's in all (the limit bounds the
+     * command, not one schedule of --algo all) */
+    int64_t events = 0, macs = 0, t;
+    for (int i = 0; i < o.nalgos; i++) {
         fl_problem p = o.po.p;
         p.algo = (fl_algo)o.algos[i];
         if (mode == FL_COMPUTE && (s = fl_compute_check(&p))) return fl_cli_error(s);
+        if ((s = fl_run_events(&p, &t))) return fl_cli_error(s);
+        events = fl_add_ok(events, t, &events) ? events : INT64_MAX;
+        if (mode == FL_COMPUTE) macs = fl_add_ok(macs, fl_compute_macs(&p), &macs) ? macs : INT64_MAX;
     }
+    const fl_problem *q = &o.po.p;
+    if (q->max_events > 0 && events > q->max_events)
+        return fl_cli_error(fl_fail(FL_EINVAL, "--max-events: the %d schedules at N = %lld, d = %lld, M = %lld make %lld "
+                                               "tile events in all (%s), more than the limit %lld; raise "
+                                               "--max-events, or count fewer schedules",
+                                    o.nalgos, (long long)q->N, (long long)q->d, (long long)q->M, (long long)events,
+                                    fl_seconds_of(events, FL_EVENTS_PER_SECOND), (long long)q->max_events));
+    if (mode == FL_COMPUTE && q->max_macs > 0 && macs > q->max_macs)
+        return fl_cli_error(fl_fail(FL_EINVAL, "--max-macs: compute runs of the %d schedules at N = %lld, d = %lld make "
+                                               "up to %lld multiply-adds in all (schedule and reference), more than "
+                                               "the limit %lld; raise --max-macs, or run fewer schedules",
+                                    o.nalgos, (long long)q->N, (long long)q->d, (long long)macs,
+                                    (long long)q->max_macs));
     for (int i = 0; i < o.nalgos; i++) {
         fl_problem p = o.po.p;
         p.algo = (fl_algo)o.algos[i];

@@ -12,6 +12,7 @@
 
 #include <flashlab/output.h>
 #include <flashlab/presets.h>
+#include <flashlab/run.h>
 #include <flashlab/version.h>
 #include "cli.h"
 
@@ -60,7 +61,8 @@ static const char *usage =
     "                    (measured on the H200: docs/l2_model.md); 1: one LRU\n"
     "  --sector B        sector bytes                                          [32]\n"
     "  --format F        table or csv                                          [table]\n"
-    "  --max-work W      refuse a walk estimated at more than W sectors (0: no limit) [1e10]\n"
+    "  --max-work W      refuse a walk estimated at more than W steps (sectors it may\n"
+    "                    touch, weighted by the family's cost; 0: no limit)    [3e9]\n"
     "  --max-memory MB   refuse an L2 model of more than MB MiB                   [2048]\n"
     "  --output FILE     write to FILE (atomically)\n";
 
@@ -70,8 +72,24 @@ static const char *usage =
  * build machine with two L2 partitions: about 4 ns a bounded sector where CTAs read a tile one
  * after another (skipped repeats: fwd-q at B x H = 32, N = 16384, d = 128, 128x64, bound 2.3e9, in
  * 9.6 s), about 70 ns where they do not (bwd-memeff, whose CTAs start at different query tiles:
- * B x H = 128, N = 1024, d = 64, bound 2.7e8, in 18 s).  So the default limit of 1e10 is about
- * 40 s for the first kind and about 11 minutes for the second. */
+ * B x H = 128, N = 1024, d = 64, bound 2.7e8, in 18 s); family_weight below turns the bound
+ * into steps of about the same cost. */
+/* A step of the walk is about 10 ns here; a bounded sector costs the family's weight in steps,
+ * measured on the 2-core build machine (ns a bounded sector at B x H = 64, N = 1024, d = 64,
+ * 64x64, CPU time: fwd-q 11.5, fwd-qkv 19.4, bwd-kv 8.2, bwd-twopass 10.8, bwd-memeff 55, whose
+ * CTAs start at different query tiles so that few reads repeat; pre, convert and combine, whose
+ * walks are short, about 0.1 s whatever their bound).  The default, 3e9 steps, is about 30 s. */
+#define L2L_STEPS_PER_SECOND 1e8
+#define L2L_MAX_WORK INT64_C(3000000000)
+static int64_t family_weight(fl_launch_family f)
+{
+    switch (f) {
+    case FL_LF_FWD_QKV: return 2;
+    case FL_LF_BWD_MEMEFF: return 6;
+    default: return 1;
+    }
+}
+
 static int64_t work_bound(const fl_launch *L, int64_t sector)
 {
     const int64_t N = L->N, Tr = fl_cdiv(N, L->Br), Tc = fl_cdiv(N, L->Bc), S = L->splits;
@@ -99,7 +117,7 @@ static int64_t work_bound(const fl_launch *L, int64_t sector)
 int fl_cmd_l2_launch(int argc, char **argv)
 {
     fl_launch L = fl_launch_default(FL_LF_FWD_Q, 1, 1, 0, 0, 0, 0);
-    int64_t l2_mb = 0, parts = 0, sms = 0, sector = 32, Br2 = 0, Bc2 = 0, max_work = INT64_C(10000000000), max_mb = 2048;
+    int64_t l2_mb = 0, parts = 0, sms = 0, sector = 32, Br2 = 0, Bc2 = 0, max_work = L2L_MAX_WORK, max_mb = 2048;
     int csv = 0, k;
     const fl_sram_preset *gpu = NULL;
     const char *family = NULL, *dtype = "fp16", *output = NULL, *timing = NULL, *name, *iv, *v = NULL;
@@ -180,13 +198,19 @@ int fl_cmd_l2_launch(int argc, char **argv)
         e = fl_fail(FL_EINVAL, "--max-memory: an L2 of %lld MiB in %lld-byte sectors takes %lld MiB to model, more "
                                "than the limit %lld MiB; raise --max-memory, or use larger --sector or smaller --l2-mb",
                     (long long)l2_mb, (long long)sector, (long long)((mem + (1 << 20) - 1) >> 20), (long long)max_mb);
-    if (!e && max_work > 0 && (work = work_bound(&L, sector)) > max_work)
+    int64_t steps = 0;
+    if (!e && max_work > 0) {
+        work = work_bound(&L, sector);
+        if (!fl_mul_ok(work, family_weight(L.family), &steps)) steps = INT64_MAX;
+    }
+    if (!e && max_work > 0 && steps > max_work)
         e = fl_fail(FL_EINVAL, "--max-work: l2 --launch %s over %lld x %lld heads at N = %lld, d = %lld with %lldx%lld "
-                               "tiles may touch %s%lld L2 sectors, over the limit of %lld; raise --max-work, or use "
-                               "fewer heads, a smaller N or larger tiles",
+                               "tiles may touch %s%lld L2 sectors, %lld step%s each (%s), over the limit of %lld "
+                               "steps; raise --max-work, or use fewer heads, a smaller N or larger tiles",
                     fl_launch_family_name(L.family), (long long)L.batch, (long long)L.heads, (long long)L.N,
                     (long long)L.d, (long long)L.Br, (long long)L.Bc, work == INT64_MAX ? "more than " : "up to ",
-                    (long long)work, (long long)max_work);
+                    (long long)work, (long long)family_weight(L.family), family_weight(L.family) > 1 ? "s" : "",
+                    fl_seconds_of(steps, L2L_STEPS_PER_SECOND), (long long)max_work);
     fl_cta_time *times = NULL;
     if (!e && timing) { /* read whole before the output is opened: a bad file leaves nothing behind */
         FILE *in;

@@ -27,8 +27,8 @@ static const char *usage =
     "  --M LIST        SRAM capacities in elements: one value, a list or a range   [from --sram]\n"
     "  --top K         how many of the best candidates are executed (each checked\n"
     "                  against its closed form)                                   [1]\n"
-    "  --max-work W    refuse a search that would walk more than W block terms of\n"
-    "                  closed forms (about 1e8 a second)                           [1e9]\n"
+    "  --max-work W    refuse more than W steps in all (block terms of closed forms\n"
+    "                  searched, tile events of the runs; about 1e8 a second)      [3e9]\n"
     "  --format F      table or csv                                             [table]\n"
     "  --output FILE   write to FILE (atomically)\n"
     "  --shard I/N     search only the I-th of N round-robin slices of the M list (CSV);\n"
@@ -144,6 +144,22 @@ int fl_cmd_optimize(int argc, char **argv)
     fl_output *o = NULL;
     FILE *out = stdout;
     if (output && !(e = fl_output_open(output, "--output", &o))) out = fl_output_file(o); /* before the work */
+    /* one estimate for the whole list before any work (the searches' estimates and the compared
+     * schedules' tile events of every M of this shard); each M then runs under --max-work itself */
+    int64_t est = 0, t;
+    int nown = 0;
+    for (int i = 0; i < nM && !e; i++) {
+        if (!fl_shard_owns(&shard, i)) continue;
+        fl_problem p = po.p;
+        if (Ms.n) p.M = Ms.v[i];
+        nown++;
+        if (!(e = fl_optimize_estimate(&p, &t)) && !fl_add_ok(est, t, &est)) est = INT64_MAX;
+    }
+    if (!e && nown > 1 && est > max_work)
+        e = fl_fail(FL_EINVAL, "--max-work: optimize over %d values of M takes at least %lld steps (the searches' "
+                               "estimates and the compared schedules' tile events; %s), more than the limit %lld; "
+                               "raise --max-work, or give fewer values of M",
+                    nown, (long long)est, fl_seconds_of(est, FL_OPT_STEPS_PER_SECOND), (long long)max_work);
     fl_problem *ps = calloc((size_t)nM, sizeof *ps);
     fl_opt *got = calloc((size_t)nM, sizeof *got);
     int n = 0;

@@ -44,7 +44,7 @@ static const char *usage =
     "  --max-events    as in `flashlab count` (one value each, applied to every configuration;\n"
     "                  varlen --cu-seqlens-* is for count); --M wins over --sram\n"
     "  --max-total-events E  refuse a sweep whose configurations make more than E tile events\n"
-    "                  in all, estimated before the first runs (0: no limit)      [1e10]\n"
+    "                  in all, estimated before the first runs (0: no limit)       [3e9]\n"
     "  --format F      csv, table or json                                          [csv]\n"
     "  --output FILE   write to FILE (atomically: a temp file renamed when complete)\n"
     "  --progress      show a progress bar on stderr (default: only on a terminal)\n"

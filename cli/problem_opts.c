@@ -27,7 +27,7 @@ const char fl_popts_usage[] =
     "  --kv-heads H  key/value heads, dividing --heads (1 = MQA)      [heads]\n"
     "  --cu-seqlens-q LIST  varlen: batch+1 offsets 0,...,N of the packed queries\n"
     "  --cu-seqlens-k LIST  varlen: the same for the keys (default: --cu-seqlens-q)\n"
-    "  --max-events E  refuse runs with more tile events than E (0: no limit) [1e10]\n"
+    "  --max-events E  refuse more tile events than E in all (0: no limit; 3e9: about 25 s) [3e9]\n"
     "  decode:       --splits S (split-KV)  --page-size P (paged cache; default contiguous)\n"
     "                --pool-pages K  --page-seed S (0 = identity table)  --block-table 5,2,7\n"
     "                --pad X (run: the last page's rows beyond Nk; nan poisons them)\n"

@@ -52,6 +52,8 @@ typedef struct {
     int64_t pruned;           /* block pairs skipped by the bound of lemma O4 */
     int64_t simulated;        /* candidates executed on the machine */
     int64_t work;             /* block terms the evaluated closed forms walked */
+    int64_t steps;            /* work, plus the tile events of the executed candidates and of the
+                               * compared schedules: what counted against max_work */
     int nfamily;              /* the family searched (schedule.h: a search for each pass the */
     fl_algo family[FL_ALGO_MAX]; /* problem runs), in the order searched */
 } fl_opt;
@@ -61,13 +63,26 @@ typedef struct {
  * of p is checked by fl_optimize). */
 fl_status fl_optimize_check(const fl_problem *p);
 
-/* The default of `max_work`: block terms the search may walk (about a few seconds). */
-#define FL_OPT_MAX_WORK INT64_C(1000000000)
+/* Steps of optimize a second here: a block term of a closed form or a tile event of an executed
+ * run (each runs at about 1e8 a second on the 2-core build machine: run.h). */
+#define FL_OPT_STEPS_PER_SECOND 1e8
+
+/* The default of `max_work`: the steps of one optimize, the search's block terms and the tile
+ * events of the candidates and compared schedules it executes (about 30 s here). */
+#define FL_OPT_MAX_WORK INT64_C(3000000000)
+
+/* What fl_optimize(p, ...) will take at least, before any work: the up-front estimate of the
+ * search's block terms and the compared schedules' tile events (the executed candidates' are
+ * known only after the search).  For a caller that optimizes a list of problems (of M) in one
+ * budget.  FL_EINVAL etc. as fl_optimize's checks of p. */
+fl_status fl_optimize_estimate(const fl_problem *p, int64_t *steps);
 
 /* Searches the family above.  top >= 1: how many of the best candidates are executed.
- * max_work >= 1: the search refuses (FL_EINVAL naming --max-work) a problem whose enumeration
- * would walk more block terms than this -- up front when the estimate says so, else when the
- * running count passes it.  p->algo, p->Br and p->Bc are ignored (they are what is searched).
+ * max_work >= 1: the budget of the whole call in steps (a block term walked, a tile event
+ * executed): refused (FL_EINVAL naming --max-work, with the estimate) up front when the search's
+ * estimate and the compared schedules' events pass it, else when the search's running count
+ * passes what the compared schedules leave, else, before any is executed, when the candidates'
+ * events (from their closed forms) would pass it; out->steps says what was used.  p->algo, p->Br and p->Bc are ignored (they are what is searched).
  * FL_ECAPACITY when no schedule fits in M; FL_EINVAL naming the option for the fields of a
  * KV cache or a block mask (fl_optimize_check) and for a best candidate that makes more than
  * p->max_events tile events; other errors as fl_run. */

@@ -59,7 +59,7 @@ typedef enum { FL_PASS_FWD = 1, FL_PASS_BWD = 2, FL_PASS_FWD_BWD = 3 } fl_pass;
     X(FL_FK_I64, int64_t, Bc, 0, "rows of a key tile; 0 = the schedule's rule")                    \
     X(FL_FK_U64, uint64_t, seed, 1, "the inputs of a compute run")                                 \
     X(FL_FK_INT, int, elem_bytes, 2, "bytes of an element of Q, K, V, O, S, P; statistics are 4")  \
-    X(FL_FK_I64, int64_t, max_events, INT64_C(10000000000), "refuse more tile events; 0 = none")   \
+    X(FL_FK_I64, int64_t, max_events, INT64_C(3000000000), "refuse more tile events; 0 = none")    \
     X(FL_FK_I64, int64_t, Nk, 0, "keys; 0 = N")                                                     \
     X(FL_FK_INT, fl_causal, causal, FL_CAUSAL_NONE, "the corner a causal mask is aligned to")      \
     X(FL_FK_I64, int64_t, window_left, -1, "FA2 window: query i sees keys [i + Nk - Nq - L,")      \
@@ -122,7 +122,7 @@ void fl_problem_lengths(const fl_problem *p, int64_t *max_nq, int64_t *max_nk);
 int64_t fl_problem_group_ratio(const fl_problem *p);
 
 /* A problem with the defaults: flash2, N = 1024, d = 64, M = 98304 (A100: 192 KiB in fp16),
- * default blocks, seed 1, fp16 sizes, at most 1e10 tile events and 1e10 multiply-adds, and the variant fields at their
+ * default blocks, seed 1, fp16 sizes, at most 3e9 tile events and 1e10 multiply-adds, and the variant fields at their
  * defaults (Nk = N, no mask, no window, one head, forward).  Always start from this: fields
  * added later then keep their defaults. */
 fl_problem fl_problem_default(void);

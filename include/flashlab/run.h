@@ -63,6 +63,24 @@ int64_t fl_compute_macs(const fl_problem *p);
  * p->max_macs multiply-adds (0: no limit).  fl_run checks it before any compute run. */
 fl_status fl_compute_check(const fl_problem *p);
 
+/* Tile events a second of the count-only machine, measured on the 2-core build machine
+ * (flash2's forward 1.25e8, flash1 1.6e8, standard 1.4e8, forward + backward 0.9e8 to 1.5e8;
+ * blocksparse at density 0.5 only 3.2e7: its skipped blocks cost time without events).  What
+ * the refusals' "about N s here" divide by; p->max_events' default, 3e9, is about 25 s. */
+#define FL_EVENTS_PER_SECOND 1.2e8
+
+/* "about N s here" for work at per_second ("under a second here", or about so many seconds,
+ * minutes or hours): for the refusals of the work limits.  One of four rotating per-thread
+ * buffers. */
+const char *fl_seconds_of(int64_t work, double per_second);
+
+/* The exact tile events fl_run(p, ...) will make (both passes of a fwd+bwd), computed from the
+ * closed forms before any work, so that a caller running several problems can bound their sum.
+ * FL_EINVAL as fl_run's checks, naming --max-events when p alone passes p->max_events: then
+ * *events is the count past the limit, or, for a problem whose closed form walks every block
+ * (refused from its events floor first), that floor; 0 after any other error. */
+fl_status fl_run_events(const fl_problem *p, int64_t *events);
+
 /* Runs p in the given mode.  trace (may be NULL) receives every tile event.  On FL_OK *r holds
  * the result; otherwise fl_last_error() says which input broke which rule and *r is unspecified.
  * FL_EINVAL also when the run would exceed p->max_events tile events, or a compute run would

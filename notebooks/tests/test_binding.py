@@ -20,6 +20,9 @@ import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
 PY_DIR = pathlib.Path(os.environ.get("FLASHLAB_PY_DIR", HERE.parent.parent / "python")).resolve()
+from run_all import time_scale  # noqa: E402  notebooks/run_all.py, notebooks/ on PYTHONPATH (ctest)
+
+SCALE = time_scale()   # a snippet's limit catches a hang only: it grows with the load
 
 PRELUDE = """
 import flashlab as fl
@@ -41,7 +44,7 @@ def run_snippet(code, env=None, cwd=None, py_dir=PY_DIR):
     src = textwrap.dedent(PRELUDE) + textwrap.dedent(code)
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = str(py_dir) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=60,
+    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=60 * SCALE,
                        env=env, cwd=cwd)
     lines = [l for l in p.stdout.splitlines() if l.startswith("OUTCOME")]
     if p.returncode != 0 or not lines:

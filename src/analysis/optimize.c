@@ -27,10 +27,12 @@ typedef struct {
     int plain;        /* one dense head, no varlen: forward closed forms are O(1) */
     int dense;        /* no causal mask and no window */
     int64_t work, max_work, evaluated, pruned;
+    int64_t limit, cmp_events; /* --max-work, and what the compared schedules take of it */
     cand best[NALGO_MAX][2]; /* per schedule and pass (0 forward, 1 backward): the least count */
     int have[NALGO_MAX][2];
-    cand *top;        /* the `ntop` best candidates of a single pass, ascending */
-    int ntop, K;
+    cand *top;        /* the `ntop` best candidates of a single pass: top_insert's heap, then
+                       * ascending (top_sort); `cap` allocated, K wanted */
+    int ntop, cap, K;
     int64_t incumbent[2]; /* the least count of each pass so far (lemma O4's pruning), -1 = none */
 } ctx;
 
@@ -43,14 +45,54 @@ static int better(const cand *a, const cand *b)
     return a->Bc + a->Bc_b > b->Bc + b->Bc_b;
 }
 
-static void top_insert(ctx *c, const cand *k)
+/* Keeps k if it is among the best K seen: c->top is a heap of at most K candidates whose root,
+ * c->top[0], is the worst kept (sorted ascending by top_sort once the search ends).  The
+ * search's candidates are distinct (every (schedule, blocks) is evaluated once, and `better`
+ * orders distinct candidates totally), so the kept set is the K best, as a sorted list's would
+ * be.  A step of work an entry compared: a rejection 1, a kept candidate about log2 K (with a
+ * large --top a sorted list's scan and shifts, not the closed forms, were the search's cost). */
+static fl_status top_insert(ctx *c, const cand *k)
 {
-    for (int i = 0; i < c->ntop; i++)
-        if (!memcmp(&c->top[i], k, sizeof *k)) return;
-    if (c->ntop == c->K && !better(k, &c->top[c->K - 1])) return;
-    int i = c->ntop < c->K ? c->ntop++ : c->K - 1;
-    while (i > 0 && better(k, &c->top[i - 1])) c->top[i] = c->top[i - 1], i--;
+    int i;
+    if (c->ntop == c->K) { /* full: replace the worst and sift it down */
+        c->work++;
+        if (!better(k, &c->top[0])) return FL_OK;
+        i = 0;
+        for (;;) { /* w: the worse child; it rises while k is better */
+            const int l = 2 * i + 1, r = l + 1;
+            if (l >= c->ntop) break;
+            const int w = r < c->ntop && better(&c->top[l], &c->top[r]) ? r : l;
+            c->work++;
+            if (!better(k, &c->top[w])) break;
+            c->top[i] = c->top[w], i = w;
+        }
+        c->top[i] = *k;
+        return FL_OK;
+    }
+    if (c->ntop == c->cap) { /* grow towards K: a --top far past the candidates costs nothing */
+        const int cap = c->cap ? (c->cap > c->K / 2 ? c->K : 2 * c->cap) : (c->K < 64 ? c->K : 64);
+        cand *t = realloc(c->top, (size_t)cap * sizeof *t);
+        if (!t) return fl_fail(FL_ENOMEM, "optimize: out of memory keeping the %d best candidates", c->K);
+        c->top = t, c->cap = cap;
+    }
+    for (i = c->ntop++; i > 0 && better(&c->top[(i - 1) / 2], k); i = (i - 1) / 2) { /* sift up */
+        c->top[i] = c->top[(i - 1) / 2];
+        c->work++;
+    }
     c->top[i] = *k;
+    c->work++;
+    return FL_OK;
+}
+
+static int top_order(const void *a, const void *b)
+{
+    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+/* The kept candidates, best first. */
+static void top_sort(ctx *c)
+{
+    if (c->ntop > 1) qsort(c->top, (size_t)c->ntop, sizeof *c->top, top_order);
 }
 
 static int64_t group_of(const ctx *c, fl_algo a)
@@ -109,10 +151,15 @@ static void blocks_of(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, 
 
 static fl_status over_work(const ctx *c)
 {
+    char rest[128] = "";
+    if (c->cmp_events)
+        snprintf(rest, sizeof rest, " (the limit %lld less the compared schedules' %lld tile events)",
+                 (long long)c->limit, (long long)c->cmp_events);
     return fl_fail(FL_EINVAL,
-                   "{max_work}: the search walks more than %lld block terms of closed forms at N = %lld, "
-                   "d = %lld, M = %lld; raise {max_work} (it runs about 10^8 per second) or shrink the problem",
-                   (long long)c->max_work, (long long)c->p->N, (long long)c->p->d, (long long)c->p->M);
+                   "{max_work}: the search takes more than %lld steps (block terms of closed forms, and keeping "
+                   "its {top} best)%s at N = %lld, d = %lld, M = %lld; raise {max_work} (about 1e8 steps a second "
+                   "here) or shrink the problem",
+                   (long long)c->max_work, rest, (long long)c->p->N, (long long)c->p->d, (long long)c->p->M);
 }
 
 /* Block terms the closed form of schedule a's pass with blocks (Br, Bc) walks, at most: one for
@@ -151,11 +198,11 @@ static fl_status eval(ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, cand *
 
 /* Records a single-pass candidate: the schedule's best for the pass, the top list (when the
  * problem runs that pass alone) and the pass's incumbent. */
-static void consider(ctx *c, int slot, int bwd, const cand *k)
+static fl_status consider(ctx *c, int slot, int bwd, const cand *k)
 {
     if (!c->have[slot][bwd] || better(k, &c->best[slot][bwd])) c->best[slot][bwd] = *k, c->have[slot][bwd] = 1;
-    if (c->p->pass != FL_PASS_FWD_BWD) top_insert(c, k);
     if (c->incumbent[bwd] < 0 || k->total < c->incumbent[bwd]) c->incumbent[bwd] = k->total;
+    return c->p->pass != FL_PASS_FWD_BWD ? top_insert(c, k) : FL_OK;
 }
 
 /* Lemmas O1 and O2 (docs/model.md §7): one block only adds to the count -- Br for a schedule
@@ -170,11 +217,11 @@ static fl_status search_one_free(ctx *c, int slot, fl_algo a, int bwd, int rows_
         if (rows_free ? !fits(c, a, bwd, 1, x, d) : !fits(c, a, bwd, x, 1, d)) break;
         cand k = {0}, t = {0};
         FL_TRY(eval(c, a, bwd, rows_free ? 1 : x, rows_free ? x : 1, &k));
-        consider(c, slot, bwd, &k);
+        FL_TRY(consider(c, slot, bwd, &k));
         for (int64_t y = largest(c, a, bwd, rows_free, x, d, hi_free); y > 1; y /= 2) {
             FL_TRY(eval(c, a, bwd, rows_free ? y : x, rows_free ? x : y, &t));
             if (t.total == k.total) {
-                consider(c, slot, bwd, &t);
+                FL_TRY(consider(c, slot, bwd, &t));
                 break;
             }
         }
@@ -197,7 +244,7 @@ static fl_status search_frontier(ctx *c, int slot, fl_algo a, int bwd, const int
             prev = Bc;
             cand k = {0};
             FL_TRY(eval(c, a, bwd, Br, Bc, &k));
-            consider(c, slot, bwd, &k);
+            FL_TRY(consider(c, slot, bwd, &k));
         }
     }
     return FL_OK;
@@ -273,7 +320,7 @@ static fl_status search_bound(ctx *c, int slot, fl_algo a, int bwd)
                 break;
             }
             cand k = {0};
-            if (!(st = eval(c, a, bwd, Br, Bc, &k))) consider(c, slot, bwd, &k);
+            if (!(st = eval(c, a, bwd, Br, Bc, &k))) st = consider(c, slot, bwd, &k);
         }
         if (!st && c->work > c->max_work) st = over_work(c);
     }
@@ -393,46 +440,122 @@ static int family_of(const fl_problem *p, int64_t ratio, fl_algo *algos)
     return n;
 }
 
+/* The search's problem (the default schedule, the blocks to be searched) and its context, shared
+ * by fl_optimize and fl_optimize_estimate.  *chunks is malloc'ed (free it). */
+static fl_status prepare(const fl_problem *p, int64_t max_work, fl_problem *base, ctx *c, fl_algo *algos, int *nalgo,
+                         int64_t **chunks, int64_t *nchunks)
+{
+    FL_TRY(fl_optimize_check(p));
+    *base = *p;
+    base->algo = fl_algo_with_role(FL_SCHED_DEFAULT), base->Br = base->Bc = 0;
+    FL_TRY(fl_problem_check(base));
+    memset(c, 0, sizeof *c);
+    c->p = base;
+    fl_problem_lengths(base, &c->nq, &c->nk);
+    c->ratio = fl_problem_group_ratio(base);
+    c->nseq = base->cu_seqlens_q ? base->batch : 1;
+    c->plain = base->batch == 1 && base->heads == 1 && !base->cu_seqlens_q && (!base->Nk || base->Nk == base->N) &&
+               base->causal == FL_CAUSAL_NONE && base->window_left == -1 && base->window_right == -1;
+    c->dense = base->causal == FL_CAUSAL_NONE && base->window_left == -1 && base->window_right == -1;
+    c->max_work = c->limit = max_work;
+    c->incumbent[0] = c->incumbent[1] = -1;
+    /* the family: the attention schedules the problem's passes allow */
+    *nalgo = family_of(base, c->ratio, algos);
+    /* the chunk sizes of lemma O3: at most T + ceil(d / T) of them, T = ceil(sqrt(d)) */
+    const int64_t T = (int64_t)ceil(sqrt((double)base->d)) + 1, cap = T + fl_cdiv(base->d, T) + 2;
+    *chunks = NULL, *nchunks = 0;
+    if ((double)cap > (double)max_work) return over_work(c);
+    if (!(*chunks = malloc((size_t)cap * sizeof **chunks))) return fl_fail(FL_ENOMEM, "optimize: out of memory");
+    *nchunks = chunk_values(base->d, *chunks, cap);
+    return FL_OK;
+}
+
+/* The tile events of the schedules compared, at their default rules (0 for one that refuses the
+ * problem: it is not run; at least its events floor for one past budget); from the closed
+ * forms, before any run. */
+static int64_t compared_events(const fl_problem *base, int64_t budget)
+{
+    fl_algo cmp[FL_ALGO_MAX];
+    const int n = fl_algos_with(FL_SCHED_COMPARED, cmp);
+    int64_t sum = 0, ev;
+    for (int i = 0; i < n && i < FL_OPT_MAX_COMPARED; i++) {
+        fl_problem q = *base;
+        q.algo = cmp[i], q.max_events = budget; /* past the budget: its events floor is enough */
+        const fl_status s = fl_run_events(&q, &ev);
+        if ((s == FL_OK || ev > budget) && !fl_add_ok(sum, ev, &sum)) sum = INT64_MAX;
+    }
+    return sum;
+}
+
+/* The refusal of a whole optimize past --max-work: the search's block terms, the executed
+ * candidates' and the compared schedules' tile events (each about 1e-8 s here). */
+static fl_status over_budget(const ctx *c, const char *what, double terms, int ncand, const char *at_least,
+                             int64_t cand_events, int64_t cmp_events)
+{
+    const double steps = terms + (double)cand_events + (double)cmp_events;
+    const int64_t s = steps >= 9.2e18 ? INT64_MAX : (int64_t)steps;
+    char cands[96] = "";
+    if (ncand == 1) snprintf(cands, sizeof cands, ", executes its best candidate (%s%lld tile events)", at_least,
+                             (long long)cand_events);
+    else if (ncand) snprintf(cands, sizeof cands, ", executes its %d best candidates (%s%lld tile events)", ncand,
+                             at_least, (long long)cand_events);
+    return fl_fail(FL_EINVAL,
+                   "{max_work}: optimize at N = %lld, d = %lld, M = %lld %s %.3g block terms of closed forms%s and "
+                   "runs the compared schedules at their default blocks (%lld tile events): %.3g steps in all (%s), "
+                   "more than the limit %lld; raise {max_work}%s",
+                   (long long)c->p->N, (long long)c->p->d, (long long)c->p->M, what, terms, cands,
+                   (long long)cmp_events, steps, fl_seconds_of(s, FL_OPT_STEPS_PER_SECOND), (long long)c->limit,
+                   ncand > 1 ? ", or lower {top}" : ", or shrink the problem");
+}
+
+fl_status fl_optimize_estimate(const fl_problem *p, int64_t *steps)
+{
+    fl_problem base;
+    ctx c;
+    fl_algo algos[NALGO_MAX];
+    int nalgo;
+    int64_t *chunks, nchunks;
+    *steps = 0;
+    fl_status s = prepare(p, INT64_MAX, &base, &c, algos, &nalgo, &chunks, &nchunks);
+    if (!s) {
+        const double e = estimate(&c, algos, nalgo, (base.pass & FL_PASS_FWD) != 0, (base.pass & FL_PASS_BWD) != 0,
+                                  nchunks) + (double)compared_events(&base, INT64_MAX);
+        *steps = e >= 9.2e18 ? INT64_MAX : (int64_t)e;
+    }
+    free(chunks);
+    return s;
+}
+
 fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *out)
 {
     if (top < 1) return fl_fail(FL_EINVAL, "{top}: must be >= 1 (got %d)", top);
     if (max_work < 1) return fl_fail(FL_EINVAL, "{max_work}: must be >= 1 (got %lld)", (long long)max_work);
-    FL_TRY(fl_optimize_check(p));
-    fl_problem base = *p;
-    base.algo = fl_algo_with_role(FL_SCHED_DEFAULT), base.Br = base.Bc = 0;
-    FL_TRY(fl_problem_check(&base));
     memset(out, 0, sizeof *out);
-    FL_TRY(fl_lower_bound_of(&base, NULL, &out->lb));
-
+    fl_problem base;
     ctx c;
-    memset(&c, 0, sizeof c);
-    c.p = &base;
-    fl_problem_lengths(&base, &c.nq, &c.nk);
-    c.ratio = fl_problem_group_ratio(&base);
-    c.nseq = base.cu_seqlens_q ? base.batch : 1;
-    c.plain = base.batch == 1 && base.heads == 1 && !base.cu_seqlens_q && (!base.Nk || base.Nk == base.N) &&
-              base.causal == FL_CAUSAL_NONE && base.window_left == -1 && base.window_right == -1;
-    c.dense = base.causal == FL_CAUSAL_NONE && base.window_left == -1 && base.window_right == -1;
-    c.max_work = max_work;
-    c.incumbent[0] = c.incumbent[1] = -1;
-    c.K = top;
-    if (!(c.top = calloc((size_t)top, sizeof *c.top))) return fl_fail(FL_ENOMEM, "optimize: out of memory");
-
-    /* the family: the attention schedules the problem's passes allow */
     fl_algo algos[NALGO_MAX];
-    const int nalgo = family_of(&base, c.ratio, algos);
+    int nalgo;
+    int64_t *chunks = NULL, nchunks = 0;
+    fl_status s = prepare(p, max_work, &base, &c, algos, &nalgo, &chunks, &nchunks);
+    if (!s) s = fl_lower_bound_of(&base, NULL, &out->lb);
+    if (s) {
+        free(chunks);
+        return s;
+    }
     out->nfamily = nalgo;
     memcpy(out->family, algos, (size_t)nalgo * sizeof *algos);
     const int fwd = (base.pass & FL_PASS_FWD) != 0, bwd = (base.pass & FL_PASS_BWD) != 0;
-
-    /* the chunk sizes of lemma O3: at most T + ceil(d / T) of them, T = ceil(sqrt(d)) */
-    const int64_t T = (int64_t)ceil(sqrt((double)base.d)) + 1, cap = T + fl_cdiv(base.d, T) + 2;
-    int64_t *chunks = NULL, nchunks = 0;
-    fl_status s = FL_OK;
-    if ((double)cap > (double)max_work) s = over_work(&c);
-    else if (!(chunks = malloc((size_t)cap * sizeof *chunks))) s = fl_fail(FL_ENOMEM, "optimize: out of memory");
-    else nchunks = chunk_values(base.d, chunks, cap);
-    if (!s && estimate(&c, algos, nalgo, fwd, bwd, nchunks) > (double)max_work) s = over_work(&c);
+    /* up front: the search's estimate and the compared schedules' runs, in one budget */
+    const int64_t cmp_events = compared_events(&base, max_work);
+    const double est = estimate(&c, algos, nalgo, fwd, bwd, nchunks);
+    /* every executed candidate moves at least the lower bound, at most M elements a tile event */
+    const double least = (double)top * ceil((double)out->lb.bound / (double)base.M);
+    if (est + least + (double)cmp_events > (double)max_work)
+        s = over_budget(&c, "would walk about", est, top, "at least ", least >= 9.2e18 ? INT64_MAX : (int64_t)least,
+                        cmp_events);
+    c.K = top;
+    /* the search may use what the compared schedules leave */
+    c.max_work = max_work - cmp_events, c.cmp_events = cmp_events;
     for (int i = 0; i < nalgo && !s; i++) {
         const fl_algo a = algos[i];
         for (int pb = 0; pb < 2 && !s; pb++) {
@@ -449,15 +572,26 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
             const cand *b = &c.best[i][1];
             k.Br_b = b->Br_b, k.Bc_b = b->Bc_b, k.Bd_b = b->Bd_b, k.bwd = b->bwd;
             k.total += b->total, k.events += b->events;
-            top_insert(&c, &k);
+            s = top_insert(&c, &k);
         }
     }
     out->evaluated = c.evaluated;
     out->pruned = c.pruned;
     out->work = c.work;
+    top_sort(&c);
     if (!s && !c.ntop)
         s = fl_fail(FL_ECAPACITY, "{M}: no schedule of the family fits in M = %lld elements at d = %lld",
                     (long long)base.M, (long long)base.d);
+    /* the candidates to execute: their events, known from their closed forms, within the budget */
+    int64_t exec = 0;
+    int nexec = 0;
+    for (int i = 0; i < c.ntop && !s; i++)
+        if (base.max_events <= 0 || c.top[i].events <= base.max_events) {
+            nexec++;
+            if (!fl_add_ok(exec, c.top[i].events, &exec)) exec = INT64_MAX;
+        }
+    if (!s && (double)c.work + (double)exec + (double)cmp_events > (double)max_work)
+        s = over_budget(&c, "walks", (double)c.work, nexec, "", exec, cmp_events);
     for (int i = 0; i < c.ntop && !s; i++) {
         fl_opt_choice o;
         if (base.max_events > 0 && c.top[i].events > base.max_events) {
@@ -481,8 +615,10 @@ fl_status fl_optimize(const fl_problem *p, int top, int64_t max_work, fl_opt *ou
     out->ncompared = fl_algos_with(FL_SCHED_COMPARED, cmp);
     for (int i = 0; i < out->ncompared && i < FL_OPT_MAX_COMPARED; i++) {
         out->compared[i].algo = base.algo = cmp[i];
+        base.max_events = 0; /* in the budget above */
         out->compared[i].have = fl_run(&base, FL_COUNT, NULL, NULL, &out->compared[i].r) == FL_OK;
     }
     if (out->ncompared > FL_OPT_MAX_COMPARED) out->ncompared = FL_OPT_MAX_COMPARED;
+    out->steps = out->work + exec + cmp_events;
     return FL_OK;
 }

@@ -232,9 +232,9 @@ fl_status fl_sweep_check(const fl_sweep_spec *s, int64_t *configs)
     if (events == INT64_MAX) snprintf(n, sizeof n, "more than %lld", (long long)INT64_MAX);
     else snprintf(n, sizeof n, "%lld", (long long)events);
     return fl_fail(FL_EINVAL,
-                   "{max_total_events}: the %lld configurations of the sweep make %s tile events in all, "
+                   "{max_total_events}: the %lld configurations of the sweep make %s tile events in all (%s), "
                    "more than the limit %lld; raise {max_total_events} or split the sweep",
-                   (long long)*configs, n, (long long)s->max_total_events);
+                   (long long)*configs, n, fl_seconds_of(events, FL_EVENTS_PER_SECOND), (long long)s->max_total_events);
 }
 
 fl_status fl_sweep_run(const fl_sweep_spec *s, const fl_sweep_sink *sink, fl_sweep_stats *stats)

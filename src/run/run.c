@@ -296,10 +296,59 @@ static fl_status collect(fl_machine *m, const fl_problem *p, int64_t snap[][2], 
 static fl_status refuse_events(const fl_problem *p, const char *what, int64_t events)
 {
     return fl_fail(FL_EINVAL,
-                   "{max_events}: %s at N = %lld, d = %lld, M = %lld makes %s%lld tile events, "
+                   "{max_events}: %s at N = %lld, d = %lld, M = %lld makes %s%lld tile events (%s), "
                    "more than the limit %lld; raise {max_events} or M",
                    fl_algo_name(p->algo), (long long)p->N, (long long)p->d, (long long)p->M, what,
-                   (long long)events, (long long)p->max_events);
+                   (long long)events, fl_seconds_of(events, FL_EVENTS_PER_SECOND), (long long)p->max_events);
+}
+
+const char *fl_seconds_of(int64_t work, double per_second)
+{
+    static _Thread_local char buf[4][48];
+    static _Thread_local int next;
+    char *b = buf[next++ % 4];
+    const double s = (double)work / per_second;
+    if (s < 1) snprintf(b, 48, "under a second here");
+    else if (s < 120) snprintf(b, 48, "about %.0f s here", s);
+    else if (s < 7200) snprintf(b, 48, "about %.0f min here", s / 60);
+    else snprintf(b, 48, "about %.0f h here", s / 3600);
+    return b;
+}
+
+/* The blocks and the exact tile events of a run of p, refusing past p->max_events before the
+ * closed forms that walk every block (run's first step; fl_run_events without its blocks). */
+static fl_status events_of(const fl_problem *p, fl_blocks *b, fl_blocks *bb, fl_counts *cf, fl_counts *cb,
+                           int64_t *events)
+{
+    const int bwd = (p->pass & FL_PASS_BWD) != 0;
+    const fl_schedule *sc = fl_schedule_get(p->algo);
+    memset(bb, 0, sizeof *bb);
+    memset(cb, 0, sizeof *cb);
+    FL_TRY(fl_blocks_choose(p, b));
+    if (bwd) FL_TRY(fl_blocks_choose_pass(p, 1, bb));
+    if (p->max_events > 0 && sc->events_floor) {
+        /* a closed form that walks every row (column) block: refuse a run that must exceed the
+         * limit before walking ~N/Br blocks per segment to count it exactly */
+        const int64_t lb = sc->events_floor(p, b, bwd ? bb : NULL);
+        if (lb > p->max_events) {
+            *events = lb;
+            return refuse_events(p, "at least ", lb);
+        }
+    }
+    FL_TRY(fl_closed_form_pass(p, 0, b, cf));
+    if (bwd) FL_TRY(fl_closed_form_pass(p, 1, bb, cb));
+    *events = cf->events + cb->events; /* both passes execute */
+    if (p->max_events > 0 && *events > p->max_events) return refuse_events(p, "", *events);
+    return FL_OK;
+}
+
+fl_status fl_run_events(const fl_problem *p, int64_t *events)
+{
+    fl_blocks b, bb;
+    fl_counts cf, cb;
+    *events = 0;
+    FL_TRY(fl_problem_check(p));
+    return events_of(p, &b, &bb, &cf, &cb, events);
 }
 
 static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *trace_ctx,
@@ -307,21 +356,10 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
 {
     const int bwd = (p->pass & FL_PASS_BWD) != 0, fwd_counted = (p->pass & FL_PASS_FWD) != 0;
     fl_blocks b, bb;
-    fl_counts cf, cb = {0};
-    memset(&bb, 0, sizeof bb);
-    FL_TRY(fl_blocks_choose(p, &b));
+    fl_counts cf, cb;
+    int64_t events;
+    FL_TRY(events_of(p, &b, &bb, &cf, &cb, &events));
     const fl_schedule *sc = fl_schedule_get(p->algo);
-    if (bwd) FL_TRY(fl_blocks_choose_pass(p, 1, &bb));
-    if (p->max_events > 0 && sc->events_floor) {
-        /* a closed form that walks every row (column) block: refuse a run that must exceed the
-         * limit before walking ~N/Br blocks per segment to count it exactly */
-        const int64_t lb = sc->events_floor(p, &b, bwd ? &bb : NULL);
-        if (lb > p->max_events) return refuse_events(p, "at least ", lb);
-    }
-    FL_TRY(fl_closed_form_pass(p, 0, &b, &cf));
-    if (bwd) FL_TRY(fl_closed_form_pass(p, 1, &bb, &cb));
-    const int64_t events = cf.events + cb.events; /* both passes execute */
-    if (p->max_events > 0 && events > p->max_events) return refuse_events(p, "", events);
     fl_segments sg;
     FL_TRY(fl_segments_build(p, fl_problem_group(p), &sg));
     fl_status s = FL_OK;

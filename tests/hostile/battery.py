@@ -18,6 +18,7 @@ case and a summary; exits 1 when a case fails.  --slow adds the cases that run t
 """
 import concurrent.futures
 import hashlib
+import math
 import os
 import resource
 import signal
@@ -55,13 +56,14 @@ class Case:
     time      CPU seconds allowed (x the time scale); mem_mb peak resident MiB allowed
     sig       (delay seconds, signal) sent to the CLI mid-run
     core      RLIMIT_CORE in bytes (None: inherited)
+    cpu_s     RLIMIT_CPU in seconds (None: inherited; SIGXCPU at the soft limit ends the run)
     stdout_empty  stdout must be empty (a refusal prints nothing else)
     """
 
     def __init__(self, group, name, argv, rc=2, mention=None, lines=1, setup=None, creates=(),
                  changes=(), check=None, stdout="pipe", fsize=None, umask=0o022, vmem_mb=None,
                  time_limit=DEFAULT_TIME, mem_mb=DEFAULT_MEM_MB, sig=None, stdout_empty=None,
-                 env=None, stdin=None, slow=False, runner=None, core=None):
+                 env=None, stdin=None, slow=False, runner=None, core=None, cpu_s=None):
         self.group, self.name, self.argv = group, name, list(argv)
         self.rc, self.mention, self.lines = rc, mention, lines
         self.setup, self.creates, self.changes, self.check = setup, set(creates), set(changes), check
@@ -69,7 +71,7 @@ class Case:
         self.time_limit, self.mem_mb, self.sig = time_limit, mem_mb, sig
         self.stdout_empty = (rc == 2) if stdout_empty is None else stdout_empty
         self.env, self.stdin, self.slow, self.runner = env or {}, stdin, slow, runner
-        self.core = core
+        self.core, self.cpu_s = core, cpu_s
 
     @property
     def id(self):
@@ -142,6 +144,8 @@ def launch(argv, work, case, stdout_path):
             resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))
         if case.core is not None:   # no core file in the case's directory (SIGQUIT, SIGSEGV ...)
             resource.setrlimit(resource.RLIMIT_CORE, (case.core, case.core))
+        if case.cpu_s is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (case.cpu_s, case.cpu_s + 1))
         if case.vmem_mb is not None:
             lim = case.vmem_mb << 20
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
@@ -771,6 +775,26 @@ def limit_cases():
     a = ["sweep", "--N", "1024", "--M", "1:1000000000000000000:x2"]
     cs.append(Case("work limit", " ".join(a) + " (runs)", a, 0, lines=None, stdout_empty=False, time_limit=60,
                    mem_mb=512))
+    # Every long command has one budget, estimated before the work (docs/errors.md, Work and
+    # memory limits): these ran 70 s to hours under the old limits; each must now be refused
+    # at once (the CPU ceiling: the work was not done first), naming the option that raises it.
+    budget = [
+        (["optimize", "--N", "65536", "--top", "1000"], "--max-work", DEFAULT_TIME),           # 99 s before
+        (["optimize", "--N", "65536", "--top", "1000000"], "--max-work", DEFAULT_TIME),        # hours before
+        (["optimize", "--N", "32768", "--d", "64", "--M", "512"], "--max-work", DEFAULT_TIME),  # 70 s, flash1's column
+        (["optimize", "--N", "1024", "--M", "4352:1052416:+256", "--max-work", "300000000"], "--max-work",
+         DEFAULT_TIME),                                                                          # 4,095 M: 135 s before
+        (["count", "--algo", "flash2", "--N", "200000", "--d", "64", "--M", "1024"], "--max-events", DEFAULT_TIME),
+        (["count", "--algo", "all", "--N", "131072", "--d", "64", "--M", "4096", "--max-events", "200000000"],
+         "--max-events", DEFAULT_TIME),
+        (["run", "--algo", "all", "--N", "4000"], "--max-macs", DEFAULT_TIME),
+        (["l2", "--launch", "bwd-memeff", "--N", "1024", "--d", "64", "--Br", "64", "--Bc", "64", "--heads", "1024"],
+         "--max-work", DEFAULT_TIME),                                                            # 109 s before
+        (["report", "--no-figures", "--max-events", "1000000000"], "--max-events", DEFAULT_TIME),
+    ]
+    cs += [Case("work limit", "budget: " + " ".join(a), a, 2, mention=[opt], time_limit=t, mem_mb=512,
+                runner=budget_runner(opt))
+           for a, opt, t in budget]
     # bound --input: endless or huge inputs are refused quickly
     def sparse(rel, size):
         def f(work):
@@ -1253,7 +1277,7 @@ def plot_again_identical(work, res):
     for line in res.err.decode(errors="replace").splitlines():
         if not line.startswith("figures: "):
             pr.append(f"stderr chatter: {line!r}")
-    r = subprocess.run([CLI, "plot", "--out", "p2"], cwd=work, capture_output=True, timeout=300)
+    r = subprocess.run([CLI, "plot", "--out", "p2"], cwd=work, capture_output=True, timeout=300 * SCALE)
     if r.returncode != 0:
         return pr + ["second plot failed"]
     for dirpath, _, files in os.walk(os.path.join(work, "p1")):
@@ -1298,7 +1322,7 @@ def mount_small_fs(where, kib):
     os.makedirs(where, exist_ok=True)
     try:
         r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "flhostile", where],
-                           capture_output=True, timeout=30)
+                           capture_output=True, timeout=30 * SCALE)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -1374,7 +1398,7 @@ def full_disk_runner(cmd, left_kib):
                                 ["--out", "figures"] if mounted else ["from gnuplot came out"])
         finally:
             if mounted:
-                subprocess.run(["umount", "-l", fs], capture_output=True, timeout=30)
+                subprocess.run(["umount", "-l", fs], capture_output=True, timeout=30 * SCALE)
     return run
 
 
@@ -1385,6 +1409,42 @@ def shim_runner(cmd, trap, mention):
         good_figures(target)
         env = {"FLASHLAB_GNUPLOT": gnuplot_shim(work, 32, trap)}
         return figures_kept(case, work, target, [cmd, "--out", target], env, mention)
+    return run
+
+
+def lifted(argv, opt):
+    """argv with its limit opt lifted: 0 (no limit), or for optimize's --max-work (which must be
+    >= 1) 1e18; the option's value replaced, else appended."""
+    a, v = list(argv), "1000000000000000000" if argv[0] == "optimize" else "0"
+    if opt in a:
+        a[a.index(opt) + 1] = v
+        return a
+    return a + [opt, v]
+
+
+def budget_runner(opt):
+    """A budget case: the command is refused (exit 2, one line naming opt) within its CPU
+    ceiling; and, the planted fault, the same command with its limit lifted (the build before
+    the budget) uses at least the case's CPU ceiling (RLIMIT_CPU caps it there) -- so the case
+    fails, on an idle machine, a build that does the work before (or instead of) refusing it.  The
+    ceiling is not scaled here: CPU seconds barely grow with the load, and a scaled one would
+    cost minutes of CPU on a busy machine."""
+    def run(case, work):
+        plain = Case(case.group, case.name, case.argv, case.rc, mention=case.mention, lines=case.lines,
+                     time_limit=case.time_limit, mem_mb=case.mem_mb)
+        pr = run_case(plain)
+        ceiling = max(1, math.ceil(case.time_limit))
+        c = Case(case.group, case.name, lifted(case.argv, opt), rc="any", lines=None, stdout_empty=False,
+                 time_limit=ceiling + 1, mem_mb=4096, cpu_s=ceiling)
+        start = time.monotonic()
+        p, _ = launch(c.argv, work, c, None)
+        rc, rss, out, err, cpu = wait_rusage(p, start + kill_after(c))
+        # what counts is the CPU used: the limit only caps the cost (a run that finished past the
+        # ceiling, the cap not having struck first, shows the work as well)
+        if cpu < 0.9 * ceiling:
+            pr.append(f"planted fault missed: with {opt} lifted the command ended (status {rc}) after {cpu:.1f} s "
+                      f"of CPU, within the ceiling of {ceiling} s: the refusal is not shown to spare any work")
+        return pr
     return run
 
 
