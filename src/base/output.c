@@ -174,12 +174,15 @@ fl_status fl_output_catch_signals(void)
     return FL_OK;
 }
 
-/* Blocks the asynchronous signals caught (a commit must not be cut in half); restores with
- * unblock.  Faults are not blocked: a fault while blocked ends the process at once. */
+/* Blocks the signals caught (a commit must not be cut in half, a temporary must not be created
+ * and left unregistered); restores with unblock.  The fault signals are blocked too: sent by
+ * kill() they wait for unblock and its cleanup (seen: a SIGSYS between open and registration
+ * left a temporary); a real fault inside these few lines ends the process at once instead. */
 static void block(sigset_t *old)
 {
     sigset_t s;
     async_set(&s);
+    for (int i = 0; i < NFAULTS; i++) sigaddset(&s, caught_faults[i]);
     sigprocmask(SIG_BLOCK, &s, old);
 }
 
