@@ -27,7 +27,8 @@ int fl_figures_names(const char **names, int cap);
 
 /* Before any work: a gnuplot with the pngcairo, pdfcairo and svg terminals runs (FL_EINVAL
  * naming what to install otherwise), and the scripts exist.  scripts: the figures/ directory
- * (NULL: $FLASHLAB_FIGURES_DIR, else the source tree's); *resolved receives the one used. */
+ * (NULL: $FLASHLAB_FIGURES_DIR, else an installed flashlab's figures/ beside the executable or in
+ * ../share/flashlab/figures, else the source tree's); *resolved receives the one used. */
 fl_status fl_figures_prepare(const char *scripts, const char **resolved);
 
 /* fl_outdir_open(dir, "--out", ...) for a directory whose path goes into gnuplot's strings:

@@ -11,6 +11,7 @@
 #include "listparse.h"
 #include <flashlab/optimize.h>
 #include <flashlab/output.h>
+#include <flashlab/version.h>
 #include "problem_opts.h"
 #include "shard.h"
 

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <flashlab/cp.h>
 #include <flashlab/regimes.h>
 #include <flashlab/schedule.h>
+#include <flashlab/version.h>
 
 #ifndef FLASHLAB_FIGURES_DIR
 #define FLASHLAB_FIGURES_DIR "figures"
@@ -255,14 +257,43 @@ static fl_status gnuplot(const char *scripts, const char *dir, const figure *fg,
     return k == 1 ? fix_pdf_date(out) : FL_OK;
 }
 
+/* The gnuplot scripts of an installed flashlab, found from the running executable: figures/
+ * beside it (the wheel and the student-only layout: flashlab/flashlab beside flashlab/figures/),
+ * else ../share/flashlab/figures (cmake --install: bin/flashlab, share/flashlab/figures/).  The
+ * directory holding style.gp is written into buf; NULL when there is none (a CLI in its build
+ * folder, or a system without /proc/self/exe). */
+static const char *installed_figures(char *buf, size_t cap)
+{
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || (size_t)n >= sizeof exe - 1) return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = '\0';
+    static const char *const rel[] = {"figures", "../share/flashlab/figures"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char style[4200];
+        const int a = snprintf(buf, cap, "%s/%s", exe, rel[i]);
+        const int b = snprintf(style, sizeof style, "%s/style.gp", buf);
+        char real[PATH_MAX];
+        if (a > 0 && (size_t)a < cap && b > 0 && (size_t)b < sizeof style && access(style, R_OK) == 0)
+            return realpath(buf, real) && strlen(real) < cap ? strcpy(buf, real) : buf;
+    }
+    return NULL;
+}
+
 fl_status fl_figures_prepare(const char *scripts, const char **resolved)
 {
     /* the scripts' source, named in every refusal: --scripts, else $FLASHLAB_FIGURES_DIR, else
-     * the built-in figures/ of the source tree */
+     * an installed flashlab's own (installed_figures), else the built-in figures/ of the source
+     * tree */
+    static char installed[4096];
     const char *from = "--scripts";
     if (scripts && !*scripts) return fl_fail(FL_EINVAL, "--scripts: needs a directory name");
     if (!scripts && (scripts = getenv("FLASHLAB_FIGURES_DIR")) && *scripts) from = "FLASHLAB_FIGURES_DIR";
-    if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR, from = "figures";
+    if (!scripts || !*scripts) scripts = installed_figures(installed, sizeof installed), from = "figures";
+    if (!scripts) scripts = FLASHLAB_FIGURES_DIR;
     FL_TRY(fl_gnuplot_check());
     FL_TRY(safe_path(from, scripts));
     char path[4200];

@@ -25,6 +25,7 @@
 #include "problem_opts.h"
 #include "shard.h"
 #include <flashlab/sweep.h>
+#include <flashlab/version.h>
 
 static const char *usage =
     "usage: flashlab sweep [options]\n"

@@ -1,8 +1,8 @@
 /* abi.c: prints, as JSON, the size, the field offsets and the field sizes of every C structure
- * notebooks/flashlab.py mirrors with ctypes.  `python3 flashlab.py --check-abi <this program>` compares them (ctest:
- * notebooks_abi), so a field added to a header, or one whose type changes, cannot silently shift the
- * binding's view.  The function signatures are checked by compiling flashlab.py's prototypes
- * against the headers (flashlab.py --check-abi ... --cc). */
+ * the binding (python/flashlab/) mirrors with ctypes.  `python3 -m flashlab.abi <this program>`
+ * compares them (ctest: notebooks_abi), so a field added to a header, or one whose type changes,
+ * cannot silently shift the binding's view.  The function signatures are checked by compiling the
+ * binding's prototypes against the headers (python3 -m flashlab.abi ... --cc). */
 #include <stddef.h>
 #include <stdio.h>
 

@@ -68,7 +68,7 @@ fl_status fl_osm_tiled_checked(const double *s, int64_t n, const double *V, int6
 
 /* ---- Checked tile ops: the machine's operations for a schedule written outside the library ----
  *
- * A student's schedule (the binding's student machine, notebooks/flmachine.py) is a sequence of
+ * A student's schedule (the binding's student machine, python/flashlab/flmachine.py) is a sequence of
  * these calls; its values stay in the machine and reach the caller only through fl_store.  Every
  * op checks what fl_op_* trusts, and fails with one message naming the op, the buffer and the
  * rule (nothing is changed when it fails):

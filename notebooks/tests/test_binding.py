@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""test_binding.py: the ctypes binding (notebooks/flashlab.py) refuses what would crash or
+"""test_binding.py: the ctypes binding (the package flashlab, python/flashlab/) refuses what would crash or
 silently compute garbage, with a FlashlabError (unittest, standard library only; ctest:
 notebooks_binding).
 
 Each case runs its snippet in a fresh python3 process, so a binding that segfaults fails the
-case instead of killing the test run.  The binding under test is the flashlab.py in
-$FLASHLAB_PY_DIR (default: notebooks/), so the same cases can be run against another version:
+case instead of killing the test run.  The binding under test is the package flashlab in the
+folder $FLASHLAB_PY_DIR (default: python/), so the same cases can be run against another version:
 
     FLASHLAB_PY_DIR=/tmp/old FLASHLAB_LIB=build/src/libflashlab.so python3 test_binding.py -v
 """
@@ -19,15 +19,12 @@ import textwrap
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
-PY_DIR = pathlib.Path(os.environ.get("FLASHLAB_PY_DIR", HERE.parent)).resolve()
-sys.path.insert(0, str(HERE.parent))
-from run_all import time_scale  # noqa: E402
+PY_DIR = pathlib.Path(os.environ.get("FLASHLAB_PY_DIR", HERE.parent.parent / "python")).resolve()
+from run_all import time_scale  # noqa: E402  notebooks/run_all.py, notebooks/ on PYTHONPATH (ctest)
 
 SCALE = time_scale()   # a snippet's limit catches a hang only: it grows with the load
 
 PRELUDE = """
-import sys
-sys.path.insert(0, {dir!r})
 import flashlab as fl
 def outcome(f):
     try:
@@ -42,8 +39,11 @@ def outcome(f):
 
 
 def run_snippet(code, env=None, cwd=None, py_dir=PY_DIR):
-    """(returncode, the OUTCOME line or the last stderr line) of code run after PRELUDE."""
-    src = textwrap.dedent(PRELUDE.format(dir=str(py_dir))) + textwrap.dedent(code)
+    """(returncode, the OUTCOME line or the last stderr line) of code run after PRELUDE, with the
+    package's folder py_dir first on PYTHONPATH."""
+    src = textwrap.dedent(PRELUDE) + textwrap.dedent(code)
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = str(py_dir) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=60 * SCALE,
                        env=env, cwd=cwd)
     lines = [l for l in p.stdout.splitlines() if l.startswith("OUTCOME")]
@@ -349,12 +349,11 @@ class StudentLayout(unittest.TestCase):
         if not lib or not cli:
             self.skipTest("FLASHLAB_LIB and FLASHLAB_CLI name the built library and CLI (ctest sets them)")
         with tempfile.TemporaryDirectory() as tmp:
-            d = pathlib.Path(tmp) / "handout"
-            d.mkdir()
-            shutil.copy(PY_DIR / "flashlab.py", d)
-            shutil.copy(lib, d / "libflashlab.so")
-            shutil.copy(cli, d / "flashlab")
-            env = {k: v for k, v in os.environ.items() if k not in ("FLASHLAB_LIB", "FLASHLAB_CLI")}
+            d = pathlib.Path(tmp) / "site"   # the package as installed: the library and CLI beside it
+            shutil.copytree(PY_DIR / "flashlab", d / "flashlab", ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copy(lib, d / "flashlab" / "libflashlab.so")
+            shutil.copy(cli, d / "flashlab" / "flashlab")
+            env = {k: v for k, v in os.environ.items() if k not in ("FLASHLAB_LIB", "FLASHLAB_CLI", "PYTHONPATH")}
             rc, out = run_snippet("outcome(lambda: (fl.LIB_PATH.parent == fl.HERE, "
                                   "fl.cli_path().parent == fl.HERE, fl.run('flash2', N=256, d=16, M=2000).total))",
                                   env=env, cwd=tmp, py_dir=d)

@@ -10,6 +10,7 @@
 #include <flashlab/output.h>
 #include <flashlab/pool.h>
 #include <flashlab/schedule.h>
+#include <flashlab/version.h>
 
 #define REGIME_N 4096
 
