@@ -9,6 +9,7 @@
 #include <flashlab/output.h>
 #include <flashlab/presets.h>
 #include <flashlab/schedule.h>
+#include <flashlab/version.h>
 
 #define HEADDIM_N 4096
 #define HEADDIM_MAX_M 8

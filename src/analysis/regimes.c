@@ -144,8 +144,8 @@ fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n)
     fl_status s = FL_OK;
     pthread_mutex_lock(&store_lock);
     if (!store) {
-        fl_regime_point *v;
-        size_t k;
+        fl_regime_point *v = NULL;
+        size_t k = 0;
         if (!(s = compute(&v, &k))) store = v, nstore = k;
     }
     if (!s) *pts = store, *n = nstore;
