@@ -170,6 +170,10 @@ int fl_problem_asks_block_mask(const fl_problem *p);
  * sinks, softcap, ALiBi, dropout, fp8), else 0. */
 int fl_problem_asks_variants(const fl_problem *p);
 
+/* The field of the first variant p asks for, in the order d_v, sinks, softcap, alibi, dropout,
+ * dtype (fp8): "d_v", "sinks", ..., "dtype"; NULL when it asks for none.  A static string. */
+const char *fl_problem_variant_field(const fl_problem *p);
+
 /* Largest value of a size field (N, Nk, d, d_v, M, Br, Bc, batch, heads, kv_heads, window sides, scale_block):
  * 2^61 - 1, the CLI's bound too, so that the sum of any two sizes fits in 64 bits. */
 #define FL_SIZE_MAX (INT64_MAX / 4)

@@ -26,10 +26,17 @@ int fl_problem_asks_kv_cache(const fl_problem *p) { return p->kv_cache != NULL; 
 
 int fl_problem_asks_block_mask(const fl_problem *p) { return p->block_mask != NULL; }
 
-int fl_problem_asks_variants(const fl_problem *p)
+int fl_problem_asks_variants(const fl_problem *p) { return fl_problem_variant_field(p) != NULL; }
+
+const char *fl_problem_variant_field(const fl_problem *p)
 {
-    return (p->d_v != 0 && p->d_v != p->d) || p->sinks != 0 || p->softcap != 0.0 || p->alibi != 0 ||
-           p->dropout != 0.0 || p->elem_bytes == 1;
+    if (p->d_v != 0 && p->d_v != p->d) return "d_v";
+    if (p->sinks != 0) return "sinks";
+    if (p->softcap != 0.0) return "softcap";
+    if (p->alibi != 0) return "alibi";
+    if (p->dropout != 0.0) return "dropout";
+    if (p->elem_bytes == 1) return "dtype";
+    return NULL;
 }
 
 /* The variants of docs/model.md §14 and the combinations that have no meaning. */
