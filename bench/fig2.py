@@ -26,9 +26,8 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_sdpa import model_bytes  # noqa: E402
-from sdpa_torch import Lib, time_ms  # noqa: E402
+from gpu_sdpa import model_bytes   # beside this file
+from sdpa_torch import Lib, time_ms
 
 B, H, N, D = 64, 16, 1024, 64
 PAPER = "paper (A100, fwd+bwd): standard 66.6 GFLOPs, 40.3 GB HBM R/W, 41.7 ms; FlashAttention 75.2 GFLOPs, 4.4 GB, 7.3 ms"

@@ -11,7 +11,7 @@ reductions, done in L2, leave the data dirty) and mixed (half the buffer reduced
 by step), and the lookups that missed are split by operation: whether the L2 keeps dirty data
 longer than data that was only read.
 
-  bench/l2_probe.py --probe PATH --out CSV [--ncu PATH] [--reduce] MIB ...
+  PYTHONPATH=scripts bench/l2_probe.py --probe PATH --out CSV [--ncu PATH] [--reduce] MIB ...
 Exit status 2 with one line on bad input; 1 when ncu or the probe fails.
 """
 import argparse
@@ -22,8 +22,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from explain_kernels import find_ncu  # noqa: E402  (the one place that finds ncu)
+from explain_kernels import find_ncu  # scripts/ on PYTHONPATH: the one place that finds ncu
 
 METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
            "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric.sum",

@@ -7,14 +7,12 @@ separates us" tables of docs/performance.md).
       --N 4096 --d 128 --B 8 --tile 128x64 [--bwd]
 """
 import argparse
-import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from sdpa_torch import Lib  # noqa: E402
+from sdpa_torch import Lib   # beside this file
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--lib", required=True)

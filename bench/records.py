@@ -32,13 +32,13 @@ import re
 import subprocess
 import sys
 
+import kernel_source   # beside this file (the script's folder, or bench/ on PYTHONPATH)
+import ladder
+import sdpa_rules
+import sdpa_timing
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
-import kernel_source  # noqa: E402
-import ladder  # noqa: E402
-import sdpa_rules  # noqa: E402
-import sdpa_timing  # noqa: E402
 
 BLOCK = re.compile(r"<!-- records: (.*?) -->\n(.*?)<!-- end records -->", re.S)
 NUMBER = re.compile(r"(?<![\w.,/])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/]|\.\d|,\d{3})|"

@@ -18,16 +18,17 @@ fl_status fl_sweep_write_csv(const fl_sweep_spec *s, FILE *out, const char *comm
                              fl_table *collect, fl_sweep_stats *st);
 
 
-/* The files figures (a)-(d), (g) and (i) make, relative to the output directory: fig_*.png, .pdf,
+/* The files figures (a)-(d), (g), (h) and (i) make, relative to the output directory: fig_*.png, .pdf,
  * .svg and data/fig_*.csv (FL_FIGURE_FILES).  Fills names[0..) up to cap; returns the count. */
 int fl_figures_names(const char **names, int cap);
 
-/* How many files fl_figures_names lists: six figures (a)-(d), (g), (i), each PNG, PDF, SVG and data. */
-#define FL_FIGURE_FILES 24
+/* How many files fl_figures_names lists: seven figures (a)-(d), (g), (h), (i), each PNG, PDF, SVG and data. */
+#define FL_FIGURE_FILES 28
 
 /* Before any work: a gnuplot with the pngcairo, pdfcairo and svg terminals runs (FL_EINVAL
  * naming what to install otherwise), and the scripts exist.  scripts: the figures/ directory
- * (NULL: $FLASHLAB_FIGURES_DIR, else the source tree's); *resolved receives the one used. */
+ * (NULL: $FLASHLAB_FIGURES_DIR, else an installed flashlab's figures/ beside the executable or in
+ * ../share/flashlab/figures, else the source tree's); *resolved receives the one used. */
 fl_status fl_figures_prepare(const char *scripts, const char **resolved);
 
 /* fl_outdir_open(dir, "--out", ...) for a directory whose path goes into gnuplot's strings:

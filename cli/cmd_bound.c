@@ -13,6 +13,7 @@
 #include <flashlab/bounds.h>
 #include <flashlab/output.h>
 #include <flashlab/schedule.h>
+#include <flashlab/version.h>
 
 static const char *problem_usage =
     "usage: flashlab bound --problem [--algo A] [problem options] [--format F] [--output FILE]\n"

@@ -54,6 +54,10 @@ static int parse(int argc, char **argv, opts *o, fl_mode mode, const char *cmd, 
             o->explain = 1;
             continue;
         }
+        if (fl_popts_flag(&o->po, name, iv, &s)) {
+            FL_TRY(s);
+            continue;
+        }
         FL_TRY(fl_args_value(&a, name, iv, &v));
         if (mode == FL_COMPUTE && strcmp(name, "--max-macs") == 0)
             FL_TRY(fl_parse_limit(name, v, 0, INT64_MAX, &o->po.p.max_macs));

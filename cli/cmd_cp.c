@@ -12,6 +12,7 @@
 #include <flashlab/cp.h>
 #include <flashlab/output.h>
 #include <flashlab/schedule.h>
+#include <flashlab/version.h>
 #include "cli.h"
 #include "problem_opts.h"
 

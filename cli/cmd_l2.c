@@ -11,6 +11,7 @@
 #include <flashlab/l2_predict.h>
 #include <flashlab/output.h>
 #include <flashlab/run.h>
+#include <flashlab/version.h>
 
 static const char *usage =
     "usage: flashlab l2 --algo A --N N --d D --Br BR --Bc BC [options]\n"

@@ -13,6 +13,7 @@
 #include <flashlab/output.h>
 #include <flashlab/presets.h>
 #include <flashlab/run.h>
+#include <flashlab/version.h>
 #include "cli.h"
 
 static const char *usage =

@@ -11,6 +11,7 @@
 #include "listparse.h"
 #include <flashlab/optimize.h>
 #include <flashlab/output.h>
+#include <flashlab/version.h>
 #include "problem_opts.h"
 #include "shard.h"
 
@@ -56,6 +57,15 @@ static void replay(FILE *out, const fl_problem *p, fl_algo a, const char *pass, 
         for (int64_t i = 0; i <= p->batch; i++) fprintf(out, "%s%" PRId64, i ? "," : "", cu[i]);
     }
     if (p->max_events != fl_problem_default().max_events) fprintf(out, " --max-events %" PRId64, p->max_events);
+    /* the variants (docs/model.md §14); a fixed-order dQ is the backward's alone */
+    if (fl_problem_dv(p) != p->d) fprintf(out, " --d-v %" PRId64, fl_problem_dv(p));
+    if (p->sinks) fputs(" --sinks", out);
+    if (p->softcap > 0.0) fprintf(out, " --softcap %.15g", p->softcap);
+    if (p->alibi) fputs(" --alibi", out);
+    if (p->dropout > 0.0) fprintf(out, " --dropout %.15g", p->dropout);
+    if (p->elem_bytes == 1) fputs(" --dtype fp8", out);
+    if (p->scale_block) fprintf(out, " --scale-block %" PRId64, p->scale_block);
+    if (p->deterministic && strcmp(pass, "fwd")) fputs(" --deterministic", out);
     fprintf(out, " --pass %s --Br %" PRId64 " --Bc %" PRId64, pass, Br, Bc);
 }
 
@@ -111,6 +121,7 @@ int fl_cmd_optimize(int argc, char **argv)
             printf(usage, fl_popts_usage);
             return 0;
         }
+        if (fl_popts_flag(&po, name, iv, &e)) continue;
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--M") == 0) fl_list_free(&Ms), e = fl_list_parse(name, v, 1, INT64_MAX / 4, &Ms);
         else if (strcmp(name, "--top") == 0) e = fl_parse_i64(name, v, 1, 1000000, &top);

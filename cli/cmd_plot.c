@@ -1,4 +1,4 @@
-/* cmd_plot.c: `flashlab plot`: figures (a)-(d) of docs/analysis.md with gnuplot.
+/* cmd_plot.c: `flashlab plot`: figures (a)-(d), (g) and (h) of docs/analysis.md with gnuplot.
  *
  * The sweeps behind the figures run here (count-only machine), their CSVs go to DIR/data/ with
  * provenance lines, and figures/fig_*.gp turn them into PNG, PDF and SVG in DIR/.  Everything is
@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,11 @@
 #include "analysis.h"
 #include "args.h"
 #include "cli.h"
+#include <flashlab/headdim.h>
 #include <flashlab/cp.h>
 #include <flashlab/regimes.h>
 #include <flashlab/schedule.h>
+#include <flashlab/version.h>
 
 #ifndef FLASHLAB_FIGURES_DIR
 #define FLASHLAB_FIGURES_DIR "figures"
@@ -129,6 +132,7 @@ static const figure figs[] = {
     {"fig_c_traffic_vs_Bc", "fig_c_traffic_vs_Bc.gp", "fig_c_traffic_vs_Bc.csv"},
     {"fig_d_ratio_vs_M", "fig_d_ratio_vs_M.gp", "fig_d_ratio_vs_M.csv"},
     {"fig_g_bounds_vs_M", "fig_g_bounds_vs_M.gp", "fig_g_bounds_vs_M.csv"}, /* regimes.c */
+    {"fig_h_traffic_vs_d", "fig_h_traffic_vs_d.gp", "fig_h_traffic_vs_d.csv"}, /* headdim.c */
     {"fig_i_context_parallel", "fig_i_context_parallel.gp", "fig_i_context_parallel.csv"}, /* cp_figure.c */
 };
 
@@ -198,7 +202,7 @@ static fl_status ratio_file(const char *dir, const fl_table *t)
 static fl_status cp_file(const char *dir)
 {
     char path[8400];
-    snprintf(path, sizeof path, "%s/data/%s", dir, figs[5].data);
+    snprintf(path, sizeof path, "%s/data/%s", dir, figs[6].data);
     FILE *f = fopen(path, "w");
     if (!f) return fl_fail(FL_EIO, "figures: cannot write %s (%s)", fl_shown(path), strerror(errno));
     const fl_status e = fl_cp_figure_csv(f);
@@ -253,14 +257,43 @@ static fl_status gnuplot(const char *scripts, const char *dir, const figure *fg,
     return k == 1 ? fix_pdf_date(out) : FL_OK;
 }
 
+/* The gnuplot scripts of an installed flashlab, found from the running executable: figures/
+ * beside it (the wheel and the student-only layout: flashlab/flashlab beside flashlab/figures/),
+ * else ../share/flashlab/figures (cmake --install: bin/flashlab, share/flashlab/figures/).  The
+ * directory holding style.gp is written into buf; NULL when there is none (a CLI in its build
+ * folder, or a system without /proc/self/exe). */
+static const char *installed_figures(char *buf, size_t cap)
+{
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || (size_t)n >= sizeof exe - 1) return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = '\0';
+    static const char *const rel[] = {"figures", "../share/flashlab/figures"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char style[4200];
+        const int a = snprintf(buf, cap, "%s/%s", exe, rel[i]);
+        const int b = snprintf(style, sizeof style, "%s/style.gp", buf);
+        char real[PATH_MAX];
+        if (a > 0 && (size_t)a < cap && b > 0 && (size_t)b < sizeof style && access(style, R_OK) == 0)
+            return realpath(buf, real) && strlen(real) < cap ? strcpy(buf, real) : buf;
+    }
+    return NULL;
+}
+
 fl_status fl_figures_prepare(const char *scripts, const char **resolved)
 {
     /* the scripts' source, named in every refusal: --scripts, else $FLASHLAB_FIGURES_DIR, else
-     * the built-in figures/ of the source tree */
+     * an installed flashlab's own (installed_figures), else the built-in figures/ of the source
+     * tree */
+    static char installed[4096];
     const char *from = "--scripts";
     if (scripts && !*scripts) return fl_fail(FL_EINVAL, "--scripts: needs a directory name");
     if (!scripts && (scripts = getenv("FLASHLAB_FIGURES_DIR")) && *scripts) from = "FLASHLAB_FIGURES_DIR";
-    if (!scripts || !*scripts) scripts = FLASHLAB_FIGURES_DIR, from = "figures";
+    if (!scripts || !*scripts) scripts = installed_figures(installed, sizeof installed), from = "figures";
+    if (!scripts) scripts = FLASHLAB_FIGURES_DIR;
     FL_TRY(fl_gnuplot_check());
     FL_TRY(safe_path(from, scripts));
     char path[4200];
@@ -313,6 +346,8 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log)
         goto out;
     snprintf(path, sizeof path, "%s/data/%s", dir, figs[4].data);
     if ((e = fl_regimes_write_path(path))) goto out;
+    snprintf(path, sizeof path, "%s/data/%s", dir, figs[5].data);
+    if ((e = fl_headdim_write_path(path))) goto out;
     if ((e = cp_file(dir))) goto out;
 
     for (int i = 0; i < NFIGS; i++) {
@@ -321,6 +356,7 @@ fl_status fl_figures_write(const char *dir, const char *scripts, FILE *log)
         if (i < 2) snprintf(vars, sizeof vars, "c1=%.6g; M=98304; d=64", c.c);
         else snprintf(vars, sizeof vars, "M=98304; d=64; c1=0");
         if (i == 4) fl_regimes_gnuplot_vars(scripts, vars, sizeof vars);
+        if (i == 5) fl_headdim_gnuplot_vars(vars, sizeof vars);
         for (int k = 0; k < 3; k++) {
             if (log) fprintf(log, "figures: %s.%s\n", figs[i].name, fmts[k]);
             if ((e = gnuplot(scripts, dir, &figs[i], fmts[k], vars))) goto out;
@@ -334,7 +370,7 @@ out:
 
 static const char *usage =
     "usage: flashlab plot [--out DIR] [--scripts DIR]\n"
-    "Runs the sweeps behind figures (a)-(d), (g) and (i) (docs/analysis.md) on the count-only machine and\n"
+    "Runs the sweeps behind figures (a)-(d), (g), (h) and (i) (docs/analysis.md) on the count-only machine and\n"
     "draws them with gnuplot as PNG, PDF and SVG into DIR (data CSVs in DIR/data/).\n\n"
     "  --out DIR      output directory (created if missing)        [flashlab-figures]\n"
     "  --scripts DIR  the gnuplot scripts (figures/ of the source)  [$FLASHLAB_FIGURES_DIR or built-in]\n"
@@ -369,6 +405,6 @@ int fl_cmd_plot(int argc, char **argv)
     if (!e) e = fl_outdir_commit(od); /* every file, or none */
     else fl_outdir_abort(od);
     if (e) return fl_cli_error(e);
-    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), (g) and (i), and their data in data/)\n", dir, n);
+    printf("figures written to %s (%d files: PNG, PDF, SVG of figures (a)-(d), (g), (h) and (i), and their data in data/)\n", dir, n);
     return 0;
 }

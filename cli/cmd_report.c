@@ -22,6 +22,7 @@
 #include "analysis.h"
 #include "args.h"
 #include "cli.h"
+#include <flashlab/headdim.h>
 #include <flashlab/regimes.h>
 #include <flashlab/examples.h>
 #include <flashlab/presets.h>
@@ -242,6 +243,8 @@ int fl_cmd_report(int argc, char **argv)
         size_t npts;
         if ((e = fl_regimes_collect(&pts, &npts))) goto fail;
         fl_regimes_print(o.out, pts, npts);
+        if ((e = fl_headdim_collect(&pts, &npts))) goto fail; /* computed once: figure (h) reuses it */
+        fl_headdim_print(o.out, pts, npts);
     }
     examples(o.out);
 
@@ -251,7 +254,7 @@ int fl_cmd_report(int argc, char **argv)
         e = fl_outdir_commit(od); /* every file, or none */
         od = NULL;
         if (e) goto fail;
-        fprintf(o.out, "\nFigures (a)-(d), (g) and (i) as PNG, PDF and SVG, and their data, written to %s (%d files, "
+        fprintf(o.out, "\nFigures (a)-(d), (g), (h) and (i) as PNG, PDF and SVG, and their data, written to %s (%d files, "
                        "and data/report_sweep.csv)\n", o.dir, nfiles);
     }
     if (fflush(o.out) != 0 || ferror(o.out)) {

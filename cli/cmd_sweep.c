@@ -25,6 +25,7 @@
 #include "problem_opts.h"
 #include "shard.h"
 #include <flashlab/sweep.h>
+#include <flashlab/version.h>
 
 static const char *usage =
     "usage: flashlab sweep [options]\n"
@@ -179,6 +180,7 @@ int fl_cmd_sweep(int argc, char **argv)
             else s.M_upto_Nd = 1;
             continue;
         }
+        if (fl_popts_flag(&po, name, iv, &e)) continue;
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--algo") == 0) e = fl_list_parse_algos(v, s.algos, &s.nalgos), algo_all = !strcmp(v, "all");
         else if (strcmp(name, "--N") == 0) fl_list_free(&N), e = fl_list_parse(name, v, 1, big, &N);

@@ -85,6 +85,10 @@ static int parse(int argc, char **argv, opts *o)
             o->compute = 1;
             continue;
         }
+        if (fl_popts_flag(&o->po, name, iv, &s)) {
+            FL_TRY(s);
+            continue;
+        }
         FL_TRY(fl_args_value(&a, name, iv, &v));
         if (strcmp(name, "--algo") == 0) FL_TRY(parse_algos(v, o));
         else if (strcmp(name, "--format") == 0) FL_TRY(fl_trace_format_parse(v, &o->fmt));

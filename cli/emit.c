@@ -29,7 +29,9 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
         fputs(with_errors ? ",max_abs_err,rel_err" : "", out);
         fputs(",pass,Nk,causal,window_left,window_right,batch,heads,kv_heads,varlen,fwd_total,bwd_total", out);
         fputs(with_errors ? ",dq_rel_err,dk_rel_err,dv_rel_err" : "", out);
-        fputs(",splits,page_size,density\n", out); /* decode, blocksparse (docs/model.md §8) */
+        fputs(",splits,page_size,density", out); /* decode, blocksparse (docs/model.md §8) */
+        fputs(",d_v,sinks,softcap,alibi,dropout,elem_bytes,scale_block,deterministic", out); /* §14 */
+        fputs(with_errors ? ",dsink_rel_err\n" : "\n", out);
     } else if (fmt == FL_FMT_JSON) {
         fputs("[", out);
     } else {
@@ -42,6 +44,29 @@ void fl_emit_begin(fl_emitter *e, FILE *out, fl_format fmt, int with_errors)
 static const char *pass_name(fl_pass p)
 {
     return p == FL_PASS_BWD ? "bwd" : p == FL_PASS_FWD_BWD ? "fwd+bwd" : "fwd";
+}
+
+/* Nonzero when the problem uses a variant of docs/model.md §14 (d_v, sinks, softcap, ALiBi,
+ * dropout, fp8, a deterministic backward): the table then prints them. */
+static int has_score_variant(const fl_problem *p)
+{
+    return (p->d_v && p->d_v != p->d) || p->sinks || p->softcap != 0.0 || p->alibi || p->dropout != 0.0 ||
+           p->elem_bytes == 1 || p->deterministic;
+}
+
+/* The §14 variants of p in words, into buf. */
+static const char *variants_text(const fl_problem *p, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "d_qk = %" PRId64 ", d_v = %" PRId64, p->d, fl_problem_dv(p));
+    if (p->sinks && k < n) k += (size_t)snprintf(buf + k, n - k, "; sinks");
+    if (p->softcap != 0.0 && k < n) k += (size_t)snprintf(buf + k, n - k, "; softcap %g", p->softcap);
+    if (p->alibi && k < n) k += (size_t)snprintf(buf + k, n - k, "; ALiBi");
+    if (p->dropout != 0.0 && k < n) k += (size_t)snprintf(buf + k, n - k, "; dropout %g", p->dropout);
+    if (p->elem_bytes == 1 && k < n)
+        k += p->scale_block ? (size_t)snprintf(buf + k, n - k, "; fp8, a scale per %" PRId64 " rows", p->scale_block)
+                            : (size_t)snprintf(buf + k, n - k, "; fp8, a scale per sequence and head");
+    if (p->deterministic && k < n) snprintf(buf + k, n - k, "; deterministic dQ");
+    return buf;
 }
 
 /* Nonzero when the problem uses a variant (masks, heads, varlen, passes): the table then prints it. */
@@ -84,8 +109,12 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                 p->window_right, p->batch, p->heads, p->kv_heads ? p->kv_heads : p->heads,
                 p->cu_seqlens_q != NULL, r->fwd_total, r->bwd_total);
         if (e->with_errors) fprintf(out, ",%.3e,%.3e,%.3e", r->dq_rel_err, r->dk_rel_err, r->dv_rel_err);
-        fprintf(out, ",%" PRId64 ",%" PRId64 ",%.10g\n", fl_kv_cache_of(p)->splits, fl_kv_cache_of(p)->page_size,
+        fprintf(out, ",%" PRId64 ",%" PRId64 ",%.10g", fl_kv_cache_of(p)->splits, fl_kv_cache_of(p)->page_size,
                 fl_block_sparsity_or_default(p->block_mask)->density);
+        fprintf(out, ",%" PRId64 ",%d,%.10g,%d,%.10g,%d,%" PRId64 ",%d", fl_problem_dv(p), p->sinks, p->softcap,
+                p->alibi, p->dropout, p->elem_bytes, p->scale_block, p->deterministic);
+        if (e->with_errors) fprintf(out, ",%.3e", r->dsink_rel_err);
+        fputc('\n', out);
         break;
     case FL_FMT_JSON:
         fprintf(out, "%s\n  {\"algo\": \"%s\", \"N\": %" PRId64 ", \"d\": %" PRId64 ", \"M\": %" PRId64
@@ -110,6 +139,10 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
         fprintf(out, ", \"splits\": %" PRId64 ", \"page_size\": %" PRId64 ", \"density\": %.10g",
                 fl_kv_cache_of(p)->splits, fl_kv_cache_of(p)->page_size,
                 fl_block_sparsity_or_default(p->block_mask)->density); /* decode, blocksparse */
+        fprintf(out, ", \"d_v\": %" PRId64 ", \"sinks\": %d, \"softcap\": %.10g, \"alibi\": %d, \"dropout\": %.10g"
+                     ", \"elem_bytes\": %d, \"scale_block\": %" PRId64 ", \"deterministic\": %d",
+                fl_problem_dv(p), p->sinks, p->softcap, p->alibi, p->dropout, p->elem_bytes, p->scale_block,
+                p->deterministic); /* docs/model.md §14 */
         fputs(",\n   \"tensors\": {", out);
         for (int t = 0; t < r->ntensors; t++)
             fprintf(out, "%s\"%s\": {\"reads\": %" PRId64 ", \"writes\": %" PRId64
@@ -127,6 +160,8 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
             json_num(out, r->dk_rel_err);
             fputs(", \"dv_rel_err\": ", out);
             json_num(out, r->dv_rel_err);
+            fputs(", \"dsink_rel_err\": ", out);
+            json_num(out, r->dsink_rel_err);
         }
         fputc('}', out);
         break;
@@ -155,6 +190,13 @@ void fl_emit_row(fl_emitter *e, const fl_result *r)
                 fprintf(out, "; gradients rel. error dQ %.3e, dK %.3e, dV %.3e\n", r->dq_rel_err,
                         r->dk_rel_err, r->dv_rel_err);
         }
+        if (has_score_variant(p)) {
+            char v[256];
+            fprintf(out, "          %s", variants_text(p, v, sizeof v));
+            if (e->with_errors && p->sinks && (p->pass & FL_PASS_BWD))
+                fprintf(out, "; dsink rel. error %.3e", r->dsink_rel_err);
+            fputc('\n', out);
+        }
         break;
     }
     e->rows++;
@@ -174,6 +216,10 @@ void fl_emit_explain(FILE *out, const fl_result *r)
     const fl_schedule *sc = fl_schedule_get(p->algo);
     const int chunks_d = (sc->flags & FL_SCHED_CHUNKS_D) != 0;
     if (sc->explain) sc->explain(out, p, b);
+    if (fl_problem_dv(p) != p->d) /* rule D1: one line serves every schedule's footprint */
+        fprintf(out, "  d_v = %" PRId64 " != d: each footprint's d terms split, Q and K tiles d wide, V and O tiles d_v\n"
+                     "    wide (docs/model.md rule D1; F2: Br*(d + d_v) + Bc*(d + d_v) + Br*Bc + 2*Br)\n",
+                fl_problem_dv(p));
     fprintf(out, "  %schosen%s: Br = %" PRId64 ", Bc = %" PRId64 "%s",
             p->pass == FL_PASS_BWD ? "forward (runs to produce the backward's inputs; not counted) " : "",
             b->overridden ? " (override)" : "",

@@ -6,6 +6,7 @@
 #include "args.h"
 #include <flashlab/output.h>
 #include <flashlab/pool.h>
+#include <flashlab/version.h>
 #include "cli.h"
 
 static const struct {

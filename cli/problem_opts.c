@@ -11,10 +11,21 @@
 
 const char fl_popts_usage[] =
     "  --N N         query sequence length (packed tokens with --cu-seqlens-q) [1024]\n"
-    "  --d D         head dimension                                   [64]\n"
+    "  --d D         head dimension of Q and K (also --d-qk)          [64]\n"
+    "  --d-v D       head dimension of V and O (MLA: 576/512)         [d]\n"
     "  --M M         SRAM capacity in elements (overrides --sram)     [98304 = A100 192 KiB, fp16]\n"
     "  --sram GPU    M from a preset: a100, h100, h200, b200          [a100]\n"
-    "  --dtype T     fp16, bf16 or fp32: bytes per element; M from --sram [fp16]\n"
+    "  --dtype T     fp16, bf16, fp32 or fp8 (e4m3 Q, K, V with scale factors; O bf16):\n"
+    "                bytes per element; M from --sram              [fp16]\n"
+    "  --scale-block B  fp8: rows per scale factor of Q, K, V [0 = one per sequence and head]\n"
+    "  --model NAME  heads, head dims, sinks, softcap of a current model: gpt-oss-120b,\n"
+    "                llama-3-8b, gemma-2-9b, gemma-4-global, deepseek-v3, deepseek-v3-decode\n"
+    "                (options given explicitly win)\n"
+    "  --sinks       a learnable sink logit per query head joins each row's softmax\n"
+    "  --softcap C   scores become C tanh(s / C) (Gemma 2: 50)         [0 = none]\n"
+    "  --alibi       ALiBi bias -m_h |i + Nk - Nq - j|, m_h = 2^(-8(h+1)/heads)\n"
+    "  --dropout P   drop entries of P with probability P (Philox from --seed) [0]\n"
+    "  --deterministic  the backward's dQ in a fixed order (per-key-block partials, not atomics)\n"
     "  --Br B        query block rows (default: the schedule's rule, docs/model.md §3)\n"
     "  --Bc B        key/value block rows (default: the schedule's rule)\n"
     "  --seed S      seed of the random inputs (run)                  [1]\n"
@@ -75,6 +86,23 @@ static fl_status check_dtype(const char *v)
     return fl_dtype_parse(v, &bytes);
 }
 
+static fl_status check_model(const char *v)
+{
+    const fl_model_preset *m;
+    return fl_model_preset_find(v, &m);
+}
+
+int fl_popts_flag(fl_popts *o, const char *name, const char *iv, fl_status *s)
+{
+    fl_problem *p = &o->p;
+    if (strcmp(name, "--sinks") == 0) p->sinks = 1, o->keep |= FL_MODEL_KEEP_SINKS;
+    else if (strcmp(name, "--alibi") == 0) p->alibi = 1;
+    else if (strcmp(name, "--deterministic") == 0) p->deterministic = 1;
+    else return 0;
+    *s = fl_args_flag(name, iv);
+    return 1;
+}
+
 static fl_status parse_pass(const char *v, fl_pass *out)
 {
     if (strcmp(v, "fwd") == 0) *out = FL_PASS_FWD;
@@ -99,8 +127,14 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
     const int64_t big = INT64_MAX / 4;
     fl_problem *p = &o->p;
     *s = FL_OK;
-    if (strcmp(name, "--N") == 0) *s = fl_parse_i64(name, v, 1, big, &p->N), o->set_N = 1;
-    else if (strcmp(name, "--d") == 0) *s = fl_parse_i64(name, v, 1, big, &p->d);
+    if (strcmp(name, "--N") == 0) *s = fl_parse_i64(name, v, 1, big, &p->N), o->set_N = 1, o->keep |= FL_MODEL_KEEP_N;
+    else if (strcmp(name, "--d") == 0 || strcmp(name, "--d-qk") == 0)
+        *s = fl_parse_i64(name, v, 1, big, &p->d), o->keep |= FL_MODEL_KEEP_D;
+    else if (strcmp(name, "--d-v") == 0) *s = fl_parse_i64(name, v, 1, big, &p->d_v), o->keep |= FL_MODEL_KEEP_DV;
+    else if (strcmp(name, "--softcap") == 0) *s = fl_popts_parse_double(name, v, &p->softcap), o->keep |= FL_MODEL_KEEP_SOFTCAP;
+    else if (strcmp(name, "--dropout") == 0) *s = fl_popts_parse_double(name, v, &p->dropout);
+    else if (strcmp(name, "--scale-block") == 0) *s = fl_parse_i64(name, v, 1, big, &p->scale_block);
+    else if (strcmp(name, "--model") == 0) *s = check_model(v), o->model = v;
     else if (strcmp(name, "--M") == 0) *s = fl_parse_i64(name, v, 1, big, &o->M_given);
     else if (strcmp(name, "--sram") == 0) *s = check_sram(v), o->sram = v;
     else if (strcmp(name, "--dtype") == 0) *s = check_dtype(v), o->dtype = v;
@@ -108,12 +142,12 @@ int fl_popts_take(fl_popts *o, const char *name, const char *v, fl_status *s)
     else if (strcmp(name, "--Bc") == 0) *s = fl_parse_i64(name, v, 1, big, &p->Bc);
     else if (strcmp(name, "--seed") == 0) *s = fl_parse_u64(name, v, &p->seed);
     else if (strcmp(name, "--pass") == 0) *s = parse_pass(v, &p->pass);
-    else if (strcmp(name, "--Nk") == 0) *s = fl_parse_i64(name, v, 1, big, &p->Nk);
+    else if (strcmp(name, "--Nk") == 0) *s = fl_parse_i64(name, v, 1, big, &p->Nk), o->keep |= FL_MODEL_KEEP_NK;
     else if (strcmp(name, "--causal") == 0) *s = fl_causal_parse(v, &p->causal);
     else if (strcmp(name, "--window") == 0) *s = parse_window(v, p);
     else if (strcmp(name, "--batch") == 0) *s = fl_parse_i64(name, v, 1, big, &p->batch), o->set_batch = 1;
-    else if (strcmp(name, "--heads") == 0) *s = fl_parse_i64(name, v, 1, big, &p->heads);
-    else if (strcmp(name, "--kv-heads") == 0) *s = fl_parse_i64(name, v, 1, big, &p->kv_heads);
+    else if (strcmp(name, "--heads") == 0) *s = fl_parse_i64(name, v, 1, big, &p->heads), o->keep |= FL_MODEL_KEEP_HEADS;
+    else if (strcmp(name, "--kv-heads") == 0) *s = fl_parse_i64(name, v, 1, big, &p->kv_heads), o->keep |= FL_MODEL_KEEP_HEADS;
     else if (strcmp(name, "--cu-seqlens-q") == 0)
         *s = fl_parse_i64_list(name, v, 0, big, o->cuq, FL_CLI_MAX_BATCH + 1, &o->ncuq);
     else if (strcmp(name, "--cu-seqlens-k") == 0)
@@ -163,6 +197,11 @@ static fl_status finish_varlen(fl_popts *o)
 
 fl_status fl_popts_finish(fl_popts *o)
 {
+    if (o->model) { /* the model's fields, except those given explicitly */
+        const fl_model_preset *m;
+        FL_TRY(fl_model_preset_find(o->model, &m));
+        fl_model_preset_apply(m, &o->p, o->keep);
+    }
     FL_TRY(finish_varlen(o));
     FL_TRY(fl_presets_resolve(o->sram, o->dtype, o->M_given, &o->p.M, &o->p.elem_bytes)); /* presets.h */
     return fl_problem_check(&o->p);

@@ -19,6 +19,8 @@ typedef struct {
     const char *sram, *dtype; /* presets.h; NULL = defaults */
     int64_t M_given;          /* --M, 0 = from --sram */
     int set_N, set_batch;
+    const char *model;        /* --model (presets.h), NULL = none */
+    unsigned keep;            /* the fields given explicitly, which --model leaves (FL_MODEL_KEEP_*) */
     int64_t cuq[FL_CLI_MAX_BATCH + 1], cuk[FL_CLI_MAX_BATCH + 1], ncuq, ncuk;
     int64_t table[FL_CLI_MAX_BATCH]; /* --block-table */
     fl_kv_cache kv;           /* decode's cache options; p.kv_cache points here once one is given */
@@ -30,6 +32,11 @@ extern const char fl_popts_usage[];
 
 void fl_popts_init(fl_popts *o);
 int fl_popts_take(fl_popts *o, const char *name, const char *value, fl_status *s);
+
+/* The problem's options that are flags (--sinks, --alibi, --deterministic): returns 1 when name
+ * is one, with the status of its parse (fl_args_flag: no "=value") in *s; 0 when it is not.  A
+ * command asks this before it reads an option's value. */
+int fl_popts_flag(fl_popts *o, const char *name, const char *inline_value, fl_status *s);
 fl_status fl_popts_finish(fl_popts *o);
 
 /* A decimal number (nan and inf allowed): strtod over the whole string, which must start with a

@@ -1,4 +1,4 @@
-/* fuzz_api.c: the C entry points the notebooks' Python binding calls (notebooks/flashlab.py),
+/* fuzz_api.c: the C entry points the notebooks' Python binding calls (python/flashlab/),
  * with arbitrary arguments, each against an oracle of its documented contract:
  *
  *   0  fl_run on an fl_problem whose every field is arbitrary (sizes, enums, seeds, doubles,

@@ -1,8 +1,8 @@
 /* abi.c: prints, as JSON, the size, the field offsets and the field sizes of every C structure
- * notebooks/flashlab.py mirrors with ctypes.  `python3 flashlab.py --check-abi <this program>` compares them (ctest:
- * notebooks_abi), so a field added to a header, or one whose type changes, cannot silently shift the
- * binding's view.  The function signatures are checked by compiling flashlab.py's prototypes
- * against the headers (flashlab.py --check-abi ... --cc). */
+ * the binding (python/flashlab/) mirrors with ctypes.  `python3 -m flashlab.abi <this program>`
+ * compares them (ctest: notebooks_abi), so a field added to a header, or one whose type changes,
+ * cannot silently shift the binding's view.  The function signatures are checked by compiling the
+ * binding's prototypes against the headers (python3 -m flashlab.abi ... --cc). */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -57,7 +57,7 @@ int main(void)
     FIELD(fl_result, closed); FIELD(fl_result, fwd_total); FIELD(fl_result, bwd_total);
     FIELD(fl_result, segments); FIELD(fl_result, computed); FIELD(fl_result, max_abs_err);
     FIELD(fl_result, rel_err); FIELD(fl_result, lse_rel_err); FIELD(fl_result, dq_rel_err);
-    FIELD(fl_result, dk_rel_err); FIELD(fl_result, dv_rel_err);
+    FIELD(fl_result, dk_rel_err); FIELD(fl_result, dv_rel_err); FIELD(fl_result, dsink_rel_err);
     END();
     BEGIN(fl_event);
     FIELD(fl_event, kind); FIELD(fl_event, tensor); FIELD(fl_event, buf); FIELD(fl_event, r0);

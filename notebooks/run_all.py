@@ -10,11 +10,11 @@ GPU measurements, and never for every check of a notebook).  --expect pass: ever
 fails (the untouched exercises: a check that passes with no answer given checks nothing).
 --expect any: only run.  Any error in any cell, a check cell that prints no CHECK line, or a
 notebook slower than --limit seconds times the time scale fails the run (exit 1).  The time
-scale is the repository's tests/support/time_scale.py (FLASHLAB_TIME_SCALE, else the load per
-CPU, at least 1), so a loaded machine does not fail a correct notebook; 1 where that file is
-not (the student-only layout).  The notebooks run in their own
-folder with this environment (ctest sets FLASHLAB_LIB and FLASHLAB_CLI), so `import flashlab`
-works through PYTHONPATH.
+scale is the repository's tests/support/time_scale.py where it is importable (ctest puts it on
+PYTHONPATH: FLASHLAB_TIME_SCALE, else the load per CPU, at least 1), so a loaded machine does
+not fail a correct notebook; 1 elsewhere.  The notebooks run in their own folder with this
+environment: `import flashlab` finds the installed package, or the repository's python/ through
+PYTHONPATH (ctest sets it, with FLASHLAB_LIB and FLASHLAB_CLI).
 """
 import argparse
 import os
@@ -29,12 +29,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def time_scale():
-    """tests/support/time_scale.py's factor in the repository; 1 in the student-only layout."""
-    support = HERE.parent / "tests" / "support"
-    if not (support / "time_scale.py").is_file():
+    """tests/support/time_scale.py's factor where it is on the path (ctest); 1 elsewhere."""
+    try:
+        from time_scale import time_scale as scale
+    except ImportError:
         return 1.0
-    sys.path.insert(0, str(support))
-    from time_scale import time_scale as scale
     return scale()
 CHECK = re.compile(r"^CHECK (\S+): (PASS|FAIL|SKIP)\s*$", re.M)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -117,9 +116,6 @@ def main():
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per notebook [60]")
     ap.add_argument("--student", help="run with this student id (sets FLASHLAB_STUDENT, which "
                     "labkit.student() reads in each notebook's first cell)")
-    ap.add_argument("--isolated", action="store_true",
-                    help="do not put this folder on PYTHONPATH (the student-only layout: the "
-                    "notebooks import the flashlab.py and labkit/ beside them)")
     ap.add_argument("--no-skip", action="store_true",
                     help="a SKIP fails the run: the recorded data ships here (the repository, the "
                     "student-only layout), so a check that skips did not find it")
@@ -136,9 +132,6 @@ def main():
             os.environ[var] = str(pathlib.Path(os.environ[var]).resolve())
     if a.student is not None:
         os.environ["FLASHLAB_STUDENT"] = a.student
-    if not a.isolated:
-        path = os.environ.get("PYTHONPATH", "")
-        os.environ["PYTHONPATH"] = str(HERE) + (os.pathsep + path if path else "")
     try:
         limit = a.limit * time_scale()
     except ValueError as e:

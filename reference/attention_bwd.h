@@ -31,6 +31,18 @@ fl_status fl_ref_attention_bwd(int64_t Nq, int64_t Nk, int64_t d, int64_t dv, co
                                fl_keep_fn keep, const void *ctx, double *dQ, double *dK, double *dV,
                                double *O, double *L, double *P, double *dS);
 
+/* The same with the variants v (attention_ref.h; NULL: none).  With dropout (mask Z, keep
+ * probability 1 - p): dV = (P o Z)^T dO / (1 - p), dP = (dO V^T) o Z / (1 - p), D_i = sum_j P_ij
+ * dP_ij (= rowsum(dO o O)), dS = P o (dP - D); with softcap c, dS is multiplied by the
+ * derivative of the cap, 1 - tanh^2(x / c) at the uncapped score x.  P (if not NULL) receives
+ * the softmax probabilities before dropout; dsink (if not NULL and v has a sink) receives the
+ * sink's gradient, -sum_i e^(sink - L_i) D_i. */
+fl_status fl_ref_attention_bwd_v(int64_t Nq, int64_t Nk, int64_t d, int64_t dv, const double *Q,
+                                 const double *K, const double *V, const double *dO, double scale,
+                                 fl_keep_fn keep, const void *ctx, const fl_ref_variant *v, double *dQ,
+                                 double *dK, double *dV, double *O, double *L, double *P, double *dS,
+                                 double *dsink);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,7 +28,7 @@ plain forward loop), or "other" when none or both directions fit; the bits are r
 decoding is tested against an fp32 emulation of each order, with the absorbed markers left as 0
 and as a residue (--self-test, run by tests/explain/test_explain.py).
 
-  python3 scripts/bwd_order_probe.py --backend cudnn --shapes s6 --out order.csv   (needs a GPU)
+  PYTHONPATH=bench python3 scripts/bwd_order_probe.py --backend cudnn --shapes s6 --out order.csv   (needs a GPU)
   python3 scripts/bwd_order_probe.py --self-test                                 (no GPU)  
 """
 import argparse
@@ -206,8 +206,7 @@ def main():
     if not a.out:
         print("bwd_order_probe: --out: required unless --self-test", file=sys.stderr)
         return 2
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from third_party_attn import SHAPES
+    from third_party_attn import SHAPES   # beside this file; it imports bench/fast_kernels.py
     if a.backend not in ("cudnn", "flash", "efficient"):
         print(f"bwd_order_probe: --backend {a.backend}: choose cudnn, flash or efficient", file=sys.stderr)
         return 2

@@ -11,8 +11,8 @@ names and the files that name its rungs.  Fails (exit 1, one line a problem) whe
   - a measurement plan (kernels/ncu_versions.conf, ncu_speed.conf, ncu_record.conf,
     bench/ncu_heads.conf) names a version that is not a rung.
 
-    python3 scripts/check_ladder.py [ROOT]        # ROOT defaults to the repository root
-    python3 scripts/check_ladder.py --self-test   # plants each fault in a copy: each must be caught
+    PYTHONPATH=bench python3 scripts/check_ladder.py [ROOT]        # ROOT defaults to the repository root
+    PYTHONPATH=bench python3 scripts/check_ladder.py --self-test   # plants each fault in a copy: each must be caught
 """
 import os
 import re
@@ -22,9 +22,7 @@ import tempfile
 
 import check_main  # scripts/, beside this file
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "bench"))
-import ladder  # noqa: E402
+import ladder   # bench/, on PYTHONPATH (ctest sets it)
 
 PLANS = ("kernels/ncu_versions.conf", "kernels/ncu_speed.conf", "kernels/ncu_record.conf",
          "bench/ncu_heads.conf")  # first column: the version

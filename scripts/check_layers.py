@@ -6,7 +6,7 @@ import that points the wrong way (docs/architecture.md states the rule).
 
 Modules and their layers (a file may include its own module and modules of a lower layer only):
 
-    0 base        include/flashlab/{status,fields,rng,footprint,output}.h, src/base/
+    0 base        include/flashlab/{status,fields,rng,footprint,footprint_split,output,version}.h, src/base/
     1 machine     include/flashlab/{machine,ops}.h, src/machine/
     1 mask        include/flashlab/{masks,heads,blocksparse_mask}.h, src/mask/
     1 reference   reference/            (the oracle: it may include base only)
@@ -24,7 +24,7 @@ private header of src/); <gsl/...> is included by the analysis module alone; no 
 
 Every list once: the schedule registry is the only list of schedules.  Outside src/schedules/,
 the library (src/, include/flashlab/ but schedule.h, where the positions are declared for the
-schedules' own tests), the CLI (cli/) and the Python binding (notebooks/flashlab.py) never name a
+schedules' own tests), the CLI (cli/) and the Python binding (python/flashlab/__init__.py) never name a
 schedule -- no FL_ALGO_<NAME> enumerator, no string literal that is a registered name -- but ask
 the registry (by name from the user, by role, by list).  Exempt, each naming what it describes:
 the worked examples of the seeds (src/analysis/examples*.c), which illustrate named schedules as
@@ -42,7 +42,8 @@ import sys
 
 LAYER = {"base": 0, "machine": 1, "mask": 1, "reference": 1, "problem": 2, "schedules": 3,
          "run": 4, "analysis": 5, "cli": 6, "consumers": 7}
-PUBLIC = {"status": "base", "fields": "base", "rng": "base", "footprint": "base",
+PUBLIC = {"status": "base", "fields": "base", "rng": "base", "footprint": "base", "footprint_split": "base",
+          "version": "base",
           "machine": "machine", "ops": "machine",
           "output": "base", "masks": "mask", "heads": "mask", "blocksparse_mask": "mask",
           "problem": "problem", "schedule": "schedules", "decode": "schedules",
@@ -142,7 +143,7 @@ def schedule_names_used(root, rel, text, names):
     library = (rel.startswith(("src/", "cli/", "include/flashlab/")) and not rel.startswith("src/schedules/")
                and rel not in EXEMPT and not os.path.basename(rel).startswith("examples"))
     if rel.endswith(".py"):
-        if rel != "notebooks/flashlab.py":
+        if rel != "python/flashlab/__init__.py":
             return bad
         code = "\n".join(l.split("#")[0] if '"' not in l.split("#")[0] and "'" not in l.split("#")[0] else l
                          for l in text.splitlines())
@@ -180,10 +181,10 @@ def main(argv):
     root = argv[1] if len(argv) == 2 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     graph, bad, edges = {}, [], {}
     names = registered_names(root)
-    binding = os.path.join(root, "notebooks", "flashlab.py")
+    binding = os.path.join(root, "python/flashlab/__init__.py")
     if os.path.isfile(binding):
         with open(binding, encoding="utf-8", errors="replace") as f:
-            bad += schedule_names_used(root, "notebooks/flashlab.py", f.read(), names)
+            bad += schedule_names_used(root, "python/flashlab/__init__.py", f.read(), names)
     for rel in sorted(files(root)):
         src = module_of(rel)
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:

@@ -8,7 +8,7 @@ only their links are checked).  Three kinds of names:
 
   1. a path from the repository root, starting with one of its top folders (kernels/, docs/,
      figures/, src/, include/, tests/, scripts/, bench/, notebooks/, cli/, reference/, fuzz/,
-     examples/) or
+     python/, examples/) or
      with a folder the repository no longer has (sim/): it must name a file or folder; a pattern
      ('*', '?', '{a,b}', '<x>', 'NN' standing for digits, '...') must match at least one file;
   2. a bare C or CUDA file name (name.c, .h, .cu, .cuh) outside a path: some file of the
@@ -35,7 +35,7 @@ import tempfile
 import check_main  # scripts/, beside this file
 
 TOPS = ("kernels", "docs", "figures", "src", "include", "tests", "scripts", "bench", "notebooks", "cli",
-        "reference", "fuzz", "sim", "examples")
+        "reference", "fuzz", "python", "sim", "examples")
 TEXT = (".md", ".c", ".h", ".cu", ".cuh", ".py", ".sh", ".gp", ".txt", ".cmake", ".def", ".conf", ".json", ".yml",
         ".yaml", ".toml", ".ipynb")
 SKIP = ("figures/data/", "tests/golden/", "fuzz/corpus", "docs/journal/data/")
@@ -53,10 +53,17 @@ FOREIGN = {
     "kernel_forward.h": ("PyTorch's memory-efficient attention (xFormers) source", ()),
     "timeout-posix.c": ("BoxFort's source (Criterion's sandbox)", ()),
     "test_planted.c": ("a file tests/check_no_criterion_timeout.cmake writes", ("tests/CMakeLists.txt",)),
-    "src/libflashlab.so": ("inside a build folder", ("notebooks/flashlab.py",)),
-    "cli/flashlab": ("inside a build folder", ("notebooks/flashlab.py",)),
+    "src/libflashlab.so": ("inside a build folder", ("python/flashlab/__init__.py",)),
+    "cli/flashlab": ("inside a build folder", ("python/flashlab/__init__.py",)),
+    "include/flashlab/version.h": ("generated in the build folder from include/flashlab/version.h.in",
+                                   ("CMakeLists.txt", "src/CMakeLists.txt")),
+    "include/flashlab/cuda": ("a folder of the install prefix, written by `cmake --install`",
+                              ("cmake/install.cmake", "docs/install.md")),
+    "version.h": ("generated in the build folder from include/flashlab/version.h.in", ()),
+    "app.c": ("the reader's own program in an install example", ("README.md", "docs/install.md")),
+    "python/tutorials/06-fused-attention.py": ("Triton's tutorial (triton-lang/triton)", ()),
     "bench/l2_probe": ("a binary built from bench/l2_probe.cu, not tracked", ()),
-    "prototypes.c": ("a file the binding's check writes in a temporary folder", ("notebooks/flashlab.py",)),
+    "prototypes.c": ("a file the binding's check writes in a temporary folder", ("python/flashlab/__init__.py",)),
     "notebooks/X": ("a pattern of a docstring (a notebook file X)", ("notebooks/tests/test_citations.py",)),
     "reference/masks.h": ("a name the citation test feeds its scanner; output text of src/ (printed by `flashlab "
                           "example`, recorded in its goldens) left to src/'s refactoring",

@@ -43,7 +43,7 @@ mkdir -p "$TREE"
 # its line in the list.  A file is rewritten only when its content changed (so its modification
 # time says so and the build in $DIR/build stays incremental and right); files gone are removed.
 # Then the copy must differ from the tree by exactly that file and that line.
-test_v=$(python3 -c 'import sys; sys.path.insert(0, "bench"); import ladder; print(ladder.versions()[-1] + 1)')
+test_v=$(PYTHONPATH=bench python3 -c 'import ladder; print(ladder.versions()[-1] + 1)')
 NN=$(printf %02d "$test_v")
 rung=kernels/ladder/v${NN}_test_rung.cu
 changed=$(git ls-files -co --exclude-standard | python3 -c '
@@ -98,9 +98,8 @@ if ! grep -q "^$test_v  *v${NN}_test_rung.cu " <<<"$list" || ! grep -qE "^flash2
 fi
 echo "cuda_arch_matrix: flashlab-gpu --list lists test rung $test_v ($(grep -cE "^flash2 +fwd +$test_v " <<<"$list") kernels)"
 check() { # $1 = the ladder folder (ladder.def, the sources' FL_V_NEEDS); prints the table, exit 1 on a mismatch
-python3 - "$KEEP" "$1" $ARCHS <<'EOF'
+PYTHONPATH=bench python3 - "$KEEP" "$1" $ARCHS <<'EOF'
 import os, re, sys
-sys.path.insert(0, "bench")
 import ladder as lad
 keep, ladder, archs = sys.argv[1], sys.argv[2], sys.argv[3:]
 NEED = {"FL_NEED_BASE": 750, "FL_NEED_SM80": 800, "FL_NEED_SM90A": 901}

@@ -432,7 +432,6 @@ def main(argv):
     if a.cmd == "model":
         return cmd_model(a)
     if a.cmd == "table":
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from explain_match import table
         return table(a.csv)
     final = a.out
@@ -488,8 +487,7 @@ def check_gpu_args(a):
 
 
 def cmd_model(a):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from explain_match import model_cmd
+    from explain_match import model_cmd  # scripts/explain_match.py (beside this file)
     check_gpu_args(a)
     problem = parse_problem(a.problem)
     if not a.kernel and not a.schedule:
@@ -505,8 +503,7 @@ def cmd_model(a):
 
 
 def cmd_match(a):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from explain_match import match_file  # scripts/explain_match.py: the model side
+    from explain_match import match_file  # scripts/explain_match.py (beside this file): the model side
     if a.tolerance <= 0 or a.tolerance >= 1:
         fail("--tolerance", "must be between 0 and 1 (0.10 = 10 %)")
     check_gpu_args(a)

@@ -2,7 +2,9 @@
 # install-deps.sh: installs what flashlab needs on a fresh Debian/Ubuntu machine, skipping what
 # is already there.  Run as root (or with sudo available).  Idempotent.
 #   C toolchain and CMake; GSL (fits), Criterion (tests), gnuplot (figures);
-#   Python packages that execute the course notebooks (nbclient, ipykernel, nbformat).
+#   Python packages that execute the course notebooks (nbclient, ipykernel, nbformat), and those
+#   that build and inspect the wheel (scikit-build-core, auditwheel; python3-venv for the fresh
+#   virtual environment the wheel is tested in).
 #   --lab: also JupyterLab and ipywidgets, to open the labs interactively (the step viewer's
 #   slider); CI does not need them and the default install leaves them out.
 set -euo pipefail
@@ -14,7 +16,7 @@ for a in "$@"; do
   esac
 done
 
-pkgs=(build-essential cmake pkg-config libgsl-dev libcriterion-dev gnuplot-nox python3 python3-pip)
+pkgs=(build-essential cmake pkg-config libgsl-dev libcriterion-dev gnuplot-nox python3 python3-pip python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,11 +31,12 @@ else
   echo "install-deps: Debian packages already present"
 fi
 
-# Notebook runner (course labs).  Uses the python3 on PATH.
-if ! python3 -c 'import nbclient, nbformat, ipykernel' 2>/dev/null; then
-  echo "install-deps: installing nbclient, nbformat, ipykernel (pip)"
-  python3 -m pip install -q nbclient nbformat ipykernel 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages nbclient nbformat ipykernel
+# Notebook runner (course labs) and the wheel's build and inspection.  Uses the python3 on PATH.
+if ! python3 -c 'import nbclient, nbformat, ipykernel, scikit_build_core, auditwheel' 2>/dev/null; then
+  echo "install-deps: installing nbclient, nbformat, ipykernel, scikit-build-core, auditwheel (pip)"
+  py=(nbclient nbformat ipykernel scikit-build-core auditwheel)
+  python3 -m pip install -q "${py[@]}" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "${py[@]}"
 fi
 # --lab: JupyterLab and ipywidgets (8, with its JupyterLab front end, jupyterlab_widgets) for the
 # python3 on PATH, the one whose kernel runs the labs.  Where that python3 is Debian's own

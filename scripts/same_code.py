@@ -12,9 +12,9 @@ then normalized: every mangled name (_Z...) replaced by its order of first appea
 lines dropped.  Equal normalized PTX is the same device code for the same ptxas.  The host code
 (the launch: grid, tile choice) is NOT compared: a change there must be measured again.
 
-  python3 scripts/same_code.py VERSION FROM TO [--add]   compare; with --add, append the ledger
+  PYTHONPATH=bench python3 scripts/same_code.py VERSION FROM TO [--add]   compare; with --add, append the ledger
                                                          line when the PTX is the same
-  python3 scripts/same_code.py --check                   re-verify every line of the ledger
+  PYTHONPATH=bench python3 scripts/same_code.py --check                   re-verify every line of the ledger
 
 Exit 0: the same (or every line verified); 1: different (or a line fails); 2: bad input; 77: no
 nvcc, or git cannot read a commit (a shallow clone): nothing was compared.
@@ -28,8 +28,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-import kernel_source  # noqa: E402
+import kernel_source   # bench/, on PYTHONPATH (ctest sets it)
 
 LEDGER = os.path.join(ROOT, "kernels", "same_code.csv")
 COLUMNS = ("version", "from_commit", "from_sha256", "to_commit", "to_sha256", "ptx_sha256", "nvcc")

@@ -19,7 +19,10 @@ Backends:
              the tutorial computes in fp16 only, so bf16 shapes run it on fp16 copies: same bytes)
   ours       flashlab's version 10 forward and version 9 backward (libflashlab_kernels.so, --lib)
 
-  EXPLAIN_REGIONS=regions.jsonl python3 scripts/third_party_attn.py --backends flash,cudnn --shapes all
+  PYTHONPATH=bench EXPLAIN_REGIONS=regions.jsonl python3 scripts/third_party_attn.py --backends flash,cudnn --shapes all
+
+bench/fast_kernels.py (the backend `ours`) is imported from PYTHONPATH (bench/) or from beside this
+file (the flat folder docs/third_party.md copies to the GPU machine).
 """
 import argparse
 import importlib.util
@@ -29,8 +32,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from fast_kernels import FastKernels  # noqa: E402
+from fast_kernels import FastKernels
 
 # shape: (name, dtype, B, H, N, d, causal): fp16 and bf16, d 64 and 128, N 1024..16384, causal and not
 SHAPES = [

@@ -21,7 +21,7 @@ program.  `flashlab l2 --launch bwd-twopass ... --cta-timing FILE` walks the lau
 The patch is five anchored text edits; an anchor the tutorial no longer has stops the script with
 exit status 2 naming it (a different tutorial is not silently measured).
 
-  python3 scripts/triton_cta_timing.py --tutorial fused_attention.py --shapes s1,s2,s5 --out-dir DIR
+  PYTHONPATH=bench python3 scripts/triton_cta_timing.py --tutorial fused_attention.py --shapes s1,s2,s5 --out-dir DIR
 """
 import argparse
 import hashlib
@@ -31,8 +31,7 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from third_party_attn import SHAPES, Regions, profiled  # noqa: E402
+from third_party_attn import SHAPES, Regions, profiled
 
 TIMER = 'tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)'
 SMID = 'tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)'

@@ -35,7 +35,7 @@ case and requires:
      records today, and every number of its prose is one of those blocks' numbers.
      tests/check_gpu_records_test.py plants wrong records and pages of each kind that this must catch.
 
-  python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
+  PYTHONPATH=bench python3 tests/check_gpu_records.py FLASHLAB_CLI SOURCE_DIR [--no-figures]
 """
 import csv
 import functools
@@ -46,13 +46,12 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-import kernel_source  # noqa: E402
-import ladder  # noqa: E402
-import sdpa_rules  # noqa: E402
-import sdpa_timing  # noqa: E402
-import records as records_page  # noqa: E402 (bench/records.py)
-from model_cli import count, kernel_footprint  # noqa: E402
+import kernel_source   # bench/, on PYTHONPATH (ctest sets it)
+import ladder
+import sdpa_rules
+import sdpa_timing
+import records as records_page   # bench/records.py
+from model_cli import count, kernel_footprint
 
 
 def rows_of(path):

@@ -29,10 +29,9 @@ import shutil
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import check_gpu_records as cgr  # noqa: E402
-import records  # noqa: E402  (bench/, on the path through check_gpu_records)
-import sdpa_rules  # noqa: E402
+import check_gpu_records as cgr   # beside this file
+import records   # bench/, on PYTHONPATH (ctest sets it)
+import sdpa_rules
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(SRC, "figures", "data")

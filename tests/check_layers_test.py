@@ -24,8 +24,8 @@ def copy_tree():
     for top in ("include", "src", "reference", "cli", "kernels", "tests"):
         shutil.copytree(os.path.join(ROOT, top), os.path.join(tmp, top),
                         ignore=shutil.ignore_patterns("*.o", "build*", "golden"))
-    os.makedirs(os.path.join(tmp, "notebooks"))
-    shutil.copy(os.path.join(ROOT, "notebooks", "flashlab.py"), os.path.join(tmp, "notebooks"))
+    os.makedirs(os.path.join(tmp, "python", "flashlab"))
+    shutil.copy(os.path.join(ROOT, "python", "flashlab", "__init__.py"), os.path.join(tmp, "python", "flashlab"))
     return tmp
 
 
@@ -48,7 +48,7 @@ faults = [
     # every list once: the registry is the only list of schedules
     ("src/analysis/optimize.c", "static const int planted_ = FL_ALGO_FLASH1;", "uses FL_ALGO_FLASH1"),
     ("cli/cmd_count.c", 'static const char *planted_ = "flash2";', 'names the schedule "flash2"'),
-    ("notebooks/flashlab.py", 'PLANTED = ("standard", 1)', "names the schedule 'standard'"),
+    ("python/flashlab/__init__.py", 'PLANTED = ("standard", 1)', "names the schedule 'standard'"),
     ("tests/unit/analysis/test_optimize.c",
      "static const fl_algo planted_[] = {FL_ALGO_FLASH1, FL_ALGO_FLASH2};", "types a list of schedules"),
     ("tests/unit/schedules/test_bwd.c", "static void planted_(void) { for (int a = 0; a <= FL_ALGO_FLASH2; a++); }",

@@ -45,7 +45,7 @@ const fl_field *fl_kv_cache_fields(int *n);
 fl_status fl_kv_cache_check(const fl_kv_cache *kv);
 
 typedef struct {
-    int64_t Nq, Nk, d, Br, Bc;
+    int64_t Nq, Nk, d, dv, Br, Bc; /* d: Q's and K's head dimension; dv: V's and O's (rule D1) */
     int64_t Tr, Tc;      /* query blocks; key tiles of Bc rows (the last one partial) */
     int paged;           /* page_size > 0 */
     int64_t P;           /* page size (paged), else 0 */

@@ -26,6 +26,11 @@ int fl_ex_causal_corners(FILE *out);
 int fl_ex_mask_polarity(FILE *out);
 int fl_ex_gqa_map(FILE *out);
 
+/* The examples of the score variants (src/analysis/examples_variants.c): a row with a sink
+ * logit, a softcapped row, by hand, on the reference and on the machine. */
+int fl_ex_sink_row(FILE *out);
+int fl_ex_softcap_row(FILE *out);
+
 /* All examples, in listing order; *n receives their number. */
 const fl_example *fl_examples(int *n);
 

@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define FL_MAX_TENSORS 16
+#define FL_MAX_TENSORS 24
 #define FL_MAX_BUFS 32
 #define FL_NAME_LEN 16
 
@@ -129,6 +129,16 @@ fl_status fl_load(fl_machine *m, fl_buf *b, int t, int64_t r0, int64_t c0, int64
  * on t.  docs/model.md rule R2. */
 fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0, int64_t nr,
                    int64_t nc);
+
+/* Loads element (r, c) of tensor t into the register *v (docs/model.md rule R3b: a per-head
+ * scalar of a variant -- a sink logit, the dropout seed, an fp8 scale factor): one read and one
+ * tile event on t, no SRAM.  *v is 0 in FL_COUNT mode.  The trace reports it as a 1 x 1 load
+ * into the buffer "reg". */
+fl_status fl_load_scalar(fl_machine *m, int t, int64_t r, int64_t c, double *v);
+
+/* Stores the register v to element (r, c) of tensor t (rule R3b): one write and one tile
+ * event, no SRAM. */
+fl_status fl_store_scalar(fl_machine *m, double v, int t, int64_t r, int64_t c);
 
 /* Totals over all tensors; peak SRAM use (elements); number of tile events (loads + stores). */
 int64_t fl_machine_reads(const fl_machine *m);

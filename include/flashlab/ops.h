@@ -34,6 +34,12 @@ void fl_op_matmul(fl_buf *C, const fl_buf *A, const fl_buf *B, int64_t m, int64_
 double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n,
                    const double *v, int64_t ldv, double *p);
 
+/* fl_osm_step with weighted values (dropout, docs/model.md rule DR): u' = a*u + sum_j
+ * exp(s_j - m') w_j v_j while l' sums the unweighted exp(s_j - m'); an entry with w_j = 0 adds
+ * nothing to u (a dropped value is never read).  w NULL: every w_j = 1 (fl_osm_step). */
+double fl_osm_step_w(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n,
+                     const double *v, int64_t ldv, double *p, const double *w);
+
 /* fl_osm_step for a caller that holds arrays of known lengths (the Python binding), which this
  * checks instead of trusting: u holds u_len >= dv values; the step absorbs all s_len >= 1 scores
  * of s; v holds v_rows rows of ldv >= dv values, one per score (v_rows == s_len); p, when not
@@ -62,7 +68,7 @@ fl_status fl_osm_tiled_checked(const double *s, int64_t n, const double *V, int6
 
 /* ---- Checked tile ops: the machine's operations for a schedule written outside the library ----
  *
- * A student's schedule (the binding's student machine, notebooks/flmachine.py) is a sequence of
+ * A student's schedule (the binding's student machine, python/flashlab/flmachine.py) is a sequence of
  * these calls; its values stay in the machine and reach the caller only through fl_store.  Every
  * op checks what fl_op_* trusts, and fails with one message naming the op, the buffer and the
  * rule (nothing is changed when it fails):

@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "problem.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -57,11 +58,42 @@ fl_status fl_sram_preset_find(const char *name, const fl_sram_preset **out);
 /* The same lookup for the whole GPU: FL_EINVAL naming --gpu and the choices if unknown. */
 fl_status fl_gpu_preset_find(const char *name, const fl_sram_preset **out);
 
-/* Parses fp16, bf16 or fp32 into bytes per element; FL_EINVAL naming --dtype otherwise. */
+/* Parses fp16, bf16, fp32 or fp8 (e4m3: docs/model.md rule Q8) into bytes per element; FL_EINVAL
+ * naming --dtype otherwise. */
 fl_status fl_dtype_parse(const char *name, int *bytes);
 
 /* M in elements for a preset at elem_bytes per element: sram_bytes / elem_bytes. */
 int64_t fl_preset_M(const fl_sram_preset *p, int elem_bytes);
+
+/* The attention of a current model (docs/model.md §14.2): its query and K/V heads, head
+ * dimensions, sinks and softcap; decode presets also set one query per sequence (N) and a cache
+ * length (Nk).  0 in d_v: d_v = d; 0 in N, Nk: the problem's own. */
+typedef struct {
+    const char *name;   /* "gemma-2-9b" */
+    const char *what;   /* one line */
+    int64_t heads, kv_heads, d, d_v;
+    int sinks;
+    double softcap;
+    int64_t N, Nk;
+    const char *source; /* where the numbers come from */
+} fl_model_preset;
+
+/* All model presets in listing order; *n receives their number. */
+const fl_model_preset *fl_model_presets(int *n);
+
+/* The model preset called name; FL_EINVAL naming {model} and the choices if unknown. */
+fl_status fl_model_preset_find(const char *name, const fl_model_preset **out);
+
+/* The fields of a problem a caller gave itself, which a preset leaves alone. */
+enum {
+    FL_MODEL_KEEP_HEADS = 1u << 0, FL_MODEL_KEEP_D = 1u << 1, FL_MODEL_KEEP_DV = 1u << 2,
+    FL_MODEL_KEEP_SINKS = 1u << 3, FL_MODEL_KEEP_SOFTCAP = 1u << 4, FL_MODEL_KEEP_N = 1u << 5,
+    FL_MODEL_KEEP_NK = 1u << 6
+};
+
+/* Sets p's heads and kv_heads, d, d_v, sinks, softcap (and N, Nk for a decode preset) from m,
+ * except the fields named in keep (FL_MODEL_KEEP_*). */
+void fl_model_preset_apply(const fl_model_preset *m, fl_problem *p, unsigned keep);
 
 /* What --sram, --dtype and --M together mean (sram, dtype may be NULL = not given; M_given 0 =
  * not given): *elem_bytes from dtype (fp16 when absent); *M = M_given when nonzero, else the

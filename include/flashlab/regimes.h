@@ -30,6 +30,25 @@ int fl_regime_scheds(fl_algo *out);
  * otherwise. */
 fl_status fl_regimes_collect(const fl_regime_point **pts, size_t *n);
 
+/* Fills pt's counts and optimum at its (N, d, M, pass), one dense head; each schedule of
+ * fl_regime_scheds at its default rule (-1 where its smallest tiles do not fit), checked equal to
+ * its closed form (FL_EBOUNDS otherwise), and fl_optimize's optimum and bound. */
+fl_status fl_regime_point_at(fl_regime_point *pt);
+
+/* Computes the points v[0..n) (N, d, M set by the caller) with fl_regime_point_at and keeps v
+ * as *store (n points in *nstore), the points on a pool (pool.h); on an error frees v, keeps nothing and returns it. */
+fl_status fl_regimes_keep(fl_regime_point *v, size_t n, fl_regime_point **store, size_t *nstore);
+
+/* Writes the column line and one row per point (the columns below), without provenance lines;
+ * FL_EIO naming `what` when a write fails. */
+fl_status fl_regimes_write_rows(FILE *f, const fl_regime_point *pts, size_t n, const char *what);
+
+/* The summary table's column line (width receives each schedule's column width) and one row:
+ * d, M, M/d^2, the optimum with its blocks, the bound, the optimum's and each schedule's ratio to
+ * the bound ('-' where a schedule does not fit). */
+void fl_regimes_print_header(FILE *out, int ns, const fl_algo *sched, int *width);
+void fl_regimes_print_row(FILE *out, const fl_regime_point *p, int ns, const int *width);
+
 /* Writes the grid as CSV with provenance lines ('-' where a schedule does not fit or has no such
  * pass): N,d,M,pass, a column per schedule of fl_regime_scheds, optimum,optimum_algo,opt_Br,
  * opt_Bc,lower_bound,floor,product (opt_Br, opt_Bc: the pass's blocks).

@@ -6,7 +6,11 @@
  * capacity M, adds Q, K, V, O (packed over batch and heads: src/problem/segments.h), executes the
  * schedule over every (batch, head) segment and copies the counters out.  In FL_COMPUTE mode the
  * inputs are random (uniform in [-1, 1), from p->seed) and the output O is compared with
- * reference/ (and flash2's logsumexp L with the reference's).
+ * reference/ (and flash2's logsumexp L with the reference's).  The variants' inputs (docs/model.md
+ * §14) are added too: the sink logits (sink, Hq x 1, fp32, uniform in [-1, 1)), the dropout seed
+ * (rng: p->seed and offset 0, 8 bytes each), fp8's scale factors (Q_scale, K_scale, V_scale, fp32,
+ * powers of two 2^-2 .. 2^2), all drawn after the others so that a problem without them gets the
+ * inputs it always got; a backward with sinks adds their gradient dsink (Hq x 1, fp32).
  *
  * Passes (docs/model.md §backward, rule P1).  p->pass = FL_PASS_FWD counts the forward.
  * FL_PASS_FWD_BWD runs the forward and then the backward on the same machine and counts both:
@@ -50,6 +54,7 @@ typedef struct {
     double max_abs_err, rel_err;        /* O against the reference */
     double lse_rel_err;                 /* flash2's L against the reference (NAN otherwise) */
     double dq_rel_err, dk_rel_err, dv_rel_err; /* backward: gradients vs the reference (NAN otherwise) */
+    double dsink_rel_err;               /* backward with sinks: dsink vs the reference (NAN otherwise) */
 } fl_result;
 
 /* FL_COMPUTE_MAX_VALUES, the most values a compute run may hold in HBM: schedule.h. */
@@ -94,6 +99,8 @@ fl_status fl_run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void *tra
 typedef struct {
     const double *Q, *K, *V, *dO; /* inputs (dO: backward only) */
     double *O, *L, *dQ, *dK, *dV; /* outputs (L: schedules that save it; dQ, dK, dV: backward) */
+    const double *sink;           /* sinks: the Hq sink logits (NULL: random) */
+    double *dsink;                /* backward with sinks: their gradient (Hq values) */
 } fl_values;
 
 /* fl_run in FL_COMPUTE mode with the caller's inputs and a copy of the outputs: the worked

@@ -39,6 +39,10 @@ typedef struct {
     int dO, dQ, dK, dV; /* backward pass only (-1 otherwise) */
     int64_t q_rows;     /* rows of Q (and of the per-row statistics a schedule adds) */
     int64_t k_rows;     /* rows of K */
+    /* the variants' tensors (docs/model.md §14), -1 when the problem has none: */
+    int sink, dsink;    /* sinks: the logits (Hq x 1) and, in a backward, their gradient */
+    int rng;            /* dropout: the Philox seed and offset (2 x 1) */
+    int Qs, Ks, Vs;     /* fp8: the scale factors of Q, K, V (segments.h lays them out) */
     const fl_segments *segs; /* the segments, run in order k = 0 .. nseg - 1 */
     int64_t nseg;
 } fl_qkvo;
@@ -94,7 +98,16 @@ enum {
     FL_ACCEPT_VARLEN = 1u << 3,     /* cu_seqlens_q, cu_seqlens_k */
     FL_ACCEPT_BWD = 1u << 4,        /* pass bwd, fwd+bwd */
     FL_ACCEPT_KV_CACHE = 1u << 5,   /* page_size, pool_pages, page_seed, block_table, splits, pad_value */
-    FL_ACCEPT_BLOCK_MASK = 1u << 6  /* density, mask_seed */
+    FL_ACCEPT_BLOCK_MASK = 1u << 6, /* density, mask_seed */
+    /* the variants of docs/model.md §14 */
+    FL_ACCEPT_DV = 1u << 7,         /* d_v != d (Q, K tiles d wide; V, O tiles d_v wide) */
+    FL_ACCEPT_SINKS = 1u << 8,      /* sinks (and their gradient in a backward) */
+    FL_ACCEPT_SCORE_MODS = 1u << 9, /* softcap, alibi */
+    FL_ACCEPT_DROPOUT = 1u << 10,   /* dropout */
+    FL_ACCEPT_FP8 = 1u << 11,       /* dtype fp8 (elem_bytes 1) with its scale factors, scale_block */
+    FL_ACCEPT_DETERMINISTIC = 1u << 12, /* deterministic (the backward's dQ in a fixed order) */
+    FL_ACCEPT_VARIANTS = FL_ACCEPT_DV | FL_ACCEPT_SINKS | FL_ACCEPT_SCORE_MODS | FL_ACCEPT_DROPOUT | FL_ACCEPT_FP8 |
+                         FL_ACCEPT_DETERMINISTIC /* all of §14 */
 };
 
 /* The positions of the registered schedules (registry.c), for the tests and fuzzers of these
@@ -133,10 +146,11 @@ struct fl_schedule {
      * FL_EINVAL naming --Br/--Bc when an override does not fit. */
     fl_status (*blocks)(const fl_problem *p, int bwd, fl_blocks *b);
 
-    /* The SRAM footprint (elements) of the pass's tile buffers for blocks (Br, Bc, Bd) at head
-     * dimension d with a group of G stacked query heads; -1 on overflow.  NULL: the schedule's
-     * footprint depends on more of the problem than this (its blocks report it). */
-    int64_t (*footprint)(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+    /* The SRAM footprint (elements) of the pass's tile buffers for blocks (Br, Bc, Bd) on problem
+     * p (its head dimensions d, d_v and variants) with a group of G stacked query heads; -1 on
+     * overflow.  NULL: the schedule's footprint depends on more of the problem than its blocks
+     * (its blocks report it). */
+    int64_t (*footprint)(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd);
 
     /* The exact counts of a pass with that pass's blocks (docs/model.md §4).  FL_EOVERFLOW when
      * a count does not fit in 64 bits. */
@@ -184,7 +198,7 @@ struct fl_schedule {
      * forward of one dense head must be O(1) (optimize counts it as 1).  NULL: 1. */
     int64_t (*closed_form_terms)(int bwd, int dense, int64_t nq, int64_t nk, int64_t Br, int64_t Bc);
     /* FL_SEARCH_BOUND: a lower bound on the count of a pass (bwd = 0 forward, 1 backward) of p's
-     * problem over one sequence whose keep rule is mk (one query head), for blocks Br and every
+     * problem (its d and d_v) over one sequence whose keep rule is mk (one query head), for blocks Br and every
      * Bc <= cmax (lemma O4).  It walks the row blocks (and, backward, the keys) of mk once. */
     double (*count_floor)(int bwd, const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax);
 
@@ -226,8 +240,14 @@ fl_status fl_blocks_choose(const fl_problem *p, fl_blocks *b);
 fl_status fl_blocks_choose_pass(const fl_problem *p, int bwd, fl_blocks *b);
 
 /* Footprint of a pass: fl_footprint for the forward with group G = 1; the backward's
- * (F1b)/(F2b), and flash2-gqa's stacked query tiles G*Br (F2g, F2b).  -1 on overflow. */
+ * (F1b)/(F2b), and flash2-gqa's stacked query tiles G*Br (F2g, F2b).  -1 on overflow.  The
+ * problem is the default one of schedule a at head dimension d (d_v = d, no variant). */
 int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+
+/* The footprint of a pass of p's schedule on p itself (its d, d_v and variants: docs/model.md
+ * rule D1), G query heads stacked.  -1 on overflow or for a schedule without a footprint
+ * function. */
+int64_t fl_footprint_of(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd);
 
 /* The closed forms of docs/model.md §4: (C0) standard, (C1) flash1, (C2) flash2, and with the
  * variants (src/schedules/dispatch.c): masks (C2m, C1m), heads and varlen (sums over segments),

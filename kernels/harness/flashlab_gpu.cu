@@ -29,6 +29,7 @@
 extern "C" {
 #include "args.h"
 #include "run.h"
+#include <flashlab/version.h>
 }
 
 #ifdef FL_COUNTERS

@@ -1,4 +1,5 @@
-"""child.py: the process in which the grader runs a student's code (python3 -I child.py ...).
+"""child.py: the process in which the grader runs a student's code (python3 -I child.py R W PACKAGE:
+the pipes to read and write, the folder of the package flashlab).
 
 It holds nothing the grade depends on: no instructor secret, no expected value, no machine.  It
 runs the lab's given cells and the student's answer cells, and calls the student's functions when
@@ -28,11 +29,23 @@ import traceback
 import types
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import flmachine          # noqa: E402  (the Chip front end: no C library behind it here)
-from grader import wire   # noqa: E402
-
 RFD, WFD = int(sys.argv[1]), int(sys.argv[2])
+PACKAGE = pathlib.Path(sys.argv[3])   # the folder of the package flashlab (session.py names it)
+
+
+def _load(name, path):
+    """The module in the file path, imported under name (python3 -I puts neither this folder nor
+    the package's on sys.path, and the package's __init__, the binding, must not run here)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+wire = _load("grader.wire", HERE / "wire.py")
+flmachine = _load("flashlab.flmachine", PACKAGE / "flmachine.py")   # the Chip front end: no C library here
 OUT_LIMIT = 4000
 
 
@@ -143,6 +156,7 @@ def proxy_flashlab(data_dir):
     fl.ALGOS = tuple(request({"kind": "fl", "fn": "ALGOS", "args": [], "kwargs": {"$d": []}}))
     fl.CLASSIC = ("standard", "flash1", "flash2")
     fl.data_dir = lambda: pathlib.Path(data_dir)
+    fl.flmachine = flmachine
 
     def make(name):
         def call(*args, **kwargs):
@@ -177,23 +191,21 @@ class _Stub(types.ModuleType):
         return _refused(f"{self.__name__}.{name}")
 
 
-def stub_labkit(student, params, lab):
-    kit = _Stub("labkit")
+def stub_labkit(fl, student, params, lab):
+    """The modules flashlab.labkit and flashlab.labkit.* while grading, set as fl.labkit too."""
+    kit = _Stub("flashlab.labkit")
     kit.student = lambda default="": student
     kit.student_id = lambda s=None: student
-    sub = _Stub(f"labkit.{lab}")
+    sub = _Stub(f"flashlab.labkit.{lab}")
     sub.params = lambda *a, **k: params
     setattr(kit, lab, sub)
+    fl.labkit = kit
     # labkit/data.py itself (it imports flashlab: the proxy, here), not the rest of labkit
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("labkit.data", HERE.parent / "labkit" / "data.py")
-    data = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(data)
-    kit.data = data
-    mods = {"labkit": kit, f"labkit.{lab}": sub, "labkit.data": data}
+    kit.data = data = _load("flashlab.labkit.data", PACKAGE / "labkit" / "data.py")
+    mods = {"flashlab.labkit": kit, f"flashlab.labkit.{lab}": sub, "flashlab.labkit.data": data}
     for extra in ("stepview", "figures"):   # imported by setup cells for their demonstrations
-        mods[f"labkit.{extra}"] = _Stub(f"labkit.{extra}")
-        setattr(kit, extra, mods[f"labkit.{extra}"])
+        mods[f"flashlab.labkit.{extra}"] = _Stub(f"flashlab.labkit.{extra}")
+        setattr(kit, extra, mods[f"flashlab.labkit.{extra}"])
     return mods
 
 
@@ -264,9 +276,8 @@ def main():
     assert init.get("op") == "init"
     params = wire.decode(init["params"], unref)
     readable = list(init.get("read", []))
-    sys.modules["flashlab"] = proxy_flashlab(init["data_dir"])
-    sys.modules.update(stub_labkit(init["student"], params, init["lab"]))
-    sys.path[:] = [p for p in sys.path if p != str(HERE.parent)]
+    sys.modules["flashlab"] = fl = proxy_flashlab(init["data_dir"])
+    sys.modules.update(stub_labkit(fl, init["student"], params, init["lab"]))
     sys.stdin = io.StringIO("")
     builtins.input = _refused("input()")
     ns = {"__name__": "__main__", "__builtins__": builtins}

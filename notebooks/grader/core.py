@@ -17,11 +17,9 @@ import hashlib
 import hmac
 import pathlib
 import random
-import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import build_notebooks  # noqa: E402
+import build_notebooks   # notebooks/, beside the grader (on the path that finds the grader)
 
 from .session import MISSING, ChildDied, Session, Unsendable  # noqa: E402
 
@@ -108,7 +106,7 @@ def _run_check(session, check, P, errors):
     problems = _unusable(check, values, errors)
     points = 0.0
     if not problems:
-        from labkit import _problems
+        from flashlab.labkit import _problems
         if check.scored:
             box = []
             problems, _ = _problems(lambda: box.append(check.scored(P, **values)), (), {})

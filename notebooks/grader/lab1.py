@@ -1,6 +1,6 @@
 """Lab 1's grading: the checks of labkit.lab1 on the grader's parameters; exercise 4's schedule on
 the fixed rows and on rows drawn for the student that the child never sees."""
-from labkit import lab1 as KIT
+from flashlab.labkit import lab1 as KIT
 
 from .core import Check
 

@@ -3,7 +3,7 @@ ones changed for the student (each row's heads, and its time, clock, instruction
 tensor activity and stall ratios scaled by factors of its own), so that values read off the recorded data, or typed
 from the handout, do not pass; exercise 1's rows also changed in their tiles and N.  The claims
 the lab makes about the recorded data are not checked on these rows."""
-from labkit import lab10 as KIT
+from flashlab.labkit import lab10 as KIT
 
 from .core import Check
 

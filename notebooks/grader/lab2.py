@@ -1,7 +1,7 @@
 """Lab 2's grading: labkit.lab2's checks on the grader's sizes; the predictions and the trace
 answers may not count with the library (fl.run, fl.trace: only fl.blocks for the trace's blocks),
 and the student's flash2 runs on inputs the child never sees."""
-from labkit import lab2 as KIT
+from flashlab.labkit import lab2 as KIT
 
 from .core import Check
 

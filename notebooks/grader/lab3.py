@@ -5,9 +5,9 @@ and 4)."""
 import math
 
 import flashlab as fl
-from labkit import near, number, whole
-from labkit import attempt, function
-from labkit import lab3 as KIT
+from flashlab.labkit import near, number, whole
+from flashlab.labkit import attempt, function
+from flashlab.labkit import lab3 as KIT
 
 from .core import Check
 

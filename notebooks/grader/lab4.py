@@ -1,7 +1,7 @@
 """Lab 4's grading: labkit.lab4's checks on the grader's shapes and on more of them that the
 child never sees; no answer may call the library's rules (fl.mask_matrix, fl.mask_keep,
 fl.kv_head, fl.cu_seqlens_check)."""
-from labkit import lab4 as KIT
+from flashlab.labkit import lab4 as KIT
 
 from .core import Check
 

@@ -1,7 +1,7 @@
 """Lab 5's grading: labkit.lab5's checks on the grader's sizes (exercise 1 on more cases that the
 child never sees); exercises 1 and 2 may not run the machine (fl.run, fl.trace would count for
 them), exercises 3 and 4 are runs of it."""
-from labkit import lab5 as KIT
+from flashlab.labkit import lab5 as KIT
 
 from .core import Check
 

@@ -3,8 +3,8 @@ non-square tiles, both passes) against the library's model of them; the counts o
 3 over the student's rows with a few counters and DRAM bytes changed (so that numbers known from
 the recorded data do not pass), against the library's model."""
 import flashlab as fl
-from labkit import Wrong, attempt, function, near, number, whole
-from labkit import lab6 as KIT
+from flashlab.labkit import Wrong, attempt, function, near, number, whole
+from flashlab.labkit import lab6 as KIT
 
 from .core import Check
 

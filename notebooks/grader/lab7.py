@@ -4,8 +4,8 @@ fails); exercise 3 on the student's pair with other times; exercise 4 on the stu
 rows with other throughputs.  Every expected value is computed here: the model with the library,
 the rest from the rows."""
 import flashlab as fl
-from labkit import Wrong, attempt, function, near, number, numbers_list
-from labkit import lab7 as KIT
+from flashlab.labkit import Wrong, attempt, function, near, number, numbers_list
+from flashlab.labkit import lab7 as KIT
 
 from .core import Check
 

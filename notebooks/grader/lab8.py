@@ -5,7 +5,7 @@ optimize`'s best (labkit.lab8.points).  optimize is the reference: a valid sched
 best would be a flaw of the search, reported on the grader's terminal."""
 import sys
 
-from labkit import lab8 as KIT
+from flashlab.labkit import lab8 as KIT
 
 from .core import Check
 

@@ -3,7 +3,7 @@ never sees: FA2 names of other traits, the FA2 forward at another batch and head
 computed here with the CLI), cuDNN launches of other blocks and tiles, memory-efficient kernels
 of other N and tiles, and the counters of the tutorial's and cuDNN's backward changed (the
 models, the study's, unchanged)."""
-from labkit import lab9 as KIT
+from flashlab.labkit import lab9 as KIT
 
 from .core import Check
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 import flashlab as fl
-import flmachine
+from flashlab import flmachine
 
 from . import wire
 
@@ -94,7 +94,8 @@ class Session:
         self._err = tempfile.TemporaryFile()
         cwd = tempfile.mkdtemp(prefix="fl_grade_")
         self._cwd = cwd
-        self.proc = subprocess.Popen([sys.executable, "-I", str(HERE / "child.py"), str(r1), str(w2)],
+        self.proc = subprocess.Popen([sys.executable, "-I", str(HERE / "child.py"), str(r1), str(w2),
+                                      str(pathlib.Path(flmachine.__file__).parent)],
                                      pass_fds=(r1, w2), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._err, cwd=cwd, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
                                      preexec_fn=_limits)

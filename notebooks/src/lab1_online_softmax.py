@@ -8,7 +8,7 @@
 #
 # Everything you check here is checked against the C library (`fl_osm_step`, `fl_osm_tiled`
 # and the exact reference `fl_ref_softmax_row` in libflashlab), through the thin binding
-# `flashlab.py`.  Each exercise is a cell marked **TODO**; the cell after it is a *check* that
+# `flashlab`.  Each exercise is a cell marked **TODO**; the cell after it is a *check* that
 # prints `CHECK ...: PASS`, or `FAIL` and what is wrong.  Handout: `docs/labs/lab1.md`.
 #
 # **How you are graded.** Your instructor's grader runs your TODO cells again, in a process of
@@ -28,14 +28,9 @@
 
 # %% setup
 import math
-import sys, pathlib
-for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
-    if (p / "flashlab.py").exists():
-        sys.path.insert(0, str(p))
 import flashlab as fl
-import flmachine
-import labkit
-from labkit import lab1, stepview
+from flashlab import flmachine, labkit
+from flashlab.labkit import lab1, stepview
 
 STUDENT = labkit.student("")   # put your student id between the quotes: it picks your numbers
 P = lab1.params(STUDENT)

@@ -17,13 +17,10 @@
 
 # %% setup
 import math
-import sys, pathlib
-for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
-    if (p / "flashlab.py").exists():
-        sys.path.insert(0, str(p))
+import pathlib
 import flashlab as fl
-import labkit
-from labkit import lab3
+from flashlab import labkit
+from flashlab.labkit import lab3
 
 STUDENT = labkit.student("")   # put your student id between the quotes: it picks your sizes
 P = lab3.params(STUDENT)

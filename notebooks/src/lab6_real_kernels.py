@@ -19,13 +19,10 @@
 # answer from `P` and your `model_for_kernel`, never type it.
 
 # %% setup
-import sys, pathlib
-for p in (pathlib.Path.cwd(), pathlib.Path.cwd().parent):
-    if (p / "flashlab.py").exists():
-        sys.path.insert(0, str(p))
+import pathlib
 import flashlab as fl
-import labkit
-from labkit import lab6
+from flashlab import labkit
+from flashlab.labkit import lab6
 
 STUDENT = labkit.student("")   # put your student id between the quotes: it picks your rows
 P = lab6.params(STUDENT)

@@ -50,7 +50,7 @@ def student_where(lab, ok):
 def public(lab, student=IDS[1]):
     """The public parameters of a student (another id by default: copied answers)."""
     import importlib
-    return importlib.import_module(f"labkit.lab{lab}").params(student)
+    return importlib.import_module(f"flashlab.labkit.lab{lab}").params(student)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ def _lab1():
     entry(1, "STUDENT = '' and the worked example", "lab1.tile-one",
           cell1="STUDENT = ''\nP = lab1.params('')\nscores, values = P['row']\nm1, l1, u1 = 2.0, 1.367879, [3.678794, 10.0]")
     entry(1, "replaces labkit.report and the check", "lab1.tile-one",
-          cell1="import labkit\nlabkit.report = lambda *a, **k: print('CHECK lab1.tile-one: PASS')\n"
+          cell1="from flashlab import labkit\nlabkit.report = lambda *a, **k: print('CHECK lab1.tile-one: PASS')\n"
                 "lab1.tile_one = lambda *a, **k: None\nm1 = l1 = u1 = 0.0")
     entry(1, "l1 as the sum of e^s, unshifted", "lab1.tile-one", cell1=[("math.exp(s - m1) for s", "math.exp(s) for s")])
     entry(1, "u1 divided by l1", "lab1.tile-one",
@@ -441,12 +441,11 @@ def main(argv):
             print(f"lab {lab:2d} {check:22s} {name}")
         print(len(ENTRIES), "entries")
         return 0
-    sys.path.insert(0, str(HERE))
-    import make_handout
+    import make_handout   # notebooks/, on PYTHONPATH (ctest sets it)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="fl_battery_"))
     bad, t0 = [], time.monotonic()
     try:
-        dest = make_handout.make(tmp / "handout", a.lib, a.cli, solutions=True)
+        dest = make_handout.make(tmp / "handout", solutions=True)
         os.environ.pop("FLASHLAB_STUDENT", None)
         from grader import labs
         from grader.core import grade

@@ -7,11 +7,9 @@ in a fresh namespace) instead of being written twice.
 import contextlib
 import io
 import pathlib
-import sys
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(HERE))
-import build_notebooks  # noqa: E402
+import build_notebooks   # notebooks/, on PYTHONPATH (ctest sets it)
 
 _cache = {}
 
@@ -53,7 +51,7 @@ def with_params(lab, P):
     """The namespace of lab's solution cells run on parameters P (what params() of the lab's labkit
     module gives the notebook, as the grader's child does): the answers for P."""
     import importlib
-    kit = importlib.import_module(f"labkit.lab{lab}")
+    kit = importlib.import_module(f"flashlab.labkit.lab{lab}")
     old = kit.params
     kit.params = lambda *a, **k: P
     try:

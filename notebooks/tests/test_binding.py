@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""test_binding.py: the ctypes binding (notebooks/flashlab.py) refuses what would crash or
+"""test_binding.py: the ctypes binding (the package flashlab, python/flashlab/) refuses what would crash or
 silently compute garbage, with a FlashlabError (unittest, standard library only; ctest:
 notebooks_binding).
 
 Each case runs its snippet in a fresh python3 process, so a binding that segfaults fails the
-case instead of killing the test run.  The binding under test is the flashlab.py in
-$FLASHLAB_PY_DIR (default: notebooks/), so the same cases can be run against another version:
+case instead of killing the test run.  The binding under test is the package flashlab in the
+folder $FLASHLAB_PY_DIR (default: python/), so the same cases can be run against another version:
 
     FLASHLAB_PY_DIR=/tmp/old FLASHLAB_LIB=build/src/libflashlab.so python3 test_binding.py -v
 """
@@ -19,15 +19,12 @@ import textwrap
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
-PY_DIR = pathlib.Path(os.environ.get("FLASHLAB_PY_DIR", HERE.parent)).resolve()
-sys.path.insert(0, str(HERE.parent))
-from run_all import time_scale  # noqa: E402
+PY_DIR = pathlib.Path(os.environ.get("FLASHLAB_PY_DIR", HERE.parent.parent / "python")).resolve()
+from run_all import time_scale  # noqa: E402  notebooks/run_all.py, notebooks/ on PYTHONPATH (ctest)
 
 SCALE = time_scale()   # a snippet's limit catches a hang only: it grows with the load
 
 PRELUDE = """
-import sys
-sys.path.insert(0, {dir!r})
 import flashlab as fl
 def outcome(f):
     try:
@@ -42,8 +39,11 @@ def outcome(f):
 
 
 def run_snippet(code, env=None, cwd=None, py_dir=PY_DIR):
-    """(returncode, the OUTCOME line or the last stderr line) of code run after PRELUDE."""
-    src = textwrap.dedent(PRELUDE.format(dir=str(py_dir))) + textwrap.dedent(code)
+    """(returncode, the OUTCOME line or the last stderr line) of code run after PRELUDE, with the
+    package's folder py_dir first on PYTHONPATH."""
+    src = textwrap.dedent(PRELUDE) + textwrap.dedent(code)
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = str(py_dir) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=60 * SCALE,
                        env=env, cwd=cwd)
     lines = [l for l in p.stdout.splitlines() if l.startswith("OUTCOME")]
@@ -77,6 +77,31 @@ class GivenOptions(Case):
     def test_decode_takes_them(self):
         self.returns("outcome(lambda: fl.run('decode', N=1, Nk=64, d=8, M=4000, splits=1, pad_value=0.0).reads > 0)",
                      True)
+
+
+class Variants(Case):
+    """The variants are problem fields: the binding takes them as keywords (docs/model.md §14)."""
+
+    def test_every_variant_computes_the_reference(self):
+        self.returns("outcome(lambda: (lambda r: (r.rel_err <= 1e-12, r.dsink_rel_err <= 1e-12, r.d_v, "
+                     "r.total == r.closed_total))(fl.run('flash2', N=40, d=12, d_v=7, M=3000, mode='compute', "
+                     "pass_='fwd+bwd', heads=2, sinks=True, softcap=3.0, alibi=True, dropout=0.2, deterministic=True)))",
+                     (True, True, 7, True))
+        self.returns("outcome(lambda: fl.run('standard', N=40, d=12, M=3000, mode='compute', elem_bytes=1, "
+                     "scale_block=8).rel_err <= 1e-12)", True)
+
+    def test_the_counts_move_with_the_variants(self):
+        # d_v = 7 < d = 12 moves fewer V and O elements; the sinks add a read per segment and pass
+        self.returns("outcome(lambda: fl.run('flash2', N=40, d=12, d_v=7, M=3000).total < "
+                     "fl.run('flash2', N=40, d=12, M=3000).total)", True)
+        self.returns("outcome(lambda: fl.run('flash2', N=40, d=12, M=3000, heads=2, sinks=True).total - "
+                     "fl.run('flash2', N=40, d=12, M=3000, heads=2).total)", 2)
+
+    def test_a_schedule_without_one_refuses_it(self):
+        self.refused("outcome(lambda: fl.run('memeff', N=64, d=8, M=4000, sinks=True))", "sinks:", "memeff")
+        self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, elem_bytes=1, pass_='bwd'))",
+                     "fp8 is forward only")
+        self.refused("outcome(lambda: fl.run('flash2', N=64, d=8, M=4000, deterministic=True))", "deterministic:")
 
 
 class OsmStates(Case):
@@ -324,12 +349,11 @@ class StudentLayout(unittest.TestCase):
         if not lib or not cli:
             self.skipTest("FLASHLAB_LIB and FLASHLAB_CLI name the built library and CLI (ctest sets them)")
         with tempfile.TemporaryDirectory() as tmp:
-            d = pathlib.Path(tmp) / "handout"
-            d.mkdir()
-            shutil.copy(PY_DIR / "flashlab.py", d)
-            shutil.copy(lib, d / "libflashlab.so")
-            shutil.copy(cli, d / "flashlab")
-            env = {k: v for k, v in os.environ.items() if k not in ("FLASHLAB_LIB", "FLASHLAB_CLI")}
+            d = pathlib.Path(tmp) / "site"   # the package as installed: the library and CLI beside it
+            shutil.copytree(PY_DIR / "flashlab", d / "flashlab", ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copy(lib, d / "flashlab" / "libflashlab.so")
+            shutil.copy(cli, d / "flashlab" / "flashlab")
+            env = {k: v for k, v in os.environ.items() if k not in ("FLASHLAB_LIB", "FLASHLAB_CLI", "PYTHONPATH")}
             rc, out = run_snippet("outcome(lambda: (fl.LIB_PATH.parent == fl.HERE, "
                                   "fl.cli_path().parent == fl.HERE, fl.run('flash2', N=256, d=16, M=2000).total))",
                                   env=env, cwd=tmp, py_dir=d)

@@ -8,12 +8,9 @@ answers with the hint that names the mistake.  The grader's checks, on parameter
 sees, are tested by grading_battery.py (unittest; ctest: notebooks_checks)."""
 import math
 import pathlib
-import sys
 import unittest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 HERE_ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from grader import labs  # noqa: E402
 from solutions_again import solution  # noqa: E402
 
@@ -82,7 +79,7 @@ class Properties(unittest.TestCase):
         self.assertTrue(any(hint in p for p in probs), f"{fn.cid}: hint {hint!r} not in {probs}")
 
     def test_lab3(self):
-        from labkit import lab3
+        from flashlab.labkit import lab3
         P = lab3.params("ada")
         law = lab3.law
         self.fails(lab3.napkin_check, P, lambda N, d, M: 12 * law(N, d, M), hint="below the machine")
@@ -100,7 +97,7 @@ class Properties(unittest.TestCase):
         self.fails(lab3.flat, P, n * d, hint="Theta law")
 
     def test_lab6(self):
-        from labkit import lab6
+        from flashlab.labkit import lab6
         ns = solution(6, "ada")
         P, model = ns["P"], ns["model_for_kernel"]
         unforced = lambda algo, N, d, Br, Bc, **k: model(algo, N, d, Br * 2, Bc, **k)
@@ -115,7 +112,7 @@ class Properties(unittest.TestCase):
         self.fails(lab6.ncu, P, ns["min_dram_ratio"], ("flash9", 1, 2, 3), model, hint="min_dram_row")
 
     def test_lab7(self):
-        from labkit import lab7
+        from flashlab.labkit import lab7
         ns = solution(7, "ada")
         P, floors = ns["P"], ns["floors"]
         self.fails(lab7.floors, P, lambda B, H, N, d, c, eb: floors(B, H, N, d, False, eb), hint="halved with the causal")
@@ -131,7 +128,7 @@ class InstructorValues(unittest.TestCase):
 
     def test_lab1(self):
         import re
-        from labkit import lab1
+        from flashlab.labkit import lab1
         text = (HERE_ROOT / "docs" / "labs" / "instructor.md").read_text()
         part = text[text.index("**Lab 1.**"):text.index("**Lab 2.**")].replace("\n", " ")
         v = {k: eval(x) for k, x in re.findall(r"`(\w+) = ([^`]+)`", part)}
@@ -146,11 +143,11 @@ class NoKey(unittest.TestCase):
 
     def test_no_answers(self):
         import importlib
-        import labkit
+        from flashlab import labkit
         with self.assertRaises(ImportError):
             importlib.import_module("labkit.__main__")
         for lab in range(1, 11):
-            self.assertFalse(hasattr(importlib.import_module(f"labkit.lab{lab}"), "answers"), lab)
+            self.assertFalse(hasattr(importlib.import_module(f"flashlab.labkit.lab{lab}"), "answers"), lab)
         self.assertFalse(hasattr(labkit, "answers"))
 
 

@@ -1,24 +1,24 @@
 #!/usr/bin/env python3
-"""test_citations.py: what the labs cite, a student has.  The student-only layout
-(make_handout.py) is built in a temporary folder, and every repository path that a notebook
-source, a lab's check module or a student handout (docs/labs/lab*.md, background.md) mentions must
-exist there: docs/labs/..., figures/..., notebooks/X (shipped as X); paths into the rest of the
+"""test_citations.py: what the labs cite, a student has.  The student's folder (make_handout.py)
+is built in a temporary folder, and every repository path that a notebook source, a lab's check
+module or a student handout (docs/labs/lab*.md, background.md) mentions must exist there or in
+the installed package (make_handout.package_files(): figures/... among them): docs/labs/...,
+figures/..., notebooks/X (shipped as X); paths into the rest of the
 repository (docs/model.md, kernels/, src/, include/, reference/, shared/, ...) are refused, as are
 markdown links to files not shipped and the words "issue N".  labkit's docstrings and messages
 for a broken layout may name the instructor's tools in notebooks/ (run_all.py, make_handout.py).  README.md and instructor.md are
 for running the repository and for instructors, and are not scanned (instructor.md is not
 shipped).  (unittest; ctest: notebooks_citations)"""
+import fnmatch
 import pathlib
 import re
 import shutil
-import sys
 import tempfile
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-import make_handout  # noqa: E402
+import make_handout   # notebooks/, on PYTHONPATH (ctest sets it)
 
 PATH = re.compile(r"(?<![\w/.-])((?:docs|kernels|sim|src|include|reference|shared|bench|cli|tests|fuzz|figures|notebooks)"
                   r"/[\w./*{}-]*[\w*}])")
@@ -29,7 +29,7 @@ FILE = re.compile(r"(?<![\w.-])([\w./-]*\w\.(md|h|c|cu|cuh))\b")
 
 
 def student_texts():
-    files = sorted((HERE / "src").glob("lab*.py")) + sorted((HERE / "labkit").glob("*.py"))
+    files = sorted((HERE / "src").glob("lab*.py")) + sorted((make_handout.PACKAGE / "labkit").glob("*.py"))
     files += sorted((ROOT / "docs" / "labs").glob("lab*.md")) + [ROOT / "docs" / "labs" / "background.md"]
     return files
 
@@ -38,19 +38,21 @@ class Citations(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = pathlib.Path(tempfile.mkdtemp(prefix="fl_cite_"))
-        for f in ("lib.so", "cli"):
-            (cls.tmp / f).write_text("")
-        cls.dest = make_handout.make(cls.tmp / "handout", cls.tmp / "lib.so", cls.tmp / "cli")
+        cls.dest = make_handout.make(cls.tmp / "handout")
+        cls.package = make_handout.package_files()
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def shipped(self, path):
-        """True when the cited path exists in the student-only layout (globs allowed)."""
+        """True when the cited path exists in the student's folder or the installed package
+        (globs allowed)."""
         p = path[len("notebooks/"):] if path.startswith("notebooks/") else path
         p = re.sub(r"\{[^}]*\}", "*", p).rstrip(".")
-        return any(self.dest.glob(p)) if "*" in p else (self.dest / p).exists()
+        if "*" in p:
+            return any(self.dest.glob(p)) or any(fnmatch.fnmatch(k, p) for k in self.package)
+        return (self.dest / p).exists() or p in self.package or any(k.startswith(p + "/") for k in self.package)
 
     def test_paths_are_shipped(self):
         bad = []
@@ -63,7 +65,7 @@ class Citations(unittest.TestCase):
                         continue
                     if not self.shipped(m.group(1)):
                         bad.append(f"{f.relative_to(ROOT)}:{n}: {m.group(1)}")
-        self.assertEqual(bad, [], "cited but not in the student-only layout:\n" + "\n".join(bad))
+        self.assertEqual(bad, [], "cited but not in the student's folder or the package:\n" + "\n".join(bad))
 
     def test_no_source_files_or_other_documents(self):
         """A bare name (masks.h, NOTES.md) is a citation too: only the shipped handouts pass."""
@@ -116,7 +118,8 @@ class Citations(unittest.TestCase):
     def test_the_pattern_catches(self):
         """The scanner itself: what it must refuse and what it must let through."""
         for s in ("see docs/model.md eq. (C2)", "`kernels/NOTES.md`", "(src/schedules/flash_bwd.c)",
-                  "reference/masks.h", "shared/anchors/h200-sdpa.md", "figures/fig_a_traffic_vs_M.gp"):
+                  "reference/masks.h", "shared/anchors/h200-sdpa.md", "figures/fig_a_traffic_vs_M.png",
+                  "figures/data/l2_probe.csv"):
             m = PATH.search(s)
             self.assertTrue(m and not self.shipped(m.group(1)), s)
         for s in ("docs/labs/background.md", "figures/data/gpu_*.csv", "figures/lab5_passes.gp",

@@ -13,17 +13,14 @@ import contextlib
 import io
 import pathlib
 import shutil
-import sys
 import tempfile
 import unittest
 from unittest import mock
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import flashlab as fl  # noqa: E402
-from labkit import figures, lab4, lab5, lab6, lab7, lab8  # noqa: E402
+from flashlab.labkit import figures, lab4, lab5, lab6, lab7, lab8  # noqa: E402
 from grader import lab6 as key6, lab7 as key7  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from solutions_again import design  # noqa: E402
 
 HAVE_GNUPLOT = shutil.which("gnuplot") is not None

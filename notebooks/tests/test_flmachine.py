@@ -1,20 +1,18 @@
 #!/usr/bin/env python3
-"""test_flmachine.py: the machine a student's schedule programs (notebooks/flmachine.py; unittest;
+"""test_flmachine.py: the machine a student's schedule programs (python/flashlab/flmachine.py; unittest;
 ctest: notebooks_flmachine).  A schedule written with its operations computes what the library's
 schedule computes and is counted as the library counts it (flash2, square and non-square blocks,
 a mask, a GQA group stacked in one buffer); values never reach the schedule (a buffer is a
 handle); every bad call is refused with a FlashlabError or MachineError naming it, and leaves the
 machine usable; and the prototypes and the structure it declares match the C headers."""
+import os
 import pathlib
 import random
-import sys
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "tests"))
 import flashlab as fl  # noqa: E402
-import flmachine  # noqa: E402
+from flashlab import flmachine  # noqa: E402
 from solutions_again import design, solution  # noqa: E402
 
 
@@ -38,7 +36,7 @@ class Schedules(unittest.TestCase):
             self.assertLess(max(abs(a[0] - b) for a, b in zip(r.outputs["L"], L)), 1e-12)
 
     def test_masked_and_grouped_schedules_against_the_reference(self):
-        from labkit import lab8
+        from flashlab.labkit import lab8
         for case in (dict(kind="causal", Nq=96, Nk=96, d=16, M=3000, heads=1, kv_heads=1, causal="bottom-right"),
                      dict(kind="decode", Nq=16, Nk=384, d=32, M=3900, heads=1, kv_heads=1, causal="bottom-right"),
                      dict(kind="gqa", Nq=40, Nk=0, d=16, M=4000, heads=4, kv_heads=2, causal="none")):
@@ -118,7 +116,9 @@ class Prototypes(unittest.TestCase):
         cc = shutil.which("cc") or shutil.which("gcc")
         if not cc:
             self.skipTest("no C compiler")
-        inc = [str(HERE.parent / p) for p in ("include/flashlab", "include", "reference", "src")]
+        # the library's include path (ctest: FLASHLAB_INCLUDE_DIRS, the generated version.h among them)
+        inc = os.environ.get("FLASHLAB_INCLUDE_DIRS", "").split("|") if os.environ.get("FLASHLAB_INCLUDE_DIRS") \
+            else [str(HERE.parent / p) for p in ("include/flashlab", "include", "reference", "src")]
         self.assertEqual(flmachine.check_prototypes(cc, inc), [])
         bad = flmachine.PROTOTYPES.replace("int64_t brow, int t", "int brow, int t", 1)
         self.assertTrue(fl.check_prototypes(cc, inc, bad), "a changed prototype must not compile")

@@ -16,7 +16,6 @@ import tempfile
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(HERE))
 from grader import core, lab1, wire  # noqa: E402
 from grader.session import ChildDied, Session  # noqa: E402
 from run_all import time_scale  # noqa: E402
@@ -69,7 +68,7 @@ class Parameters(unittest.TestCase):
         self.assertNotEqual(a, lab1.params(core.grading_rng(SECRET, 1, "bob")))
         self.assertNotEqual(a, lab1.params(core.grading_rng(SECRET + b"x", 1, "ada")))
         self.assertNotEqual(repr(core.grading_rng(SECRET, 1, "ada").random()), repr(core.grading_rng(SECRET, 2, "ada").random()))
-        from labkit import lab1 as kit
+        from flashlab.labkit import lab1 as kit
         self.assertNotEqual(a["row"], kit.params("ada")["row"], "the grader's numbers are not the notebook's")
         with self.assertRaises(ValueError):
             core.grading_rng(b"short", 1, "ada")
@@ -125,8 +124,8 @@ class Sandbox(unittest.TestCase):
         self.assertIn(("answer 9", "osm_step"), self.s.violations)
 
     def test_parameters_are_the_graders(self):
-        self.s.exec("import labkit\nfrom labkit import lab1\nSTUDENT = ''\nQ = lab1.params('')\n"
-                    "import labkit as k\nk.report = None", "t", allow=())
+        self.s.exec("from flashlab import labkit\nfrom flashlab.labkit import lab1\nSTUDENT = ''\nQ = lab1.params('')\n"
+                    "from flashlab import labkit as k\nk.report = None", "t", allow=())
         Q = self.s.get(["Q"])["Q"]
         self.assertEqual(Q["row"], lab1.params(core.grading_rng(SECRET, 1, "ada"))["row"])
         self.assertNotIn("_hidden", Q)
@@ -144,7 +143,8 @@ class Sandbox(unittest.TestCase):
 
 def run_grader(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], capture_output=True, text=True,
-                          cwd=str(HERE), env=dict(os.environ, PYTHONPATH=str(HERE)))
+                          cwd=str(HERE), env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              [str(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])))
 
 
 class Command(unittest.TestCase):

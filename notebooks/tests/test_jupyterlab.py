@@ -3,14 +3,15 @@
 
     python3 test_jupyterlab.py LIB CLI [NOTEBOOK_STEM ...]
 
-Builds the student-only layout (make_handout.py --solutions) in a temporary folder, starts
+Builds the student's folder (make_handout.py --solutions) in a temporary folder, starts
 `python3 -m jupyterlab` there headless (127.0.0.1, a free port, a random token, no browser,
-private runtime and config folders, no FLASHLAB_* variables and no PYTHONPATH; --allow-root
-when run as root, which JupyterLab otherwise refuses), and drives it as
+private runtime and config folders, the repository's package flashlab on PYTHONPATH with LIB
+and CLI as FLASHLAB_LIB and FLASHLAB_CLI, nothing else of the environment's FLASHLAB_* or
+PYTHONPATH; --allow-root when run as root, which JupyterLab otherwise refuses), and drives it as
 the JupyterLab front end does: the REST API (/api/status, /lab and its page config, the widget
 manager's front-end code, /api/contents, /api/sessions) and each kernel's websocket (/api/kernels/ID/channels), sending one
 execute_request per code cell of the notebook as the server stores it.  Each solution notebook
-must run without an error and every check must print PASS (no SKIP: the handout ships the recorded data); each
+must run without an error and every check must print PASS (no SKIP: the recorded data is there); each
 untouched exercise must run without an error and every check print FAIL.  Where a lab calls the
 step viewer (labs 1 and 2), the kernel must open ipywidgets' comms (an IntSlider, an Output, a
 VBox) and display the widget view: the viewer's widget path ran.  Labs 3-8 must display their
@@ -174,8 +175,8 @@ def judge(name, cells, expect):
         problems.append("no CHECK line")
     if expect == "pass" and any(v == "FAIL" for v in verdicts):
         problems.append(f"checks {verdicts}: a solution check FAILS")
-    if any(v == "SKIP" for v in verdicts):   # the handout ships the recorded data
-        problems.append(f"checks {verdicts}: a check SKIPS though its data ships with the handout")
+    if any(v == "SKIP" for v in verdicts):   # the recorded data is there
+        problems.append(f"checks {verdicts}: a check SKIPS though its data is there")
     if expect == "fail" and any(v != "FAIL" for v in verdicts):
         problems.append(f"checks {verdicts}: an untouched exercise's check does not FAIL")
     lab = name.split("_")[0]
@@ -210,9 +211,10 @@ async def front_end(srv):
     return 0
 
 
-async def main_async(dest, names):
+async def main_async(dest, names, lib, cli):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLASHLAB_") and k != "PYTHONPATH"}
-    env.update(FLASHLAB_STUDENT="ada", JUPYTER_RUNTIME_DIR=str(dest.parent / "runtime"),
+    env.update(PYTHONPATH=str(HERE.parent / "python"), FLASHLAB_LIB=str(pathlib.Path(lib).resolve()),
+               FLASHLAB_CLI=str(pathlib.Path(cli).resolve()), FLASHLAB_STUDENT="ada", JUPYTER_RUNTIME_DIR=str(dest.parent / "runtime"),
                JUPYTER_CONFIG_DIR=str(dest.parent / "config"), JUPYTERLAB_SETTINGS_DIR=str(dest.parent / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(dest.parent / "workspaces"), OMP_NUM_THREADS="1")
     srv = Server(dest, env)
@@ -256,16 +258,15 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    sys.path.insert(0, str(HERE))
-    import make_handout
+    import make_handout   # notebooks/, on PYTHONPATH (ctest sets it)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="fl_jlab_"))
     try:
-        dest = make_handout.make(tmp / "handout", argv[0], argv[1], solutions=True)
+        dest = make_handout.make(tmp / "handout", solutions=True)
         stems = argv[2:]
         names = [p.name for p in sorted(dest.glob("lab*_solution.ipynb")) + sorted(
             p for p in dest.glob("lab*.ipynb") if not p.name.endswith("_solution.ipynb"))
             if not stems or any(p.name.startswith(s) for s in stems)]
-        failed = asyncio.run(main_async(dest, names))
+        failed = asyncio.run(main_async(dest, names, argv[0], argv[1]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"jupyterlab: {len(names) - failed if failed <= len(names) else 0} of {len(names)} notebooks as expected"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""test_nokey.py: the student-only layout holds no answer key (ctest: notebooks_nokey).  It is
-built (make_handout.py) in a temporary folder and must have no `answers` command, no grader, no
-solution, no instructor's guide, and none of the grader's answer functions; its text files (code,
-notebooks, handouts, figure scripts; not the recorded measurements, which the labs read) must
+"""test_nokey.py: what a student has holds no answer key (ctest: notebooks_nokey).  The student's
+folder is built (make_handout.py) in a temporary folder; with the installed package's files
+(make_handout.package_files()) it must have no `answers` command, no grader, no solution, no
+instructor's guide, and none of the grader's answer functions; its text files (code, notebooks,
+handouts, figure scripts; not the recorded measurements, which the labs read) must
 not contain any expected value of any graded check, for the handout's worked examples and for
 several students (the solutions' answers on each one's notebook numbers, rendered as a student
 would see them: in full, to 6, 5 and 4 significant digits); and no public function of labkit or
@@ -14,16 +15,13 @@ import math
 import pathlib
 import re
 import shutil
-import sys
 import tempfile
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "tests"))
-import make_handout  # noqa: E402
+import make_handout   # notebooks/, on PYTHONPATH (ctest sets it)
 from grader import labs  # noqa: E402
-from labkit import _problems  # noqa: E402
+from flashlab.labkit import _problems  # noqa: E402
 from solutions_again import with_params  # noqa: E402
 
 STUDENTS = ("", "ada", "student042")
@@ -95,10 +93,12 @@ class NoKey(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = pathlib.Path(tempfile.mkdtemp(prefix="fl_nokey_"))
-        for f in ("lib.so", "cli"):
-            (cls.tmp / f).write_text("")
-        cls.dest = make_handout.make(cls.tmp / "handout", cls.tmp / "lib.so", cls.tmp / "cli")
-        cls.files = {p: p.read_text(errors="replace") for p in cls.dest.rglob("*") if p.suffix in TEXT}
+        cls.dest = make_handout.make(cls.tmp / "handout")
+        cls.package = make_handout.package_files()
+        cls.files = {p.relative_to(cls.dest).as_posix(): p.read_text(errors="replace")
+                     for p in cls.dest.rglob("*") if p.suffix in TEXT}
+        cls.files.update({f"flashlab/{k}": p.read_text(errors="replace")
+                          for k, p in cls.package.items() if p.suffix in TEXT})
         cls.expected = {(lab, st): expected(lab, st) for lab in labs.SPECS for st in STUDENTS}
 
     @classmethod
@@ -106,8 +106,9 @@ class NoKey(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_no_key_files(self):
-        self.assertFalse((self.dest / "labkit" / "__main__.py").exists(), "an answers command")
+        self.assertNotIn("labkit/__main__.py", self.package, "an answers command")
         self.assertFalse((self.dest / "grader").exists())
+        self.assertFalse([k for k in self.package if k.startswith("grader") or "solution" in k])
         self.assertFalse(list(self.dest.rglob("*solution*")))
         self.assertFalse((self.dest / "docs" / "labs" / "instructor.md").exists())
         self.assertTrue(self.files, "no text files in the layout")
@@ -118,7 +119,7 @@ class NoKey(unittest.TestCase):
             src = (HERE / "grader" / f"lab{lab}.py").read_text()
             keys |= set(re.findall(r"^def (\w*key\w*)\(", src, re.M))
         keys |= {"answers", "NAPKIN"}
-        found = [f"{p.relative_to(self.dest)}: {k}" for p, text in self.files.items() for k in sorted(keys)
+        found = [f"{p}: {k}" for p, text in self.files.items() for k in sorted(keys)
                  if re.search(rf"\bdef {k}\b|\b{k}\s*=", text)]
         self.assertEqual(found, [], "the grader's answer functions in the student layout")
 
@@ -131,18 +132,18 @@ class NoKey(unittest.TestCase):
                     continue
                 for s in renderings(x):
                     pat = re.compile(rf"(?<![\w.]){re.escape(s)}(?![\w])")
-                    found += [f"lab {lab} ({st!r}): {s} in {p.relative_to(self.dest)}"
+                    found += [f"lab {lab} ({st!r}): {s} in {p}"
                               for p, text in self.files.items() if pat.search(text)]
         self.maxDiff = None
         self.assertEqual(sorted(set(found)), [])
 
     def test_no_public_function_returns_an_answer(self):
         import importlib
-        import flmachine
+        from flashlab import flmachine
         hits = []
         for (lab, st), (P, vals) in self.expected.items():
             want = {round(x, 9) for x in vals if isinstance(x, (int, float)) and renderings(x)}
-            mods = [importlib.import_module(f"labkit.lab{lab}"), flmachine]
+            mods = [importlib.import_module(f"flashlab.labkit.lab{lab}"), flmachine]
             for mod in mods:
                 for name, fn in inspect.getmembers(mod, inspect.isfunction):
                     if name.startswith("_") or fn.__module__ != mod.__name__:

@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
 """test_stepview.py: the step viewer (labkit/stepview.py) over `flashlab trace` for every
 schedule and pass, and the frames of the two-tile example (unittest; ctest: notebooks_stepview)."""
-import pathlib
 import shutil
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from labkit import stepview  # noqa: E402
+from flashlab.labkit import stepview  # noqa: E402
 
 
 class EverySchedule(unittest.TestCase):

@@ -8,15 +8,11 @@ here, in this process).  The checks of a schedule (labs 1, 2 and 8) count what d
 outputs and counts their schedules are held to: the rows, sizes and input seed the grader runs
 them on (and lab 8's optimum); lab 9's model counts the rows its function is called on (the
 model's bytes are a function of them).  The library's runs are memoized for the test's speed."""
-import pathlib
-import sys
 import unittest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from grader import labs  # noqa: E402
 from grader.core import grading_rng  # noqa: E402
-from labkit import _problems  # noqa: E402
+from flashlab.labkit import _problems  # noqa: E402
 from solutions_again import with_params  # noqa: E402
 import flashlab as fl  # noqa: E402
 

@@ -179,29 +179,35 @@ int64_t fl_product_bound(fl_products kind, double W, int64_t d, int64_t M, int64
  * hkv K/V heads, to *o (docs/bounds.md eqs. (F-fwd), (F-bwd), (F-fb)). */
 static void add_need(const fl_problem *p, const fl_need *n, int64_t hq, int64_t hkv, fl_lower_bound *o)
 {
-    const int64_t d = p->d;
+    /* Q, K, dQ, dK rows are d wide, V, O, dO, dV rows d_v wide (docs/model.md rule D1) */
+    const int64_t d = p->d, dv = fl_problem_dv(p);
     const int64_t q2 = sat_mul(hq, n->r2), q1 = sat_mul(hq, n->r1);
     const int64_t kk2 = sat_mul(hkv, n->k2), kk1 = sat_mul(hkv, n->k1);
+    const int64_t qk = sat_mul(d, sat_add(q2, kk2)), v1 = sat_mul(dv, kk1), o1 = sat_mul(dv, q1);
     int64_t rd = 0, wr = 0;
     const double scores = (double)hq * n->s2; /* the needed scores: rows with two or more keys */
     switch (p->pass) {
     case FL_PASS_FWD: /* read Q (r2), K (k2), V (k1); write O (r1) */
-        rd = sat_add(sat_add(q2, kk2), kk1);
-        wr = q1;
+        rd = sat_add(qk, v1);
+        wr = o1;
         break;
     case FL_PASS_BWD: /* read dO (r1); write dQ (r2), dK (k2), dV (k1) */
-        rd = q1;
-        wr = sat_add(sat_add(q2, kk2), kk1);
+        rd = o1;
+        wr = sat_add(qk, v1);
         break;
     default: /* both: read Q, K, V, dO; write O, dQ, dK, dV */
-        rd = sat_add(sat_add(sat_add(q2, kk2), kk1), q1);
-        wr = sat_add(sat_add(sat_add(q1, q2), kk2), kk1);
+        rd = sat_add(sat_add(qk, v1), o1);
+        wr = sat_add(sat_add(qk, v1), o1);
         break;
     }
-    o->floor_reads = sat_add(o->floor_reads, sat_mul(d, rd));
-    o->floor_writes = sat_add(o->floor_writes, sat_mul(d, wr));
-    if (p->pass & FL_PASS_FWD) o->products_fwd += 2.0 * (double)d * scores; /* (W-f) */
-    if (p->pass & FL_PASS_BWD) o->products_bwd += 4.0 * (double)d * scores; /* (W-b) */
+    o->floor_reads = sat_add(o->floor_reads, rd);
+    o->floor_writes = sat_add(o->floor_writes, wr);
+    /* a complete product tree needs its inner dimension of operands from each side: with d_qk !=
+     * d_v the smaller one bounds the leaves of either family (docs/bounds.md §2.7), so the
+     * products are counted, and the segments' capacity taken, at min(d, d_v) */
+    const double dm = (double)fl_min64(d, dv);
+    if (p->pass & FL_PASS_FWD) o->products_fwd += 2.0 * dm * scores; /* (W-f) */
+    if (p->pass & FL_PASS_BWD) o->products_bwd += 4.0 * dm * scores; /* (W-b) */
 }
 
 fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bound *o)
@@ -241,7 +247,7 @@ fl_status fl_lower_bound_of(const fl_problem *p, const fl_blocks *b, fl_lower_bo
     }
     o->floor = sat_add(o->floor_reads, o->floor_writes);
     o->products = o->products_fwd + o->products_bwd;
-    o->product = pass_bound(o->products_fwd, o->products_bwd, p->d, p->M, &o->segment);
+    o->product = pass_bound(o->products_fwd, o->products_bwd, fl_min64(p->d, fl_problem_dv(p)), p->M, &o->segment);
     o->bound = fl_max64(o->floor, o->product);
     o->small_cache = p->d > p->M / p->d; /* M < d^2, without forming d^2 */
     o->shape = o->small_cache ? o->products / sqrt((double)p->M) : o->products * (double)p->d / (double)p->M;

@@ -53,6 +53,10 @@ fl_status fl_cp_check(const fl_cp_spec *s)
         return fl_fail(FL_EINVAL, "{window}: context parallelism here takes no local window");
     if (p->cu_seqlens_q || p->cu_seqlens_k)
         return fl_fail(FL_EINVAL, "{cu_seqlens_q}: context parallelism here splits sequences of equal length");
+    const char *variant = fl_problem_variant_field(p);
+    if (variant)
+        return fl_fail(FL_EINVAL, "{%s}: context parallelism here merges plain attention; it takes none of the variants "
+                                  "(d_v != d, sinks, softcap, ALiBi, dropout, fp8: docs/model.md §14)", variant);
     FL_TRY(fl_problem_check(p));
     if (p->N % s->P)
         return fl_fail(FL_EINVAL, "{N}: the %lld devices hold N / P tokens each, so P must divide N (N = %lld)",

@@ -1,6 +1,7 @@
 /* cp_figure.c: the data of figure (i), link traffic and compute time of context parallelism
  * against P and against N (docs/context_parallel.md §6). */
 #include <flashlab/cp.h>
+#include <flashlab/version.h>
 
 #include <inttypes.h>
 

@@ -60,7 +60,7 @@ static fl_status kernel(work *w, const fl_problem *q, int64_t r, int64_t src, in
                 memcpy(w->v + ((h * Tq) + b * rows + i) * d, row_of(w, w->V, w->Hkv, b, k0 + h, t), (size_t)d * sizeof(double));
             }
         }
-    fl_values v = {w->q, w->k, w->v, NULL, w->o, w->l, NULL, NULL, NULL};
+    fl_values v = {w->q, w->k, w->v, NULL, w->o, w->l, NULL, NULL, NULL, NULL, NULL};
     fl_result res;
     FL_TRY(fl_run_values(q, &v, &res));
     for (int64_t b = 0; b < w->B; b++)

@@ -211,6 +211,8 @@ static const fl_example examples[] = {
     {"nan-padding", "paged KV: NaN in the last page's padding rows -- the failure and the check", ex_nan_padding},
     {"decode-traffic", "one token over a 32k cache: K and V reads are 99.9% of the traffic", ex_decode_traffic},
     {"sparse-density", "block-sparse traffic against the density s: linear (Prop. 4)", ex_blocksparse_density},
+    {"sink-row", "a row with a sink logit: the online softmax starts from (sink, 1); by hand, reference, machine", fl_ex_sink_row},
+    {"softcap-row", "a softcapped row, c tanh(s / c) before the softmax; by hand, reference, machine", fl_ex_softcap_row},
 };
 
 const fl_example *fl_examples(int *n)

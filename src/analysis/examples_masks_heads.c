@@ -104,7 +104,7 @@ static int backward_shape(FILE *out, int64_t Nq, int64_t Nk)
         fl_problem p = fl_problem_default();
         p.algo = algos[a], p.N = Nq, p.Nk = Nk, p.d = D, p.M = 200, p.Br = p.Bc = 2;
         p.heads = H, p.causal = FL_CAUSAL_BOTTOM_RIGHT, p.pass = FL_PASS_FWD_BWD;
-        fl_values v = {Q, K, V, dO, O, NULL, dQ, dK, dV};
+        fl_values v = {Q, K, V, dO, O, NULL, dQ, dK, dV, NULL, NULL};
         fl_result r;
         if (fl_run_values(&p, &v, &r) != FL_OK) {
             fprintf(out, "  %s: %s\n", fl_algo_name(p.algo), fl_last_error());

@@ -102,13 +102,18 @@ static int64_t group_of(const ctx *c, fl_algo a)
 
 static int64_t footprint(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    return fl_footprint_pass(a, bwd, group_of(c, a), c->p->d, Br, Bc, Bd);
+    fl_problem q = *c->p;
+    q.algo = a;
+    return fl_footprint_of(&q, bwd, group_of(c, a), Br, Bc, Bd);
 }
 
-/* Whether the schedule's footprint depends on a chunk Bd of d. */
+/* The widest chunk a schedule that chunks the head dimensions takes: max(d, d_v) (rule D1). */
+static int64_t dmax(const ctx *c) { return fl_max64(c->p->d, fl_problem_dv(c->p)); }
+
+/* Whether the schedule's footprint depends on a chunk Bd of the head dimensions. */
 static int chunked(const ctx *c, fl_algo a, int bwd)
 {
-    return footprint(c, a, bwd, 1, 1, 1) != footprint(c, a, bwd, 1, 1, c->p->d);
+    return footprint(c, a, bwd, 1, 1, 1) != footprint(c, a, bwd, 1, 1, fl_max64(2, dmax(c)));
 }
 
 static int fits(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
@@ -136,7 +141,7 @@ static void blocks_of(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, 
     memset(b, 0, sizeof *b);
     b->Br = Br, b->Bc = Bc, b->overridden = 1;
     if (chunked(c, a, bwd)) {
-        int64_t lo = 1, hi = c->p->d;
+        int64_t lo = 1, hi = dmax(c);
         while (lo < hi) {
             const int64_t mid = lo + (hi - lo + 1) / 2;
             if (fits(c, a, bwd, Br, Bc, mid)) lo = mid;
@@ -173,15 +178,24 @@ static int64_t cost_of(const ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc)
     return s->closed_form_terms ? per * s->closed_form_terms(bwd, c->dense, c->nq, c->nk, Br, Bc) : per;
 }
 
-/* The closed form of schedule a's pass with blocks (Br, Bc) (which must fit) as a candidate. */
-static fl_status eval(ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, cand *k)
+/* The problem of one pass of candidate schedule a with blocks (Br, Bc): p's fields, that pass
+ * alone; a fixed-order dQ (deterministic) belongs to the backward, so the forward drops it. */
+static fl_problem pass_problem(const fl_problem *p, fl_algo a, int bwd, int64_t Br, int64_t Bc)
 {
-    fl_problem q = *c->p;
-    fl_blocks b;
-    fl_counts n;
+    fl_problem q = *p;
     q.algo = a;
     q.Br = Br, q.Bc = Bc;
     q.pass = bwd ? FL_PASS_BWD : FL_PASS_FWD;
+    if (!bwd) q.deterministic = 0;
+    return q;
+}
+
+/* The closed form of schedule a's pass with blocks (Br, Bc) (which must fit) as a candidate. */
+static fl_status eval(ctx *c, fl_algo a, int bwd, int64_t Br, int64_t Bc, cand *k)
+{
+    fl_problem q = pass_problem(c->p, a, bwd, Br, Bc);
+    fl_blocks b;
+    fl_counts n;
     blocks_of(c, a, bwd, Br, Bc, &b);
     c->work += cost_of(c, a, bwd, Br, Bc);
     if (c->work > c->max_work) return over_work(c);
@@ -338,11 +352,8 @@ static fl_status simulate(const ctx *c, const cand *k, fl_opt_choice *o)
     for (int bwd = 0; bwd < 2; bwd++) {
         const int64_t Br = bwd ? k->Br_b : k->Br, Bc = bwd ? k->Bc_b : k->Bc, Bd = bwd ? k->Bd_b : k->Bd;
         if (!Br) continue;
-        fl_problem q = *c->p;
+        fl_problem q = pass_problem(c->p, k->algo, bwd, Br, Bc);
         fl_result r;
-        q.algo = k->algo;
-        q.Br = Br, q.Bc = Bc;
-        q.pass = bwd ? FL_PASS_BWD : FL_PASS_FWD;
         FL_TRY(fl_run(&q, FL_COUNT, NULL, NULL, &r));
         const int64_t want = bwd ? k->bwd : k->fwd;
         const fl_blocks *rb = bwd ? &r.b_bwd : &r.b;
@@ -394,6 +405,21 @@ static int64_t chunk_values(int64_t d, int64_t *v, int64_t cap)
     return n;
 }
 
+/* The n1 + n2 chunk sizes at v (two runs, each descending) as one descending run without
+ * repeats, in place; returns its length. */
+static int64_t merge_chunks(int64_t *v, int64_t n1, int64_t n2)
+{
+    int64_t n = n1 + n2, m = 0;
+    for (int64_t i = 1; i < n; i++) /* insertion sort, descending: n is O(sqrt(d)) */
+        for (int64_t j = i; j > 0 && v[j - 1] < v[j]; j--) {
+            const int64_t t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    for (int64_t i = 0; i < n; i++)
+        if (!m || v[i] != v[m - 1]) v[m++] = v[i];
+    return m;
+}
+
 /* An up-front estimate of the block terms of lemmas O1-O3 (O4's are counted as they go), from
  * the ranges the enumerations walk. */
 static double estimate(const ctx *c, const fl_algo *algos, int nalgo, int fwd, int bwd, int64_t nchunks)
@@ -423,7 +449,8 @@ static double estimate(const ctx *c, const fl_algo *algos, int nalgo, int fwd, i
 
 /* The family of problem p (docs/model.md §7): every schedule with a search for each pass p runs
  * (one that stacks a group only when p's query heads form groups), in registry order, those
- * searched by branch and bound last (they prune against the others' least count).  Returns
+ * searched by branch and bound last (they prune against the others' least count), less those
+ * that refuse p (standard-skip and smallcache's backward take none of the variants).  Returns
  * their number. */
 static int family_of(const fl_problem *p, int64_t ratio, fl_algo *algos)
 {
@@ -434,6 +461,9 @@ static int family_of(const fl_problem *p, int64_t ratio, fl_algo *algos)
             const fl_schedule *s = fl_schedule_get((fl_algo)a);
             if ((fwd && !s->search[0]) || (bwd && !s->search[1])) continue;
             if ((s->flags & FL_SCHED_STACKS_GROUP) && ratio <= 1) continue;
+            fl_problem q = *p; /* one that refuses p (a variant its pass does not take) is left out */
+            q.algo = (fl_algo)a;
+            if (fl_problem_check(&q) != FL_OK) continue;
             const int bound = (fwd && s->search[0] == FL_SEARCH_BOUND) || (bwd && s->search[1] == FL_SEARCH_BOUND);
             if (bound == last) algos[n++] = (fl_algo)a;
         }
@@ -461,12 +491,20 @@ static fl_status prepare(const fl_problem *p, int64_t max_work, fl_problem *base
     c->incumbent[0] = c->incumbent[1] = -1;
     /* the family: the attention schedules the problem's passes allow */
     *nalgo = family_of(base, c->ratio, algos);
-    /* the chunk sizes of lemma O3: at most T + ceil(d / T) of them, T = ceil(sqrt(d)) */
-    const int64_t T = (int64_t)ceil(sqrt((double)base->d)) + 1, cap = T + fl_cdiv(base->d, T) + 2;
+    /* the chunk sizes of lemma O3: at most T + ceil(D / T) of them per head dimension D (d, and
+     * d_v when it differs: the least Bd giving chunk counts (Td, Tdv) is one of ceil(d / Td),
+     * ceil(d_v / Tdv)), T = ceil(sqrt(D)) */
+    const int64_t dv = fl_problem_dv(base), dd[2] = {base->d, dv};
+    int64_t cap = 0;
+    for (int k = 0; k < 1 + (dv != base->d); k++) {
+        const int64_t T = (int64_t)ceil(sqrt((double)dd[k])) + 1;
+        cap += T + fl_cdiv(dd[k], T) + 2;
+    }
     *chunks = NULL, *nchunks = 0;
     if ((double)cap > (double)max_work) return over_work(c);
     if (!(*chunks = malloc((size_t)cap * sizeof **chunks))) return fl_fail(FL_ENOMEM, "optimize: out of memory");
     *nchunks = chunk_values(base->d, *chunks, cap);
+    if (dv != base->d) *nchunks = merge_chunks(*chunks, *nchunks, chunk_values(dv, *chunks + *nchunks, cap - *nchunks));
     return FL_OK;
 }
 

@@ -273,6 +273,34 @@ fl_status fl_store(fl_machine *m, const fl_buf *b, int t, int64_t r0, int64_t c0
     return m->stopped ? stopped(m) : FL_OK;
 }
 
+/* The register a scalar moves through (rule R3b): a buffer of one element that takes no SRAM,
+ * named for the trace. */
+static const fl_buf reg_buf = {"reg", 1, 1, NULL, 1};
+
+fl_status fl_load_scalar(fl_machine *m, int t, int64_t r, int64_t c, double *v)
+{
+    if (!tile_ok(m, &reg_buf, t, r, c, 1, 1)) return check_tile(m, &reg_buf, t, r, c, 1, 1, "load");
+    if (m->stopped) return stopped(m);
+    fl_tensor *T = &m->tensors[t];
+    if (T->reads == INT64_MAX || m->reads == INT64_MAX) return overflow(m, T);
+    T->reads++, m->reads++, m->events++;
+    *v = m->mode == FL_COMPUTE ? T->data[r * T->cols + c] : 0.0;
+    if (m->trace) emit(m, FL_EV_LOAD, T->name, &reg_buf, r, c, 1, 1);
+    return m->stopped ? stopped(m) : FL_OK;
+}
+
+fl_status fl_store_scalar(fl_machine *m, double v, int t, int64_t r, int64_t c)
+{
+    if (!tile_ok(m, &reg_buf, t, r, c, 1, 1)) return check_tile(m, &reg_buf, t, r, c, 1, 1, "store");
+    if (m->stopped) return stopped(m);
+    fl_tensor *T = &m->tensors[t];
+    if (T->writes == INT64_MAX || m->writes == INT64_MAX) return overflow(m, T);
+    T->writes++, m->writes++, m->events++;
+    if (m->mode == FL_COMPUTE) T->data[r * T->cols + c] = v;
+    if (m->trace) emit(m, FL_EV_STORE, T->name, &reg_buf, r, c, 1, 1);
+    return m->stopped ? stopped(m) : FL_OK;
+}
+
 /* The running totals kept by fl_load/fl_store: equal to the sums of the tensors' counters, which
  * only those two functions change; O(1), so a trace (which reports them on every event) stays
  * cheap. */

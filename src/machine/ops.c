@@ -41,6 +41,12 @@ void fl_op_matmul(fl_buf *C, const fl_buf *A, const fl_buf *B, int64_t m, int64_
 double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n,
                    const double *v, int64_t ldv, double *p)
 {
+    return fl_osm_step_w(m, l, u, dv, s, n, v, ldv, p, NULL);
+}
+
+double fl_osm_step_w(double *m, double *l, double *u, int64_t dv, const double *s, int64_t n,
+                     const double *v, int64_t ldv, double *p, const double *w)
+{
     double mt = -INFINITY;
     for (int64_t j = 0; j < n; j++)
         if (s[j] > mt || isnan(s[j])) mt = s[j]; /* a NaN score is not skipped: it propagates */
@@ -61,7 +67,9 @@ double fl_osm_step(double *m, double *l, double *u, int64_t dv, const double *s,
         const double e = exp(s[j] - mnew);
         if (p) p[j] = e;
         sum += e;
-        for (int64_t c = 0; c < dv; c++) u[c] += e * v[j * ldv + c];
+        const double ew = w ? e * w[j] : e;
+        if (ew != 0.0 || !w)
+            for (int64_t c = 0; c < dv; c++) u[c] += ew * v[j * ldv + c];
     }
     *l = a * *l + sum;
     *m = mnew;

@@ -6,6 +6,8 @@
 
 #include <flashlab/heads.h>
 
+static fl_status scales(const fl_problem *p, fl_segments *out);
+
 fl_status fl_segments_build(const fl_problem *p, int64_t G, fl_segments *out)
 {
     const int64_t B = p->batch, Nk = p->Nk ? p->Nk : p->N;
@@ -40,15 +42,43 @@ fl_status fl_segments_build(const fl_problem *p, int64_t G, fl_segments *out)
         fl_segments_free(out);
         return fl_fail(FL_EOVERFLOW, "{batch}/{heads}: the packed tensors are too large");
     }
+    return scales(p, out);
+}
+
+int64_t fl_scale_blocks(int64_t n, int64_t sb) { return n < 1 ? 0 : sb ? fl_cdiv(n, sb) : 1; }
+
+/* fp8's scale layout (segments.h): per head, the blocks of every sequence in order. */
+static fl_status scales(const fl_problem *p, fl_segments *out)
+{
+    if (!fl_problem_fp8(p)) return FL_OK;
+    const int64_t B = p->batch, sb = out->sb = p->scale_block;
+    if (!out->cq) {
+        out->SQ = B * fl_scale_blocks(out->N, sb); /* <= Tq, Tk: no overflow */
+        out->SK = B * fl_scale_blocks(out->Nk, sb);
+    } else {
+        if (!(out->sq_pre = malloc((size_t)(B + 1) * sizeof *out->sq_pre)) ||
+            !(out->sk_pre = malloc((size_t)(B + 1) * sizeof *out->sk_pre))) {
+            fl_segments_free(out);
+            return fl_fail(FL_ENOMEM, "out of memory for the scale layout of %lld sequences", (long long)B);
+        }
+        out->sq_pre[0] = out->sk_pre[0] = 0;
+        for (int64_t b = 0; b < B; b++) {
+            out->sq_pre[b + 1] = out->sq_pre[b] + fl_scale_blocks(out->cq[b + 1] - out->cq[b], sb);
+            out->sk_pre[b + 1] = out->sk_pre[b] + fl_scale_blocks(out->ck[b + 1] - out->ck[b], sb);
+        }
+        out->SQ = out->sq_pre[B], out->SK = out->sk_pre[B];
+    }
+    out->q_scale_rows = out->Hq * out->SQ; /* <= q_rows, k_rows */
+    out->k_scale_rows = out->Hkv * out->SK;
     return FL_OK;
 }
 
 void fl_segment_at(const fl_segments *s, int64_t k, fl_seg *sg)
 {
     const int64_t per = s->Hq / s->G, i = k / per, h = (k % per) * s->G;
+    const int64_t b = s->cq ? s->seq[i] : i;
     int64_t qs, nq, ks, nk;
     if (s->cq) {
-        const int64_t b = s->seq[i];
         qs = s->cq[b], nq = s->cq[b + 1] - qs;
         ks = s->ck[b], nk = s->ck[b + 1] - ks;
     } else {
@@ -63,6 +93,12 @@ void fl_segment_at(const fl_segments *s, int64_t k, fl_seg *sg)
     sg->Nk = nk;
     sg->group = s->G;
     sg->kv_first = (h % s->ratio) == 0;
+    sg->head = h;
+    sg->seq = b;
+    sg->head_first = i == 0;
+    sg->qsstride = s->SQ;
+    sg->qs0 = h * s->SQ + (s->sq_pre ? s->sq_pre[b] : b * fl_scale_blocks(s->N, s->sb));
+    sg->ks0 = kv * s->SK + (s->sk_pre ? s->sk_pre[b] : b * fl_scale_blocks(s->Nk, s->sb));
     /* cannot fail: lengths >= 1 and the window were checked by fl_problem_check */
     fl_mask_init(&sg->mask, nq, nk, s->causal, s->window_left, s->window_right);
 }
@@ -71,5 +107,7 @@ void fl_segments_free(fl_segments *s)
 {
     if (!s) return;
     free(s->seq);
-    s->seq = NULL;
+    free(s->sq_pre);
+    free(s->sk_pre);
+    s->seq = s->sq_pre = s->sk_pre = NULL;
 }

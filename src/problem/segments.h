@@ -33,7 +33,16 @@ struct fl_segments {
     int64_t *seq, nseq;        /* varlen: the non-empty sequences' indices */
     fl_causal causal;
     int64_t window_left, window_right;
+    /* fp8's scale factors (docs/model.md rule Q8): rows per scale block (0: one per sequence and
+     * head); per head, SQ Q scales and SK K/V scales; varlen: the scales of the sequences before
+     * b, sq_pre[b] and sk_pre[b] (NULL otherwise) */
+    int64_t sb, SQ, SK, q_scale_rows, k_scale_rows;
+    int64_t *sq_pre, *sk_pre;
 };
+
+/* The scale blocks of a sequence of n rows with blocks of sb rows (0: one block): the scale
+ * factors fp8 gives it (docs/model.md rule Q8). */
+int64_t fl_scale_blocks(int64_t n, int64_t sb);
 
 /* Describes the segments of p (which must pass fl_problem_check), whose schedule stacks G
  * query heads per segment (fl_problem_group, schedule.h).  FL_ENOMEM if the varlen index

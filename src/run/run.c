@@ -22,12 +22,13 @@
  * dV), S and P (+ dP, dS) for a schedule that materializes them, and per-row statistics. */
 static fl_status check_compute_size(const fl_problem *p, const fl_schedule *s, const fl_segments *sg)
 {
-    int64_t nq, nk, qd, kd, sq = 0, total = 0;
+    int64_t nq, nk, qd, kd, sq = 0, total = 0, dd;
     const int bwd = (p->pass & FL_PASS_BWD) != 0;
     fl_problem_lengths(p, &nq, &nk);
-    int ok = fl_mul_ok(sg->q_rows, p->d, &qd) && fl_mul_ok(sg->k_rows, p->d, &kd) &&
-             fl_add_ok(qd, kd, &total) && fl_mul_ok(total, bwd ? 4 : 2, &total) &&
-             fl_add_ok(total, 4 * sg->q_rows, &total);
+    /* Q, K (d) and V, O (d_v) wide; the backward's dO, dQ, dK, dV as many again */
+    int ok = fl_add_ok(p->d, fl_problem_dv(p), &dd) && fl_mul_ok(sg->q_rows, dd, &qd) &&
+             fl_mul_ok(sg->k_rows, dd, &kd) && fl_add_ok(qd, kd, &total) &&
+             fl_mul_ok(total, bwd ? 2 : 1, &total) && fl_add_ok(total, 4 * sg->q_rows, &total);
     if (ok && (s->flags & FL_SCHED_MATERIALIZES))
         ok = fl_mul_ok(sg->q_rows, nk, &sq) && fl_mul_ok(sq, bwd ? 4 : 2, &sq) && fl_add_ok(total, sq, &total);
     if (!ok || total > FL_COMPUTE_MAX_VALUES)
@@ -56,7 +57,9 @@ int64_t fl_compute_macs(const fl_problem *p)
 {
     const fl_schedule *s = fl_schedule_get(p->algo);
     const int softmax = s && (s->flags & FL_SCHED_SOFTMAX);
-    const int64_t per = softmax ? 1 : p->d, factor = (p->pass & FL_PASS_BWD) ? 14 : 4;
+    /* per query-key pair: d multiply-adds for the score and d_v for P V (each twice: schedule and
+     * reference), 3.5 times that with the backward */
+    const int64_t per = softmax ? 2 : sadd(p->d, fl_problem_dv(p)), factor = (p->pass & FL_PASS_BWD) ? 7 : 2;
     const int64_t Nk = p->Nk ? p->Nk : p->N;
     int64_t sum = 0;
     if (p->cu_seqlens_q) {
@@ -101,6 +104,8 @@ static double rel_err_inf(const double *a, const double *b, int64_t n)
 typedef struct {
     const double *Q, *K, *V, *dO;
     double *Kl, *Vl; /* owned: the logical K, V of a schedule with add_kv */
+    const double *sink; /* the sink logits (Hq) */
+    double *Qd, *Kd, *Vd; /* owned, fp8: Q, K, V times their scale factors (what the reference sees) */
 } inputs;
 
 /* The keep rule the reference applies: the schedule's own (block-sparse), or else the causal/
@@ -113,21 +118,25 @@ typedef struct {
 } ref_keep;
 
 /* The reference for every segment (each query head of a group), gradients of a shared K/V head
- * summed over its query heads; then the errors of O, L and the gradients. */
+ * summed over its query heads, with the problem's variants (docs/model.md §14); then the errors
+ * of O, L, the gradients and dsink. */
 static fl_status check_attention(fl_machine *m, const fl_problem *p, const fl_segments *sg, fl_qkvo io,
                                  const inputs *in, const ref_keep *rk, int bwd, fl_result *r)
 {
-    const int64_t d = p->d, qn = sg->q_rows * d, kn = sg->k_rows * d;
+    const int64_t d = p->d, dv = fl_problem_dv(p), Hq = p->heads;
+    const int64_t qn = sg->q_rows * d, kn = sg->k_rows * d, qv = sg->q_rows * dv, kv = sg->k_rows * dv;
     const double scale = 1.0 / sqrt((double)d);
-    const double *Q = in->Q, *K = in->K, *V = in->V, *dO = in->dO;
-    double *O = calloc((size_t)qn, sizeof *O), *L = calloc((size_t)sg->q_rows, sizeof *L);
+    const double *Q = in->Qd ? in->Qd : in->Q, *K = in->Kd ? in->Kd : in->K, *V = in->Vd ? in->Vd : in->V;
+    const double *dO = in->dO;
+    double *O = calloc((size_t)qv, sizeof *O), *L = calloc((size_t)sg->q_rows, sizeof *L);
     double *dQ = bwd ? calloc((size_t)qn, sizeof *dQ) : NULL, *dK = bwd ? calloc((size_t)kn, sizeof *dK) : NULL,
-           *dV = bwd ? calloc((size_t)kn, sizeof *dV) : NULL;
+           *dV = bwd ? calloc((size_t)kv, sizeof *dV) : NULL;
+    double *dsink = bwd && p->sinks ? calloc((size_t)Hq, sizeof *dsink) : NULL;
     int64_t maxk = sg->max_nk;
     double *tk = bwd ? malloc((size_t)(maxk * d) * sizeof *tk) : NULL,
-           *tv = bwd ? malloc((size_t)(maxk * d) * sizeof *tv) : NULL;
+           *tv = bwd ? malloc((size_t)(maxk * dv) * sizeof *tv) : NULL;
     fl_status s = FL_OK;
-    if (!O || !L || (bwd && (!dQ || !dK || !dV || !tk || !tv))) {
+    if (!O || !L || (bwd && (!dQ || !dK || !dV || !tk || !tv)) || (bwd && p->sinks && !dsink)) {
         s = fl_fail(FL_ENOMEM, "out of memory for the reference");
         goto out;
     }
@@ -139,34 +148,37 @@ static fl_status check_attention(fl_machine *m, const fl_problem *p, const fl_se
         fl_keep_fn keep = rk->own ? rk->keep : fl_ref_mask_dense(&rm) ? NULL : fl_ref_keep;
         const void *ctx = rk->own ? (const void *)rk->ctx : (const void *)&rm;
         for (int64_t h = 0; h < g->group && !s; h++) {
-            const int64_t q0 = g->q0 + h * g->qstride;
+            const int64_t q0 = g->q0 + h * g->qstride, head = g->head + h;
+            const fl_ref_variant v = {p->softcap, p->alibi ? fl_alibi_slope(head, Hq) : 0.0, p->sinks,
+                                      p->sinks ? in->sink[head] : 0.0, p->dropout, p->seed, g->seq, head};
             if (!bwd) {
-                s = fl_ref_attention(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d, scale,
-                                     keep, ctx, O + q0 * d, L + q0);
+                s = fl_ref_attention_v(g->Nq, g->Nk, d, dv, Q + q0 * d, K + g->k0 * d, V + g->k0 * dv, scale,
+                                       keep, ctx, &v, O + q0 * dv, L + q0);
                 continue;
             }
-            s = fl_ref_attention_bwd(g->Nq, g->Nk, d, d, Q + q0 * d, K + g->k0 * d, V + g->k0 * d,
-                                     dO + q0 * d, scale, keep, ctx, dQ + q0 * d, tk, tv,
-                                     O + q0 * d, L + q0, NULL, NULL);
-            for (int64_t i = 0; i < g->Nk * d; i++) {
-                dK[g->k0 * d + i] += tk[i];
-                dV[g->k0 * d + i] += tv[i];
-            }
+            double ds = 0.0;
+            s = fl_ref_attention_bwd_v(g->Nq, g->Nk, d, dv, Q + q0 * d, K + g->k0 * d, V + g->k0 * dv,
+                                       dO + q0 * dv, scale, keep, ctx, &v, dQ + q0 * d, tk, tv, O + q0 * dv,
+                                       L + q0, NULL, NULL, &ds);
+            if (dsink) dsink[head] += ds;
+            for (int64_t i = 0; i < g->Nk * d; i++) dK[g->k0 * d + i] += tk[i];
+            for (int64_t i = 0; i < g->Nk * dv; i++) dV[g->k0 * dv + i] += tv[i];
         }
     }
     if (s) goto out;
     r->computed = 1;
-    r->max_abs_err = fl_max_abs_diff(fl_tensor_get(m, io.O)->data, O, qn);
-    r->rel_err = fl_rel_err(fl_tensor_get(m, io.O)->data, O, qn);
+    r->max_abs_err = fl_max_abs_diff(fl_tensor_get(m, io.O)->data, O, qv);
+    r->rel_err = fl_rel_err(fl_tensor_get(m, io.O)->data, O, qv);
     const int L_t = fl_tensor_find(m, "L");
     if (L_t >= 0) r->lse_rel_err = rel_err_inf(fl_tensor_get(m, L_t)->data, L, sg->q_rows);
     if (bwd) {
         r->dq_rel_err = fl_rel_err(fl_tensor_get(m, io.dQ)->data, dQ, qn);
         r->dk_rel_err = fl_rel_err(fl_tensor_get(m, io.dK)->data, dK, kn);
-        r->dv_rel_err = fl_rel_err(fl_tensor_get(m, io.dV)->data, dV, kn);
+        r->dv_rel_err = fl_rel_err(fl_tensor_get(m, io.dV)->data, dV, kv);
+        if (dsink) r->dsink_rel_err = fl_rel_err(fl_tensor_get(m, io.dsink)->data, dsink, Hq);
     }
 out:
-    free(O), free(L), free(dQ), free(dK), free(dV), free(tk), free(tv);
+    free(O), free(L), free(dQ), free(dK), free(dV), free(tk), free(tv), free(dsink);
     return s;
 }
 
@@ -201,22 +213,63 @@ static void copy_out(fl_machine *m, const char *name, double *dst)
     memcpy(dst, T->data, (size_t)(T->rows * T->cols) * sizeof *dst);
 }
 
+/* fp8's scale factors: 2^k for k uniform in -2..2, drawn from *st (exact products in double). */
+static void fill_scales(double *x, int64_t n, uint64_t *st)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = ldexp(1.0, (int)(fl_rng_next(st) % 5) - 2);
+}
+
+/* fp8: Q, K, V times their scale factors, row by row as segments.h lays them out (the reference's
+ * inputs; docs/model.md rule Q8). */
+static fl_status dequantize(fl_machine *m, const fl_problem *p, const fl_segments *sg, const fl_qkvo *io,
+                            inputs *in)
+{
+    const int64_t d = p->d, dv = fl_problem_dv(p), qn = sg->q_rows * d, kn = sg->k_rows * d, kv = sg->k_rows * dv;
+    const double *qs = fl_tensor_get(m, io->Qs)->data, *ks = fl_tensor_get(m, io->Ks)->data,
+                 *vs = fl_tensor_get(m, io->Vs)->data;
+    if (!(in->Qd = malloc((size_t)qn * sizeof *in->Qd)) || !(in->Kd = malloc((size_t)kn * sizeof *in->Kd)) ||
+        !(in->Vd = malloc((size_t)kv * sizeof *in->Vd)))
+        return fl_fail(FL_ENOMEM, "out of memory for the dequantized inputs");
+    for (int64_t k = 0; k < sg->nseg; k++) {
+        fl_seg g;
+        fl_segment_at(sg, k, &g);
+        for (int64_t h = 0; h < g.group; h++)
+            for (int64_t i = 0; i < g.Nq; i++) {
+                const int64_t row = g.q0 + h * g.qstride + i;
+                const double f = qs[g.qs0 + h * g.qsstride + (sg->sb ? i / sg->sb : 0)];
+                for (int64_t c = 0; c < d; c++) in->Qd[row * d + c] = in->Q[row * d + c] * f;
+            }
+        for (int64_t j = 0; j < g.Nk; j++) {
+            const int64_t row = g.k0 + j, blk = g.ks0 + (sg->sb ? j / sg->sb : 0);
+            for (int64_t c = 0; c < d; c++) in->Kd[row * d + c] = in->K[row * d + c] * ks[blk];
+            for (int64_t c = 0; c < dv; c++) in->Vd[row * dv + c] = in->V[row * dv + c] * vs[blk];
+        }
+    }
+    return FL_OK;
+}
+
 /* Adds the HBM tensors a run starts with and, in compute mode, fills the inputs (drawn in the
- * order Q, K, V, dO from one stream seeded with p->seed, unless vals gives them):
+ * order Q, K, V, dO from one stream seeded with p->seed, unless vals gives them, then the
+ * variants' inputs: sinks, fp8's scale factors):
  *   softmax: X (N x Nk, uniform in [-10, 10)) as io.Q and Y as io.O;
  *   attention: Q, then K and V (the schedule's add_kv lays them out, else plain packed
- *   tensors), O, and for a backward pass dO, dQ, dK, dV.
+ *   tensors), O, and for a backward pass dO, dQ, dK, dV; Q and K are d wide, V, O, dO and dV
+ *   d_v wide (docs/model.md rule D1); the variants' tensors (run.h).
  * Rule R8 (docs/model.md): accumulators that cross HBM are fp32: the running O of a schedule
- * flagged FL_SCHED_O_FP32 and every backward's dQ. */
+ * flagged FL_SCHED_O_FP32 and every backward's dQ.  Rule Q8: under fp8 only Q, K, V take one
+ * byte; O and the gradients are bf16. */
 static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_schedule *s, const fl_blocks *b,
                              const fl_segments *sg, int bwd, const fl_values *vals, fl_qkvo *io,
                              inputs *in)
 {
-    const int eb = p->elem_bytes, ob = (s->flags & FL_SCHED_O_FP32) ? FL_ACCUM_BYTES : eb;
+    const int eb = p->elem_bytes, xb = fl_problem_out_bytes(p);
+    const int ob = (s->flags & FL_SCHED_O_FP32) ? FL_ACCUM_BYTES : xb;
+    const int64_t d = p->d, dv = fl_problem_dv(p);
     const int cmp = fl_computes(m);
     uint64_t st = p->seed;
     io->dO = io->dQ = io->dK = io->dV = -1;
     io->K = io->V = -1;
+    io->sink = io->dsink = io->rng = io->Qs = io->Ks = io->Vs = -1;
     if (s->flags & FL_SCHED_SOFTMAX) {
         const int64_t Nk = p->Nk ? p->Nk : p->N;
         FL_TRY(fl_tensor_add(m, "X", p->N, Nk, eb, &io->Q));
@@ -224,35 +277,43 @@ static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_schedu
         if (cmp) fill(fl_tensor_get(m, io->Q)->data, vals ? vals->Q : NULL, p->N * Nk, &st, -10.0, 10.0);
         return FL_OK;
     }
-    const int64_t qn = sg->q_rows * p->d, kn = sg->k_rows * p->d;
-    FL_TRY(fl_tensor_add(m, "Q", sg->q_rows, p->d, eb, &io->Q));
+    const int64_t qn = sg->q_rows * d, kn = sg->k_rows * d, kv = sg->k_rows * dv, qv = sg->q_rows * dv;
+    FL_TRY(fl_tensor_add(m, "Q", sg->q_rows, d, eb, &io->Q));
     if (s->add_kv) {
         if (cmp) { /* the logical K, V, drawn after Q; the schedule places them */
             fill(fl_tensor_get(m, io->Q)->data, vals ? vals->Q : NULL, qn, &st, -1.0, 1.0);
             in->Kl = malloc((size_t)kn * sizeof *in->Kl);
-            in->Vl = malloc((size_t)kn * sizeof *in->Vl);
+            in->Vl = malloc((size_t)kv * sizeof *in->Vl);
             if (!in->Kl || !in->Vl) return fl_fail(FL_ENOMEM, "out of memory for the inputs of %s", s->name);
             fill(in->Kl, vals ? vals->K : NULL, kn, &st, -1.0, 1.0);
-            fill(in->Vl, vals ? vals->V : NULL, kn, &st, -1.0, 1.0);
+            fill(in->Vl, vals ? vals->V : NULL, kv, &st, -1.0, 1.0);
         }
         FL_TRY(s->add_kv(m, p, b, io, in->Kl, in->Vl));
     } else {
-        FL_TRY(fl_tensor_add(m, "K", sg->k_rows, p->d, eb, &io->K));
-        FL_TRY(fl_tensor_add(m, "V", sg->k_rows, p->d, eb, &io->V));
+        FL_TRY(fl_tensor_add(m, "K", sg->k_rows, d, eb, &io->K));
+        FL_TRY(fl_tensor_add(m, "V", sg->k_rows, dv, eb, &io->V));
     }
-    FL_TRY(fl_tensor_add(m, "O", sg->q_rows, p->d, ob, &io->O));
+    FL_TRY(fl_tensor_add(m, "O", sg->q_rows, dv, ob, &io->O));
     if (bwd) {
-        FL_TRY(fl_tensor_add(m, "dO", sg->q_rows, p->d, eb, &io->dO));
-        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, p->d, FL_ACCUM_BYTES, &io->dQ));
-        FL_TRY(fl_tensor_add(m, "dK", sg->k_rows, p->d, eb, &io->dK));
-        FL_TRY(fl_tensor_add(m, "dV", sg->k_rows, p->d, eb, &io->dV));
+        FL_TRY(fl_tensor_add(m, "dO", sg->q_rows, dv, xb, &io->dO));
+        FL_TRY(fl_tensor_add(m, "dQ", sg->q_rows, d, FL_ACCUM_BYTES, &io->dQ));
+        FL_TRY(fl_tensor_add(m, "dK", sg->k_rows, d, xb, &io->dK));
+        FL_TRY(fl_tensor_add(m, "dV", sg->k_rows, dv, xb, &io->dV));
+    }
+    if (p->sinks) FL_TRY(fl_tensor_add(m, "sink", p->heads, 1, FL_STAT_BYTES, &io->sink));
+    if (p->sinks && bwd) FL_TRY(fl_tensor_add(m, "dsink", p->heads, 1, FL_STAT_BYTES, &io->dsink));
+    if (p->dropout > 0.0) FL_TRY(fl_tensor_add(m, "rng", 2, 1, 8, &io->rng));
+    if (fl_problem_fp8(p)) {
+        FL_TRY(fl_tensor_add(m, "Q_scale", sg->q_scale_rows, 1, FL_STAT_BYTES, &io->Qs));
+        FL_TRY(fl_tensor_add(m, "K_scale", sg->k_scale_rows, 1, FL_STAT_BYTES, &io->Ks));
+        FL_TRY(fl_tensor_add(m, "V_scale", sg->k_scale_rows, 1, FL_STAT_BYTES, &io->Vs));
     }
     if (!cmp) return FL_OK;
     in->Q = fl_tensor_get(m, io->Q)->data;
     if (!s->add_kv) {
         fill(fl_tensor_get(m, io->Q)->data, vals ? vals->Q : NULL, qn, &st, -1.0, 1.0);
         fill(fl_tensor_get(m, io->K)->data, vals ? vals->K : NULL, kn, &st, -1.0, 1.0);
-        fill(fl_tensor_get(m, io->V)->data, vals ? vals->V : NULL, kn, &st, -1.0, 1.0);
+        fill(fl_tensor_get(m, io->V)->data, vals ? vals->V : NULL, kv, &st, -1.0, 1.0);
         in->K = fl_tensor_get(m, io->K)->data;
         in->V = fl_tensor_get(m, io->V)->data;
     } else {
@@ -260,8 +321,19 @@ static fl_status add_tensors(fl_machine *m, const fl_problem *p, const fl_schedu
         in->V = in->Vl;
     }
     if (bwd) {
-        fill(fl_tensor_get(m, io->dO)->data, vals ? vals->dO : NULL, qn, &st, -1.0, 1.0);
+        fill(fl_tensor_get(m, io->dO)->data, vals ? vals->dO : NULL, qv, &st, -1.0, 1.0);
         in->dO = fl_tensor_get(m, io->dO)->data;
+    }
+    if (p->sinks) {
+        fill(fl_tensor_get(m, io->sink)->data, vals ? vals->sink : NULL, p->heads, &st, -1.0, 1.0);
+        in->sink = fl_tensor_get(m, io->sink)->data;
+    }
+    if (p->dropout > 0.0) fl_tensor_get(m, io->rng)->data[0] = (double)p->seed; /* offset 0 */
+    if (fl_problem_fp8(p)) {
+        fill_scales(fl_tensor_get(m, io->Qs)->data, sg->q_scale_rows, &st);
+        fill_scales(fl_tensor_get(m, io->Ks)->data, sg->k_scale_rows, &st);
+        fill_scales(fl_tensor_get(m, io->Vs)->data, sg->k_scale_rows, &st);
+        FL_TRY(dequantize(m, p, sg, io, in));
     }
     return FL_OK;
 }
@@ -413,7 +485,7 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
     }
     if ((s = collect(m, p, snap, snap_events, r))) goto done;
     r->bwd_total = bwd ? r->total - r->fwd_total : 0;
-    r->lse_rel_err = r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = NAN;
+    r->lse_rel_err = r->dq_rel_err = r->dk_rel_err = r->dv_rel_err = r->dsink_rel_err = NAN;
     r->max_abs_err = r->rel_err = NAN;
     if (mode == FL_COMPUTE) {
         if (sc->flags & FL_SCHED_SOFTMAX) {
@@ -430,11 +502,15 @@ static fl_status run(const fl_problem *p, fl_mode mode, fl_trace_fn trace, void 
             copy_out(m, "dQ", vals->dQ);
             copy_out(m, "dK", vals->dK);
             copy_out(m, "dV", vals->dV);
+            copy_out(m, "dsink", vals->dsink);
         }
     }
 done:
     free(in.Kl);
     free(in.Vl);
+    free(in.Qd);
+    free(in.Kd);
+    free(in.Vd);
     fl_machine_free(m);
     fl_segments_free(&sg);
     return s;

@@ -27,7 +27,7 @@
 static fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, const fl_blocks *b,
                                          fl_qkvo io)
 {
-    const int64_t N = p->N, d = p->d, Br = b->Br, Bc = b->Bc;
+    const int64_t N = p->N, d = p->d, dv = fl_problem_dv(p), Br = b->Br, Bc = b->Bc;
     const double scale = 1.0 / sqrt((double)d);
     const fl_bsmask mask = fl_bsmask_of(N, N, Br, Bc, p->block_mask);
     int L_t;
@@ -35,9 +35,9 @@ static fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, con
 
     fl_buf *Qi, *Oi, *Kj, *Vj, *Sij, *mi, *li;
     FL_TRY(fl_sram_alloc(m, "Q_i", Br, d, &Qi));
-    FL_TRY(fl_sram_alloc(m, "O_i", Br, d, &Oi));
+    FL_TRY(fl_sram_alloc(m, "O_i", Br, dv, &Oi));
     FL_TRY(fl_sram_alloc(m, "K_j", Bc, d, &Kj));
-    FL_TRY(fl_sram_alloc(m, "V_j", Bc, d, &Vj));
+    FL_TRY(fl_sram_alloc(m, "V_j", Bc, dv, &Vj));
     FL_TRY(fl_sram_alloc(m, "S_ij", Br, Bc, &Sij));
     FL_TRY(fl_sram_alloc(m, "m_i", Br, 1, &mi));
     FL_TRY(fl_sram_alloc(m, "l_i", Br, 1, &li));
@@ -45,26 +45,26 @@ static fl_status fl_schedule_blocksparse(fl_machine *m, const fl_problem *p, con
     for (int64_t i = 0, r0 = 0; r0 < N; i++, r0 += Br) {
         const int64_t br = fl_min64(Br, N - r0);
         FL_TRY(fl_load(m, Qi, io.Q, r0, 0, br, d));
-        fl_op_fill(Oi, br, d, 0.0);
+        fl_op_fill(Oi, br, dv, 0.0);
         fl_op_fill(li, br, 1, 0.0);
         fl_op_fill(mi, br, 1, -INFINITY);
         for (int64_t j = 0, c0 = 0; c0 < N; j++, c0 += Bc) {
             if (!fl_bsmask_block(&mask, i, j)) continue; /* Algorithm 5, line 8 */
             const int64_t bc = fl_min64(Bc, N - c0);
             FL_TRY(fl_load(m, Kj, io.K, c0, 0, bc, d));
-            FL_TRY(fl_load(m, Vj, io.V, c0, 0, bc, d));
+            FL_TRY(fl_load(m, Vj, io.V, c0, 0, bc, dv));
             fl_op_matmul(Sij, Qi, Kj, br, bc, d, 1, scale, 0);
             if (fl_computes(m))
                 for (int64_t r = 0; r < br; r++)
-                    fl_osm_step(&mi->x[r], &li->x[r], Oi->x + r * d, d, Sij->x + r * Bc, bc,
-                                Vj->x, d, NULL);
+                    fl_osm_step(&mi->x[r], &li->x[r], Oi->x + r * dv, dv, Sij->x + r * Bc, bc,
+                                Vj->x, dv, NULL);
         }
         if (fl_computes(m))
             for (int64_t r = 0; r < br; r++) {
-                fl_osm_finish(li->x[r], Oi->x + r * d, d, Oi->x + r * d);
+                fl_osm_finish(li->x[r], Oi->x + r * dv, dv, Oi->x + r * dv);
                 mi->x[r] = li->x[r] > 0.0 ? mi->x[r] + log(li->x[r]) : -INFINITY;
             }
-        FL_TRY(fl_store(m, Oi, io.O, r0, 0, br, d));
+        FL_TRY(fl_store(m, Oi, io.O, r0, 0, br, dv));
         FL_TRY(fl_store(m, mi, L_t, r0, 0, br, 1));
     }
 
@@ -82,6 +82,7 @@ static fl_status b2(const fl_problem *p, int64_t N, fl_blocks *b)
     q.algo = FL_ALGO_FLASH2;
     q.N = N;
     q.d = p->d;
+    q.d_v = p->d_v;
     q.M = p->M;
     q.Br = p->Br;
     q.Bc = p->Bc;
@@ -97,16 +98,16 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     return b2(p, p->N, b);
 }
 
-/* (CS) block-sparse: reads = N d + 2 d sum over kept blocks of their key rows. */
+/* (CS) block-sparse: reads = N d + (d + d_v) sum over kept blocks of their key rows. */
 static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_counts *r)
 {
     ck c = {0};
-    const int64_t N = p->N, d = p->d, Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
+    const int64_t N = p->N, d = p->d, dv = fl_problem_dv(p), Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
     const fl_bsmask mk = fl_bsmask_of(N, N, b->Br, b->Bc, p->block_mask);
     int64_t kept = 0, rows = 0, blocks;
     /* the dense count (s = 1, eq. (C2)) bounds this one: refuse sizes where it overflows, and
      * masks too large to evaluate block by block */
-    add(&c, mul(&c, N, d), mul(&c, 2, mul(&c, mul(&c, N, d), Tr)));
+    add(&c, mul(&c, N, d), mul(&c, mul(&c, N, d + dv), Tr));
     if (c.ovf) return FL_EOVERFLOW;
     if (!fl_mul_ok(Tr, Tc, &blocks) || blocks > (INT64_C(1) << 32))
         return fl_fail(FL_EINVAL, "{N}/{M}: blocksparse evaluates its mask block by block; %lld x %lld "
@@ -117,8 +118,8 @@ static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_count
                 kept++;
                 rows += fl_min64(b->Bc, N - j * b->Bc);
             }
-    r->reads = add(&c, mul(&c, N, d), mul(&c, 2 * d, rows));
-    r->writes = add(&c, mul(&c, N, d), N);
+    r->reads = add(&c, mul(&c, N, d), mul(&c, d + dv, rows));
+    r->writes = add(&c, mul(&c, N, dv), N);
     r->events = add(&c, mul(&c, 3, Tr), mul(&c, 2, kept));
     r->sram_peak = b->footprint;
     return c.ovf ? FL_EOVERFLOW : FL_OK;
@@ -157,7 +158,7 @@ static int64_t events_floor(const fl_problem *p, const fl_blocks *b, const fl_bl
 static fl_status compute_size(const fl_problem *p, const fl_blocks *b)
 {
     (void)b;
-    return fl_compute_size_refuse(p, 4.0 * p->N * p->d);
+    return fl_compute_size_refuse(p, 2.0 * p->N * (p->d + fl_problem_dv(p)));
 }
 
 /* the reference attends through the same block mask (rule KS) */
@@ -175,7 +176,7 @@ const fl_schedule fl_sched_blocksparse = {
     .name = "blocksparse",
     .summary = "block-sparse FlashAttention (paper, Algorithm 5 / Prop. 4) on flash2's loop",
     .flags = FL_SCHED_OWN_PROBLEM,
-    .accepts = FL_ACCEPT_BLOCK_MASK,
+    .accepts = FL_ACCEPT_BLOCK_MASK | FL_ACCEPT_DV,
     .blocks = blocks,
     .closed_form = closed_form,
     .events_floor = events_floor,

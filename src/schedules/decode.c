@@ -9,7 +9,7 @@
  *     for each kept tile t of the split:
  *       paged: on entering a page, load its block-table entry        -> 1 read
  *       load K_t, V_t (paged: from physical page table[t Bc / P], a whole tile, even rows
- *                      past Nk in the last page -- as a TMA load does)  -> 2 Bc d reads
+ *                      past Nk in the last page -- as a TMA load does)  -> Bc (d + d_v) reads
  *       S = Q_i K_t^T / sqrt d; masked scores (keep rule, keys >= Nk) = -inf
  *       m' = max(m, rowmax S); P = exp(S - m'); l = e^(m - m') l + rowsum P
  *       O = diag(e^(m - m')) O + P V_t                    (a dense product, as an MMA does)
@@ -22,8 +22,8 @@
  * naming the page and the row (the nan-padding example).  Whole pages the sequence does not use
  * are never loaded, so they may hold anything.
  *
- * Caller's tensors: Q (Nq x d), O (Nq x d), K and V (Nk x d, or the pool: pool * P x d when
- * paged) and, paged, BT (pages x 1, int32).  The schedule adds L and, S > 1, the partials.
+ * Caller's tensors: Q (Nq x d), O (Nq x d_v), K (Nk x d) and V (Nk x d_v), or the pools of
+ * pool * P rows when paged, and, paged, BT (pages x 1, int32).  The schedule adds L and, S > 1, the partials.
  * SRAM: eq. (FD).  Counts: eq. (CD).
  */
 #include <math.h>
@@ -85,8 +85,10 @@ static fl_status check_padding(const fl_decode_geom *g, const fl_buf *K, const f
                                int64_t c0, int64_t rows, const int64_t *table)
 {
     for (int64_t r = fl_max64(0, g->Nk - c0); r < rows; r++)
-        for (int64_t c = 0; c < g->d; c++) {
-            const char *which = !isfinite(K->x[r * g->d + c]) ? "K" : !isfinite(V->x[r * g->d + c]) ? "V" : NULL;
+        for (int64_t c = 0; c < fl_max64(g->d, g->dv); c++) {
+            const char *which = c < g->d && !isfinite(K->x[r * g->d + c])     ? "K"
+                                : c < g->dv && !isfinite(V->x[r * g->dv + c]) ? "V"
+                                                                              : NULL;
             if (!which) continue;
             const int64_t pos = c0 + r, lp = pos / g->P;
             return fl_fail(FL_EINVAL,
@@ -107,12 +109,12 @@ static fl_status split_loop(fl_machine *m, const fl_problem *p, const fl_decode_
 {
     fl_buf *Qi = B[0], *Oi = B[1], *Kj = B[2], *Vj = B[3], *Sij = B[4], *mi = B[5], *li = B[6],
            *bt = B[7];
-    const int64_t d = g->d, Bc = g->Bc;
+    const int64_t d = g->d, dv = g->dv, Bc = g->Bc;
     const double scale = 1.0 / sqrt((double)d);
     const int cmp = fl_computes(m);
     int64_t page = -1;
     FL_TRY(fl_load(m, Qi, io.Q, r0, 0, br, d));
-    fl_op_fill(Oi, br, d, 0.0);
+    fl_op_fill(Oi, br, dv, 0.0);
     fl_op_fill(li, br, 1, 0.0);
     fl_op_fill(mi, br, 1, -INFINITY);
     for (int64_t t = s0; t < s1; t++) {
@@ -128,7 +130,7 @@ static fl_status split_loop(fl_machine *m, const fl_problem *p, const fl_decode_
             rows = Bc; /* a whole tile, padding rows of the last page included */
         }
         FL_TRY(fl_load(m, Kj, io.K, row, 0, rows, d));
-        FL_TRY(fl_load(m, Vj, io.V, row, 0, rows, d));
+        FL_TRY(fl_load(m, Vj, io.V, row, 0, rows, dv));
         if (!cmp) continue;
         if (g->paged && rows > valid) FL_TRY(check_padding(g, Kj, Vj, c0, rows, table));
         fl_op_matmul(Sij, Qi, Kj, br, rows, d, 1, scale, 0);
@@ -148,9 +150,9 @@ static fl_status split_loop(fl_machine *m, const fl_problem *p, const fl_decode_
             }
             li->x[r] = a * li->x[r] + sum;
             mi->x[r] = mnew;
-            for (int64_t c = 0; c < d; c++) Oi->x[r * d + c] *= a;
+            for (int64_t c = 0; c < dv; c++) Oi->x[r * dv + c] *= a;
         }
-        fl_op_matmul(Oi, Sij, Vj, br, d, rows, 0, 1.0, 1); /* O += P V, dense */
+        fl_op_matmul(Oi, Sij, Vj, br, dv, rows, 0, 1.0, 1); /* O += P V, dense */
     }
     return FL_OK;
 }
@@ -170,12 +172,12 @@ static fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl
     fl_mask mk;
     fl_decode_geometry(p, b, &g);
     FL_TRY(fl_mask_init(&mk, g.Nq, g.Nk, p->causal, p->window_left, p->window_right));
-    const int64_t d = g.d, Br = g.Br, Nq = g.Nq, S = g.S;
+    const int64_t d = g.d, dv = g.dv, Br = g.Br, Nq = g.Nq, S = g.S;
     const int cmp = fl_computes(m);
     int L_t, Op_t = -1, mp_t = -1, lp_t = -1, bt_t = -1;
     FL_TRY(fl_tensor_add(m, "L", Nq, 1, 4, &L_t));
     if (S > 1) { /* the partials of every split, fp32: row s * Nq + query */
-        FL_TRY(fl_tensor_add(m, "O_split", S * Nq, d, 4, &Op_t));
+        FL_TRY(fl_tensor_add(m, "O_split", S * Nq, dv, 4, &Op_t));
         FL_TRY(fl_tensor_add(m, "m_split", S * Nq, 1, 4, &mp_t));
         FL_TRY(fl_tensor_add(m, "l_split", S * Nq, 1, 4, &lp_t));
     }
@@ -195,12 +197,12 @@ static fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl
 
     fl_buf *B[8] = {0}, *Os = NULL, *ms = NULL, *ls = NULL;
     fl_status s;
-    if ((s = fl_sram_alloc(m, "Q_i", Br, d, &B[0])) || (s = fl_sram_alloc(m, "O_i", Br, d, &B[1])) ||
-        (s = fl_sram_alloc(m, "K_j", g.Bc, d, &B[2])) || (s = fl_sram_alloc(m, "V_j", g.Bc, d, &B[3])) ||
+    if ((s = fl_sram_alloc(m, "Q_i", Br, d, &B[0])) || (s = fl_sram_alloc(m, "O_i", Br, dv, &B[1])) ||
+        (s = fl_sram_alloc(m, "K_j", g.Bc, d, &B[2])) || (s = fl_sram_alloc(m, "V_j", g.Bc, dv, &B[3])) ||
         (s = fl_sram_alloc(m, "S_ij", Br, g.Bc, &B[4])) || (s = fl_sram_alloc(m, "m_i", Br, 1, &B[5])) ||
         (s = fl_sram_alloc(m, "l_i", Br, 1, &B[6])) ||
         (g.paged && (s = fl_sram_alloc(m, "bt", 1, 1, &B[7]))) ||
-        (S > 1 && ((s = fl_sram_alloc(m, "O_s", Br, d, &Os)) || (s = fl_sram_alloc(m, "m_s", Br, 1, &ms)) ||
+        (S > 1 && ((s = fl_sram_alloc(m, "O_s", Br, dv, &Os)) || (s = fl_sram_alloc(m, "m_s", Br, 1, &ms)) ||
                    (s = fl_sram_alloc(m, "l_s", Br, 1, &ls)))))
         goto done;
     fl_buf *Oi = B[1], *mi = B[5], *li = B[6];
@@ -217,14 +219,14 @@ static fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl
             if ((s = split_loop(m, p, &g, io, bt_t, table, &mk, B, r0, br, s0, s1))) goto done;
             if (S == 1) break;
             if (cmp) /* the partial: O_s = O / l, m_s, l_s (m_s = -inf, l_s = 0: no kept key) */
-                for (int64_t r = 0; r < br; r++) fl_osm_finish(li->x[r], Oi->x + r * d, d, Oi->x + r * d);
-            if ((s = fl_store(m, Oi, Op_t, sp * Nq + r0, 0, br, d)) ||
+                for (int64_t r = 0; r < br; r++) fl_osm_finish(li->x[r], Oi->x + r * dv, dv, Oi->x + r * dv);
+            if ((s = fl_store(m, Oi, Op_t, sp * Nq + r0, 0, br, dv)) ||
                 (s = fl_store(m, mi, mp_t, sp * Nq + r0, 0, br, 1)) ||
                 (s = fl_store(m, li, lp_t, sp * Nq + r0, 0, br, 1)))
                 goto done;
         }
         if (S > 1 || !active) { /* merge the partials (none: the rows keep no key, O = 0) */
-            fl_op_fill(Oi, br, d, 0.0);
+            fl_op_fill(Oi, br, dv, 0.0);
             fl_op_fill(li, br, 1, 0.0);
             fl_op_fill(mi, br, 1, -INFINITY);
         }
@@ -232,7 +234,7 @@ static fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl
             int64_t s0, s1;
             fl_decode_split_tiles(&g, t0, t1, sp, &s0, &s1);
             if (s0 >= s1) continue;
-            if ((s = fl_load(m, Os, Op_t, sp * Nq + r0, 0, br, d)) ||
+            if ((s = fl_load(m, Os, Op_t, sp * Nq + r0, 0, br, dv)) ||
                 (s = fl_load(m, ms, mp_t, sp * Nq + r0, 0, br, 1)) ||
                 (s = fl_load(m, ls, lp_t, sp * Nq + r0, 0, br, 1)))
                 goto done;
@@ -242,14 +244,14 @@ static fl_status fl_schedule_decode(fl_machine *m, const fl_problem *p, const fl
                 if (msr == -INFINITY) continue; /* this split kept no key of row r */
                 const double mnew = fmax(mold, msr);
                 const double a = exp(mold - mnew), w = exp(msr - mnew) * ls->x[r];
-                for (int64_t c = 0; c < d; c++)
-                    Oi->x[r * d + c] = a * Oi->x[r * d + c] + w * Os->x[r * d + c];
+                for (int64_t c = 0; c < dv; c++)
+                    Oi->x[r * dv + c] = a * Oi->x[r * dv + c] + w * Os->x[r * dv + c];
                 li->x[r] = a * li->x[r] + w;
                 mi->x[r] = mnew;
             }
         }
-        if (cmp) finish(Oi, mi, li, br, d);
-        if ((s = fl_store(m, Oi, io.O, r0, 0, br, d)) || (s = fl_store(m, mi, L_t, r0, 0, br, 1)))
+        if (cmp) finish(Oi, mi, li, br, dv);
+        if ((s = fl_store(m, Oi, io.O, r0, 0, br, dv)) || (s = fl_store(m, mi, L_t, r0, 0, br, 1)))
             goto done;
     }
 done:
@@ -276,10 +278,11 @@ static fl_status check(const fl_problem *p)
     fl_mask mk;
     int64_t rows;
     FL_TRY(fl_mask_init(&mk, p->N, nk_of(p), p->causal, p->window_left, p->window_right));
-    if (!kv(p)->page_size && !fl_mul_ok(nk_of(p), p->d, &rows))
+    const int64_t dd = fl_max64(p->d, fl_problem_dv(p)); /* the wider of K and V */
+    if (!kv(p)->page_size && !fl_mul_ok(nk_of(p), dd, &rows))
         return fl_fail(FL_EINVAL, "{Nk}/{d}: a contiguous cache of %lld keys of d = %lld elements does not fit "
                                   "64-bit counts", (long long)nk_of(p), (long long)p->d);
-    if (kv(p)->page_size && (!fl_mul_ok(pool_of(p), kv(p)->page_size, &rows) || !fl_mul_ok(rows, p->d, &rows)))
+    if (kv(p)->page_size && (!fl_mul_ok(pool_of(p), kv(p)->page_size, &rows) || !fl_mul_ok(rows, dd, &rows)))
         return fl_fail(FL_EINVAL, "{pool_pages}: a pool of %lld pages of %lld rows of d = %lld elements does not "
                                   "fit 64-bit counts", (long long)pool_of(p), (long long)kv(p)->page_size, (long long)p->d);
     if (!kv(p)->page_size) {
@@ -316,19 +319,22 @@ static fl_status check(const fl_problem *p)
 }
 
 
-/* (F2) 2 Br d + 2 Bc d + Br Bc + 2 Br, -1 on overflow */
-static int64_t f2(int64_t d, int64_t Br, int64_t Bc) { return fl_fp_checked((fl_fp_coef)FL_FP_FLASH2_FWD, 1, Br, Bc, d); }
+/* (F2) (Br + Bc)(d + d_v) + Br Bc + 2 Br, -1 on overflow */
+static int64_t f2(int64_t d, int64_t dv, int64_t Br, int64_t Bc)
+{
+    return fl_fp_checked2((fl_fp_split)FL_FP2_FLASH2_FWD, 1, Br, Bc, d, dv);
+}
 
 
-/* (FD) decode: F2 + 1 (a block-table entry, paged) + Br d + 2 Br (a split's O, m, l, when the
+/* (FD) decode: F2 + 1 (a block-table entry, paged) + Br d_v + 2 Br (a split's O, m, l, when the
  * problem asks for more than one split) */
 static int64_t fd(const fl_problem *p, int64_t Br, int64_t Bc)
 {
     ck c = {0};
-    int64_t f = f2(p->d, Br, Bc);
+    int64_t f = f2(p->d, fl_problem_dv(p), Br, Bc);
     if (f < 0) return -1;
     f = add(&c, f, kv(p)->page_size ? 1 : 0);
-    if (kv(p)->splits > 1) f = add(&c, f, add(&c, mul(&c, Br, p->d), mul(&c, 2, Br)));
+    if (kv(p)->splits > 1) f = add(&c, f, add(&c, mul(&c, Br, fl_problem_dv(p)), mul(&c, 2, Br)));
     return c.ovf ? -1 : f;
 }
 
@@ -388,6 +394,7 @@ void fl_decode_geometry(const fl_problem *p, const fl_blocks *b, fl_decode_geom 
     g->Nq = p->N;
     g->Nk = nk_of(p);
     g->d = p->d;
+    g->dv = fl_problem_dv(p);
     g->Br = b->Br;
     g->Bc = b->Bc;
     g->Tr = fl_cdiv(g->Nq, g->Br);
@@ -470,7 +477,7 @@ static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_count
     ck c = {0};
     fl_decode_geom g;
     fl_decode_geometry(p, b, &g);
-    const int64_t d = g.d;
+    const int64_t d = g.d, dv = g.dv;
     int64_t rd = 0, wr = 0, ev = 0;
     int64_t work;
     if (!fl_mul_ok(g.Tr, g.S, &work) || work > (INT64_C(1) << 32))
@@ -489,23 +496,22 @@ static fl_status closed_counts(const fl_problem *p, const fl_blocks *b, fl_count
             const int64_t rows = g.paged ? mul(&c, s1 - s0, g.Bc)
                                          : fl_min64(s1 * g.Bc, g.Nk) - s0 * g.Bc;
             const int64_t pg = g.paged ? (s1 - 1) * g.Bc / g.P - s0 * g.Bc / g.P + 1 : 0;
-            rd = add(&c, rd, add(&c, mul(&c, br, d), add(&c, mul(&c, 2, mul(&c, rows, d)), pg)));
+            rd = add(&c, rd, add(&c, mul(&c, br, d), add(&c, mul(&c, rows, d + dv), pg)));
             ev = add(&c, ev, add(&c, 1, add(&c, mul(&c, 2, s1 - s0), pg)));
         }
         if (g.S > 1 && A > 0) { /* partials (O_s, m_s, l_s) stored, then loaded to combine */
-            const int64_t part = mul(&c, mul(&c, A, br), d + 2);
+            const int64_t part = mul(&c, mul(&c, A, br), dv + 2);
             rd = add(&c, rd, part);
             wr = add(&c, wr, part);
             ev = add(&c, ev, mul(&c, 6, A));
         }
-        wr = add(&c, wr, mul(&c, br, d + 1)); /* O_i, L_i */
+        wr = add(&c, wr, mul(&c, br, dv + 1)); /* O_i, L_i */
         ev = add(&c, ev, 2);
     }
     r->reads = rd;
     r->writes = wr;
     r->events = ev;
-    r->sram_peak = f2(d, g.Br, g.Bc) + (g.paged ? 1 : 0) +
-                   (g.S > 1 ? g.Br * d + 2 * g.Br : 0);
+    r->sram_peak = f2(d, dv, g.Br, g.Bc) + (g.paged ? 1 : 0) + (g.S > 1 ? g.Br * dv + 2 * g.Br : 0);
     return c.ovf ? FL_EOVERFLOW : FL_OK;
 }
 
@@ -515,7 +521,7 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
     fl_decode_geom g;
     fl_decode_geometry(p, b, &g);
     fprintf(out, "  rule BD: Br = the largest B <= Nq with FD(B, B) <= M; Bc = the largest <= Nk%s with\n"
-                 "    FD = F2 + [paged] + [splits > 1](Br d + 2 Br) <= M (docs/model.md eq. FD)\n",
+                 "    FD = F2 + [paged] + [splits > 1](Br d_v + 2 Br) <= M (docs/model.md eq. FD)\n",
             g.paged ? " dividing the page size" : "");
     fprintf(out, "  rule SD: Nq = %lld queries over Nk = %lld keys; %lld split%s of %lld keys (asked %lld)",
             (long long)g.Nq, (long long)g.Nk, (long long)g.S, g.S == 1 ? "" : "s", (long long)g.Ls,
@@ -534,14 +540,14 @@ static fl_status add_kv(fl_machine *m, const fl_problem *p, const fl_blocks *b, 
 {
     fl_decode_geom g;
     fl_decode_geometry(p, b, &g);
-    const int64_t d = p->d, rows = g.paged ? g.pool * g.P : g.Nk;
+    const int64_t d = p->d, dv = g.dv, rows = g.paged ? g.pool * g.P : g.Nk;
     int bt;
     FL_TRY(fl_tensor_add(m, "K", rows, d, p->elem_bytes, &io->K));
-    FL_TRY(fl_tensor_add(m, "V", rows, d, p->elem_bytes, &io->V));
+    FL_TRY(fl_tensor_add(m, "V", rows, dv, p->elem_bytes, &io->V));
     if (!g.paged) {
         if (fl_computes(m)) {
             memcpy(fl_tensor_get(m, io->K)->data, Kl, (size_t)(g.Nk * d) * sizeof(double));
-            memcpy(fl_tensor_get(m, io->V)->data, Vl, (size_t)(g.Nk * d) * sizeof(double));
+            memcpy(fl_tensor_get(m, io->V)->data, Vl, (size_t)(g.Nk * dv) * sizeof(double));
         }
         return FL_OK;
     }
@@ -552,13 +558,12 @@ static fl_status add_kv(fl_machine *m, const fl_problem *p, const fl_blocks *b, 
     if (!table) return fl_fail(FL_ENOMEM, "out of memory for the block table");
     fl_status s = fl_decode_block_table(p, &g, table);
     if (s) { free(table); return s; }
-    for (int64_t k = 0; k < rows * d; k++) K[k] = V[k] = NAN; /* unused pages: anything */
+    for (int64_t k = 0; k < rows * d; k++) K[k] = NAN; /* unused pages: anything */
+    for (int64_t k = 0; k < rows * dv; k++) V[k] = NAN;
     for (int64_t pos = 0; pos < g.pages * g.P; pos++) {
         const int64_t row = table[pos / g.P] * g.P + pos % g.P;
-        for (int64_t c = 0; c < d; c++) {
-            K[row * d + c] = pos < g.Nk ? Kl[pos * d + c] : kv(p)->pad_value;
-            V[row * d + c] = pos < g.Nk ? Vl[pos * d + c] : kv(p)->pad_value;
-        }
+        for (int64_t c = 0; c < d; c++) K[row * d + c] = pos < g.Nk ? Kl[pos * d + c] : kv(p)->pad_value;
+        for (int64_t c = 0; c < dv; c++) V[row * dv + c] = pos < g.Nk ? Vl[pos * dv + c] : kv(p)->pad_value;
     }
     for (int64_t k = 0; k < g.pages; k++) fl_tensor_get(m, bt)->data[k] = (double)table[k];
     free(table);
@@ -591,18 +596,18 @@ static int64_t events_floor(const fl_problem *p, const fl_blocks *b, const fl_bl
 /* Q, O, the logical cache, the pool (or contiguous K, V), the partials of every split */
 static fl_status compute_size(const fl_problem *p, const fl_blocks *b)
 {
-    const int64_t N = p->N, Nk = nk_of(p), d = p->d;
+    const int64_t N = p->N, Nk = nk_of(p), d = p->d, dv = fl_problem_dv(p);
     fl_decode_geom g;
     fl_decode_geometry(p, b, &g);
     const double keys = g.paged ? (double)g.pool * g.P : (double)Nk;
-    return fl_compute_size_refuse(p, 2.0 * N * d + 2.0 * keys * d + 2.0 * Nk * d + (double)g.S * N * (d + 2));
+    return fl_compute_size_refuse(p, (double)N * (d + dv) + (keys + Nk) * (d + dv) + (double)g.S * N * (dv + 2));
 }
 
 const fl_schedule fl_sched_decode = {
     .name = "decode",
     .summary = "flash-decoding: few queries over a long contiguous or paged KV cache, split-KV",
     .flags = FL_SCHED_OWN_PROBLEM,
-    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_KV_CACHE,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_KV_CACHE | FL_ACCEPT_DV,
     .check = check,
     .blocks = blocks,
     .closed_form = closed_form,

@@ -56,6 +56,26 @@ static const char *accepting(unsigned what, char *buf, size_t cap)
     return buf;
 }
 
+/* The variants of docs/model.md §14 that s does not accept, each refused naming its quantity
+ * and the schedules that take it. */
+static fl_status check_variants(const fl_schedule *s, const fl_problem *p)
+{
+    static const struct { unsigned flag; const char *what; } v[] = {
+        {FL_ACCEPT_DV, "{d_v}: %s runs one head dimension for Q, K and V (d_v = d); d_v != d is taken by %s"},
+        {FL_ACCEPT_SINKS, "{sinks}: %s has no sink logits; sinks are taken by %s"},
+        {FL_ACCEPT_SCORE_MODS, "{softcap}/{alibi}: %s does not cap or bias its scores; softcap and ALiBi are taken by %s"},
+        {FL_ACCEPT_DROPOUT, "{dropout}: %s has no dropout; dropout is taken by %s"},
+        {FL_ACCEPT_FP8, "{dtype}: %s has no fp8 path with scale factors; fp8 is taken by %s"},
+        {FL_ACCEPT_DETERMINISTIC, "{deterministic}: %s has no fixed-order backward; it is taken by %s"}};
+    const int asks[] = {p->d_v != 0 && p->d_v != p->d, p->sinks != 0, p->softcap != 0.0 || p->alibi != 0,
+                        p->dropout != 0.0, p->elem_bytes == 1, p->deterministic != 0};
+    char who[256];
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+        if (asks[k] && !(s->accepts & v[k].flag))
+            return fl_fail(FL_EINVAL, v[k].what, s->name, accepting(v[k].flag, who, sizeof who));
+    return FL_OK;
+}
+
 /* Refuses the fields p sets away from their defaults that its schedule s does not accept. */
 static fl_status check_accepts(const fl_schedule *s, const fl_problem *p)
 {
@@ -74,7 +94,7 @@ static fl_status check_accepts(const fl_schedule *s, const fl_problem *p)
         return fl_fail(FL_EINVAL, "{pass}: %s is forward only", s->name);
     if (!(s->accepts & FL_ACCEPT_VARLEN) && (p->cu_seqlens_q || p->cu_seqlens_k))
         return fl_fail(FL_EINVAL, "{cu_seqlens_q}/{cu_seqlens_k}: %s runs one sequence", s->name);
-    return FL_OK;
+    return check_variants(s, p);
 }
 
 /* The mask and key-length fields, after the schedule's own rules (decode checks its mask with
@@ -100,10 +120,18 @@ fl_status fl_problem_check(const fl_problem *p)
     return check_accepts_late(s, p);
 }
 
+int64_t fl_footprint_of(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
+{
+    const fl_schedule *s = sched(p->algo);
+    return s && s->footprint ? s->footprint(p, bwd, G, Br, Bc, Bd) : -1;
+}
+
 int64_t fl_footprint_pass(fl_algo a, int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    const fl_schedule *s = sched(a);
-    return s && s->footprint ? s->footprint(bwd, G, d, Br, Bc, Bd) : -1;
+    fl_problem q = fl_problem_default();
+    q.algo = a;
+    q.d = d;
+    return fl_footprint_of(&q, bwd, G, Br, Bc, Bd);
 }
 
 int64_t fl_footprint(fl_algo a, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)

@@ -31,12 +31,14 @@
 
 #include "rules.h"
 #include "schedules.h"
+#include "variants.h"
 
 static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, const fl_seg *sg,
                          int L_t, fl_buf *Qi, fl_buf *Oi, fl_buf *Kj, fl_buf *Vj, fl_buf *Sij,
-                         fl_buf *mi, fl_buf *li, double scale, int64_t d)
+                         fl_buf *mi, fl_buf *li, fl_vrun *vr)
 {
-    const int64_t Br = b->Br, Bc = b->Bc, G = sg->group;
+    const int64_t Br = b->Br, Bc = b->Bc, G = sg->group, dq = vr->v->dq, dv = vr->v->dv;
+    FL_TRY(fl_vrun_segment(m, vr, sg, FL_V_SINK | FL_V_RNG)); /* sinks, dropout seed (rule R3b) */
     for (int64_t r0 = 0; r0 < sg->Nq; r0 += Br) { /* line 3 */
         const int64_t br = fl_min64(Br, sg->Nq - r0), rows = G * br;
         int64_t j0, j1;
@@ -44,31 +46,30 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
         if (j0 < j1)
             for (int64_t g = 0; g < G; g++) { /* line 4 */
                 fl_buf v = fl_buf_rows(Qi, g * br);
-                FL_TRY(fl_load(m, g ? &v : Qi, io->Q, sg->q0 + g * sg->qstride + r0, 0, br, d));
+                FL_TRY(fl_vrun_load(m, vr, FL_VQ, g ? &v : Qi, io->Q, sg->q0 + g * sg->qstride + r0, 0, br, dq,
+                                    sg->qs0 + g * sg->qsstride, r0));
             }
-        fl_op_fill(Oi, rows, d, 0.0); /* line 5 */
-        fl_op_fill(li, rows, 1, 0.0);
-        fl_op_fill(mi, rows, 1, -INFINITY);
+        fl_op_fill(Oi, rows, dv, 0.0); /* line 5 (with sinks: m_i = sink, l_i = 1, rule SK) */
+        fl_var_osm_init(vr, mi, li, br, rows);
         for (int64_t j = j0; j < j1; j++) { /* line 6 */
             const int64_t c0 = j * Bc, bc = fl_min64(Bc, sg->Nk - c0);
-            FL_TRY(fl_load(m, Kj, io->K, sg->k0 + c0, 0, bc, d)); /* line 7 */
-            FL_TRY(fl_load(m, Vj, io->V, sg->k0 + c0, 0, bc, d));
-            fl_op_matmul(Sij, Qi, Kj, rows, bc, d, 1, scale, 0); /* line 8 */
-            if (fl_mask_tile(&sg->mask, r0, br, c0, bc) == FL_TILE_PARTIAL)
-                fl_tile_mask(Sij, &sg->mask, r0, br, rows, c0, bc);
+            FL_TRY(fl_vrun_load(m, vr, FL_VK, Kj, io->K, sg->k0 + c0, 0, bc, dq, sg->ks0, c0)); /* line 7 */
+            FL_TRY(fl_vrun_load(m, vr, FL_VV, Vj, io->V, sg->k0 + c0, 0, bc, dv, sg->ks0, c0));
+            fl_op_matmul(Sij, Qi, Kj, rows, bc, dq, 1, vr->v->scale, 0); /* line 8 */
+            fl_var_scores(vr, sg, Sij, r0, br, rows, c0, bc, fl_mask_tile(&sg->mask, r0, br, c0, bc));
             if (fl_computes(m))
-                for (int64_t r = 0; r < rows; r++) /* lines 9-10 */
-                    fl_osm_step(&mi->x[r], &li->x[r], Oi->x + r * d, d, Sij->x + r * Bc, bc,
-                                Vj->x, d, Sij->x + r * Bc);
+                for (int64_t r = 0; r < rows; r++) /* lines 9-10 (dropout: P~ V, rule DR) */
+                    fl_osm_step_w(&mi->x[r], &li->x[r], Oi->x + r * dv, dv, Sij->x + r * Bc, bc, Vj->x, dv,
+                                  Sij->x + r * Bc, fl_var_drop_row(vr, sg, r0, br, r, c0, bc));
         }
         if (fl_computes(m))
             for (int64_t r = 0; r < rows; r++) {
-                fl_osm_finish(li->x[r], Oi->x + r * d, d, Oi->x + r * d); /* line 12 */
+                fl_osm_finish(li->x[r], Oi->x + r * dv, dv, Oi->x + r * dv); /* line 12 */
                 mi->x[r] = li->x[r] > 0.0 ? mi->x[r] + log(li->x[r]) : -INFINITY; /* line 13 */
             }
         for (int64_t g = 0; g < G; g++) {
             const fl_buf o = fl_buf_rows(Oi, g * br), l = fl_buf_rows(mi, g * br);
-            FL_TRY(fl_store(m, g ? &o : Oi, io->O, sg->q0 + g * sg->qstride + r0, 0, br, d)); /* line 14 */
+            FL_TRY(fl_store(m, g ? &o : Oi, io->O, sg->q0 + g * sg->qstride + r0, 0, br, dv)); /* line 14 */
             FL_TRY(fl_store(m, g ? &l : mi, L_t, sg->q0 + g * sg->qstride + r0, 0, br, 1));   /* line 15 */
         }
     }
@@ -77,26 +78,32 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
 
 static fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
-    const int64_t d = p->d, Br = b->Br, Bc = b->Bc, G = fl_seg_max_group(&io);
-    const double scale = 1.0 / sqrt((double)d);
+    const int64_t Br = b->Br, Bc = b->Bc, G = fl_seg_max_group(&io);
+    fl_var v;
+    fl_var_of(p, &v);
+    const int64_t dq = v.dq, dv = v.dv;
     int L_t;
     FL_TRY(fl_tensor_add(m, "L", io.q_rows, 1, 4, &L_t));
 
     fl_buf *Qi, *Oi, *Kj, *Vj, *Sij, *mi, *li;
-    FL_TRY(fl_sram_alloc(m, "Q_i", G * Br, d, &Qi));
-    FL_TRY(fl_sram_alloc(m, "O_i", G * Br, d, &Oi));
-    FL_TRY(fl_sram_alloc(m, "K_j", Bc, d, &Kj));
-    FL_TRY(fl_sram_alloc(m, "V_j", Bc, d, &Vj));
+    FL_TRY(fl_sram_alloc(m, "Q_i", G * Br, dq, &Qi));
+    FL_TRY(fl_sram_alloc(m, "O_i", G * Br, dv, &Oi));
+    FL_TRY(fl_sram_alloc(m, "K_j", Bc, dq, &Kj));
+    FL_TRY(fl_sram_alloc(m, "V_j", Bc, dv, &Vj));
     FL_TRY(fl_sram_alloc(m, "S_ij", G * Br, Bc, &Sij));
     FL_TRY(fl_sram_alloc(m, "m_i", G * Br, 1, &mi));
     FL_TRY(fl_sram_alloc(m, "l_i", G * Br, 1, &li));
+    fl_vrun vr;
+    FL_TRY(fl_vrun_init(&vr, &v, m, &io, G, Bc));
 
-    for (int64_t s = 0; s < io.nseg; s++) {
+    fl_status s = FL_OK;
+    for (int64_t k = 0; k < io.nseg && !s; k++) {
         fl_seg sg;
-        fl_segment_at(io.segs, s, &sg);
-        FL_TRY(segment(m, b, &io, &sg, L_t, Qi, Oi, Kj, Vj, Sij, mi, li, scale, d));
+        fl_segment_at(io.segs, k, &sg);
+        s = segment(m, b, &io, &sg, L_t, Qi, Oi, Kj, Vj, Sij, mi, li, &vr);
     }
-
+    fl_vrun_free(&vr);
+    if (s) return s;
     fl_buf *all[] = {Qi, Oi, Kj, Vj, Sij, mi, li};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) fl_sram_free(m, all[k]);
     return FL_OK;
@@ -104,11 +111,17 @@ static fl_status fl_schedule_flash2(fl_machine *m, const fl_problem *p, const fl
 
 /* ---- the descriptors of flash2 and flash2-gqa: footprint, block rules, closed form ---- */
 
-/* (F2), (F2g) with R = G*Br: 2*R*d + 2*Bc*d + R*Bc + 2*R; (F2b) 4*Bc*d + 3*R*d + 2*R*Bc + 2*R */
-static int64_t footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+/* (F2), (F2g) with R = G*Br: R*(d + d_v) + Bc*(d + d_v) + R*Bc + 2*R; (F2b) 2*R*d + R*d_v +
+ * 2*Bc*(d + d_v) + 2*R*Bc + 2*R, or its preprocessing's O_i, dO_i, D_i (2*Br*d_v + Br, per query
+ * head) when that is more (d_v > 2d + ...: rule D1) */
+static int64_t footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
 {
     (void)Bd;
-    return fl_fp_checked(bwd ? (fl_fp_coef)FL_FP_FLASH2_BWD : (fl_fp_coef)FL_FP_FLASH2_FWD, G, Br, Bc, d);
+    const int64_t dq = p->d, dv = fl_problem_dv(p);
+    if (!bwd) return fl_fp_checked2((fl_fp_split)FL_FP2_FLASH2_FWD, G, Br, Bc, dq, dv);
+    const int64_t f = fl_fp_checked2((fl_fp_split)FL_FP2_FLASH2_BWD, G, Br, Bc, dq, dv);
+    const int64_t pre = fl_fp_checked2((fl_fp_split){0, 2, 0, 0, 0, 1}, 1, Br, Bc, dq, dv);
+    return f < 0 || pre < 0 ? -1 : fl_max64(f, pre);
 }
 
 /* (B2) square blocks Br = Bc, the largest (<= max(Nq, Nk)) that fit (F2, F2b) */
@@ -142,37 +155,49 @@ static fl_status blocks_gqa(const fl_problem *p, int bwd, fl_blocks *b)
     return fl_rule_finish(&r, b, bwd ? "F2b" : "F2g", p->d, NULL);
 }
 
-/* (C2m) one segment's forward: row block i touches key blocks [j0, j1) covering cols_i keys */
-static void segment_fwd(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
+/* (C2m) one segment's forward: row block i touches key blocks [j0, j1) covering cols_i keys;
+ * with the variants (§14): the segment's sink logits and dropout seed, fp8's scale factors */
+static void segment_fwd(ck *c, const fl_var *v, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    const int64_t G = s->group;
+    const int64_t G = s->group, dq = v->dq, dv = v->dv;
+    const int64_t once = fl_var_segment_reads(v, G, FL_V_SINK | FL_V_RNG);
+    int64_t lq = -1, lk = -1, lv = -1; /* the fp8 registers (rule R3b) */
+    fl_acc(c, &r->reads, once);
+    fl_acc(c, &r->events, once);
     for (int64_t r0 = 0; r0 < s->Nq; r0 += b->Br) {
         const int64_t br = fl_min64(b->Br, s->Nq - r0);
         int64_t j0, j1;
         fl_mask_block_range(&s->mask, r0, br, b->Bc, &j0, &j1);
         const int64_t n = j1 > j0 ? j1 - j0 : 0;
         const int64_t cols = n ? fl_min64(s->Nk, j1 * b->Bc) - j0 * b->Bc : 0;
-        if (n) fl_acc(c, &r->reads, mul(c, mul(c, G, br), d));
-        fl_acc(c, &r->reads, mul(c, 2, mul(c, d, cols)));
-        fl_acc(c, &r->writes, mul(c, mul(c, G, br), d + 1));
-        fl_acc(c, &r->events, add(c, add(c, n ? G : 0, mul(c, 2, n)), mul(c, 2, G)));
+        int64_t sc = 0;
+        if (n) {
+            fl_acc(c, &r->reads, mul(c, mul(c, G, br), dq));
+            for (int64_t g = 0; g < G; g++) sc += fl_var_scales_entered(v, s->qs0 + g * s->qsstride, r0, r0 + br, &lq);
+            sc += fl_var_scales_entered(v, s->ks0, j0 * b->Bc, j0 * b->Bc + cols, &lk);
+            sc += fl_var_scales_entered(v, s->ks0, j0 * b->Bc, j0 * b->Bc + cols, &lv);
+        }
+        fl_acc(c, &r->reads, add(c, mul(c, dq + dv, cols), sc));
+        fl_acc(c, &r->writes, mul(c, mul(c, G, br), dv + 1));
+        fl_acc(c, &r->events, add(c, add(c, add(c, n ? G : 0, mul(c, 2, n)), mul(c, 2, G)), sc));
     }
 }
 
 static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    if (bwd) fl_closed_flash_bwd(c, 0, s, b, p->d, r);
-    else segment_fwd(c, s, b, p->d, r);
+    fl_var v;
+    fl_var_of(p, &v);
+    if (bwd) fl_closed_flash_bwd(c, 0, p, s, b, r);
+    else segment_fwd(c, &v, s, b, r);
 }
 
-/* (C2) reads = Nd + 2Nd*Tr; writes = Nd + N; (E2) events = Tr(3 + 2Tc) */
+/* (C2) reads = Nd + N(d + d_v)Tr; writes = N d_v + N; (E2) events = Tr(3 + 2Tc) */
 static void closed_plain(ck *c, const fl_problem *p, const fl_blocks *b, fl_counts *r)
 {
-    const int64_t N = p->N, d = p->d;
+    const int64_t N = p->N, d = p->d, dv = fl_problem_dv(p);
     const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
-    const int64_t Nd = mul(c, N, d);
-    r->reads = add(c, Nd, mul(c, mul(c, 2, Nd), Tr));
-    r->writes = add(c, Nd, N);
+    r->reads = add(c, mul(c, N, d), mul(c, mul(c, N, d + dv), Tr));
+    r->writes = add(c, mul(c, N, dv), N);
     r->events = mul(c, Tr, add(c, 3, mul(c, 2, Tc)));
     r->sram_peak = b->footprint;
 }
@@ -197,7 +222,8 @@ static void explain_gqa(FILE *out, const fl_problem *p, const fl_blocks *b)
             (long long)fl_problem_group(p));
 }
 
-#define FLASH2_ACCEPTS (FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD)
+#define FLASH2_ACCEPTS (FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD | \
+                        FL_ACCEPT_VARIANTS)
 
 /* Block terms (C2) walks per sequence: the row blocks in the forward, the key blocks in the
  * backward (optimize's work measure, schedule.h). */

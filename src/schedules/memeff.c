@@ -28,23 +28,23 @@
 
 static fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
-    const int64_t N = p->N, d = p->d, Br = b->Br, Bc = b->Bc, Tc = fl_cdiv(N, Bc);
+    const int64_t N = p->N, d = p->d, dv = fl_problem_dv(p), Br = b->Br, Bc = b->Bc, Tc = fl_cdiv(N, Bc);
     const double scale = 1.0 / sqrt((double)d);
     const int cmp = fl_computes(m);
     int U_t, L_t, M_t;
-    FL_TRY(fl_tensor_add(m, "U", Tc * N, d, 4, &U_t)); /* summaries, fp32: row j*N + query */
+    FL_TRY(fl_tensor_add(m, "U", Tc * N, dv, 4, &U_t)); /* summaries, fp32: row j*N + query */
     FL_TRY(fl_tensor_add(m, "Ls", Tc * N, 1, 4, &L_t));
     FL_TRY(fl_tensor_add(m, "Ms", Tc * N, 1, 4, &M_t));
 
     fl_buf *Qi, *Uj, *Kj, *Vj, *Sij, *mj, *lj, *Oi, *g, *lsum;
     FL_TRY(fl_sram_alloc(m, "Q_i", Br, d, &Qi));
-    FL_TRY(fl_sram_alloc(m, "u_j", Br, d, &Uj));
+    FL_TRY(fl_sram_alloc(m, "u_j", Br, dv, &Uj));
     FL_TRY(fl_sram_alloc(m, "K_j", Bc, d, &Kj));
-    FL_TRY(fl_sram_alloc(m, "V_j", Bc, d, &Vj));
+    FL_TRY(fl_sram_alloc(m, "V_j", Bc, dv, &Vj));
     FL_TRY(fl_sram_alloc(m, "S_ij", Br, Bc, &Sij));
     FL_TRY(fl_sram_alloc(m, "m_j", Br, 1, &mj));
     FL_TRY(fl_sram_alloc(m, "l_j", Br, 1, &lj));
-    FL_TRY(fl_sram_alloc(m, "O_i", Br, d, &Oi)); /* the combination */
+    FL_TRY(fl_sram_alloc(m, "O_i", Br, dv, &Oi)); /* the combination */
     FL_TRY(fl_sram_alloc(m, "g_i", Br, 1, &g));
     FL_TRY(fl_sram_alloc(m, "l_i", Br, 1, &lsum));
 
@@ -54,17 +54,17 @@ static fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl
         for (int64_t j = 0, c0 = 0; c0 < N; j++, c0 += Bc) { /* summarize_chunk */
             const int64_t bc = fl_min64(Bc, N - c0);
             FL_TRY(fl_load(m, Kj, io.K, c0, 0, bc, d));
-            FL_TRY(fl_load(m, Vj, io.V, c0, 0, bc, d));
+            FL_TRY(fl_load(m, Vj, io.V, c0, 0, bc, dv));
             fl_op_matmul(Sij, Qi, Kj, br, bc, d, 1, scale, 0);
             if (cmp)
                 for (int64_t r = 0; r < br; r++) { /* a fresh state per chunk: m_j, l_j, u_j */
                     mj->x[r] = -INFINITY;
                     lj->x[r] = 0.0;
-                    for (int64_t c = 0; c < d; c++) Uj->x[r * d + c] = 0.0;
-                    fl_osm_step(&mj->x[r], &lj->x[r], Uj->x + r * d, d, Sij->x + r * Bc, bc,
-                                Vj->x, d, NULL);
+                    for (int64_t c = 0; c < dv; c++) Uj->x[r * dv + c] = 0.0;
+                    fl_osm_step(&mj->x[r], &lj->x[r], Uj->x + r * dv, dv, Sij->x + r * Bc, bc,
+                                Vj->x, dv, NULL);
                 }
-            FL_TRY(fl_store(m, Uj, U_t, j * N + r0, 0, br, d));
+            FL_TRY(fl_store(m, Uj, U_t, j * N + r0, 0, br, dv));
             FL_TRY(fl_store(m, lj, L_t, j * N + r0, 0, br, 1));
             FL_TRY(fl_store(m, mj, M_t, j * N + r0, 0, br, 1));
         }
@@ -72,7 +72,7 @@ static fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl
          * summary is loaded back into u_j, m_j, l_j */
         fl_op_fill(g, br, 1, -INFINITY);
         fl_op_fill(lsum, br, 1, 0.0);
-        fl_op_fill(Oi, br, d, 0.0);
+        fl_op_fill(Oi, br, dv, 0.0);
         for (int64_t j = 0; j < Tc; j++) { /* global_max = max(chunk_max) */
             FL_TRY(fl_load(m, mj, M_t, j * N + r0, 0, br, 1));
             if (cmp)
@@ -81,17 +81,17 @@ static fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl
         for (int64_t j = 0; j < Tc; j++) { /* max_diffs = exp(chunk_max - global_max); sums */
             FL_TRY(fl_load(m, mj, M_t, j * N + r0, 0, br, 1));
             FL_TRY(fl_load(m, lj, L_t, j * N + r0, 0, br, 1));
-            FL_TRY(fl_load(m, Uj, U_t, j * N + r0, 0, br, d));
+            FL_TRY(fl_load(m, Uj, U_t, j * N + r0, 0, br, dv));
             if (cmp)
                 for (int64_t r = 0; r < br; r++) {
                     const double w = exp(mj->x[r] - g->x[r]);
                     lsum->x[r] += w * lj->x[r];
-                    for (int64_t c = 0; c < d; c++) Oi->x[r * d + c] += w * Uj->x[r * d + c];
+                    for (int64_t c = 0; c < dv; c++) Oi->x[r * dv + c] += w * Uj->x[r * dv + c];
                 }
         }
         if (cmp)
-            for (int64_t r = 0; r < br; r++) fl_osm_finish(lsum->x[r], Oi->x + r * d, d, Oi->x + r * d);
-        FL_TRY(fl_store(m, Oi, io.O, r0, 0, br, d));
+            for (int64_t r = 0; r < br; r++) fl_osm_finish(lsum->x[r], Oi->x + r * dv, dv, Oi->x + r * dv);
+        FL_TRY(fl_store(m, Oi, io.O, r0, 0, br, dv));
     }
     fl_buf *all[] = {Qi, Uj, Kj, Vj, Sij, mj, lj, Oi, g, lsum};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) fl_sram_free(m, all[k]);
@@ -100,14 +100,14 @@ static fl_status fl_schedule_memeff(fl_machine *m, const fl_problem *p, const fl
 
 /* ---- the descriptor: rule BM, footprint FM, the closed form CM ---- */
 
-/* (F2) 2 Br d + 2 Bc d + Br Bc + 2 Br, -1 on overflow */
-static int64_t f2(int64_t d, int64_t Br, int64_t Bc) { return fl_fp_checked((fl_fp_coef)FL_FP_FLASH2_FWD, 1, Br, Bc, d); }
-
-/* (FM) memeff: F2 + Br d + 2 Br -- the key loop's buffers and the combination's O_i, g_i, l_i */
+/* (FM) memeff: F2 + Br d_v + 2 Br -- the key loop's buffers (F2: (Br + Bc)(d + d_v) + Br Bc +
+ * 2 Br) and the combination's O_i, g_i, l_i */
 static int64_t fm(const fl_problem *p, int64_t Br, int64_t Bc)
 {
     ck c = {0};
-    const int64_t f = f2(p->d, Br, Bc), g = add(&c, mul(&c, Br, p->d), mul(&c, 2, Br));
+    const int64_t dv = fl_problem_dv(p);
+    const int64_t f = fl_fp_checked2((fl_fp_split)FL_FP2_FLASH2_FWD, 1, Br, Bc, p->d, dv);
+    const int64_t g = add(&c, mul(&c, Br, dv), mul(&c, 2, Br));
     const int64_t r = add(&c, f, g);
     return (f < 0 || c.ovf) ? -1 : r;
 }
@@ -133,16 +133,16 @@ static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
     return FL_OK;
 }
 
-/* (CM) reads = N d + 2 N d Tr + N Tc (d + 3); writes = N Tc (d + 2) + N d; events = Tr (2 + 9 Tc) */
+/* (CM) reads = N d + N (d + d_v) Tr + N Tc (d_v + 3); writes = N Tc (d_v + 2) + N d_v;
+ * events = Tr (2 + 9 Tc) */
 static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
 {
     (void)bwd;
     ck c = {0};
     fl_counts r = {0};
-    const int64_t N = p->N, d = p->d, Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
-    const int64_t Nd = mul(&c, N, d);
-    r.reads = add(&c, add(&c, Nd, mul(&c, mul(&c, 2, Nd), Tr)), mul(&c, mul(&c, N, Tc), d + 3));
-    r.writes = add(&c, mul(&c, mul(&c, N, Tc), d + 2), Nd);
+    const int64_t N = p->N, d = p->d, dv = fl_problem_dv(p), Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
+    r.reads = add(&c, add(&c, mul(&c, N, d), mul(&c, mul(&c, N, d + dv), Tr)), mul(&c, mul(&c, N, Tc), dv + 3));
+    r.writes = add(&c, mul(&c, mul(&c, N, Tc), dv + 2), mul(&c, N, dv));
     r.events = mul(&c, Tr, add(&c, 2, mul(&c, 9, Tc)));
     r.sram_peak = b->footprint;
     return fl_closed_finish_own(p, FL_OK, &c, &r, out);
@@ -159,14 +159,15 @@ static void explain(FILE *out, const fl_problem *p, const fl_blocks *b)
 /* Q, K, V, O and the per-chunk summaries U, Ls, Ms */
 static fl_status compute_size(const fl_problem *p, const fl_blocks *b)
 {
-    return fl_compute_size_refuse(p, 4.0 * p->N * p->d + (double)fl_cdiv(p->N, b->Bc) * p->N * (p->d + 2));
+    const double dv = (double)fl_problem_dv(p);
+    return fl_compute_size_refuse(p, 2.0 * p->N * (p->d + dv) + (double)fl_cdiv(p->N, b->Bc) * p->N * (dv + 2));
 }
 
 const fl_schedule fl_sched_memeff = {
     .name = "memeff",
     .summary = "Rabe-Staats memory-efficient attention: per-chunk summaries to memory, combined after",
     .flags = FL_SCHED_OWN_PROBLEM,
-    .accepts = 0,
+    .accepts = FL_ACCEPT_DV,
     .blocks = blocks,
     .closed_form = closed_form,
     .compute_size = compute_size,

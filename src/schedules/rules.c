@@ -16,7 +16,7 @@ void fl_rule_init(fl_rule *r, const fl_problem *p, int bwd)
 
 int fl_rule_fits(const fl_rule *r, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    int64_t f = fl_footprint_pass(r->p->algo, r->bwd, r->G, r->p->d, Br, Bc, Bd);
+    int64_t f = fl_footprint_of(r->p, r->bwd, r->G, Br, Bc, Bd);
     return f >= 0 && f <= r->p->M;
 }
 
@@ -62,7 +62,7 @@ fl_status fl_rule_finish(const fl_rule *r, fl_blocks *b, const char *label, int6
     const fl_problem *p = r->p;
     char nb[48];
     if (b->Br < 1 || b->Bc < 1 || b->Bd < 1) {
-        int64_t need = fl_footprint_pass(p->algo, r->bwd, r->G, p->d, 1, 1, need_bd);
+        int64_t need = fl_footprint_of(p, r->bwd, r->G, 1, 1, need_bd);
         return fl_fail(FL_ECAPACITY,
                        "{M}: %s%s needs %s%s elements of SRAM for its smallest tiles "
                        "(Br = Bc = 1, d = %lld); M = %lld is too small",
@@ -75,7 +75,7 @@ fl_status fl_rule_finish(const fl_rule *r, fl_blocks *b, const char *label, int6
         if (p->Bc) b->Bc = p->Bc;
         if (bd_of) b->Bd = bd_of(p, b->Br, b->Bc);
         if (b->Bd < 1 || !fl_rule_fits(r, b->Br, b->Bc, b->Bd)) {
-            int64_t need = fl_footprint_pass(p->algo, r->bwd, r->G, p->d, b->Br, b->Bc, need_bd);
+            int64_t need = fl_footprint_of(p, r->bwd, r->G, b->Br, b->Bc, need_bd);
             return fl_fail(FL_EINVAL,
                            "{Br}/{Bc}: %s%s blocks Br = %lld, Bc = %lld need %s elements of SRAM "
                            "(docs/model.md eq. %s), more than M = %lld",
@@ -83,8 +83,18 @@ fl_status fl_rule_finish(const fl_rule *r, fl_blocks *b, const char *label, int6
                            (long long)b->Bc, fl_need_text(need, nb, sizeof nb), label, (long long)p->M);
         }
     }
-    b->footprint = fl_footprint_pass(p->algo, r->bwd, r->G, p->d, b->Br, b->Bc, b->Bd);
+    b->footprint = fl_footprint_of(p, r->bwd, r->G, b->Br, b->Bc, b->Bd);
     return FL_OK;
+}
+
+int64_t fl_fp_checked2(fl_fp_split k, int64_t G, int64_t Br, int64_t Bc, int64_t Dq, int64_t Dv)
+{
+    ck c = {0};
+    const int64_t R = mul(&c, G, Br);
+    const int64_t rows = add(&c, mul(&c, mul(&c, k.rq, R), Dq), mul(&c, mul(&c, k.rv, R), Dv));
+    const int64_t cols = add(&c, mul(&c, mul(&c, k.cq, Bc), Dq), mul(&c, mul(&c, k.cv, Bc), Dv));
+    const int64_t f = add(&c, add(&c, rows, cols), add(&c, mul(&c, mul(&c, k.rc, R), Bc), mul(&c, k.r, R)));
+    return c.ovf ? -1 : f;
 }
 
 int64_t fl_fp_checked(fl_fp_coef k, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
@@ -100,7 +110,8 @@ int fl_closed_is_plain(const fl_problem *p, int bwd)
 {
     return !bwd && !(fl_schedule_get(p->algo)->flags & FL_SCHED_STACKS_GROUP) &&
            p->batch == 1 && p->heads == 1 && !p->cu_seqlens_q && (p->Nk == 0 || p->Nk == p->N) &&
-           p->causal == FL_CAUSAL_NONE && p->window_left == -1 && p->window_right == -1;
+           p->causal == FL_CAUSAL_NONE && p->window_left == -1 && p->window_right == -1 &&
+           !p->sinks && !(p->dropout > 0.0) && !fl_problem_fp8(p); /* no variant that moves more */
 }
 
 fl_status fl_closed_tiled(const fl_problem *p, int bwd, const fl_blocks *b, fl_plain_counts plain,
@@ -155,21 +166,27 @@ fl_status fl_closed_sum(const fl_problem *p, int bwd, const fl_blocks *b, fl_seg
     }
     /* Within a sequence the segments differ only in their offsets and in kv_first: per sequence,
      * Hkv segments come first on their K/V head and Hq/G - Hkv do not (0 for a group schedule).
-     * Without varlen every sequence is alike. */
+     * Without varlen every sequence is alike but for head_first (the first sequence's segments
+     * write the sinks' gradient, later ones add to it): the first sequence once, then the others
+     * batch - 1 times. */
     const int64_t per = sg.Hq / sg.G, nfirst = sg.Hkv, nother = per - sg.Hkv;
-    const int64_t nseq = sg.cq ? sg.nseq : (sg.nseg ? 1 : 0), times = sg.cq ? 1 : p->batch;
-    for (int64_t i = 0; i < nseq; i++) {
-        fl_seg s;
-        fl_segment_at(&sg, i * per, &s); /* head 0: first on its K/V head */
-        fl_counts f = {0}, o = {0};
-        seg(&c, p, bwd, &s, b, &f);
-        add_times(&c, &r, &f, mul(&c, times, nfirst));
-        if (nother > 0) {
-            s.kv_first = 0;
-            seg(&c, p, bwd, &s, b, &o);
-            add_times(&c, &r, &o, mul(&c, times, nother));
+    const int64_t nseq = sg.cq ? sg.nseq : (sg.nseg ? 1 : 0);
+    for (int64_t i = 0; i < nseq; i++)
+        for (int later = 0; later < (sg.cq ? 1 : 2); later++) {
+            const int64_t times = sg.cq ? 1 : later ? p->batch - 1 : 1;
+            if (times < 1) continue;
+            fl_seg s;
+            fl_segment_at(&sg, i * per, &s); /* head 0: first on its K/V head */
+            if (later) s.head_first = 0;
+            fl_counts f = {0}, o = {0};
+            seg(&c, p, bwd, &s, b, &f);
+            add_times(&c, &r, &f, mul(&c, times, nfirst));
+            if (nother > 0) {
+                s.kv_first = 0;
+                seg(&c, p, bwd, &s, b, &o);
+                add_times(&c, &r, &o, mul(&c, times, nother));
+            }
         }
-    }
     fl_segments_free(&sg);
     r.total = add(&c, r.reads, r.writes);
     if (c.ovf)

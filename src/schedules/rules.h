@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <flashlab/footprint.h>
+#include <flashlab/footprint_split.h>
 #include <flashlab/schedule.h>
 
 #include "base/checked.h"
@@ -50,6 +51,9 @@ fl_status fl_rule_finish(const fl_rule *r, fl_blocks *b, const char *label, int6
 /* rd*R*D + cd*C*D + rc*R*C + r*R (footprint.h) with R = G*Br, C = Bc, D = Bd; -1 on overflow. */
 int64_t fl_fp_checked(fl_fp_coef k, int64_t G, int64_t Br, int64_t Bc, int64_t Bd);
 
+/* fl_fp2_eval (footprint_split.h: Q-side columns Dq, V-side Dv) with R = G*Br, C = Bc; -1 on overflow. */
+int64_t fl_fp_checked2(fl_fp_split k, int64_t G, int64_t Br, int64_t Bc, int64_t Dq, int64_t Dv);
+
 /* A footprint larger than 2^63 - 1 as text ("more than ..."), else the number, for messages. */
 const char *fl_need_text(int64_t need, char *buf, size_t n);
 
@@ -65,7 +69,8 @@ fl_status fl_closed_sum(const fl_problem *p, int bwd, const fl_blocks *b, fl_seg
                         fl_counts *out);
 
 /* Nonzero for the plain problem whose closed forms (C0)-(C2) are O(1): one dense head, Nq = Nk,
- * one sequence, forward, no group stacking. */
+ * one sequence, forward, no group stacking, and no variant that adds traffic (sinks, dropout,
+ * fp8; d_v, softcap and ALiBi are in the O(1) forms). */
 int fl_closed_is_plain(const fl_problem *p, int bwd);
 
 /* A schedule's O(1) counts of the plain problem (reads, writes, events, sram_peak into *r

@@ -43,7 +43,7 @@ void fl_closed_standard_bwd(ck *c, int skip, const fl_problem *p, const fl_seg *
  * for blocks Br and every Bc <= cmax (docs/model.md §7): skipping makes that count rise with the
  * blocks too (tiles cover what the mask drops), so lemma O3 does not hold for it. */
 double fl_standard_bwd_count_floor(const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax);
-void fl_closed_flash_bwd(ck *c, int fa1, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r);
+void fl_closed_flash_bwd(ck *c, int fa1, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r);
 
 /* The counts of standard's two tiled products (standard.c; used by both its passes'
  * closed forms): _nt for C = A B^T of na x d by nb x d; _nn for O = P V (np x nk by nk x d) or,
@@ -74,10 +74,25 @@ int64_t fl_seg_max_group(const fl_qkvo *io);
 /* The longest sequence's key length. */
 int64_t fl_seg_max_nk(const fl_qkvo *io);
 
+struct fl_vrun;
+
+/* What the forward's products do beside the arithmetic (docs/model.md §14): x->sg set, the
+ * score rules (cap, ALiBi, mask) on each tile of C = A B^T; a_which / b_which (FL_VQ, FL_VK,
+ * FL_VV of variants.h, or -1), fp8 scale factors at scale rows a_sbase / b_sbase of the operand A
+ * (rows) and of B (the summed operand V in _nn).  NULL: none. */
+typedef struct {
+    struct fl_vrun *vr;
+    const fl_seg *sg;
+    int a_which, b_which;
+    int64_t a_sbase, b_sbase;
+} fl_std_extra;
+
 /* standard's two tiled products (standard.c), shared by its forward and backward, on
- * blocks (Br, Bc, Bd) (eq. (F0)), through the three buffers of fl_std_bufs_alloc (X: Br x Bd,
- * Y: Bc x Bd, Z: Br x Bc), which the caller allocates once for many products:
+ * blocks (Br, Bc, Bd) (eq. (F0); a product of a narrower d takes chunks of min(Bd, d)), through
+ * the three buffers of fl_std_bufs_alloc (X: Br x Bd, Y: Bc x Bd, Z: Br x Bc), which the caller
+ * allocates once for many products:
  *   _nt: C[c0 + i, j] = alpha sum_k A[a0 + i, k] B[b0 + j, k] for i < na, j < nb (C = A B^T),
+ *        then (x, with x->sg) the segment's score rules, entries its mask drops -inf, else
  *        entries the mask mk drops (if not NULL) set to -inf; with skip, the tiles mk drops
  *        entirely are neither computed nor stored (and nothing is set to -inf);
  *   _nn: O[o0 + i, k] (+)= alpha sum_j P[p0 + i, j] V[v0 + j, k] (O = P V: i < np, j < nk) or,
@@ -90,10 +105,11 @@ fl_status fl_std_bufs_alloc(fl_machine *m, const fl_blocks *b, fl_buf *B[3]);
 void fl_std_bufs_free(fl_machine *m, fl_buf *B[3]);
 fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int A_t,
                             int64_t a0, int64_t na, int B_t, int64_t b0, int64_t nb, int C_t,
-                            int64_t c0, double alpha, const fl_mask *mk, int skip);
+                            int64_t c0, double alpha, const fl_mask *mk, int skip, const fl_std_extra *x);
 fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int P_t,
                             int64_t p0, int64_t np, int64_t nk, int V_t, int64_t v0, int O_t,
-                            int64_t o0, double alpha, int transP, int acc, const fl_mask *skip);
+                            int64_t o0, double alpha, int transP, int acc, const fl_mask *skip,
+                            const fl_std_extra *x);
 
 /* Makes *b a live buffer of rows x cols: keeps it when it already is one of that shape, else
  * frees it (if live) and allocates anew.  *b NULL: allocates. */

@@ -34,53 +34,59 @@
 #include "base/checked.h"
 #include "problem/segments.h"
 #include "rules.h"
+#include "variants.h"
 
 static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, const fl_seg *sg,
-                         fl_buf **B, double scale, int64_t d, int L_t)
+                         fl_buf **B, fl_vrun *vr, int L_t)
 {
-    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    const fl_var *v = vr->v;
+    const int64_t Br = b->Br, Bc = b->Bc, dq = v->dq, dv = v->dv;
+    const int64_t Bq = fl_min64(b->Bd, dq), Bv = fl_min64(b->Bd, dv); /* the chunks of d and d_v */
     fl_buf *S = B[0], *X = B[1], *Y = B[2], *mi = B[3], *li = B[4], *ai = B[5];
+    FL_TRY(fl_vrun_segment(m, vr, sg, FL_V_SINK | FL_V_RNG)); /* sink, dropout seed (rule R3b) */
     for (int64_t r0 = 0; r0 < sg->Nq; r0 += Br) { /* line 1 */
         const int64_t br = fl_min64(Br, sg->Nq - r0), qr = sg->q0 + r0;
         int64_t j0, j1;
         fl_mask_block_range(&sg->mask, r0, br, Bc, &j0, &j1);
         if (j0 >= j1) { /* no key: O_i = 0, L_i = -inf */
-            fl_op_fill(X, br, Bd, 0.0);
-            for (int64_t c0 = 0; c0 < d; c0 += Bd)
-                FL_TRY(fl_store(m, X, io->O, qr, c0, br, fl_min64(Bd, d - c0)));
+            fl_op_fill(X, br, Bv, 0.0);
+            for (int64_t c0 = 0; c0 < dv; c0 += Bv)
+                FL_TRY(fl_store(m, X, io->O, qr, c0, br, fl_min64(Bv, dv - c0)));
             fl_op_fill(mi, br, 1, -INFINITY);
             FL_TRY(fl_store(m, mi, L_t, qr, 0, br, 1));
             continue;
         }
-        fl_op_fill(mi, br, 1, -INFINITY); /* line 2 */
+        fl_op_fill(mi, br, 1, -INFINITY); /* line 2 (with a sink: m_i = sink, l_i = 1, rule SK) */
         fl_op_fill(li, br, 1, 0.0);
+        fl_var_osm_init(vr, mi, li, br, br);
         for (int64_t j = j0; j < j1; j++) { /* line 3 */
             const int64_t c0 = j * Bc, bc = fl_min64(Bc, sg->Nk - c0), kr = sg->k0 + c0;
-            for (int64_t k0 = 0; k0 < d; k0 += Bd) { /* line 4 */
-                const int64_t bk = fl_min64(Bd, d - k0);
-                FL_TRY(fl_load(m, X, io->Q, qr, k0, br, bk));
-                FL_TRY(fl_load(m, Y, io->K, kr, k0, bc, bk));
-                fl_op_matmul(S, X, Y, br, bc, bk, 1, scale, k0 > 0);
+            for (int64_t k0 = 0; k0 < dq; k0 += Bq) { /* line 4 */
+                const int64_t bk = fl_min64(Bq, dq - k0);
+                FL_TRY(fl_vrun_load(m, vr, FL_VQ, X, io->Q, qr, k0, br, bk, sg->qs0, r0));
+                FL_TRY(fl_vrun_load(m, vr, FL_VK, Y, io->K, kr, k0, bc, bk, sg->ks0, c0));
+                fl_op_matmul(S, X, Y, br, bc, bk, 1, v->scale, k0 > 0);
             }
-            if (fl_mask_tile(&sg->mask, r0, br, c0, bc) == FL_TILE_PARTIAL) /* line 5 */
-                fl_tile_mask(S, &sg->mask, r0, br, br, c0, bc);
+            fl_var_scores(vr, sg, S, r0, br, br, c0, bc, fl_mask_tile(&sg->mask, r0, br, c0, bc)); /* line 5 */
             if (fl_computes(m))
-                for (int64_t r = 0; r < br; r++)
-                    ai->x[r] = fl_osm_step(&mi->x[r], &li->x[r], NULL, 0, S->x + r * Bc, bc, NULL, 0,
-                                           S->x + r * Bc);
-            for (int64_t c = 0; c < d; c += Bd) { /* line 6 */
-                const int64_t bk = fl_min64(Bd, d - c);
+                for (int64_t r = 0; r < br; r++) {
+                    ai->x[r] = fl_osm_step(&mi->x[r], &li->x[r], NULL, 0, S->x + r * Bc, bc, NULL, 0, S->x + r * Bc);
+                    const double *w = fl_var_drop_row(vr, sg, r0, br, r, c0, bc); /* P~ = P o Z / (1 - p) */
+                    for (int64_t c = 0; w && c < bc; c++) S->x[r * Bc + c] *= w[c];
+                }
+            for (int64_t c = 0; c < dv; c += Bv) { /* line 6 */
+                const int64_t bk = fl_min64(Bv, dv - c);
                 if (j > j0) FL_TRY(fl_load(m, X, io->O, qr, c, br, bk));
                 else fl_op_fill(X, br, bk, 0.0);
-                FL_TRY(fl_load(m, Y, io->V, kr, c, bc, bk));
+                FL_TRY(fl_vrun_load(m, vr, FL_VV, Y, io->V, kr, c, bc, bk, sg->ks0, c0));
                 if (fl_computes(m)) {
                     if (j > j0)
                         for (int64_t r = 0; r < br; r++)
-                            for (int64_t t = 0; t < bk; t++) X->x[r * Bd + t] *= ai->x[r];
+                            for (int64_t t = 0; t < bk; t++) X->x[r * X->cols + t] *= ai->x[r];
                     fl_op_matmul(X, S, Y, br, bk, bc, 0, 1.0, 1);
                     if (j == j1 - 1)
                         for (int64_t r = 0; r < br; r++)
-                            fl_osm_finish(li->x[r], X->x + r * Bd, bk, X->x + r * Bd);
+                            fl_osm_finish(li->x[r], X->x + r * X->cols, bk, X->x + r * X->cols);
                 }
                 FL_TRY(fl_store(m, X, io->O, qr, c, br, bk));
             }
@@ -94,29 +100,36 @@ static fl_status segment(fl_machine *m, const fl_blocks *b, const fl_qkvo *io, c
 
 fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
-    const int64_t d = p->d, Br = b->Br, Bc = b->Bc, Bd = b->Bd;
-    const double scale = 1.0 / sqrt((double)d);
+    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    fl_var v;
+    fl_var_of(p, &v);
     int L_t;
     FL_TRY(fl_tensor_add(m, "L", io.q_rows, 1, 4, &L_t));
     fl_buf *B[6];
     const char *names[6] = {"S_ij", "X", "Y", "m_i", "l_i", "a_i"};
     const int64_t rows[6] = {Br, Br, Bc, Br, Br, Br}, cols[6] = {Bc, Bd, Bd, 1, 1, 1};
     for (int k = 0; k < 6; k++) FL_TRY(fl_sram_alloc(m, names[k], rows[k], cols[k], &B[k]));
-    for (int64_t s = 0; s < io.nseg; s++) {
+    fl_vrun vr;
+    FL_TRY(fl_vrun_init(&vr, &v, m, &io, 1, Bc));
+    fl_status s = FL_OK;
+    for (int64_t k = 0; k < io.nseg && !s; k++) {
         fl_seg sg;
-        fl_segment_at(io.segs, s, &sg);
-        FL_TRY(segment(m, b, &io, &sg, B, scale, d, L_t));
+        fl_segment_at(io.segs, k, &sg);
+        s = segment(m, b, &io, &sg, B, &vr, L_t);
     }
+    fl_vrun_free(&vr);
+    if (s) return s;
     for (int k = 0; k < 6; k++) fl_sram_free(m, B[k]);
     return FL_OK;
 }
 
 /* ---- rules: footprint, blocks, closed form ---- */
 
-int64_t fl_smallcache_footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+int64_t fl_smallcache_footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    (void)G, (void)d;
+    (void)G;
     if (bwd) return fl_smallcache_bwd_footprint(Br, Bc, Bd);
+    (void)p;
     ck c = {0};
     /* (Fsc) Br Bc + (Br + Bc) Bd + 3 Br */
     const int64_t f = add(&c, add(&c, mul(&c, Br, Bc), mul(&c, add(&c, Br, Bc), Bd)), mul(&c, 3, Br));
@@ -125,7 +138,7 @@ int64_t fl_smallcache_footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64
 
 static int fits(const fl_problem *p, int bwd, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    const int64_t f = fl_smallcache_footprint(bwd, 1, p->d, Br, Bc, Bd);
+    const int64_t f = fl_smallcache_footprint(p, bwd, 1, Br, Bc, Bd);
     return f >= 0 && f <= p->M;
 }
 
@@ -148,13 +161,22 @@ static int64_t largest_bc(const fl_problem *p, int bwd, int64_t Br, int64_t hi)
     return fl_largest(hi, bc_fits, &k);
 }
 
-/* The largest chunk Bd <= d that fits beside Br x Bc, 0 if none: both footprints grow by Br + Bc
- * per unit of Bd, so (M - footprint at Bd = 0) / (Br + Bc). */
+/* The largest chunk Bd <= max(d, d_v) that fits beside Br x Bc, 0 if none: both footprints grow
+ * by Br + Bc per unit of Bd, so (M - footprint at Bd = 0) / (Br + Bc).  Q K^T walks d in chunks of
+ * min(Bd, d), P V walks d_v in chunks of min(Bd, d_v). */
 static int64_t chunk(const fl_problem *p, int bwd, int64_t Br, int64_t Bc)
 {
-    const int64_t used = fl_smallcache_footprint(bwd, 1, p->d, Br, Bc, 0);
+    const int64_t used = fl_smallcache_footprint(p, bwd, 1, Br, Bc, 0);
     if (used < 0 || used >= p->M) return 0;
-    return fl_min64(p->d, (p->M - used) / (Br + Bc));
+    return fl_min64(fl_max64(p->d, fl_problem_dv(p)), (p->M - used) / (Br + Bc));
+}
+
+fl_status fl_smallcache_check(const fl_problem *p)
+{
+    if (p->pass != FL_PASS_FWD && fl_problem_asks_variants(p))
+        return fl_fail(FL_EINVAL, "{pass}: smallcache's backward takes none of the variants (d_v != d, sinks, "
+                                  "softcap, ALiBi, dropout, fp8); flash1, flash2 and standard run their backward");
+    return FL_OK;
 }
 
 /* The two block rules differ in their numbers only (docs/model.md §4.6, §12.1). */
@@ -214,7 +236,7 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
     }
     b->Bd = chunk(p, bwd, b->Br, b->Bc);
     if (b->Bd < 1) {
-        const int64_t need = fl_smallcache_footprint(bwd, 1, p->d, b->Br, b->Bc, 1);
+        const int64_t need = fl_smallcache_footprint(p, bwd, 1, b->Br, b->Bc, 1);
         if (need < 0)
             return fl_fail(FL_EINVAL, "{Br}/{Bc}: %s blocks Br = %lld, Bc = %lld need more than %lld elements "
                                       "of SRAM (docs/model.md eq. %s), more than M = %lld",
@@ -223,44 +245,67 @@ fl_status fl_smallcache_blocks(const fl_problem *p, int bwd, fl_blocks *b)
                                   "with Bd = 1 (docs/model.md eq. %s), more than M = %lld",
                        u->what, (long long)b->Br, (long long)b->Bc, (long long)need, u->label, (long long)p->M);
     }
-    b->footprint = fl_smallcache_footprint(bwd, 1, p->d, b->Br, b->Bc, b->Bd);
+    b->footprint = fl_smallcache_footprint(p, bwd, 1, b->Br, b->Bc, b->Bd);
     return FL_OK;
 }
 
-/* (Csc) one segment: row block i (br rows) touching n key blocks that cover cols keys.
- *   n = 0: writes br d + br (O, L), events Td + 1;
- *   n > 0: reads n br d (Q) + 2 d cols (K, V) + (n - 1) br d (O), writes n br d + br (O, L),
- *          events Td (5n - 1) + 1  (Esc). */
-static void segment_counts(ck *c, const fl_seg *s, const fl_blocks *b, int64_t d, fl_counts *r)
+/* (Csc) one segment: row block i (br rows) touching n key blocks that cover cols keys, Q and K
+ * chunks over d (Tq of them), V and O chunks over d_v (Tv; rule D1).
+ *   n = 0: writes br d_v + br (O, L), events Tv + 1;
+ *   n > 0: reads n br d (Q, per key block) + (d + d_v) cols (K, V) + (n - 1) br d_v (O),
+ *          writes n br d_v + br (O, L), events 2 n Tq + Tv (3n - 1) + 1  (Esc);
+ * and the segment's sink and dropout seed, fp8's scale factors in the loop's order (rule R3b). */
+static void segment_counts(ck *c, const fl_var *v, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    const int64_t Td = fl_cdiv(d, b->Bd);
-    if (fl_mask_is_dense(&s->mask)) { /* every row block touches all Tc key blocks, cols = Nk */
-        const int64_t Tr = fl_cdiv(s->Nq, b->Br), Tc = fl_cdiv(s->Nk, b->Bc), Nqd = mul(c, s->Nq, d);
-        r->reads = add(c, r->reads, add(c, mul(c, Nqd, add(c, Tc, Tc - 1)), mul(c, 2, mul(c, mul(c, s->Nk, d), Tr))));
-        r->writes = add(c, r->writes, add(c, mul(c, Tc, Nqd), s->Nq));
-        r->events = add(c, r->events, add(c, mul(c, mul(c, Tr, Td), add(c, mul(c, 5, Tc), -1)), Tr));
+    const int64_t dq = v->dq, dv = v->dv;
+    const int64_t Tq = fl_cdiv(dq, fl_min64(b->Bd, dq)), Tv = fl_cdiv(dv, fl_min64(b->Bd, dv));
+    const int64_t once = fl_var_segment_reads(v, 1, FL_V_SINK | FL_V_RNG);
+    r->reads = add(c, r->reads, once);
+    r->events = add(c, r->events, once);
+    if (fl_mask_is_dense(&s->mask) && !v->fp8) { /* every row block touches all Tc key blocks, cols = Nk */
+        const int64_t Tr = fl_cdiv(s->Nq, b->Br), Tc = fl_cdiv(s->Nk, b->Bc);
+        r->reads = add(c, r->reads, add(c, add(c, mul(c, mul(c, s->Nq, dq), Tc), mul(c, mul(c, s->Nq, dv), Tc - 1)),
+                                        mul(c, mul(c, s->Nk, dq + dv), Tr)));
+        r->writes = add(c, r->writes, add(c, mul(c, Tc, mul(c, s->Nq, dv)), s->Nq));
+        r->events = add(c, r->events, add(c, mul(c, Tr, add(c, mul(c, 2 * Tc, Tq), mul(c, Tv, 3 * Tc - 1))), Tr));
         return;
     }
+    int64_t lq = -1, lk = -1, lv = -1;
     for (int64_t r0 = 0; r0 < s->Nq; r0 += b->Br) {
-        const int64_t br = fl_min64(b->Br, s->Nq - r0), brd = mul(c, br, d);
+        const int64_t br = fl_min64(b->Br, s->Nq - r0);
         int64_t j0, j1;
         fl_mask_block_range(&s->mask, r0, br, b->Bc, &j0, &j1);
         if (j0 >= j1) {
-            r->writes = add(c, r->writes, add(c, brd, br));
-            r->events = add(c, r->events, Td + 1);
+            r->writes = add(c, r->writes, add(c, mul(c, br, dv), br));
+            r->events = add(c, r->events, Tv + 1);
             continue;
         }
         const int64_t n = j1 - j0, cols = fl_min64(s->Nk, j1 * b->Bc) - j0 * b->Bc;
-        r->reads = add(c, r->reads, add(c, mul(c, add(c, n, n - 1), brd), mul(c, 2, mul(c, d, cols))));
-        r->writes = add(c, r->writes, add(c, mul(c, n, brd), br));
-        r->events = add(c, r->events, add(c, mul(c, Td, 5 * n - 1), 1));
+        r->reads = add(c, r->reads, add(c, add(c, mul(c, n, mul(c, br, dq)), mul(c, n - 1, mul(c, br, dv))),
+                                        mul(c, dq + dv, cols)));
+        r->writes = add(c, r->writes, add(c, mul(c, n, mul(c, br, dv)), br));
+        r->events = add(c, r->events, add(c, add(c, mul(c, 2 * n, Tq), mul(c, Tv, 3 * n - 1)), 1));
+        for (int64_t j = j0; v->fp8 && j < j1; j++) { /* Q and K per chunk of d, V per chunk of d_v */
+            const int64_t c0 = j * b->Bc, c1 = fl_min64(s->Nk, c0 + b->Bc);
+            int64_t x = 0;
+            for (int64_t k = 0; k < Tq; k++)
+                x += fl_var_scales_entered(v, s->qs0, r0, r0 + br, &lq) + fl_var_scales_entered(v, s->ks0, c0, c1, &lk);
+            for (int64_t k = 0; k < Tv; k++) x += fl_var_scales_entered(v, s->ks0, c0, c1, &lv);
+            r->reads = add(c, r->reads, x);
+            r->events = add(c, r->events, x);
+        }
     }
 }
 
 static void pass_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    if (bwd) fl_smallcache_bwd_segment(c, s, b, p->d, r);
-    else segment_counts(c, s, b, p->d, r);
+    if (bwd) {
+        fl_smallcache_bwd_segment(c, s, b, p->d, r);
+        return;
+    }
+    fl_var v;
+    fl_var_of(p, &v);
+    segment_counts(c, &v, s, b, r);
 }
 
 fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *out)
@@ -270,9 +315,9 @@ fl_status fl_smallcache_closed_form(const fl_problem *p, int bwd, const fl_block
 
 int64_t fl_smallcache_events_floor(const fl_problem *p, const fl_blocks *b, const fl_blocks *bb)
 {
-    /* (Esc): every row block of every segment makes at least Td events (its O chunks); (Escb):
+    /* (Esc): every row block of every segment makes at least Tv events (its O chunks); (Escb):
      * the backward's step 0 makes 2 Td + 1 per block of min(Br, Bc) rows */
-    const int64_t Td = fl_cdiv(p->d, b->Bd), n = p->cu_seqlens_q ? p->batch : 1;
+    const int64_t dv = fl_problem_dv(p), Td = fl_cdiv(dv, fl_min64(b->Bd, dv)), n = p->cu_seqlens_q ? p->batch : 1;
     const int64_t Tdb = bb ? fl_cdiv(p->d, bb->Bd) : 0, rb = bb ? fl_min64(bb->Br, bb->Bc) : 1;
     int64_t total = 0, t, u = 0;
     for (int64_t s = 0; s < n; s++) {
@@ -308,19 +353,22 @@ static int64_t closed_form_terms(int bwd, int dense, int64_t nq, int64_t nk, int
 /* Lemma O4's bound (docs/model.md §7) on (Csc) for blocks Br and any Bc <= cmax over one sequence
  * kept by mk: a row block keeping K keys (the span of its kept keys) touches at least
  * ceil(K / Bc) >= ceil(K / cmax) key blocks covering at least K keys, and moves
- * br d (3n - 1) + 2 d cols + br; one keeping none writes br d + br.  The backward's:
- * fl_smallcache_bwd_count_floor. */
+ * br (n (d + 2 d_v) - d_v) + (d + d_v) cols + br; one keeping none writes br d_v + br (O, L).
+ * The variants' scalars (sinks, the dropout seed, fp8's scale factors) only add to the count.
+ * The backward's: fl_smallcache_bwd_count_floor (it takes none of the variants). */
 static double count_floor(int bwd, const fl_problem *p, const fl_mask *mk, int64_t Br, int64_t cmax)
 {
     if (bwd) return fl_smallcache_bwd_count_floor(mk, p->d, Br, cmax);
-    const double d = (double)p->d;
+    const double d = (double)p->d, dv = (double)fl_problem_dv(p);
     double seg = 0.0;
     for (int64_t r0 = 0; r0 < mk->Nq; r0 += Br) {
         const int64_t br = fl_min64(Br, mk->Nq - r0);
         int64_t j0, j1;
         fl_mask_block_range(mk, r0, br, 1, &j0, &j1); /* with unit key blocks: the kept span */
-        if (j1 <= j0) seg += (double)br * (d + 1.0);
-        else seg += (double)br * d * (3.0 * (double)fl_cdiv(j1 - j0, cmax) - 1.0) + 2.0 * d * (double)(j1 - j0) + (double)br;
+        if (j1 <= j0) seg += (double)br * (dv + 1.0);
+        else
+            seg += (double)br * ((double)fl_cdiv(j1 - j0, cmax) * (d + 2.0 * dv) - dv) + (d + dv) * (double)(j1 - j0) +
+                   (double)br;
     }
     return seg;
 }
@@ -329,7 +377,9 @@ const fl_schedule fl_sched_smallcache = {
     .name = "smallcache",
     .summary = "exact attention below M = d^2 (Saha & Ye): both products blocked over d, fused with the online softmax",
     .flags = FL_SCHED_O_FP32 | FL_SCHED_CHUNKS_D,
-    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD |
+               (FL_ACCEPT_VARIANTS & ~FL_ACCEPT_DETERMINISTIC), /* the backward refuses them: check */
+    .check = fl_smallcache_check,
     .blocks = fl_smallcache_blocks,
     .footprint = fl_smallcache_footprint,
     .closed_form = fl_smallcache_closed_form,

@@ -23,7 +23,11 @@ fl_status fl_schedule_smallcache(fl_machine *m, const fl_problem *p, const fl_bl
 
 /* (Fsc) Br*Bc + (Br + Bc)*Bd + 3*Br: S_ij, a Q/O chunk, a K/V chunk, and m_i, l_i, a_i; with bwd,
  * (Fscb).  G is accepted for the descriptor's signature (1).  -1 on overflow. */
-int64_t fl_smallcache_footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd);
+int64_t fl_smallcache_footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd);
+
+/* The backward takes none of the variants of docs/model.md §14: FL_EINVAL naming {pass} when p
+ * asks for its backward with any of them; FL_OK otherwise. */
+fl_status fl_smallcache_check(const fl_problem *p);
 
 /* Rule (Bsc) (forward) or (Bscb) (bwd), overrides p->Br / p->Bc, Bd the largest chunk that fits
  * beside them.  FL_ECAPACITY when nothing fits; FL_EINVAL naming --Br/--Bc when an override does

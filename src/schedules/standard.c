@@ -25,6 +25,12 @@
  * masked entries are set to -inf on chip (the rule needs no HBM tensor).  A row with no legal
  * key gets P = 0 and O = 0 (rule M0).  With Nq != Nk, S and P are Nq x Nk.
  *
+ * The variants (docs/model.md §14): Q K^T runs over d and P V over d_v, both with the one chunk
+ * Bd <= max(d, d_v); step 1 caps and biases each tile on chip (no traffic); step 2 starts each
+ * row's maximum and sum from the sink and, with dropout, stores P~ = P o Z / (1 - p) and the mask
+ * Z (one byte an entry) beside P, which step 3 reads instead of P; under fp8 the tiles of Q, K
+ * and V arrive with their scale factors (rule R3b).
+ *
  * Where the count is Theta(Nd + N^2) (docs/model.md §5): when Bd = d (M >= 3d^2 by rule B0), Br is
  * at least d and N <= M; then K and V are re-read N/Br <= N/d times (<= N^2 reads each) and S, P
  * cross HBM a fixed number of times.  Below that, chunked d (Td > 1) re-reads P, small Br
@@ -35,8 +41,11 @@
 
 #include <flashlab/ops.h>
 
+#include <flashlab/rng.h>
+
 #include "rules.h"
 #include "schedules.h"
+#include "variants.h"
 
 fl_status fl_std_bufs_alloc(fl_machine *m, const fl_blocks *b, fl_buf *B[3])
 {
@@ -50,28 +59,40 @@ void fl_std_bufs_free(fl_machine *m, fl_buf *B[3])
     for (int k = 0; k < 3; k++) fl_sram_free(m, B[k]);
 }
 
+/* A tile load of a product's operand: through the variants' fp8 scales when x says so (x->vr,
+ * which >= 0), else plain. */
+static fl_status load_op(fl_machine *m, const fl_std_extra *x, int which, int64_t sbase, fl_buf *b, int t,
+                         int64_t r, int64_t c, int64_t nr, int64_t nc, int64_t local0)
+{
+    if (!x || which < 0) return fl_load(m, b, t, r, c, nr, nc);
+    return fl_vrun_load(m, x->vr, which, b, t, r, c, nr, nc, sbase, local0);
+}
+
 fl_status fl_std_product_nt(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int A_t,
                             int64_t a0, int64_t na, int B_t, int64_t b0, int64_t nb, int C_t,
-                            int64_t c0, double alpha, const fl_mask *mk, int skip)
+                            int64_t c0, double alpha, const fl_mask *mk, int skip, const fl_std_extra *x)
 {
-    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    const int64_t Br = b->Br, Bc = b->Bc, Bd = fl_min64(b->Bd, d);
     const int64_t Td = fl_cdiv(d, Bd);
+    const int aw = x ? x->a_which : -1, bw = x ? x->b_which : -1;
     fl_buf *At = B[0], *Bt = B[1], *Ct = B[2];
     for (int64_t r0 = 0; r0 < na; r0 += Br) {
         const int64_t br = fl_min64(Br, na - r0);
         int64_t j0 = 0, j1 = fl_cdiv(nb, Bc);
         if (skip && mk) fl_mask_block_range(mk, r0, br, Bc, &j0, &j1); /* the tiles the mask keeps (K2) */
         if (j0 >= j1) continue;
-        if (Td == 1) FL_TRY(fl_load(m, At, A_t, a0 + r0, 0, br, d)); /* A_i stays for every j */
+        if (Td == 1) FL_TRY(load_op(m, x, aw, x ? x->a_sbase : 0, At, A_t, a0 + r0, 0, br, d, r0)); /* A_i stays for every j */
         for (int64_t q = j0 * Bc; q < fl_min64(nb, j1 * Bc); q += Bc) {
             const int64_t bc = fl_min64(Bc, nb - q);
             for (int64_t k0 = 0; k0 < d; k0 += Bd) {
                 const int64_t bk = fl_min64(Bd, d - k0);
-                if (Td > 1) FL_TRY(fl_load(m, At, A_t, a0 + r0, k0, br, bk));
-                FL_TRY(fl_load(m, Bt, B_t, b0 + q, k0, bc, bk));
+                if (Td > 1) FL_TRY(load_op(m, x, aw, x ? x->a_sbase : 0, At, A_t, a0 + r0, k0, br, bk, r0));
+                FL_TRY(load_op(m, x, bw, x ? x->b_sbase : 0, Bt, B_t, b0 + q, k0, bc, bk, q));
                 fl_op_matmul(Ct, At, Bt, br, bc, bk, 1, alpha, k0 > 0);
             }
-            if (mk && !skip && fl_mask_tile(mk, r0, br, q, bc) != FL_TILE_FULL)
+            if (x && x->sg) /* the cap, the ALiBi bias, the mask (rules SC, AL, K4) */
+                fl_var_scores(x->vr, x->sg, Ct, r0, br, br, q, bc, fl_mask_tile(&x->sg->mask, r0, br, q, bc));
+            else if (mk && !skip && fl_mask_tile(mk, r0, br, q, bc) != FL_TILE_FULL)
                 fl_tile_mask(Ct, mk, r0, br, br, q, bc);
             FL_TRY(fl_store(m, Ct, C_t, c0 + r0, q, br, bc));
         }
@@ -91,9 +112,10 @@ static void zero_dropped(fl_buf *t, const fl_mask *mk, int64_t r0, int64_t nr, i
 
 fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int64_t d, int P_t,
                             int64_t p0, int64_t np, int64_t nk, int V_t, int64_t v0, int O_t,
-                            int64_t o0, double alpha, int transP, int acc, const fl_mask *skip)
+                            int64_t o0, double alpha, int transP, int acc, const fl_mask *skip, const fl_std_extra *x)
 {
-    const int64_t Br = b->Br, Bc = b->Bc, Bd = b->Bd;
+    const int64_t Br = b->Br, Bc = b->Bc, Bd = fl_min64(b->Bd, d);
+    const int vw = x ? x->b_which : -1;
     /* untransposed: output rows index P's rows (np of them), the sum runs over P's nk columns;
      * transposed: output rows index P's columns (nk), the sum runs over P's np rows */
     const int64_t nout = transP ? nk : np, nsum = transP ? np : nk;
@@ -125,7 +147,7 @@ fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int
                             }
                 } else {
                     FL_TRY(fl_load(m, Pt, P_t, p0 + r0, q, br, bs));
-                    FL_TRY(fl_load(m, Vt, V_t, v0 + q, k0, bs, bk));
+                    FL_TRY(load_op(m, x, vw, x ? x->b_sbase : 0, Vt, V_t, v0 + q, k0, bs, bk, q));
                     if (skip) zero_dropped(Pt, skip, r0, br, q, bs);
                     fl_op_matmul(Ot, Pt, Vt, br, bk, bs, 0, alpha, 1);
                 }
@@ -136,12 +158,28 @@ fl_status fl_std_product_nn(fl_machine *m, const fl_blocks *b, fl_buf *B[3], int
     return FL_OK;
 }
 
-/* step 2: P = softmax(S), row by row, for the nq x nk score block at row s0; *tp is the row
- * buffer, kept between segments of the same shape (the caller frees it) */
-static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, int64_t s0,
-                         int64_t nq, int64_t nk, fl_buf **tp)
+/* Compute mode: row r of P (n entries from key c0) becomes P~ = P o Z / (1 - p) (into y), or Z
+ * itself (0 or 1) when mask (rule DR; Z from Philox: the query is i of head sg->head). */
+static void drop_row(const fl_vrun *vr, const fl_seg *sg, int64_t i, const double *P, double *y, int64_t c0,
+                     int64_t n, int mask)
 {
-    const int64_t M = p->M;
+    const fl_var *v = vr->v;
+    for (int64_t c = 0; c < n; c++) {
+        const int keep = fl_dropout_keep(v->seed, sg->seq, sg->head, i, c0 + c, v->dropout);
+        y[c] = mask ? (double)keep : keep ? P[c] / (1.0 - v->dropout) : 0.0;
+    }
+}
+
+/* step 2: P = softmax(S), row by row, for the segment's Nq x Nk score block; *tp is the row
+ * buffer, kept between segments of the same shape (the caller frees it).  With a sink the row's
+ * maximum and sum start from it (rule SK); with dropout each tile of P is followed by P~ (Pd_t)
+ * and the mask Z (Z_t, one byte an entry), made in place (rule DR). */
+static fl_status softmax(fl_machine *m, const fl_problem *p, fl_vrun *vr, const fl_seg *sg, int S_t, int P_t,
+                         int Pd_t, int Z_t, fl_buf **tp)
+{
+    const int64_t M = p->M, s0 = sg->q0, nq = sg->Nq, nk = sg->Nk;
+    const int drop = vr->v->dropout > 0.0;
+    const double sink = vr->v->sinks && vr->sink ? vr->sink[0] : -INFINITY;
     fl_buf *t;
     if (nk <= M) { /* whole rows fit: R rows per tile, one read and one write per element */
         const int64_t R = fl_min64(M / nk, nq);
@@ -152,28 +190,35 @@ static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, i
             FL_TRY(fl_load(m, t, S_t, s0 + r0, 0, nr, nk));
             if (fl_computes(m))
                 for (int64_t r = 0; r < nr; r++) {
-                    double *s = t->x + r * nk, mx = -INFINITY, sum = 0.0;
+                    double *s = t->x + r * nk, mx = sink, sum = 0.0;
                     for (int64_t c = 0; c < nk; c++) mx = fmax(mx, s[c]);
                     if (mx == -INFINITY) { /* no legal key: P = 0 (rule M0) */
                         for (int64_t c = 0; c < nk; c++) s[c] = 0.0;
                         continue;
                     }
+                    if (vr->v->sinks) sum = exp(sink - mx);
                     for (int64_t c = 0; c < nk; c++) sum += (s[c] = exp(s[c] - mx));
                     for (int64_t c = 0; c < nk; c++) s[c] /= sum;
                 }
             FL_TRY(fl_store(m, t, P_t, s0 + r0, 0, nr, nk));
+            for (int k = 0; drop && k < 2; k++) { /* P~, then Z, in place */
+                if (fl_computes(m))
+                    for (int64_t r = 0; r < nr; r++) drop_row(vr, sg, r0 + r, t->x + r * nk, t->x + r * nk, 0, nk, k);
+                FL_TRY(fl_store(m, t, k ? Z_t : Pd_t, s0 + r0, 0, nr, nk));
+            }
         }
     } else { /* a row does not fit: safe softmax in three passes over chunks of M */
         FL_TRY(fl_sram_realloc(m, "S_chunk", 1, M, tp));
         t = *tp;
         for (int64_t r = 0; r < nq; r++) {
-            double mx = -INFINITY, sum = 0.0; /* per-row scalars (rule R3) */
+            double mx = sink, sum = 0.0; /* per-row scalars (rule R3) */
             for (int64_t c0 = 0; c0 < nk; c0 += M) { /* pass 1: max */
                 const int64_t nc = fl_min64(M, nk - c0);
                 FL_TRY(fl_load(m, t, S_t, s0 + r, c0, 1, nc));
                 if (t->x)
                     for (int64_t c = 0; c < nc; c++) mx = fmax(mx, t->x[c]);
             }
+            if (vr->v->sinks && mx != -INFINITY) sum = exp(sink - mx);
             for (int64_t c0 = 0; c0 < nk; c0 += M) { /* pass 2: sum of exponentials */
                 const int64_t nc = fl_min64(M, nk - c0);
                 FL_TRY(fl_load(m, t, S_t, s0 + r, c0, 1, nc));
@@ -186,6 +231,10 @@ static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, i
                 if (t->x)
                     for (int64_t c = 0; c < nc; c++) t->x[c] = sum > 0.0 ? exp(t->x[c] - mx) / sum : 0.0;
                 FL_TRY(fl_store(m, t, P_t, s0 + r, c0, 1, nc));
+                for (int k = 0; drop && k < 2; k++) {
+                    if (t->x) drop_row(vr, sg, r, t->x, t->x, c0, nc, k);
+                    FL_TRY(fl_store(m, t, k ? Z_t : Pd_t, s0 + r, c0, 1, nc));
+                }
             }
         }
     }
@@ -195,32 +244,46 @@ static fl_status softmax(fl_machine *m, const fl_problem *p, int S_t, int P_t, i
 static fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const fl_blocks *b, fl_qkvo io)
 {
     const int64_t nk = fl_seg_max_nk(&io);
-    const double scale = 1.0 / sqrt((double)p->d);
-    int S_t, P_t;
-    FL_TRY(fl_tensor_add(m, "S", io.q_rows, nk, p->elem_bytes, &S_t));
-    FL_TRY(fl_tensor_add(m, "P", io.q_rows, nk, p->elem_bytes, &P_t));
+    fl_var v;
+    fl_var_of(p, &v);
+    const int ob = fl_problem_out_bytes(p);
+    int S_t, P_t, Pd_t = -1, Z_t = -1;
+    FL_TRY(fl_tensor_add(m, "S", io.q_rows, nk, ob, &S_t));
+    FL_TRY(fl_tensor_add(m, "P", io.q_rows, nk, ob, &P_t));
+    if (v.dropout > 0.0) { /* the materializing pipeline stores P~ and the mask (rule DR) */
+        FL_TRY(fl_tensor_add(m, "Pd", io.q_rows, nk, ob, &Pd_t));
+        FL_TRY(fl_tensor_add(m, "Z", io.q_rows, nk, 1, &Z_t));
+    }
+    fl_vrun vr;
+    FL_TRY(fl_vrun_init(&vr, &v, m, &io, 1, 1));
     /* step by step over all segments (one batched kernel per step, like a framework's
      * attention): each step's buffers are allocated once */
     fl_buf *B[3], *rows = NULL;
     fl_seg sg;
-    FL_TRY(fl_std_bufs_alloc(m, b, B)); /* step 1: S = QK^T / sqrt(d), masked entries -inf */
-    for (int64_t s = 0; s < io.nseg; s++) {
-        fl_segment_at(io.segs, s, &sg);
-        FL_TRY(fl_std_product_nt(m, b, B, p->d, io.Q, sg.q0, sg.Nq, io.K, sg.k0, sg.Nk, S_t, sg.q0,
-                                 scale, &sg.mask, 0));
+    fl_status s = fl_std_bufs_alloc(m, b, B); /* step 1: S = QK^T / sqrt(d), capped, biased, masked */
+    for (int64_t k = 0; k < io.nseg && !s; k++) {
+        fl_segment_at(io.segs, k, &sg);
+        const fl_std_extra x = {&vr, &sg, FL_VQ, FL_VK, sg.qs0, sg.ks0};
+        if (!(s = fl_vrun_segment(m, &vr, &sg, 0)))
+            s = fl_std_product_nt(m, b, B, v.dq, io.Q, sg.q0, sg.Nq, io.K, sg.k0, sg.Nk, S_t, sg.q0, v.scale, NULL, 0, &x);
     }
     fl_std_bufs_free(m, B);
-    for (int64_t s = 0; s < io.nseg; s++) { /* step 2: P = softmax(S) */
-        fl_segment_at(io.segs, s, &sg);
-        FL_TRY(softmax(m, p, S_t, P_t, sg.q0, sg.Nq, sg.Nk, &rows));
+    for (int64_t k = 0; k < io.nseg && !s; k++) { /* step 2: P = softmax(S) (its sink, its seed) */
+        fl_segment_at(io.segs, k, &sg);
+        if (!(s = fl_vrun_segment(m, &vr, &sg, FL_V_SINK | FL_V_RNG)))
+            s = softmax(m, p, &vr, &sg, S_t, P_t, Pd_t, Z_t, &rows);
     }
     fl_sram_free(m, rows);
-    FL_TRY(fl_std_bufs_alloc(m, b, B)); /* step 3: O = PV */
-    for (int64_t s = 0; s < io.nseg; s++) {
-        fl_segment_at(io.segs, s, &sg);
-        FL_TRY(fl_std_product_nn(m, b, B, p->d, P_t, sg.q0, sg.Nq, sg.Nk, io.V, sg.k0, io.O, sg.q0,
-                                 1.0, 0, 0, NULL));
+    if (!s) s = fl_std_bufs_alloc(m, b, B); /* step 3: O = P V (P~ V with dropout) */
+    for (int64_t k = 0; k < io.nseg && !s; k++) {
+        fl_segment_at(io.segs, k, &sg);
+        const fl_std_extra x = {&vr, NULL, -1, FL_VV, 0, sg.ks0};
+        if (!(s = fl_vrun_segment(m, &vr, &sg, 0)))
+            s = fl_std_product_nn(m, b, B, v.dv, Pd_t >= 0 ? Pd_t : P_t, sg.q0, sg.Nq, sg.Nk, io.V, sg.k0, io.O,
+                                  sg.q0, 1.0, 0, 0, NULL, &x);
     }
+    fl_vrun_free(&vr);
+    if (s) return s;
     fl_std_bufs_free(m, B);
     return FL_OK;
 }
@@ -228,39 +291,45 @@ static fl_status fl_schedule_standard(fl_machine *m, const fl_problem *p, const 
 /* ---- the descriptor: footprint, block rule, closed form, explanation ---- */
 
 /* (F0) Br*Bd + Bc*Bd + Br*Bc: the products' tiles, both passes (docs/model.md §3) */
-static int64_t footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+static int64_t footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    (void)bwd, (void)d;
+    (void)bwd, (void)p;
     return fl_fp_checked((fl_fp_coef)FL_FP_STANDARD, G, Br, Bc, Bd);
 }
 
-/* With Br, Bc fixed, the largest chunk Bd <= d that fits (rule B0), 0 if none. */
+/* The wider head dimension: the chunk Bd serves both products, Q K^T over d and P V over d_v
+ * (rule D1); a product over a narrower dimension takes chunks of min(Bd, its d). */
+static int64_t dmax(const fl_problem *p) { return fl_max64(p->d, fl_problem_dv(p)); }
+
+/* With Br, Bc fixed, the largest chunk Bd <= max(d, d_v) that fits (rule B0), 0 if none. */
 static int64_t standard_bd(const fl_problem *p, int64_t Br, int64_t Bc)
 {
     int64_t area;
     if (!fl_mul_ok(Br, Bc, &area) || area > p->M || p->M - area < Br + Bc) return 0;
-    return fl_min64(p->d, (p->M - area) / (Br + Bc));
+    return fl_min64(dmax(p), (p->M - area) / (Br + Bc));
 }
 
-/* (B0) panels (Bd = d) when they give tiles at least as large as cubes of side
+static int ok_panel(int64_t B, const fl_rule *r) { return fl_rule_fits(r, B, B, dmax(r->p)); }
+
+/* (B0) panels (Bd = max(d, d_v)) when they give tiles at least as large as cubes of side
  * t = floor(sqrt(M/3)); else cubes (Br = Bc = Bd = t).  Both passes. */
 static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b)
 {
     fl_rule r;
     fl_rule_init(&r, p, bwd);
-    const int64_t n = fl_max64(r.nq, r.nk);
+    const int64_t n = fl_max64(r.nq, r.nk), D = dmax(p);
     int64_t t = (int64_t)floor(sqrt((double)p->M / 3.0));
     const int64_t third = p->M / 3; /* 3t^2 <= M  <=>  t <= floor(M/3) / t: no overflow */
     while (t + 1 <= third / (t + 1)) t++;
     while (t > 0 && t > third / t) t--;
-    b->Bd = p->d;
-    int64_t panel = fl_rule_largest(fl_max64(n, t), fl_rule_ok_square, &r);
+    b->Bd = D;
+    int64_t panel = fl_rule_largest(fl_max64(n, t), ok_panel, &r);
     if (panel >= t && panel > 0) {
         b->Br = b->Bc = fl_min64(panel, n);
-        b->Bd = p->d;
+        b->Bd = D;
     } else {
         b->Br = b->Bc = fl_min64(t, n);
-        b->Bd = fl_min64(t, p->d);
+        b->Bd = fl_min64(t, D);
     }
     return fl_rule_finish(&r, b, "F0", 1, standard_bd);
 }
@@ -318,23 +387,57 @@ void fl_closed_std_nn(ck *c, const fl_blocks *b, int64_t d, int64_t np, int64_t 
     }
 }
 
-/* (C0) one segment's forward: the three steps above on its Nq x Nk problem (mask-oblivious) */
+/* fp8 (rule Q8): the scale factors the forward's products load, in their order -- step 1's Q
+ * tiles (once per row block, or per key block and chunk) and K tiles, step 3's V tiles -- with
+ * the registers of rule R3b emptied at each product of a segment. */
+static int64_t std_scales(const fl_var *v, const fl_seg *s, const fl_blocks *b)
+{
+    int64_t n = 0, lq = -1, lk = -1, lv = -1;
+    const int64_t Tdq = fl_cdiv(v->dq, fl_min64(b->Bd, v->dq)), Tdv = fl_cdiv(v->dv, fl_min64(b->Bd, v->dv));
+    for (int64_t r0 = 0; r0 < s->Nq; r0 += b->Br) { /* step 1 */
+        const int64_t br = fl_min64(b->Br, s->Nq - r0);
+        if (Tdq == 1) n += fl_var_scales_entered(v, s->qs0, r0, r0 + br, &lq);
+        for (int64_t q = 0; q < s->Nk; q += b->Bc)
+            for (int64_t k = 0; k < Tdq; k++) {
+                if (Tdq > 1) n += fl_var_scales_entered(v, s->qs0, r0, r0 + br, &lq);
+                n += fl_var_scales_entered(v, s->ks0, q, fl_min64(s->Nk, q + b->Bc), &lk);
+            }
+    }
+    for (int64_t r0 = 0; r0 < s->Nq; r0 += b->Br) /* step 3 */
+        for (int64_t k = 0; k < Tdv; k++)
+            for (int64_t q = 0; q < s->Nk; q += b->Bc) n += fl_var_scales_entered(v, s->ks0, q, fl_min64(s->Nk, q + b->Bc), &lv);
+    return n;
+}
+
+/* (C0) one segment's forward: the three steps above on its Nq x Nk problem (mask-oblivious),
+ * Q K^T over d and P V over d_v (rule D1); step 2 with its sink and seed, and under dropout
+ * the stores of P~ and Z (rule DR); fp8's scale factors */
 static void segment_fwd(ck *c, const fl_problem *p, const fl_seg *s, const fl_blocks *b, fl_counts *r)
 {
-    const int64_t nq = s->Nq, nk = s->Nk, M = p->M;
-    fl_closed_std_nt(c, b, p->d, nq, nk, NULL, r); /* step 1 */
+    fl_var v;
+    fl_var_of(p, &v);
+    const int64_t nq = s->Nq, nk = s->Nk, M = p->M, drop = v.dropout > 0.0;
+    const int64_t once = fl_var_segment_reads(&v, 1, FL_V_SINK | FL_V_RNG);
+    fl_closed_std_nt(c, b, v.dq, nq, nk, NULL, r); /* step 1 */
+    fl_acc(c, &r->reads, once);
+    fl_acc(c, &r->events, once);
     if (nk <= M) {                           /* step 2 (C0.2-3) */
         const int64_t R = fl_min64(M / nk, nq);
         fl_acc(c, &r->reads, mul(c, nq, nk));
-        fl_acc(c, &r->events, mul(c, 2, fl_cdiv(nq, R)));
+        fl_acc(c, &r->events, mul(c, 2 + 2 * drop, fl_cdiv(nq, R)));
         r->sram_peak = fl_max64(r->sram_peak, mul(c, R, nk));
     } else {
         fl_acc(c, &r->reads, mul(c, 3, mul(c, nq, nk)));
-        fl_acc(c, &r->events, mul(c, mul(c, 4, nq), fl_cdiv(nk, M)));
+        fl_acc(c, &r->events, mul(c, mul(c, 4 + 2 * drop, nq), fl_cdiv(nk, M)));
         r->sram_peak = fl_max64(r->sram_peak, M);
     }
-    fl_acc(c, &r->writes, mul(c, nq, nk));
-    fl_closed_std_nn(c, b, p->d, nq, nk, 0, 0, NULL, r); /* step 3 */
+    fl_acc(c, &r->writes, mul(c, 1 + 2 * drop, mul(c, nq, nk)));
+    fl_closed_std_nn(c, b, v.dv, nq, nk, 0, 0, NULL, r); /* step 3 */
+    if (v.fp8) {
+        const int64_t n = std_scales(&v, s, b);
+        fl_acc(c, &r->reads, n);
+        fl_acc(c, &r->events, n);
+    }
 }
 
 static void segment_counts(ck *c, const fl_problem *p, int bwd, const fl_seg *s, const fl_blocks *b, fl_counts *r)
@@ -350,13 +453,14 @@ static void segment_counts_skip(ck *c, const fl_problem *p, int bwd, const fl_se
     else segment_fwd(c, p, s, b, r);
 }
 
-/* (C0) the plain problem (one dense head, Nq = Nk = N, forward) in O(1) */
+/* (C0) the plain problem (one dense head, Nq = Nk = N, forward) in O(1), Q K^T over d and P V
+ * over d_v */
 static void closed_plain(ck *c, const fl_problem *p, const fl_blocks *b, fl_counts *r)
 {
-    const int64_t N = p->N, d = p->d, M = p->M;
+    const int64_t N = p->N, d = p->d, dv = fl_problem_dv(p), M = p->M;
     const int64_t Tr = fl_cdiv(N, b->Br), Tc = fl_cdiv(N, b->Bc);
-    const int64_t Nd = mul(c, N, d), NN = mul(c, N, N);
-    const int64_t Td = fl_cdiv(d, b->Bd);
+    const int64_t Nd = mul(c, N, d), Ndv = mul(c, N, dv), NN = mul(c, N, N);
+    const int64_t Td = fl_cdiv(d, fl_min64(b->Bd, d)), Tdv = fl_cdiv(dv, fl_min64(b->Bd, dv));
     const int row_fits = N <= M;                         /* (C0.3) */
     const int64_t R = row_fits ? fl_min64(M / N, N) : 0; /* rows per softmax tile */
     const int64_t soft_buf = row_fits ? mul(c, R, N) : M;
@@ -365,15 +469,15 @@ static void closed_plain(ck *c, const fl_problem *p, const fl_blocks *b, fl_coun
     int64_t k = mul(c, Nd, Tr);
     /* (C0.2) softmax: 1 read per element when a row fits in SRAM, else 3 (max, sum, out) */
     int64_t s = row_fits ? NN : mul(c, 3, NN);
-    /* (C0.4) O = PV: P read once per d-chunk, V once per row block */
-    int64_t pr = mul(c, NN, Td), v = mul(c, Nd, Tr);
+    /* (C0.4) O = PV: P read once per d_v-chunk, V once per row block */
+    int64_t pr = mul(c, NN, Tdv), v = mul(c, Ndv, Tr);
     r->reads = add(c, add(c, add(c, q, k), s), add(c, pr, v));
-    r->writes = add(c, mul(c, 2, NN), Nd); /* S, P and O written once */
+    r->writes = add(c, mul(c, 2, NN), Ndv); /* S, P and O written once */
     /* (E0) events */
     int64_t e1 = Td == 1 ? mul(c, Tr, add(c, 1, mul(c, 2, Tc)))
                          : mul(c, mul(c, Tr, Tc), add(c, mul(c, 2, Td), 1));
     int64_t e2 = row_fits ? mul(c, 2, fl_cdiv(N, R)) : mul(c, mul(c, 4, N), fl_cdiv(N, M));
-    int64_t e3 = mul(c, mul(c, Tr, Td), add(c, mul(c, 2, Tc), 1));
+    int64_t e3 = mul(c, mul(c, Tr, Tdv), add(c, mul(c, 2, Tc), 1));
     r->events = add(c, add(c, e1, e2), e3);
     r->sram_peak = fl_max64(b->footprint, soft_buf);
 }
@@ -417,7 +521,7 @@ const fl_schedule fl_sched_standard = {
     .name = "standard",
     .summary = "FlashAttention paper, Algorithm 0: S = QK^T and P = softmax(S) materialized in HBM",
     .flags = FL_SCHED_IN_ALL | FL_SCHED_MATERIALIZES | FL_SCHED_CHUNKS_D,
-    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD,
+    .accepts = FL_ACCEPT_NK | FL_ACCEPT_MASK | FL_ACCEPT_HEADS | FL_ACCEPT_VARLEN | FL_ACCEPT_BWD | FL_ACCEPT_VARIANTS,
     .blocks = blocks,
     .footprint = footprint,
     .closed_form = closed_form,
@@ -425,7 +529,7 @@ const fl_schedule fl_sched_standard = {
     .fwd = fl_schedule_standard,
     .bwd = fl_schedule_standard_bwd,
     .explain = explain,
-    .explain_bwd = "rule B0 on the same tiling; dS rows need 2*Nk <= M to fit (else two passes)",
+    .explain_bwd = "rule B0 on the same tiling; dS rows need k*Nk <= M to fit (else two passes; k = 2, + Z with dropout, + S with a cap)",
     .search = {FL_SEARCH_FRONTIER, FL_SEARCH_FRONTIER},
     .paper_fig2 = "40.3 GB",
 };

@@ -20,16 +20,15 @@ import sys
 import tempfile
 import traceback
 
+import fake_layer   # beside this file
+import gpu_clocks   # bench/, on PYTHONPATH (ctest sets it)
+import gpu_sdpa
+import kernel_source
+import sdpa_accuracy
+import sdpa_rules
+import sdpa_timing
+
 SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SRC, "bench"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fake_layer  # noqa: E402
-import gpu_clocks  # noqa: E402
-import gpu_sdpa  # noqa: E402
-import kernel_source  # noqa: E402
-import sdpa_accuracy  # noqa: E402
-import sdpa_rules  # noqa: E402
-import sdpa_timing  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="fl_bench_")
 BASE = ["--shapes", "recorded", "--N", "1024", "--dtypes", "fp16", "--d", "64", "--causal", "0",

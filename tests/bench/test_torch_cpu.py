@@ -16,8 +16,7 @@ import sys
 import tempfile
 
 SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SRC, "bench"))
-import sdpa_rules  # noqa: E402
+import sdpa_rules   # bench/, on PYTHONPATH (ctest sets it)
 
 
 def main():

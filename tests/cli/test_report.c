@@ -22,12 +22,13 @@ Test(report, prints_the_table_fits_examples_and_writes_every_figure)
     cr_assert_eq(r->status, 0, "%s", r->err);
     const char *want[] = {"standard", "flash1", "flash2", "40.3 GB", "4.4 GB", "forward + backward",
                           "-1 within 1 SE: yes", "c N²d²/M", "Omega(Nd)", "PASS", out,
-                          "fp32 accumulators of rule R8", "Optimum and lower bound on both sides of M = d^2"};
+                          "fp32 accumulators of rule R8", "Optimum and lower bound on both sides of M = d^2",
+                          "Traffic against head dimension (figure (h)"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(r->out, want[i]), "report lacks '%s':\n%s", want[i], r->out);
     cr_assert(!strstr(r->out, "FAIL"), "%s", r->out);
     const char *figs[] = {"fig_a_traffic_vs_M", "fig_b_traffic_vs_N", "fig_c_traffic_vs_Bc", "fig_d_ratio_vs_M",
-                          "fig_g_bounds_vs_M", "fig_i_context_parallel"};
+                          "fig_g_bounds_vs_M", "fig_h_traffic_vs_d", "fig_i_context_parallel"};
     for (int i = 0; i < 6; i++) {
         snprintf(path, sizeof path, "%s/%s.png", out, figs[i]);
         cr_assert(file_starts_with(path, "\x89PNG"), "%s", path);

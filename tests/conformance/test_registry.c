@@ -14,6 +14,67 @@
 #include "optimize.h"
 #include "schedule.h"
 
+/* The variants of docs/model.md §14 on the base problem p, each with every field the schedule
+ * accepts that it interacts with (masks with empty rows, heads and sequences sharing a sink's
+ * gradient or a K/V head, varlen, the backward); a schedule that does not accept one refuses it
+ * (a_field_the_schedule_does_not_accept_is_refused_naming_it).  Returns how many it wrote. */
+static int variants_for(const fl_schedule *s, const fl_problem *base, fl_problem *out, int cap)
+{
+    static const int64_t cq[] = {0, 5, 5, 17}, ck[] = {0, 9, 9, 12};
+    const unsigned a = s->accepts;
+    int n = 0;
+    fl_problem q = *base;
+    /* the fields that make a variant meet the rest of the problem, where the schedule takes them */
+    const int mask = (a & FL_ACCEPT_MASK) != 0, heads = (a & FL_ACCEPT_HEADS) != 0, bwd = (a & FL_ACCEPT_BWD) != 0;
+    if (mask) q.Nk = (a & FL_ACCEPT_NK) ? 30 : 0, q.causal = FL_CAUSAL_BOTTOM_RIGHT;
+    if (heads) q.batch = 2, q.heads = 4, q.kv_heads = 2;
+    if ((a & FL_ACCEPT_DV) && n + 3 < cap) {
+        out[n] = *base, out[n++].d_v = 5;
+        out[n] = q, out[n++].d_v = 13;
+        out[n] = q, out[n].d = 3, out[n].d_v = 11, out[n++].pass = bwd ? FL_PASS_FWD_BWD : FL_PASS_FWD;
+        out[n] = *base, out[n].d = 12, out[n].d_v = 4, out[n++].pass = bwd ? FL_PASS_BWD : FL_PASS_FWD;
+    }
+    if ((a & FL_ACCEPT_SINKS) && n + 2 < cap) {
+        out[n] = *base, out[n++].sinks = 1;
+        out[n] = q, out[n].sinks = 1, out[n++].pass = bwd ? FL_PASS_FWD_BWD : FL_PASS_FWD;
+        out[n] = q, out[n].sinks = 1, out[n].N = 40, out[n].Nk = mask ? 12 : 0; /* rows without a key */
+        out[n++].pass = bwd ? FL_PASS_BWD : FL_PASS_FWD;
+    }
+    if ((a & FL_ACCEPT_SCORE_MODS) && n + 2 < cap) {
+        out[n] = *base, out[n++].softcap = 0.4;
+        out[n] = q, out[n].alibi = 1, out[n++].pass = bwd ? FL_PASS_FWD_BWD : FL_PASS_FWD;
+        out[n] = q, out[n].softcap = 0.7, out[n].alibi = 1, out[n++].pass = bwd ? FL_PASS_BWD : FL_PASS_FWD;
+    }
+    if ((a & FL_ACCEPT_DROPOUT) && n + 1 < cap) {
+        out[n] = *base, out[n++].dropout = 0.3;
+        out[n] = q, out[n].dropout = 0.15, out[n++].pass = bwd ? FL_PASS_FWD_BWD : FL_PASS_FWD;
+    }
+    if ((a & FL_ACCEPT_FP8) && n + 2 < cap) { /* forward only (fl_problem_check_fields) */
+        out[n] = *base, out[n++].elem_bytes = 1;
+        out[n] = q, out[n].elem_bytes = 1, out[n++].scale_block = 4;
+        out[n] = q, out[n].elem_bytes = 1, out[n].scale_block = 64, out[n].Br = 7, out[n++].Bc = 5;
+    }
+    if ((a & FL_ACCEPT_DETERMINISTIC) && bwd && n + 1 < cap) {
+        out[n] = q, out[n].deterministic = 1, out[n++].pass = FL_PASS_BWD;
+        out[n] = *base, out[n].deterministic = 1, out[n].Br = 7, out[n].Bc = 5, out[n++].pass = FL_PASS_FWD_BWD;
+    }
+    if ((a & FL_ACCEPT_VARIANTS) == FL_ACCEPT_VARIANTS && n + 1 < cap) { /* all of them at once */
+        fl_problem v = q;
+        v.d = 6, v.d_v = 9, v.sinks = 1, v.softcap = 0.8, v.alibi = 1, v.dropout = 0.2;
+        if (a & FL_ACCEPT_VARLEN) {
+            v.batch = 3, v.N = 17, v.Nk = 12;
+            v.cu_seqlens_q = cq, v.cu_seqlens_k = ck, v.cu_seqlens_q_len = v.cu_seqlens_k_len = 4;
+        }
+        out[n] = v, out[n].deterministic = bwd, out[n++].pass = bwd ? FL_PASS_FWD_BWD : FL_PASS_FWD;
+        out[n] = v, out[n].dropout = 0.0, out[n].elem_bytes = 1, out[n++].scale_block = 3;
+    }
+    /* a schedule's own rule may keep the variants out of its backward (smallcache's): there they
+     * meet its forward only (the refusal itself is in the errors catalogue) */
+    for (int i = 0; s->check && i < n; i++)
+        if (out[i].pass != FL_PASS_FWD && s->check(&out[i]) != FL_OK) out[i].pass = FL_PASS_FWD;
+    return n;
+}
+
 /* The problems a schedule is checked on: small enough to compute, varied in the fields it
  * accepts (N and blocks that do not divide each other, masks, heads, varlen, backward, a paged
  * cache, a block mask).  Returns how many it wrote (at most cap). */
@@ -75,7 +136,7 @@ static int problems_for(const fl_schedule *s, fl_algo a, fl_problem *out, int ca
         half = fl_block_sparsity_default(), half.density = 0.5, half.mask_seed = 3;
         out[n] = p, out[n++].block_mask = &half;
     }
-    return n;
+    return n + variants_for(s, &p, out + n, cap - n);
 }
 
 Test(registry, the_named_entries_keep_their_positions)
@@ -185,14 +246,12 @@ Test(registry, every_schedule_counts_its_closed_form_and_computes_the_reference)
     fl_time_limit(FL_T(600));
     for (int a = 0; a < fl_schedule_count(); a++) {
         const fl_schedule *s = fl_schedule_get((fl_algo)a);
-        fl_problem ps[64];
-        const int n = problems_for(s, (fl_algo)a, ps, 64);
+        fl_problem ps[96];
+        const int n = problems_for(s, (fl_algo)a, ps, 96);
         int ran = 0;
         for (int i = 0; i < n; i++) {
-            char what[160];
-            snprintf(what, sizeof what, "%s #%d (N %lld, Nk %lld, d %lld, M %lld, Br %lld, Bc %lld)", s->name, i,
-                     (long long)ps[i].N, (long long)ps[i].Nk, (long long)ps[i].d, (long long)ps[i].M,
-                     (long long)ps[i].Br, (long long)ps[i].Bc);
+            char what[400];
+            describe(&ps[i], what, sizeof what);
             cr_assert_eq(fl_problem_check(&ps[i]), FL_OK, "%s: %s", what, fl_last_error());
             fl_blocks b, bb;
             fl_status st = fl_blocks_choose(&ps[i], &b);
@@ -226,7 +285,10 @@ Test(registry, a_field_the_schedule_does_not_accept_is_refused_naming_it)
         const fl_schedule *s = fl_schedule_get((fl_algo)a);
         const struct { unsigned flag; const char *opt; void (*set)(fl_problem *); } fields[] = {
             {FL_ACCEPT_BWD, "--pass", NULL}, {FL_ACCEPT_HEADS, "--heads", NULL}, {FL_ACCEPT_MASK, "--causal", NULL},
-            {FL_ACCEPT_KV_CACHE, "--page-size", NULL}, {FL_ACCEPT_BLOCK_MASK, "--density", NULL}, {FL_ACCEPT_NK, "--Nk", NULL}};
+            {FL_ACCEPT_KV_CACHE, "--page-size", NULL}, {FL_ACCEPT_BLOCK_MASK, "--density", NULL}, {FL_ACCEPT_NK, "--Nk", NULL},
+            {FL_ACCEPT_DV, "--d-v", NULL}, {FL_ACCEPT_SINKS, "--sinks", NULL}, {FL_ACCEPT_SCORE_MODS, "--softcap", NULL},
+            {FL_ACCEPT_SCORE_MODS, "--alibi", NULL}, {FL_ACCEPT_DROPOUT, "--dropout", NULL},
+            {FL_ACCEPT_FP8, "--dtype", NULL}, {FL_ACCEPT_DETERMINISTIC, "--deterministic", NULL}};
         for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
             if (s->accepts & fields[f].flag) continue;
             fl_problem p = fl_problem_default();
@@ -240,6 +302,12 @@ Test(registry, a_field_the_schedule_does_not_accept_is_refused_naming_it)
             case FL_ACCEPT_KV_CACHE: p_kv.page_size = 4, p.kv_cache = &p_kv; break;
             case FL_ACCEPT_BLOCK_MASK: p_bm.density = 0.5, p.block_mask = &p_bm; break;
             case FL_ACCEPT_NK: p.Nk = 20; break;
+            case FL_ACCEPT_DV: p.d_v = 6; break;
+            case FL_ACCEPT_SINKS: p.sinks = 1; break;
+            case FL_ACCEPT_SCORE_MODS: if (fields[f].opt[2] == 's') p.softcap = 3.0; else p.alibi = 1; break;
+            case FL_ACCEPT_DROPOUT: p.dropout = 0.5; break;
+            case FL_ACCEPT_FP8: p.elem_bytes = 1; break;
+            case FL_ACCEPT_DETERMINISTIC: p.deterministic = 1, p.pass = (s->accepts & FL_ACCEPT_BWD) ? FL_PASS_BWD : FL_PASS_FWD; break;
             }
             cr_assert_eq(fl_problem_check(&p), FL_EINVAL, "%s accepted %s", s->name, fields[f].opt);
             cr_assert(fl_test_names(fields[f].opt), "%s: the refusal names %s: %s", s->name, fields[f].opt,

@@ -56,7 +56,7 @@ Test(errors_api, problem_fields)
     expect_run_error(p, FL_COUNT, FL_EINVAL, "--Bc: block size must be an integer >= 1");
     p = fl_problem_default();
     p.elem_bytes = 3;
-    expect_run_error(p, FL_COUNT, FL_EINVAL, "--dtype: element size must be 2, 4 or 8 bytes");
+    expect_run_error(p, FL_COUNT, FL_EINVAL, "--dtype: element size must be 1 (fp8), 2, 4 or 8 bytes");
     p = fl_problem_default();
     p.max_events = -1;
     expect_run_error(p, FL_COUNT, FL_EINVAL, "--max-events: must be >= 0 (0 = no limit)");

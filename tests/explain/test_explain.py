@@ -420,8 +420,7 @@ class Describe(unittest.TestCase):
             self.assertIn("--schedule", r.stderr)
 
     def test_expressions_and_tiles_of_the_grid(self):
-        sys.path.insert(0, os.path.join(SRC, "scripts"))
-        import kernel_describe as kd
+        import kernel_describe as kd  # scripts/ on PYTHONPATH (tests/CMakeLists.txt)
         self.assertEqual([kd.pow2_tile(n, t) for n, t in ((1024, 8), (1000, 8), (1000, 16), (100, 1), (65, 2))],
                          [128, 128, 64, 100, 64])
         with self.assertRaises(ValueError):
@@ -436,8 +435,7 @@ class Describe(unittest.TestCase):
             kd.evaluate(kd.compile_expr("N // (gx - 8)", "t"), dict(env), "t")
 
     def test_the_shipped_descriptions_load_and_cover_every_recorded_kernel(self):
-        sys.path.insert(0, os.path.join(SRC, "scripts"))
-        import kernel_describe as kd
+        import kernel_describe as kd  # scripts/ on PYTHONPATH (tests/CMakeLists.txt)
         entries = kd.load_all()
         self.assertEqual(sorted({e["library"] for e in entries}),
                          ["PyTorch ATen", "PyTorch FA2", "Triton tutorial", "cuDNN", "flashlab", "xFormers/CUTLASS"])

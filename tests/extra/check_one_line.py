@@ -78,7 +78,7 @@ py = run([sys.executable, "-c",
           f"assert {NAME!r} in fl.ALGOS and {NAME!r} in fl.CLASSIC\n"
           f"r = fl.run({NAME!r}, mode='compute', N=70, d=8, M=4000, causal='bottom-right')\n"
           "assert r.rel_err <= 1e-12, r.rel_err\n"],
-         env=dict(os.environ, FLASHLAB_LIB=lib, PYTHONPATH=os.path.join(SRC, "notebooks")))
+         env=dict(os.environ, FLASHLAB_LIB=lib, PYTHONPATH=os.path.join(SRC, "python")))
 check(py.returncode == 0, "the binding lists it and runs it against the reference" + (": " + py.stderr[-300:] if py.returncode else ""))
 
 t = run([os.path.join(BUILD, "tests", "test_registry"), "--jobs", "2"])

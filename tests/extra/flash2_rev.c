@@ -67,9 +67,9 @@ static fl_status fwd_reversed(fl_machine *m, const fl_problem *p, const fl_block
 
 /* Everything else is flash2's, called through its descriptor. */
 static fl_status blocks(const fl_problem *p, int bwd, fl_blocks *b) { return fl_sched_flash2.blocks(p, bwd, b); }
-static int64_t footprint(int bwd, int64_t G, int64_t d, int64_t Br, int64_t Bc, int64_t Bd)
+static int64_t footprint(const fl_problem *p, int bwd, int64_t G, int64_t Br, int64_t Bc, int64_t Bd)
 {
-    return fl_sched_flash2.footprint(bwd, G, d, Br, Bc, Bd);
+    return fl_sched_flash2.footprint(p, bwd, G, Br, Bc, Bd);
 }
 static fl_status closed_form(const fl_problem *p, int bwd, const fl_blocks *b, fl_counts *c)
 {

@@ -17,8 +17,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import golden  # noqa: E402
+import golden   # beside this file
 
 MAX_DIFF_LINES = 40
 

@@ -14,8 +14,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import golden  # noqa: E402
+import golden   # beside this file
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 FORMATS = ("table", "csv", "json")

@@ -2,7 +2,7 @@
 """A hostile battery for the `flashlab` command line: bad values, output-path attacks, write
 errors, work and memory limits, flags given values, partial results, control characters.
 
-usage: battery.py CLI LIB [--slow] [--jobs N] [--only SUBSTR] [--list] [--verbose]
+usage: PYTHONPATH=tests/support battery.py CLI LIB [--slow] [--jobs N] [--only SUBSTR] [--list] [--verbose]
 
 CLI is the built `flashlab`, LIB the built libflashlab.so (passed to binding.py, the Python
 binding's cases, which this script runs as one more case group).  Every case is a row: the
@@ -30,8 +30,7 @@ import time
 
 CLI = LIB = None
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
-from time_scale import time_scale  # noqa: E402
+from time_scale import time_scale   # tests/support, on PYTHONPATH (ctest sets it)
 DEFAULT_TIME = 3.0       # CPU seconds a refusal may take (times the time scale)
 DEFAULT_MEM_MB = 256     # peak resident memory of a refusal
 KILL_AFTER = 20.0        # wall seconds of the reference runs some checks make (times the scale)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Hostile cases for the Python binding (notebooks/flashlab.py over libflashlab.so).
+"""Hostile cases for the Python binding (the package flashlab, python/flashlab/, over libflashlab.so).
 
-usage: binding.py CLI LIB [--only SUBSTR] [--list] [--sanitizer-runtime LIBASAN]
+usage: PYTHONPATH=tests/support binding.py CLI LIB [--only SUBSTR] [--list] [--sanitizer-runtime LIBASAN]
 
 Each case is a snippet run in a child interpreter (RLIMIT_AS 4 GiB, a time limit) with
 `fl` the binding.  Expectations:
@@ -27,8 +27,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
-from time_scale import time_scale  # noqa: E402
+from time_scale import time_scale   # tests/support, on PYTHONPATH (ctest sets it)
 
 PRELUDE = """
 import math
@@ -399,10 +398,9 @@ CHILD = r"""
 import os, sys, resource, signal, traceback
 if not os.environ.get("LD_PRELOAD"):   # ASan's shadow memory needs terabytes of address space
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-sys.path.insert(0, sys.argv[1])
-import flashlab as fl
+import flashlab as fl   # the binding's folder is on PYTHONPATH
 cases = __CASES__
-start = int(sys.argv[2])
+start = int(sys.argv[1])
 for k in range(start, len(cases)):
     name, code, expect = cases[k]
     print(f"START {k}", flush=True)
@@ -450,9 +448,10 @@ def main(argv):
             print(c[0])
         return 0
     here = os.path.dirname(os.path.abspath(__file__))
-    nbdir = os.path.join(os.path.dirname(os.path.dirname(here)), "notebooks")
+    bindir = os.path.join(os.path.dirname(os.path.dirname(here)), "python")   # the package flashlab's folder
+    path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, FLASHLAB_LIB=os.path.abspath(a.lib), FLASHLAB_CLI=os.path.abspath(a.cli),
-               OMP_NUM_THREADS="1")
+               OMP_NUM_THREADS="1", PYTHONPATH=bindir + (os.pathsep + path if path else ""))
     if a.sanitizer_runtime:
         if not os.path.isfile(a.sanitizer_runtime):
             print(f"binding: --sanitizer-runtime {a.sanitizer_runtime}: no such file")
@@ -472,7 +471,7 @@ def main(argv):
     results = {}
     start = 0
     while start < len(cs):
-        p = subprocess.run([sys.executable, "-c", code, nbdir, str(start)], env=env, capture_output=True,
+        p = subprocess.run([sys.executable, "-c", code, str(start)], env=env, capture_output=True,
                            timeout=600 * scale)
         current = None
         for line in p.stdout.decode(errors="replace").splitlines():

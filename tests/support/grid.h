@@ -71,6 +71,11 @@ static inline void expect_values(const fl_problem *p, const char *what, double *
         cr_assert(r.dk_rel_err <= FL_TEST_TOL, "%s %s: dK rel err %g", what, fl_algo_name(p->algo), r.dk_rel_err);
         cr_assert(r.dv_rel_err <= FL_TEST_TOL, "%s %s: dV rel err %g", what, fl_algo_name(p->algo), r.dv_rel_err);
         w = fmax(w, fmax(r.dq_rel_err, fmax(r.dk_rel_err, r.dv_rel_err)));
+        if (p->sinks) { /* the sinks' gradient too (docs/model.md rule SK) */
+            cr_assert(r.dsink_rel_err <= FL_TEST_TOL, "%s %s: dsink rel err %g", what, fl_algo_name(p->algo),
+                      r.dsink_rel_err);
+            w = fmax(w, r.dsink_rel_err);
+        }
     }
     if (worst && w > *worst) *worst = w;
 }
@@ -78,12 +83,14 @@ static inline void expect_values(const fl_problem *p, const char *what, double *
 /* A problem in one line, for messages: every field a schedule may read. */
 static inline void describe(const fl_problem *p, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s N=%lld Nk=%lld d=%lld M=%lld Br=%lld Bc=%lld P=%lld S=%lld causal=%d "
-                     "win=%lld,%lld s=%g",
-             fl_algo_name(p->algo), (long long)p->N, (long long)p->Nk, (long long)p->d,
+    snprintf(buf, n, "%s N=%lld Nk=%lld d=%lld d_v=%lld M=%lld Br=%lld Bc=%lld P=%lld S=%lld causal=%d "
+                     "win=%lld,%lld s=%g sinks=%d cap=%g alibi=%d drop=%g eb=%d sb=%lld det=%d pass=%d",
+             fl_algo_name(p->algo), (long long)p->N, (long long)p->Nk, (long long)p->d, (long long)p->d_v,
              (long long)p->M, (long long)p->Br, (long long)p->Bc, (long long)fl_kv_cache_of(p)->page_size,
              (long long)fl_kv_cache_of(p)->splits, (int)p->causal, (long long)p->window_left,
-             (long long)p->window_right, fl_block_sparsity_or_default(p->block_mask)->density);
+             (long long)p->window_right, fl_block_sparsity_or_default(p->block_mask)->density, p->sinks,
+             p->softcap, p->alibi, p->dropout, p->elem_bytes, (long long)p->scale_block, p->deterministic,
+             (int)p->pass);
 }
 
 /* expect_exact, then (compute set) expect_values, with p described in the messages; the

@@ -2,12 +2,9 @@
 """test_time_scale.py: tests/support/time_scale.py, the factor of the Python tests' time limits:
 FLASHLAB_TIME_SCALE when set (and refused when it is not a number in (0, 1000]), else the load
 per CPU, never below 1.  Planted: values a careless parser would take."""
-import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from time_scale import from_load, parse, time_scale  # noqa: E402
+from time_scale import from_load, parse, time_scale   # beside this file
 
 
 class TimeScale(unittest.TestCase):

@@ -1,6 +1,7 @@
 /* test_bounds_property.c: over 2,200 random problems -- masks, windows, unequal lengths, GQA and
  * MQA, batches and varlen, forward, backward and both, decode over contiguous and paged caches,
- * block-sparse, memory-efficient, softmax alone; M from d to above N d -- every schedule that
+ * block-sparse, memory-efficient, softmax alone, the variants (d_v != d, sinks, softcap, ALiBi,
+ * dropout, fp8 with scale factors, a deterministic backward); M from d to above N d -- every schedule that
  * runs, at its rule and at a random block override, moves at least the lower bound of
  * docs/bounds.md, its count equals its closed form, and `optimize` is never above a schedule of
  * its family (nor above decode and memeff, which move at least flash2 with the same blocks). */
@@ -87,7 +88,15 @@ static void attention(uint64_t *st, tally *t, int64_t *cu)
     } else {
         p.batch = 1 + (int64_t)draw(st, 3);
     }
-    p.M = draw_M(st, fl_max64(p.N, nk), p.d);
+    /* the variants (docs/model.md §14), each in about one problem of three */
+    if (!draw(st, 3)) p.d_v = 1 + (int64_t)draw(st, 24);
+    p.sinks = !draw(st, 3);
+    if (!draw(st, 4)) p.softcap = 0.5 + (double)draw(st, 8);
+    p.alibi = !draw(st, 4);
+    if (!draw(st, 4)) p.dropout = 0.05 * (double)(1 + draw(st, 10));
+    if (p.pass == FL_PASS_FWD && !draw(st, 4)) p.elem_bytes = 1, p.scale_block = (int64_t)draw(st, 9);
+    if (p.pass != FL_PASS_FWD) p.deterministic = !draw(st, 3);
+    p.M = draw_M(st, fl_max64(p.N, nk), fl_max64(p.d, fl_problem_dv(&p)));
     fl_lower_bound lb;
     cr_assert_eq(fl_lower_bound_of(&p, NULL, &lb), FL_OK, "%s", fl_last_error());
     t->by_products += lb.product > lb.floor;

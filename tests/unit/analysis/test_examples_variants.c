@@ -1,4 +1,5 @@
-/* test_examples_variants.c: the variants' worked examples pass and print the seeds' numbers. */
+/* test_examples_variants.c: the variants' worked examples (masks, heads, and the score variants: a
+ * sink row, a softcapped row) pass and print the numbers of the seeds and of docs/model.md §14. */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -50,5 +51,26 @@ Test(examples_variants, gqa_map)
     char *t;
     cr_assert(run_example("gqa-map", &t));
     cr_assert(strstr(t, "[0,0,0,1,1,1]") && strstr(t, "[0,0,0,0,0,0]"));
+    free(t);
+}
+
+/* The score variants' rows (docs/model.md §14): the hand numbers the docs print, the reference
+ * and flash2 on the machine agree; the sink is read once. */
+Test(examples_variants, sink_row)
+{
+    char *t;
+    cr_assert(run_example("sink-row", &t), "%s", t);
+    cr_assert(strstr(t, "flash2 on the machine [1.11164358, 0.40895082]"), "%s", t);
+    cr_assert(strstr(t, "e^(sink - m) / l = 0.19151597"), "%s", t);
+    cr_assert(strstr(t, "(1 of them the sink, rule R3b)"), "%s", t);
+    free(t);
+}
+
+Test(examples_variants, softcap_row)
+{
+    char *t;
+    cr_assert(run_example("softcap-row", &t), "%s", t);
+    cr_assert(strstr(t, "capped scores [1.52318831, 0.92423431, 1.92805516, 1.81029651]"), "%s", t);
+    cr_assert(strstr(t, "flash2 on the machine [0.91261208, 0.73373220]"), "%s", t);
     free(t);
 }

@@ -144,7 +144,7 @@ Test(figure_g, plot_help_lists_it)
     const char *a[] = {"plot", "--help", NULL};
     cli_result *r = cli_run(a);
     cr_assert_eq(r->status, 0, "%s", r->err);
-    cr_assert(strstr(r->out, "figures (a)-(d), (g) and (i)"), "%s", r->out);
+    cr_assert(strstr(r->out, "figures (a)-(d), (g), (h) and (i)"), "%s", r->out);
     free(r);
 }
 

@@ -320,6 +320,14 @@ Test(optimize_cli, every_printed_row_replays_through_count)
     cr_assert_eq(replay_all(a4), 1);
     cr_assert_eq(replay_all(a5), 1);
     cr_assert_eq(replay_all(a6), 2);
+    /* the variants: a replay without them counts another problem (d_v moves V and O; the sinks,
+     * the seed and fp8's scale factors are read; a fixed-order dQ moves its partials) */
+    const char *a7[] = {"optimize", "--N", "300", "--d", "40", "--d-v", "24", "--sinks", "--softcap", "30", "--alibi",
+                        "--dropout", "0.1", "--deterministic", "--pass", "fwd+bwd", "--M", "3000", "--heads", "2", NULL};
+    const char *a8[] = {"optimize", "--N", "300", "--d", "24", "--d-v", "40", "--dtype", "fp8", "--scale-block", "16",
+                        "--M", "900,5000", NULL};
+    cr_assert_eq(replay_all(a7), 1);
+    cr_assert_eq(replay_all(a8), 2);
 }
 
 /* The replay catches rows that print the wrong blocks: at N = 257, d = 64, causal, fwd+bwd,

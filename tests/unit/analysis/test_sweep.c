@@ -214,7 +214,9 @@ Test(presets, numbers_and_overrides)
     cr_assert(M == 4321 && eb == 2, "--M wins over a preset");
     cr_assert_eq(fl_presets_resolve("v100", NULL, 0, &M, &eb), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{sram}"), "%s", fl_last_error_raw());
-    cr_assert_eq(fl_presets_resolve(NULL, "fp8", 0, &M, &eb), FL_EINVAL);
+    cr_assert_eq(fl_presets_resolve("a100", "fp8", 0, &M, &eb), FL_OK);
+    cr_assert(M == 196608 && eb == 1, "fp8 (e4m3): one byte, twice the elements of fp16 (%lld)", (long long)M);
+    cr_assert_eq(fl_presets_resolve(NULL, "fp4", 0, &M, &eb), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{dtype}"), "%s", fl_last_error_raw());
     int n;
     const fl_sram_preset *p = fl_sram_presets(&n);

@@ -6,6 +6,7 @@
 #include "machine.h"
 #include "ops.h"
 #include "run.h"
+#include "footprint_split.h"
 
 Test(machine, counts_each_element_moved_per_tensor)
 {
@@ -198,4 +199,21 @@ Test(machine, trace_sees_every_event_with_running_totals)
     cr_assert_eq(t.last_reads, 56);
     cr_assert_eq(t.max_used, 32);
     fl_machine_free(m);
+}
+
+/* footprint_split.h's coefficients with the head dimensions apart are footprint.h's at Dq = Dv
+ * (rd = rq + rv, cd = cq + cv), and a split coefficient moved to the other side differs. */
+Test(machine, split_footprints_are_the_plain_ones_at_one_head_dimension)
+{
+    const fl_fp_split s[] = {FL_FP2_FLASH1_FWD, FL_FP2_FLASH1_BWD, FL_FP2_FLASH2_FWD, FL_FP2_FLASH2_BWD};
+    const fl_fp_coef k[] = {FL_FP_FLASH1_FWD, FL_FP_FLASH1_BWD, FL_FP_FLASH2_FWD, FL_FP_FLASH2_BWD};
+    for (int i = 0; i < 4; i++)
+        for (int64_t R = 1; R <= 9; R += 4)
+            for (int64_t C = 1; C <= 9; C += 3)
+                for (int64_t D = 1; D <= 200; D += 37) {
+                    cr_assert_eq(fl_fp2_eval(s[i], R, C, D, D), fl_fp_eval(k[i], R, C, D), "footprint %d", i);
+                    if (s[i].rq != s[i].rv && R != C) /* a wrong split shows at Dq != Dv */
+                        cr_assert_neq(fl_fp2_eval(s[i], R, C, D, D + 1),
+                                      fl_fp2_eval((fl_fp_split){s[i].rv, s[i].rq, s[i].cq, s[i].cv, s[i].rc, s[i].r}, R, C, D, D + 1));
+                }
 }

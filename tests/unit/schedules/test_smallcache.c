@@ -92,8 +92,8 @@ Test(smallcache, heads_batches_varlen_and_overrides)
         cr_assert(floor_ev >= 1 && floor_ev <= r.events, "%s: events floor %lld, events %lld", what,
                   (long long)floor_ev, (long long)r.events);
         /* Bd is the largest chunk that fits beside Br x Bc (eq. Fsc) */
-        cr_assert_leq(fl_smallcache_footprint(0, 1, p.d, b.Br, b.Bc, b.Bd), p.M);
-        if (b.Bd < p.d) cr_assert_gt(fl_smallcache_footprint(0, 1, p.d, b.Br, b.Bc, b.Bd + 1), p.M);
+        cr_assert_leq(fl_smallcache_footprint(&p, 0, 1, b.Br, b.Bc, b.Bd), p.M);
+        if (b.Bd < p.d) cr_assert_gt(fl_smallcache_footprint(&p, 0, 1, b.Br, b.Bc, b.Bd + 1), p.M);
     }
     cr_assert_leq(worst, FL_TEST_TOL);
 }

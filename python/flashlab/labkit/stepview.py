@@ -9,7 +9,7 @@ compute machine), and the running counts.  Frames are shown as text, as PNG fram
 drawn by gnuplot (the script is written by gnuplot_script below), or, where ipywidgets is
 installed, in a slider.
 
-    python3 -m labkit.stepview trace.csv --algo flash2 --png DIR --gif out.gif
+    python3 -m flashlab.labkit.stepview trace.csv --algo flash2 --png DIR --gif out.gif
 """
 import json
 import os

@@ -7,7 +7,7 @@ student's tiled schedule, whose trace is read for the tiles it loads.
 import math
 
 import flashlab as fl
-import flmachine
+from flashlab import flmachine
 
 from . import Wrong, check, for_students, function, near, near_list, number, numbers_list, rng, student_id
 

@@ -1,6 +1,6 @@
 """Recorded GPU measurements (figures/data/gpu_*.csv) for labs 6 and 7: each CSV starts with '#'
-provenance lines (commit, GPU, driver, command).  Found through flashlab.data_dir(): the
-repository's figures/data, or figures/data beside the notebooks in the student-only layout."""
+provenance lines (commit, GPU, driver, command).  Found through flashlab.data_dir(): figures/data
+in the installed package, else the repository's figures/data."""
 import csv
 import pathlib
 

@@ -1,6 +1,6 @@
 """figures: the labs' figures, drawn by gnuplot from data the lab computed with the C library.
 
-Each figure is a script figures/lab*.gp (beside the notebooks in the student-only layout, else
+Each figure is a script figures/lab*.gp (flashlab.figures_dir(): in the installed package, else
 the repository's figures/), run with its data written to a temporary folder and passed in
 variables, so the same script also makes a PDF or SVG for slides:
 
@@ -27,8 +27,8 @@ def script(name):
     """The path of figures/<name>; FlashlabError when it is missing (a broken handout)."""
     p = fl.figures_dir() / name
     if not p.is_file():
-        fl._fail(f"figure script {name} is not in {fl.figures_dir()}: copy the repository's figures/ "
-                 f"folder beside the notebooks (notebooks/make_handout.py does)")
+        fl._fail(f"figure script {name} is not in {fl.figures_dir()}: reinstall flashlab (pip install), "
+                 f"whose package holds the figure scripts")
     return p
 
 

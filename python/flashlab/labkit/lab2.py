@@ -11,7 +11,7 @@ from collections import Counter
 
 import flashlab as fl
 
-import flmachine
+from flashlab import flmachine
 
 from . import Wrong, attempt, check, for_students, function, mapping, rng, student_id, whole
 

@@ -1,4 +1,4 @@
-"""flashlab.py: a thin ctypes binding over libflashlab.so for the course labs.
+"""flashlab: a thin ctypes binding over libflashlab.so, for scripts and the course labs.
 
 Nothing of the model lives here: every count comes from the C machine (machine.h), every
 schedule from fl_run (run.h), every online-softmax step from fl_osm_step (ops.h).  This file
@@ -22,14 +22,17 @@ set_trace() from its own trace callback is refused.  A FLASHLAB_LIB that is not 
 a FlashlabError at import.  tests/hostile/binding.py checks each of these, also under the
 sanitizer build (its --sanitizer-runtime).
 
-Where the library is found: $FLASHLAB_LIB; else libflashlab.so beside this file (the
-student-only layout); else, in the repository, build*/src/ or build*/.  The CLI:
-$FLASHLAB_CLI, a `flashlab` beside this file, or build*/flashlab.  The figure style and the
-recorded GPU data: figures/ beside this file, else the repository's figures/.
+Where the library is found: $FLASHLAB_LIB; else libflashlab.so beside this file (the installed
+package: pip install, docs/install.md); else, in the repository (python/flashlab/), build*/src/
+or build*/.  The CLI: $FLASHLAB_CLI, a `flashlab` beside this file, or
+build*/flashlab.  The figure style and the recorded GPU data: figures/ beside this file (the
+installed package), else the repository's figures/.  The package also holds flmachine (the
+machine a student's schedule programs), labkit (the labs' checks) and __main__ (python -m
+flashlab runs the CLI).
 
 The ctypes structures mirror machine.h, problem.h, run.h and masks.h, and every C function is
 declared once, as its C prototype (PROTOTYPES below), from which the ctypes signature is derived.
-`python3 flashlab.py --check-abi ABI_PROGRAM [--cc CC --include-dirs D1|D2]` compares the
+`python3 -m flashlab.abi ABI_PROGRAM [--cc CC --include-dirs D1|D2]` (abi.py) compares the
 structures' sizes, field offsets and field sizes with the C compiler's (notebooks/abi.c) and, with
 --cc, compiles the prototypes against the headers (a changed signature is a compile error).
 
@@ -52,12 +55,11 @@ import os
 import pathlib
 import re
 import subprocess
-import sys
 import threading
 from collections import namedtuple
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parent.parent   # the repository, where this is python/flashlab/
 STATUS = {0: "ok", 1: "invalid argument", 2: "capacity exceeded", 3: "overflow",
           4: "out of memory", 5: "i/o error", 6: "out of bounds", 7: "stopped by the trace callback"}
 
@@ -154,12 +156,12 @@ def cli_path():
 
 def figures_dir():
     """The folder holding style.gp (and the trace scripts): figures/ beside this file in the
-    student-only layout, else the repository's figures/."""
+    installed package, else the repository's figures/."""
     for d in (HERE / "figures", ROOT / "figures"):
         if (d / "style.gp").is_file():
             return d
-    _fail(f"no figures/style.gp beside {HERE} or in {ROOT}: copy the repository's figures/ "
-          f"folder beside the notebooks (notebooks/make_handout.py does)")
+    _fail(f"no figures/style.gp beside {HERE} or in {ROOT}: reinstall flashlab (pip install), "
+          f"whose package holds them")
 
 
 def data_dir():
@@ -182,7 +184,7 @@ except OSError as e:
 # Mirrors of the C structures (status.h, machine.h, problem.h, run.h, masks.h)
 
 NAME_LEN = 16
-MAX_TENSORS = 16
+MAX_TENSORS = 24
 MAX_BUFS = 32
 MODES = {"count": 0, "compute": 1}
 CAUSAL = {"none": 0, "top-left": 1, "bottom-right": 2}
@@ -253,7 +255,7 @@ class Result(C.Structure):
                 ("bwd_total", C.c_int64), ("segments", C.c_int64), ("computed", C.c_int),
                 ("max_abs_err", C.c_double), ("rel_err", C.c_double),
                 ("lse_rel_err", C.c_double), ("dq_rel_err", C.c_double),
-                ("dk_rel_err", C.c_double), ("dv_rel_err", C.c_double)]
+                ("dk_rel_err", C.c_double), ("dv_rel_err", C.c_double), ("dsink_rel_err", C.c_double)]
 
 
 class Event(C.Structure):
@@ -287,6 +289,7 @@ TRACE_FN = C.CFUNCTYPE(C.c_int, C.POINTER(Event), C.c_void_p)
 # is a compile error there instead of garbage here.
 
 PROTOTYPES = """
+const char *fl_version(void);
 const char *fl_last_error(void);
 const char *fl_last_error_raw(void);
 const char *fl_algo_name(fl_algo a);
@@ -400,6 +403,7 @@ ALGOS = _algo_names()   # the schedules the library knows, in fl_algo order
 CLASSIC = _algos_all()  # "all": the schedules compared side by side (the registry's flag)
 DEFAULT = ALGOS[_fn["fl_problem_default"]().algo]   # the schedule of fl_problem_default()
 SCHED_STACKS_GROUP = 4  # FL_SCHED_STACKS_GROUP (schedule.h; checked by check_abi)
+__version__ = _fn["fl_version"]().decode()   # the loaded library's (version.h: one number)
 
 
 # How the library's quantities (its messages' {name} tokens, status.h) are spelled here: as the
@@ -549,6 +553,8 @@ def problem(algo=None, N=1024, d=64, M=98304, Br=0, Bc=0, seed=1, elem_bytes=2, 
             setattr(p, k, _CHOICES[k][_choice(k, v, tuple(_CHOICES[k]))])
         elif kind == "int64":
             setattr(target, k, _int(k, v))
+        elif kind == "int":   # the switches (sinks, alibi, deterministic) take True/False too
+            setattr(target, k, _cint(k, int(v) if isinstance(v, bool) else v))
         elif kind == "uint64":
             setattr(target, k, _u64(k, v))
         elif kind == "double":
@@ -639,6 +645,8 @@ class RunResult:
         self.rel_err = r.rel_err if r.computed else None
         self.max_abs_err = r.max_abs_err if r.computed else None
         self.grad_rel_err = (r.dq_rel_err, r.dk_rel_err, r.dv_rel_err) if r.computed else None
+        self.dsink_rel_err = r.dsink_rel_err if r.computed and r.p.sinks and r.p.pass_ & 2 else None
+        self.d_v = r.p.d_v or r.p.d
 
     def __repr__(self):
         return (f"<{self.algo} N={self.N} d={self.d} M={self.M} Br={self.Br} Bc={self.Bc}: "
@@ -1411,16 +1419,16 @@ def check_abi(abi_program):
     for st, fields in c.items():
         for f, v in fields.items():
             if py.get(st, {}).get(f) != v:
-                bad.append(f"{st}.{f}: C says {v}, flashlab.py says {py.get(st, {}).get(f)}")
+                bad.append(f"{st}.{f}: C says {v}, the binding says {py.get(st, {}).get(f)}")
     for st, fields in py.items():
         for f in fields:
             if f not in c.get(st, {}):
-                bad.append(f"{st}.{f}: in flashlab.py but not reported by the C side")
+                bad.append(f"{st}.{f}: in the binding but not reported by the C side")
     return bad
 
 
 PROTOTYPE_HEADERS = ("machine.h", "problem.h", "decode.h", "blocksparse_mask.h", "run.h", "ops.h", "attention_ref.h", "masks.h",
-                     "heads.h", "status.h")
+                     "heads.h", "status.h", "flashlab/version.h")
 
 
 def prototypes_c(prototypes=PROTOTYPES, extra=""):
@@ -1447,26 +1455,3 @@ def check_prototypes(cc, include_dirs, prototypes=PROTOTYPES, extra=""):
         cmd += [f"-I{d}" for d in include_dirs if d]
         p = subprocess.run(cmd, capture_output=True, text=True)
         return [] if p.returncode == 0 else [l for l in p.stderr.splitlines() if "error" in l]
-
-
-def _main(argv):
-    if len(argv) >= 2 and argv[0] == "--check-abi":
-        bad = check_abi(argv[1])
-        rest = argv[2:]
-        opts = dict(zip(rest[::2], rest[1::2]))
-        if "--cc" in opts:
-            dirs = opts.get("--include-dirs", "").split("|")
-            found = check_prototypes(opts["--cc"], dirs)
-            bad += [f"prototype: {e}" for e in found]
-            print(f"flashlab.py: {len(PROTOTYPES.strip().splitlines())} prototypes",
-                  "DIFFER from" if found else "match", "the C headers")
-        for b in bad:
-            print("ABI mismatch:", b)
-        print("flashlab.py structures and prototypes", "DIFFER from" if bad else "match", "the C headers")
-        return 1 if bad else 0
-    print(__doc__)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))

@@ -1,7 +1,7 @@
-"""labkit: the course labs' parameters, local checks and figures, over flashlab.py.
+"""labkit: the course labs' parameters, local checks and figures, over the binding (flashlab).
 
 A check is a function that returns the list of what is wrong with an answer (empty: PASS).  It
-compares the answer with what the C library gives (flashlab.py: the machine, the reference, the
+compares the answer with what the C library gives (the binding: the machine, the reference, the
 mask and head rules) or with the recorded measurements, and it never raises: an answer of the
 wrong type, or one that makes the check itself fail, is reported as one FAIL line saying what was
 expected.  In a notebook a check is called as `lab1.tile_one(P, m1, l1, u1)`, which prints

@@ -16,7 +16,7 @@ import math
 import random
 
 import flashlab as fl
-import flmachine
+from flashlab import flmachine
 
 from . import Wrong, check, for_students, function, rng, student_id
 
