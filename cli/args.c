@@ -89,6 +89,14 @@ fl_status fl_parse_u64(const char *opt, const char *s, uint64_t *out)
     return FL_OK;
 }
 
+fl_status fl_parse_table_or_csv(const char *s, int *csv)
+{
+    if (strcmp(s, "csv") == 0) *csv = 1;
+    else if (strcmp(s, "table") == 0) *csv = 0;
+    else return fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table or csv)", s);
+    return FL_OK;
+}
+
 void fl_args_init(fl_args *a, int argc, char **argv)
 {
     a->argc = argc;
@@ -118,6 +126,20 @@ int fl_args_next(fl_args *a, const char **name, const char **inline_value)
         }
         *name = a->buf;
     }
+    return 1;
+}
+
+int fl_args_next_option(fl_args *a, const char **name, const char **inline_value)
+{
+    const int k = fl_args_next(a, name, inline_value);
+    if (k != 1 || strcmp(*name, "--help") != 0) return k;
+    return fl_args_flag(*name, *inline_value) ? -1 : FL_ARGS_HELP;
+}
+
+int fl_args_is_flag(const char *name, const char *inline_value, const char *flag, fl_status *s)
+{
+    if (strcmp(name, flag) != 0) return 0;
+    *s = fl_args_flag(name, inline_value);
     return 1;
 }
 

@@ -25,6 +25,10 @@ fl_status fl_parse_limit(const char *opt, const char *s, int64_t min, int64_t ma
 fl_status fl_parse_i64_list(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out,
                             int64_t cap, int64_t *n);
 
+/* The value of --format of a command that prints a table or a CSV: *csv 1 for "csv", 0 for
+ * "table"; anything else is FL_EINVAL naming --format and the two choices (*csv untouched). */
+fl_status fl_parse_table_or_csv(const char *s, int *csv);
+
 /* An unsigned 64-bit seed (decimal). */
 fl_status fl_parse_u64(const char *opt, const char *s, uint64_t *out);
 
@@ -41,6 +45,16 @@ typedef struct {
 
 void fl_args_init(fl_args *a, int argc, char **argv);
 int fl_args_next(fl_args *a, const char **name, const char **inline_value);
+
+/* fl_args_next for a command's option loop, with --help taken out of it: returns FL_ARGS_HELP at
+ * a bare --help (the command prints its usage and stops there), -1 (fl_last_error set, as
+ * fl_args_flag says) at "--help=value", else what fl_args_next returns. */
+enum { FL_ARGS_HELP = 2 };
+int fl_args_next_option(fl_args *a, const char **name, const char **inline_value);
+
+/* Whether name is the flag `flag`: 1, with the status of its parse (fl_args_flag: no "=value")
+ * in *s; 0 when it is another option (*s untouched). */
+int fl_args_is_flag(const char *name, const char *inline_value, const char *flag, fl_status *s);
 
 /* The value of the option just returned: its inline "=value", else the next argument.
  * FL_EINVAL ("--N: needs a value") when there is none. */

@@ -40,25 +40,18 @@ static int bound_problem(int argc, char **argv)
     int k;
     fl_popts_init(&po);
     fl_args_init(&a, argc, argv);
-    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            printf(problem_usage, fl_popts_usage);
-            return 0;
-        }
-        if (strcmp(name, "--problem") == 0) {
-            e = fl_args_flag(name, iv);
-            continue;
-        }
+    while (!e && (k = fl_args_next_option(&a, &name, &iv)) == 1) {
+        if (fl_args_is_flag(name, iv, "--problem", &e)) continue;
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--algo") == 0) e = fl_algo_parse(v, &po.p.algo);
         else if (strcmp(name, "--output") == 0) output = v;
-        else if (strcmp(name, "--format") == 0) {
-            if (strcmp(v, "csv") == 0) csv = 1;
-            else if (strcmp(v, "table") == 0) csv = 0;
-            else e = fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table or csv)", v);
-        } else if (!fl_popts_take(&po, name, v, &e))
+        else if (strcmp(name, "--format") == 0) e = fl_parse_table_or_csv(v, &csv);
+        else if (!fl_popts_take(&po, name, v, &e))
             e = fl_fail(FL_EINVAL, "%s: unknown option for bound --problem (see flashlab bound --problem --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        printf(problem_usage, fl_popts_usage);
+        return 0;
     }
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_popts_finish(&po);
@@ -144,14 +137,8 @@ int fl_cmd_bound(int argc, char **argv)
     const char *name, *iv, *v;
     int k;
     fl_args_init(&a, argc, argv);
-    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            fputs(usage, stdout);
-            goto done;
-        }
-        if (strcmp(name, "--all-N") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
+    while (!e && (k = fl_args_next_option(&a, &name, &iv)) == 1) {
+        if (fl_args_is_flag(name, iv, "--all-N", &e)) {
             brief = 0;
             continue;
         }
@@ -164,6 +151,10 @@ int fl_cmd_bound(int argc, char **argv)
         else if (strcmp(name, "--max-total-events") == 0)
             e = fl_parse_limit(name, v, 0, INT64_MAX, &s.max_total_events), ds.max_total_events = s.max_total_events;
         else e = fl_fail(FL_EINVAL, "%s: unknown option for bound (see flashlab bound --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        fputs(usage, stdout);
+        goto done;
     }
     if (!e && k < 0) e = FL_EINVAL;
     if (e) goto fail;

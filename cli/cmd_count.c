@@ -43,12 +43,7 @@ static int parse(int argc, char **argv, opts *o, fl_mode mode, const char *cmd, 
     o->all = 1;
     FL_TRY(fl_list_parse_algos("all", o->algos, &o->nalgos));
     fl_args_init(&a, argc, argv);
-    while ((k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            FL_TRY(fl_args_flag(name, iv));
-            printf(usage, cmd, blurb, fl_popts_usage, mode == FL_COMPUTE ? fl_macs_usage : "");
-            return -1;
-        }
+    while ((k = fl_args_next_option(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--explain") == 0) {
             FL_TRY(fl_args_flag(name, iv));
             o->explain = 1;
@@ -67,6 +62,10 @@ static int parse(int argc, char **argv, opts *o, fl_mode mode, const char *cmd, 
         } else if (strcmp(name, "--format") == 0) FL_TRY(fl_format_parse(v, &o->fmt));
         else if (fl_popts_take(&o->po, name, v, &s)) FL_TRY(s);
         else return fl_fail(FL_EINVAL, "%s: unknown option for %s (see flashlab %s --help)", name, cmd, cmd);
+    }
+    if (k == FL_ARGS_HELP) {
+        printf(usage, cmd, blurb, fl_popts_usage, mode == FL_COMPUTE ? fl_macs_usage : "");
+        return -1;
     }
     if (k < 0) return FL_EINVAL;
     const fl_problem *p = &o->po.p;

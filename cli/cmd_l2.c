@@ -104,14 +104,8 @@ int fl_cmd_l2(int argc, char **argv)
     fl_status e = FL_OK;
     fl_args ar;
     fl_args_init(&ar, argc, argv);
-    while (!e && (k = fl_args_next(&ar, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (strcmp(name, "--no-flush") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
+    while (!e && (k = fl_args_next_option(&ar, &name, &iv)) == 1) {
+        if (fl_args_is_flag(name, iv, "--no-flush", &e)) {
             flush = 0;
             continue;
         }
@@ -138,11 +132,12 @@ int fl_cmd_l2(int argc, char **argv)
         else if (strcmp(name, "--output") == 0) output = v;
         else if (strcmp(name, "--max-work") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &max_work);
         else if (strcmp(name, "--max-memory") == 0) e = fl_parse_i64(name, v, 0, INT64_C(1) << 40, &max_mb);
-        else if (strcmp(name, "--format") == 0) {
-            if (strcmp(v, "csv") == 0) csv = 1;
-            else if (strcmp(v, "table") == 0) csv = 0;
-            else e = fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table or csv)", v);
-        } else e = fl_fail(FL_EINVAL, "%s: unknown option for l2 (see flashlab l2 --help)", name);
+        else if (strcmp(name, "--format") == 0) e = fl_parse_table_or_csv(v, &csv);
+        else e = fl_fail(FL_EINVAL, "%s: unknown option for l2 (see flashlab l2 --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        fputs(usage, stdout);
+        return 0;
     }
     if (!e && k < 0) e = FL_EINVAL;
     if (!e && !algo) e = fl_fail(FL_EINVAL, "--algo: required (standard, flash1 or flash2)");

@@ -124,15 +124,10 @@ int fl_cmd_l2_launch(int argc, char **argv)
     fl_status e = FL_OK;
     fl_args ar;
     fl_args_init(&ar, argc, argv);
-    while (!e && (k = fl_args_next(&ar, &name, &iv)) == 1) {
-        const int flag = !strcmp(name, "--help") || !strcmp(name, "--causal") || !strcmp(name, "--atomic-dq") ||
-                         !strcmp(name, "--zero-dq") || !strcmp(name, "--static") || !strcmp(name, "--longest-first") ||
-                         !strcmp(name, "--pairs");
+    while (!e && (k = fl_args_next_option(&ar, &name, &iv)) == 1) {
+        const int flag = !strcmp(name, "--causal") || !strcmp(name, "--atomic-dq") || !strcmp(name, "--zero-dq") ||
+                         !strcmp(name, "--static") || !strcmp(name, "--longest-first") || !strcmp(name, "--pairs");
         if (flag && (e = fl_args_flag(name, iv))) break; /* a flag takes no =value */
-        if (strcmp(name, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        }
         if (strcmp(name, "--causal") == 0) L.causal = 1;
         else if (strcmp(name, "--atomic-dq") == 0) L.atomic_dq = 1;
         else if (strcmp(name, "--zero-dq") == 0) L.zero_dq = 1;
@@ -172,11 +167,12 @@ int fl_cmd_l2_launch(int argc, char **argv)
             if (strcmp(v, "tile") == 0) L.order = FL_GO_TILE_FASTEST;
             else if (strcmp(v, "head") == 0) L.order = FL_GO_HEAD_FASTEST;
             else e = fl_fail(FL_EINVAL, "--order: unknown order '%s' (choose tile or head)", v);
-        } else if (strcmp(name, "--format") == 0) {
-            if (strcmp(v, "csv") == 0) csv = 1;
-            else if (strcmp(v, "table") == 0) csv = 0;
-            else e = fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table or csv)", v);
-        } else e = fl_fail(FL_EINVAL, "%s: unknown option for l2 --launch (see flashlab l2 --launch x --help)", name);
+        } else if (strcmp(name, "--format") == 0) e = fl_parse_table_or_csv(v, &csv);
+        else e = fl_fail(FL_EINVAL, "%s: unknown option for l2 --launch (see flashlab l2 --launch x --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        fputs(usage, stdout);
+        return 0;
     }
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_launch_family_parse(family, &L.family);

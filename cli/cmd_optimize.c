@@ -115,12 +115,7 @@ int fl_cmd_optimize(int argc, char **argv)
     int k;
     fl_popts_init(&po);
     fl_args_init(&a, argc, argv);
-    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            printf(usage, fl_popts_usage);
-            return 0;
-        }
+    while (!e && (k = fl_args_next_option(&a, &name, &iv)) == 1) {
         if (fl_popts_flag(&po, name, iv, &e)) continue;
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--M") == 0) fl_list_free(&Ms), e = fl_list_parse(name, v, 1, INT64_MAX / 4, &Ms);
@@ -129,14 +124,15 @@ int fl_cmd_optimize(int argc, char **argv)
         else if (strcmp(name, "--output") == 0) output = v;
         else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--shard") == 0) e = fl_shard_parse(name, v, &shard);
-        else if (strcmp(name, "--format") == 0) {
-            if (strcmp(v, "csv") == 0) csv = 1;
-            else if (strcmp(v, "table") == 0) csv = 0;
-            else e = fl_fail(FL_EINVAL, "--format: unknown format '%s' (choose table or csv)", v);
-        } else if (strcmp(name, "--Br") == 0 || strcmp(name, "--Bc") == 0 || strcmp(name, "--algo") == 0)
+        else if (strcmp(name, "--format") == 0) e = fl_parse_table_or_csv(v, &csv);
+        else if (strcmp(name, "--Br") == 0 || strcmp(name, "--Bc") == 0 || strcmp(name, "--algo") == 0)
             e = fl_fail(FL_EINVAL, "%s: optimize searches the schedule and its blocks; it takes no %s", name, name);
         else if (!fl_popts_take(&po, name, v, &e))
             e = fl_fail(FL_EINVAL, "%s: unknown option for optimize (see flashlab optimize --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        printf(usage, fl_popts_usage);
+        return 0;
     }
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_optimize_check(&po.p); /* before the problem check names --algo flash2 */

@@ -385,17 +385,16 @@ int fl_cmd_plot(int argc, char **argv)
     fl_outdir *od = NULL;
     int k;
     fl_args_init(&a, argc, argv);
-    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            fputs(usage, stdout);
-            return 0;
-        }
+    while (!e && (k = fl_args_next_option(&a, &name, &iv)) == 1) {
         if ((e = fl_args_value(&a, name, iv, &v))) break;
         if (strcmp(name, "--out") == 0) dir = v;
         else if (strcmp(name, "--jobs") == 0) e = fl_cli_jobs(name, v);
         else if (strcmp(name, "--scripts") == 0) scripts = v;
         else e = fl_fail(FL_EINVAL, "%s: unknown option for plot (see flashlab plot --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        fputs(usage, stdout);
+        return 0;
     }
     if (!e && k < 0) e = FL_EINVAL;
     const int n = fl_figures_names(names, FL_FIGURE_FILES);

@@ -173,14 +173,8 @@ int fl_cmd_report(int argc, char **argv)
     int k, nfiles = 0, status = 0;
     o.max_events = fl_problem_default().max_events;
     fl_args_init(&a, argc, argv);
-    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (strcmp(name, "--no-figures") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
+    while (!e && (k = fl_args_next_option(&a, &name, &iv)) == 1) {
+        if (fl_args_is_flag(name, iv, "--no-figures", &e)) {
             o.figures = 0;
             continue;
         }
@@ -196,6 +190,10 @@ int fl_cmd_report(int argc, char **argv)
         else if (strcmp(name, "--heads") == 0) e = fl_parse_i64(name, v, 1, 1 << 12, &o.heads);
         else if (strcmp(name, "--max-events") == 0) e = fl_parse_limit(name, v, 0, INT64_MAX, &o.max_events);
         else e = fl_fail(FL_EINVAL, "%s: unknown option for report (see flashlab report --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        fputs(usage, stdout);
+        return 0;
     }
     if (!e && k < 0) e = FL_EINVAL;
     if (!e) e = fl_presets_resolve(o.sram, o.dtype, Mgiven, &o.M, &o.elem_bytes);

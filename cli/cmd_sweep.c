@@ -168,16 +168,13 @@ int fl_cmd_sweep(int argc, char **argv)
     int k;
     fl_popts_init(&po);
     fl_args_init(&a, argc, argv);
-    while (!e && (k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            fputs(usage, stdout);
-            goto done;
+    while (!e && (k = fl_args_next_option(&a, &name, &iv)) == 1) {
+        if (fl_args_is_flag(name, iv, "--progress", &e)) {
+            progress = 1;
+            continue;
         }
-        if (strcmp(name, "--progress") == 0 || strcmp(name, "--M-upto-Nd") == 0) {
-            if ((e = fl_args_flag(name, iv))) break;
-            if (name[2] == 'p') progress = 1;
-            else s.M_upto_Nd = 1;
+        if (fl_args_is_flag(name, iv, "--M-upto-Nd", &e)) {
+            s.M_upto_Nd = 1;
             continue;
         }
         if (fl_popts_flag(&po, name, iv, &e)) continue;
@@ -197,6 +194,10 @@ int fl_cmd_sweep(int argc, char **argv)
             e = fl_fail(FL_EINVAL, "%s: a sweep varies N; use count for a fixed packed batch or table", name);
         else if (!fl_popts_take(&po, name, v, &e)) /* the problem's other fields */
             e = fl_fail(FL_EINVAL, "%s: unknown option for sweep (see flashlab sweep --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        fputs(usage, stdout);
+        goto done;
     }
     if (!e && k < 0) e = FL_EINVAL;
     int64_t configs = 0;

@@ -74,12 +74,7 @@ static int parse(int argc, char **argv, opts *o)
     o->fmt = FL_TRACE_CSV;
     FL_TRY(parse_algos("classic", o));
     fl_args_init(&a, argc, argv);
-    while ((k = fl_args_next(&a, &name, &iv)) == 1) {
-        if (strcmp(name, "--help") == 0) {
-            FL_TRY(fl_args_flag(name, iv));
-            printf(usage, fl_macs_usage);
-            return -1;
-        }
+    while ((k = fl_args_next_option(&a, &name, &iv)) == 1) {
         if (strcmp(name, "--compute") == 0) {
             FL_TRY(fl_args_flag(name, iv));
             o->compute = 1;
@@ -98,6 +93,10 @@ static int parse(int argc, char **argv, opts *o)
         } else if (strcmp(name, "--max-macs") == 0) FL_TRY(fl_parse_limit(name, v, 0, INT64_MAX, &o->po.p.max_macs));
         else if (fl_popts_take(&o->po, name, v, &s)) FL_TRY(s);
         else return fl_fail(FL_EINVAL, "%s: unknown option for trace (see flashlab trace --help)", name);
+    }
+    if (k == FL_ARGS_HELP) {
+        printf(usage, fl_macs_usage);
+        return -1;
     }
     if (k < 0) return FL_EINVAL;
     o->po.p.algo = (fl_algo)o->algos[0];

@@ -2,7 +2,12 @@
  * (docs/context_parallel.md §5). */
 #include <flashlab/cp.h>
 
+#include <stddef.h>
 #include <string.h>
+
+#include "named.h"
+
+_Static_assert(offsetof(fl_cp_host, name) == 0, "FL_NAMED reads a host's name as its first member");
 
 /* Liu et al. 2310.01889, Table 2 (p. 5): FLOPS and unidirectional interconnect bandwidth per
  * host, the minimal block size c = FLOPS / bandwidth and sequence length s = 6 c it prints
@@ -34,11 +39,8 @@ const fl_cp_host *fl_cp_hosts(int *n)
 
 fl_status fl_cp_host_find(const char *name, const fl_cp_host **out)
 {
-    for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++)
-        if (name && strcmp(name, hosts[i].name) == 0) {
-            *out = &hosts[i];
-            return FL_OK;
-        }
+    const fl_cp_host *h = FL_NAMED(hosts, name);
+    if (h) return *out = h, FL_OK;
     return fl_fail(FL_EINVAL, "unknown host '%s' (choose a100-nvlink, a100-ib, tpu-v3, tpu-v4, tpu-v5e, "
                               "h100-nvlink4 or h100-ib-ndr)", fl_shown(name ? name : ""));
 }

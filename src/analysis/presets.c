@@ -1,8 +1,14 @@
 /* presets.c: SRAM presets and dtypes (see presets.h; numbers and sources in docs/analysis.md). */
 #include <flashlab/presets.h>
 
+#include <stddef.h>
 #include <stdio.h>
-#include <string.h>
+
+#include "named.h"
+
+_Static_assert(offsetof(fl_sram_preset, name) == 0 && offsetof(fl_dtype, name) == 0 &&
+                   offsetof(fl_model_preset, name) == 0,
+               "FL_NAMED reads a catalogue entry's name as its first member");
 
 /* The GPU's figures (after the SRAM source): the device word, SMs, L2 in MiB, the launch model's
  * L2 partitions, whether they were checked against the GPU, and where they come from
@@ -66,33 +72,24 @@ static const char *fl_preset_names(char *buf, size_t cap)
 
 fl_status fl_sram_preset_find(const char *name, const fl_sram_preset **out)
 {
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        if (name && strcmp(name, presets[i].name) == 0) {
-            *out = &presets[i];
-            return FL_OK;
-        }
+    const fl_sram_preset *p = FL_NAMED(presets, name);
+    if (p) return *out = p, FL_OK;
     char choices[160];
     return fl_fail(FL_EINVAL, "{sram}: unknown preset '%s' (choose %s)", name ? name : "", fl_preset_names(choices, sizeof choices));
 }
 
 fl_status fl_gpu_preset_find(const char *name, const fl_sram_preset **out)
 {
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        if (name && strcmp(name, presets[i].name) == 0) {
-            *out = &presets[i];
-            return FL_OK;
-        }
+    const fl_sram_preset *p = FL_NAMED(presets, name);
+    if (p) return *out = p, FL_OK;
     char choices[160];
     return fl_fail(FL_EINVAL, "{gpu}: unknown GPU '%s' (choose %s)", name ? name : "", fl_preset_names(choices, sizeof choices));
 }
 
 fl_status fl_dtype_parse(const char *name, int *bytes)
 {
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (name && strcmp(name, dtypes[i].name) == 0) {
-            *bytes = dtypes[i].bytes;
-            return FL_OK;
-        }
+    const fl_dtype *t = FL_NAMED(dtypes, name);
+    if (t) return *bytes = t->bytes, FL_OK;
     return fl_fail(FL_EINVAL, "{dtype}: unknown element type '%s' (choose fp16, bf16, fp32 or fp8)",
                    name ? name : "");
 }
@@ -151,11 +148,8 @@ const fl_model_preset *fl_model_presets(int *n)
 
 fl_status fl_model_preset_find(const char *name, const fl_model_preset **out)
 {
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
-        if (name && strcmp(name, models[i].name) == 0) {
-            *out = &models[i];
-            return FL_OK;
-        }
+    const fl_model_preset *m = FL_NAMED(models, name);
+    if (m) return *out = m, FL_OK;
     return fl_fail(FL_EINVAL, "{model}: unknown model '%s' (choose gpt-oss-120b, llama-3-8b, gemma-2-9b, "
                               "gemma-4-global, deepseek-v3 or deepseek-v3-decode)", fl_shown(name ? name : ""));
 }

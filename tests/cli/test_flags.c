@@ -19,14 +19,19 @@ static const flag_case cases[] = {
     {{"sweep"}, "--help"},
     {{"bound", "--N", "512,1024,2048", "--d", "64", "--M", "4096:65536:x2"}, "--all-N"},
     {{"bound"}, "--help"},
+    {{"bound"}, "--problem"},
+    {{"bound", "--problem"}, "--help"},
     {{"report"}, "--no-figures"},
     {{"report"}, "--help"},
     {{"plot"}, "--help"},
     {{"optimize"}, "--help"},
     {{"l2", "--algo", "flash2", "--N", "256", "--d", "64", "--Br", "64", "--Bc", "64"}, "--no-flush"},
     {{"l2"}, "--help"},
+    {{"l2", "--launch", "fwd-q"}, "--help"},
     {{"trace"}, "--compute"},
     {{"trace"}, "--help"},
+    {{"gpus"}, "--help"},
+    {{"schedules"}, "--help"},
 };
 
 /* Runs `flashlab CMD... ARG` (ARG last). */

@@ -72,6 +72,11 @@ Test(errors_cli, unknown_names)
     snprintf(want, sizeof want, "--algo: unknown schedule 'Flash1' (choose %s)", fl_algo_choices());
     EXPECT_BAD(want, "count", "--algo", "Flash1");
     EXPECT_BAD("--format: unknown format 'xml' (choose table, csv or json)", "count", "--format", "xml");
+    /* the commands that print a table or a CSV (and nothing else) */
+    EXPECT_BAD("--format: unknown format 'xml' (choose table or csv)", "bound", "--problem", "--format", "xml");
+    EXPECT_BAD("--format: unknown format 'json' (choose table or csv)", "optimize", "--format", "json");
+    EXPECT_BAD("--format: unknown format 'CSV' (choose table or csv)", "l2", "--format", "CSV");
+    EXPECT_BAD("--format: unknown format '' (choose table or csv)", "l2", "--launch", "fwd-q", "--format=");
     EXPECT_BAD("--frobnicate: unknown option for count (see flashlab count --help)", "count", "--frobnicate", "3");
     EXPECT_BAD("--n: unknown option for run (see flashlab run --help)", "run", "--n", "3");
     EXPECT_BAD("'N': expected an option such as --N 1024 (see --help)", "count", "N", "3");

@@ -3,27 +3,13 @@
  * overrides; its values equal the reference to 1e-12; its count over N^2 d / sqrt(M) is flat in
  * M from 4d to d^2/2 (slope -1/2 within one standard error) and below flash1's and flash2's
  * there; above d^2 flash1 keeps its N^2 d^2 / M constant. */
-#include <gsl/gsl_fit.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grid.h"
 #include "rng.h"
 #include "schedules/smallcache.h"
-
-static fl_algo sc(void)
-{
-    fl_algo a;
-    cr_assert_eq(fl_algo_parse("smallcache", &a), FL_OK);
-    return a;
-}
-
-static fl_problem prob(int64_t N, int64_t d, int64_t M)
-{
-    fl_problem p = fl_problem_default();
-    p.algo = sc(), p.N = N, p.d = d, p.M = M;
-    return p;
-}
+#include "smallcache_test.h"
 
 static int64_t count(fl_problem p, fl_algo a)
 {
@@ -46,7 +32,7 @@ Test(smallcache, counts_equal_the_closed_form_and_values_the_reference)
         for (int c = 0; c < 3; c++)
             for (size_t w = 0; w < 5; w++)
                 for (size_t m = 0; m < 4; m++) {
-                    fl_problem p = prob(shapes[s][0], ds[(s + w) % 3], Ms[m]);
+                    fl_problem p = sc_prob(shapes[s][0], ds[(s + w) % 3], Ms[m], FL_PASS_FWD);
                     p.Nk = shapes[s][1];
                     p.causal = (fl_causal)c, p.window_left = wins[w][0], p.window_right = wins[w][1];
                     p.seed = 5 + s;
@@ -69,7 +55,8 @@ Test(smallcache, heads_batches_varlen_and_overrides)
     uint64_t st = 77;
     double worst = 0.0;
     for (int k = 0; k < 60; k++) {
-        fl_problem p = prob(60, 1 + (int64_t)(fl_rng_next(&st) % 20), 20 + (int64_t)(fl_rng_next(&st) % 3000));
+        fl_problem p = sc_prob(60, 1 + (int64_t)(fl_rng_next(&st) % 20), 20 + (int64_t)(fl_rng_next(&st) % 3000),
+                               FL_PASS_FWD);
         p.Nk = 47;
         p.causal = (fl_causal)(k % 3);
         if (k % 4 == 1) p.heads = 6, p.kv_heads = 2;
@@ -106,7 +93,7 @@ Test(smallcache, dense_count_is_the_textbook_form)
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 4; k++) {
-                fl_problem p = prob(Ns[i], ds[j], Ms[k]);
+                fl_problem p = sc_prob(Ns[i], ds[j], Ms[k], FL_PASS_FWD);
                 fl_result r;
                 cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK, "%s", fl_last_error());
                 const int64_t N = p.N, d = p.d, Tr = (N + r.b.Br - 1) / r.b.Br, Tc = (N + r.b.Bc - 1) / r.b.Bc;
@@ -118,6 +105,14 @@ Test(smallcache, dense_count_is_the_textbook_form)
             }
 }
 
+/* flash1 and flash2, where they fit, move more than smallcache's count t of p. */
+static void flash1_and_flash2_move_more(const fl_problem *p, int64_t t)
+{
+    const int64_t f1 = count(*p, FL_ALGO_FLASH1), f2 = count(*p, FL_ALGO_FLASH2);
+    if (f1 >= 0) cr_assert_lt(t, f1, "d %ld M %ld: flash1 %ld", (long)p->d, (long)p->M, (long)f1);
+    if (f2 >= 0) cr_assert_lt(t, f2, "d %ld M %ld: flash2 %ld", (long)p->d, (long)p->M, (long)f2);
+}
+
 /* docs/model.md §4.6 and docs/bounds.md §3: over M = 4d .. d^2/2 (x2) at N = 4096, the count is
  * Theta(N^2 d / sqrt M): least squares on (ln M, ln count) gives -1/2 within one standard error,
  * the constant count sqrt(M) / (N^2 d) stays in [5.8, 6.3], and flash1 and flash2 (where they
@@ -125,29 +120,7 @@ Test(smallcache, dense_count_is_the_textbook_form)
 Test(smallcache, slope_is_minus_one_half_below_d_squared)
 {
     fl_time_limit(FL_T(300));
-    const int64_t N = 4096, dims[] = {64, 128};
-    for (int k = 0; k < 2; k++) {
-        const int64_t d = dims[k];
-        double x[16], y[16];
-        size_t n = 0;
-        for (int64_t M = 4 * d; M <= d * d / 2; M *= 2) {
-            const fl_problem p = prob(N, d, M);
-            const int64_t t = count(p, sc());
-            cr_assert_gt(t, 0);
-            const double c = (double)t * sqrt((double)M) / ((double)N * (double)N * (double)d);
-            cr_assert(c >= 5.8 && c <= 6.3, "d %ld M %ld: constant %.3f", (long)d, (long)M, c);
-            const int64_t f1 = count(p, FL_ALGO_FLASH1), f2 = count(p, FL_ALGO_FLASH2);
-            if (f1 >= 0) cr_assert_lt(t, f1, "d %ld M %ld: flash1 %ld", (long)d, (long)M, (long)f1);
-            if (f2 >= 0) cr_assert_lt(t, f2, "d %ld M %ld: flash2 %ld", (long)d, (long)M, (long)f2);
-            x[n] = log((double)M), y[n] = log((double)t), n++;
-        }
-        double c0, c1, v00, v01, v11, ss;
-        gsl_fit_linear(x, 1, y, 1, n, &c0, &c1, &v00, &v01, &v11, &ss);
-        const double se = sqrt(v11);
-        printf("smallcache d = %ld: slope in M %.4f +- %.4f over %zu points (M = 4d .. d^2/2)\n", (long)d, c1, se, n);
-        cr_assert_geq(n, 4);
-        cr_assert(fabs(c1 + 0.5) <= se, "d %ld: slope %.4f +- %.4f", (long)d, c1, se);
-    }
+    expect_sqrt_m_regime(FL_PASS_FWD, 5.8, 6.3, flash1_and_flash2_move_more, "smallcache");
 }
 
 /* Above d^2 flash1 keeps Theta(N^2 d^2 / M): its constant stays between 12 and 16 from d^2 to
@@ -157,7 +130,7 @@ Test(smallcache, above_d_squared_flash1_keeps_n2d2_over_M)
 {
     const int64_t N = 4096, d = 64;
     for (int64_t M = d * d; M <= N * d / 4; M *= 2) {
-        fl_problem p = prob(N, d, M);
+        fl_problem p = sc_prob(N, d, M, FL_PASS_FWD);
         const double c = (double)count(p, FL_ALGO_FLASH1) * (double)M / ((double)N * N * d * d);
         cr_assert(c >= 12.0 && c <= 16.0, "M %ld: flash1 constant %.3f", (long)M, c);
     }
@@ -165,7 +138,7 @@ Test(smallcache, above_d_squared_flash1_keeps_n2d2_over_M)
 
 Test(smallcache, rules_and_refusals)
 {
-    fl_problem p = prob(100, 16, 5);
+    fl_problem p = sc_prob(100, 16, 5, FL_PASS_FWD);
     fl_blocks b;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_ECAPACITY);
     cr_assert(strstr(fl_last_error_raw(), "{M}: smallcache needs at least 6"), "%s", fl_last_error_raw());
@@ -175,14 +148,14 @@ Test(smallcache, rules_and_refusals)
     p.M = 1000, p.Br = 40, p.Bc = 40;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_EINVAL);
     cr_assert(strstr(fl_last_error_raw(), "{Br}/{Bc}: smallcache blocks Br = 40, Bc = 40 need 1800"), "%s", fl_last_error_raw());
-    p = prob(100, 16, 5); /* the backward's smallest tiles need as many (Fscb: 2 + 2 + 2) */
+    p = sc_prob(100, 16, 5, FL_PASS_FWD); /* the backward's smallest tiles need as many (Fscb: 2 + 2 + 2) */
     cr_assert_eq(fl_blocks_choose_pass(&p, 1, &b), FL_ECAPACITY);
     cr_assert(strstr(fl_last_error_raw(), "{M}: smallcache backward needs at least 6"), "%s", fl_last_error_raw());
     p.M = 6;
     cr_assert_eq(fl_blocks_choose_pass(&p, 1, &b), FL_OK);
     cr_assert(b.Br == 1 && b.Bc == 1 && b.Bd == 1 && b.footprint == 6);
     /* blocks never exceed the sequence */
-    p = prob(7, 16, 1 << 20);
+    p = sc_prob(7, 16, 1 << 20, FL_PASS_FWD);
     p.Nk = 5;
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_OK);
     cr_assert(b.Br <= 7 && b.Bc <= 5 && b.Bd == 16);
@@ -190,7 +163,7 @@ Test(smallcache, rules_and_refusals)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    p = prob(4096, 256, 4096);
+    p = sc_prob(4096, 256, 4096, FL_PASS_FWD);
     cr_assert_eq(fl_blocks_choose(&p, &b), FL_OK);
     fl_smallcache_explain(f, &p, &b);
     fclose(f);
@@ -209,7 +182,7 @@ Test(smallcache, flash2_square_blocks_leave_n2d2_over_M_above_d_squared)
     double x[16], y[16], c_first = 0, c_last = 0;
     size_t n = 0;
     for (int64_t M = d * d; M <= N * d; M *= 2) {
-        fl_problem p = prob(N, d, M);
+        fl_problem p = sc_prob(N, d, M, FL_PASS_FWD);
         const int64_t t = count(p, FL_ALGO_FLASH2);
         const double c = (double)t * (double)M / ((double)N * N * d * d);
         if (!n) c_first = c;

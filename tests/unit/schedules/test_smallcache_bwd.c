@@ -6,28 +6,13 @@
  * (tests/conformance/test_registry.c) checks its closed form against the machine and its
  * gradients against the reference on masks, heads and varlen. */
 #include <criterion/criterion.h>
-#include <gsl/gsl_fit.h>
-#include <math.h>
 #include <stdio.h>
 
 #include "rng.h"
 #include "run.h"
 #include "schedule.h"
+#include "smallcache_test.h"
 #include "time_limit.h"
-
-static fl_algo sc(void)
-{
-    fl_algo a;
-    cr_assert_eq(fl_algo_parse("smallcache", &a), FL_OK);
-    return a;
-}
-
-static fl_problem prob(int64_t N, int64_t d, int64_t M)
-{
-    fl_problem p = fl_problem_default();
-    p.algo = sc(), p.N = N, p.d = d, p.M = M, p.pass = FL_PASS_BWD;
-    return p;
-}
 
 /* (Cscb) for one dense head, written out: every row block meets all Tc key blocks, every key
  * block all Tr row blocks.  Reads: D (2Nd), Q twice and dO once per tile (3 Nd Tc), dQ after the
@@ -42,7 +27,7 @@ Test(smallcache_bwd, dense_count_is_the_textbook_form)
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 4; k++) {
-                fl_problem p = prob(Ns[i], ds[j], Ms[k]);
+                fl_problem p = sc_prob(Ns[i], ds[j], Ms[k], FL_PASS_BWD);
                 fl_result r;
                 cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK, "%s", fl_last_error());
                 const fl_blocks *b = &r.b_bwd;
@@ -57,37 +42,23 @@ Test(smallcache_bwd, dense_count_is_the_textbook_form)
     cr_assert_eq(n, 48);
 }
 
+/* flash2's backward, where it fits, moves more than smallcache's count t of p. */
+static void flash2_moves_more(const fl_problem *p, int64_t t)
+{
+    fl_problem q = *p;
+    q.algo = FL_ALGO_FLASH2;
+    fl_result f;
+    if (fl_run(&q, FL_COUNT, NULL, NULL, &f) == FL_OK)
+        cr_assert_lt(t, f.total, "d %ld M %ld: flash2 %ld", (long)p->d, (long)p->M, (long)f.total);
+}
+
 /* docs/model.md §12.1: over M = 4d .. d^2/2 (x2) at N = 4096, Theta(N^2 d / sqrt M): the slope
  * of ln count on ln M is -1/2 within one standard error, the constant count sqrt(M) / (N^2 d)
  * stays in [21.0, 21.5], and flash2's backward (where it fits) moves more. */
 Test(smallcache_bwd, slope_is_minus_one_half_below_d_squared)
 {
     fl_time_limit(FL_T(300));
-    const int64_t N = 4096, dims[] = {64, 128};
-    for (int k = 0; k < 2; k++) {
-        const int64_t d = dims[k];
-        double x[16], y[16];
-        size_t n = 0;
-        for (int64_t M = 4 * d; M <= d * d / 2; M *= 2) {
-            fl_problem p = prob(N, d, M);
-            fl_result r;
-            cr_assert_eq(fl_run(&p, FL_COUNT, NULL, NULL, &r), FL_OK, "%s", fl_last_error());
-            const double c = (double)r.total * sqrt((double)M) / ((double)N * (double)N * (double)d);
-            cr_assert(c >= 21.0 && c <= 21.5, "d %ld M %ld: constant %.3f", (long)d, (long)M, c);
-            p.algo = FL_ALGO_FLASH2;
-            fl_result f;
-            if (fl_run(&p, FL_COUNT, NULL, NULL, &f) == FL_OK)
-                cr_assert_lt(r.total, f.total, "d %ld M %ld: flash2 %ld", (long)d, (long)M, (long)f.total);
-            x[n] = log((double)M), y[n] = log((double)r.total), n++;
-        }
-        double c0, c1, v00, v01, v11, ss;
-        gsl_fit_linear(x, 1, y, 1, n, &c0, &c1, &v00, &v01, &v11, &ss);
-        const double se = sqrt(v11);
-        printf("smallcache backward d = %ld: slope in M %.4f +- %.4f over %zu points (M = 4d .. d^2/2)\n", (long)d, c1,
-               se, n);
-        cr_assert_geq(n, 4);
-        cr_assert(fabs(c1 + 0.5) <= se, "d %ld: slope %.4f +- %.4f", (long)d, c1, se);
-    }
+    expect_sqrt_m_regime(FL_PASS_BWD, 21.0, 21.5, flash2_moves_more, "smallcache backward");
 }
 
 /* Lemma O4 (docs/model.md §7): for every schedule optimize searches by branch and bound, and each
